@@ -1,0 +1,45 @@
+# memoryviz: `make run` sets everything up and serves the dashboard; `make test` runs every test.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+PIP := $(VENV)/bin/pip
+HOST ?= 127.0.0.1
+PORT ?= 8000
+
+.PHONY: run test setup test-setup migrate demo bench system-deps clean
+
+$(VENV)/.runtime: requirements.txt
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PIP) install --disable-pip-version-check -q -r requirements.txt
+	touch $@
+
+$(VENV)/.test: $(VENV)/.runtime requirements-test.txt
+	$(PIP) install --disable-pip-version-check -q -r requirements-test.txt
+	touch $@
+
+setup: $(VENV)/.runtime
+
+migrate: setup
+	$(PY) manage.py migrate --noinput
+
+demo: migrate
+	$(PY) manage.py seed_demo
+
+run: demo
+	@echo "memoryviz: http://$(HOST):$(PORT)/  (log in as demo / memoryviz-demo)"
+	$(PY) manage.py runserver $(HOST):$(PORT)
+
+test-setup: $(VENV)/.test
+
+# Browser tests need Debian's chromium; `make system-deps` (as root) installs it and PostgreSQL.
+test: test-setup
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+system-deps:
+	bash .ci/system-deps
+
+bench: test-setup
+	$(PY) bench/run.py
+
+clean:
+	rm -rf $(VENV) staticfiles .pytest_cache .hypothesis

@@ -1,0 +1,174 @@
+"""The data model of DESIGN.md: projects, agents, sessions and their messages."""
+from __future__ import annotations
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.db import models
+from django.db.models import Q
+from django.urls import reverse
+
+
+class Role(models.TextChoices):
+    SYSTEM = "system"
+    DEVELOPER = "developer"
+    USER = "user"
+    ASSISTANT = "assistant"
+    TOOL = "tool"
+
+
+class Project(models.Model):
+    name = models.CharField(max_length=200)
+    slug = models.SlugField(max_length=100, unique=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    members = models.ManyToManyField(settings.AUTH_USER_MODEL, through="Membership", related_name="projects")
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Membership(models.Model):
+    class Level(models.TextChoices):
+        VIEWER = "viewer"
+        ANNOTATOR = "annotator"
+        EDITOR = "editor"
+        ADMIN = "admin"
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="memberships")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships")
+    role = models.CharField(max_length=20, choices=Level.choices, default=Level.VIEWER)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["project", "user"], name="membership_unique_project_user"),
+            models.CheckConstraint(
+                condition=Q(role__in=["viewer", "annotator", "editor", "admin"]), name="membership_role_known"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.user} in {self.project} ({self.role})"
+
+    @property
+    def can_edit(self) -> bool:
+        return self.role in {self.Level.EDITOR, self.Level.ADMIN}
+
+
+class Agent(models.Model):
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="agents")
+    name = models.CharField(max_length=200)
+    slug = models.SlugField(max_length=100)
+    description = models.TextField(blank=True)
+    model = models.CharField(max_length=200, blank=True, help_text="Model name, e.g. gpt-4o.")
+    context_window = models.PositiveIntegerField(default=128_000, help_text="Tokens the model accepts.")
+
+    class Meta:
+        ordering = ["project__name", "name"]
+        constraints = [models.UniqueConstraint(fields=["project", "slug"], name="agent_unique_project_slug")]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Session(models.Model):
+    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="sessions")
+    external_id = models.CharField(max_length=255, help_text="The id the agent's framework gave the session.")
+    title = models.CharField(max_length=500, blank=True)
+    source_format = models.CharField(max_length=40, blank=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    metadata = models.JSONField(default=dict, blank=True)
+    imported_at = models.DateTimeField(auto_now_add=True)
+    # Summaries kept on the row so that lists never aggregate messages.
+    message_count = models.PositiveIntegerField(default=0)
+    token_total = models.PositiveBigIntegerField(default=0)
+    violation_count = models.PositiveIntegerField(default=0)
+    has_errors = models.BooleanField(default=False)
+
+    class Meta:
+        ordering = ["-started_at", "-id"]
+        constraints = [
+            models.UniqueConstraint(fields=["agent", "external_id"], name="session_unique_agent_external_id"),
+        ]
+        indexes = [
+            models.Index(fields=["agent", "-started_at"], name="session_agent_started"),
+            models.Index(fields=["-started_at", "-id"], name="session_started"),
+            models.Index(fields=["violation_count"], name="session_violations"),
+            models.Index(fields=["has_errors"], name="session_has_errors"),
+            models.Index(fields=["token_total"], name="session_tokens"),
+        ]
+
+    def __str__(self) -> str:
+        return self.title or self.external_id
+
+    def get_absolute_url(self) -> str:
+        return reverse("agents:session_detail", args=[self.pk])
+
+
+class Message(models.Model):
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="messages")
+    seq = models.PositiveIntegerField(help_text="Position in the conversation, 0-based.")
+    role = models.CharField(max_length=20, choices=Role.choices)
+    content = models.TextField(blank=True, help_text="The text of the message (text parts joined).")
+    content_parts = models.JSONField(null=True, blank=True, help_text="Content as a list of parts, when it was one.")
+    name = models.CharField(max_length=255, blank=True)
+    tool_call_id = models.CharField(max_length=255, blank=True)
+    tool_calls = models.JSONField(default=list, blank=True)
+    is_error = models.BooleanField(null=True, blank=True)
+    reasoning = models.TextField(blank=True)
+    external_id = models.CharField(max_length=255, blank=True)
+    created_at = models.DateTimeField(null=True, blank=True)
+    token_count = models.PositiveIntegerField(default=0)
+    extra = models.JSONField(default=dict, blank=True)
+
+    class Meta:
+        ordering = ["session", "seq"]
+        constraints = [
+            models.UniqueConstraint(fields=["session", "seq"], name="message_unique_session_seq"),
+            models.UniqueConstraint(
+                fields=["session", "external_id"],
+                condition=~Q(external_id=""),
+                name="message_unique_session_external_id",
+            ),
+            models.CheckConstraint(
+                condition=Q(role__in=["system", "developer", "user", "assistant", "tool"]),
+                name="message_role_known",
+            ),
+            models.CheckConstraint(
+                condition=~Q(role="tool") | ~Q(tool_call_id=""),
+                name="message_tool_has_call_id",
+            ),
+        ]
+        # The unique (session, seq) index serves reading a session in order.
+        indexes = [models.Index(fields=["session", "role"], name="message_session_role")]
+
+    def __str__(self) -> str:
+        return f"{self.session_id}#{self.seq} {self.role}"
+
+    def clean(self) -> None:
+        if self.role not in Role.values:
+            raise ValidationError({"role": f"Unknown role {self.role!r}; expected one of {', '.join(Role.values)}."})
+        if self.role == Role.TOOL and not self.tool_call_id:
+            raise ValidationError({"tool_call_id": "A tool message must name the tool_call_id it answers."})
+
+
+class ToolCall(models.Model):
+    """One call of an assistant message, for "sessions that used tool X"."""
+
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="tool_call_rows")
+    message = models.ForeignKey(Message, on_delete=models.CASCADE, related_name="tool_call_rows")
+    call_id = models.CharField(max_length=255)
+    name = models.CharField(max_length=255)
+    arguments = models.TextField(blank=True)
+    position = models.PositiveSmallIntegerField(default=0)
+
+    class Meta:
+        ordering = ["message", "position"]
+        indexes = [
+            models.Index(fields=["name", "session"], name="toolcall_name_session"),
+            models.Index(fields=["session", "call_id"], name="toolcall_session_call"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.name}({self.call_id})"
