@@ -6,7 +6,7 @@ PIP := $(VENV)/bin/pip
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: run test setup test-setup migrate demo bench system-deps clean
+.PHONY: run test setup test-setup browser-deps migrate demo bench system-deps clean
 
 $(VENV)/.runtime: requirements.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -31,8 +31,13 @@ run: demo
 
 test-setup: $(VENV)/.test
 
-# Browser tests need Debian's chromium; `make system-deps` (as root) installs it and PostgreSQL.
-test: test-setup
+# Browser tests need Debian's chromium: installed here when missing and running as root,
+# otherwise `sudo make system-deps` once.
+browser-deps:
+	@command -v chromium >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && bash .ci/system-deps; } || \
+	  { echo "Chromium is missing: run 'sudo make system-deps' once (Debian's chromium, PostgreSQL)."; exit 1; }
+
+test: test-setup browser-deps
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 system-deps:
