@@ -85,11 +85,22 @@ class Session(models.Model):
     token_total = models.PositiveBigIntegerField(default=0)
     violation_count = models.PositiveIntegerField(default=0)
     has_errors = models.BooleanField(default=False)
+    # Which counter produced Message.token_count, so that a trim under the same counter reuses the counts.
+    token_counter = models.CharField(max_length=40, default="cl100k")
+    # The protocol violations found at import (Violation.to_dict() plus "seq"), so that no page view has to
+    # re-check a session of 10,000 messages. violation_count counts the errors among them.
+    violations = models.JSONField(default=list, blank=True)
+    # Tool schemas sent with the messages, where the format carried them (kept for a lossless export).
+    tools = models.JSONField(null=True, blank=True)
 
     class Meta:
         ordering = ["-started_at", "-id"]
         constraints = [
-            models.UniqueConstraint(fields=["agent", "external_id"], name="session_unique_agent_external_id"),
+            models.UniqueConstraint(
+                fields=["agent", "external_id"],
+                name="session_unique_agent_external_id",
+                violation_error_message="This agent already has a session with this external id.",
+            ),
         ]
         indexes = [
             models.Index(fields=["agent", "-started_at"], name="session_agent_started"),
@@ -110,7 +121,8 @@ class Message(models.Model):
     session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="messages")
     seq = models.PositiveIntegerField(help_text="Position in the conversation, 0-based.")
     role = models.CharField(max_length=20, choices=Role.choices)
-    content = models.TextField(blank=True, help_text="The text of the message (text parts joined).")
+    # NULL keeps "no content" (an assistant message that only calls tools) apart from an empty string.
+    content = models.TextField(null=True, blank=True, help_text="The text of the message (text parts joined).")
     content_parts = models.JSONField(null=True, blank=True, help_text="Content as a list of parts, when it was one.")
     name = models.CharField(max_length=255, blank=True)
     tool_call_id = models.CharField(max_length=255, blank=True)
@@ -120,24 +132,33 @@ class Message(models.Model):
     external_id = models.CharField(max_length=255, blank=True)
     created_at = models.DateTimeField(null=True, blank=True)
     token_count = models.PositiveIntegerField(default=0)
+    usage = models.JSONField(null=True, blank=True, help_text="Token usage the provider reported, where kept.")
+    marks = models.JSONField(default=list, blank=True)
     extra = models.JSONField(default=dict, blank=True)
 
     class Meta:
         ordering = ["session", "seq"]
         constraints = [
-            models.UniqueConstraint(fields=["session", "seq"], name="message_unique_session_seq"),
+            models.UniqueConstraint(
+                fields=["session", "seq"],
+                name="message_unique_session_seq",
+                violation_error_message="This session already has a message at this seq.",
+            ),
             models.UniqueConstraint(
                 fields=["session", "external_id"],
                 condition=~Q(external_id=""),
                 name="message_unique_session_external_id",
+                violation_error_message="This session already has a message with this external id.",
             ),
             models.CheckConstraint(
                 condition=Q(role__in=["system", "developer", "user", "assistant", "tool"]),
                 name="message_role_known",
+                violation_error_message="Unknown role; expected one of system, developer, user, assistant, tool.",
             ),
             models.CheckConstraint(
                 condition=~Q(role="tool") | ~Q(tool_call_id=""),
                 name="message_tool_has_call_id",
+                violation_error_message="A tool message must name the tool_call_id it answers.",
             ),
         ]
         # The unique (session, seq) index serves reading a session in order.
