@@ -193,3 +193,32 @@ class ToolCall(models.Model):
 
     def __str__(self) -> str:
         return f"{self.name}({self.call_id})"
+
+
+class ExportRecord(models.Model):
+    """Who exported what and when (written by agents.exports for the pages and the command line)."""
+
+    # NULL for the command line, which runs without a logged-in user.
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="export_records"
+    )
+    # NULL when the exported sessions span several projects.
+    project = models.ForeignKey(Project, null=True, blank=True, on_delete=models.SET_NULL, related_name="export_records")
+    format = models.CharField(max_length=40)
+    scope = models.CharField(max_length=500, help_text="What was exported, in words (a session, a filtered list).")
+    filters = models.JSONField(default=dict, blank=True, help_text="The list filters or session ids of the export.")
+    session_count = models.PositiveIntegerField(default=0)
+    message_count = models.PositiveBigIntegerField(default=0)
+    strategy = models.CharField(max_length=60, blank=True, help_text="The trimming strategy, when trimmed.")
+    params = models.JSONField(default=dict, blank=True, help_text="The strategy's parameters, when trimmed.")
+    dropped = models.JSONField(default=list, blank=True, help_text="What the target format could not hold.")
+    skipped = models.JSONField(default=list, blank=True, help_text="Conversations left out as invalid, and why.")
+    interface = models.CharField(max_length=20, default="web", help_text="web, api or command.")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["user", "-created_at"], name="exportrecord_user_created")]
+
+    def __str__(self) -> str:
+        return f"{self.format} export of {self.scope}"
