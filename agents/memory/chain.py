@@ -1,0 +1,512 @@
+"""The chain a person reads, and the protocol checks a provider applies to it.
+
+Definitions (the words the pages, the trimmer and the checks share):
+
+- **leading run**: the system/developer messages at the very start of the list, before any other message.
+- **exchange**: an assistant message with ``tool_calls`` followed by the ``tool`` messages that answer its calls.
+  The exchange is *open* from the assistant message until the next non-tool message, which *closes* it. Results
+  must arrive while it is open; their order among themselves is free (OpenAI and Anthropic accept any order).
+- **block** (``group_blocks``): what a person reads as one unit. ``system``, ``user`` and ``assistant`` blocks
+  hold one message; a ``tool_exchange`` block holds the assistant message and every result paired with its calls,
+  by id, in call order, including results that come late (``CallResult.late``) or twice; a ``tool_result`` block
+  holds a result that no earlier call asked for. Every message is in exactly one block; blocks are ordered by
+  their first message, so a late result is shown with its call rather than where it sits.
+- **turn** (``group_turns``): a user message and everything up to the next user message. Messages before the
+  first user message form a turn of their own (``user_index`` is None), so no message is left out.
+
+Violation kinds (one pass, in order; which kind wins when one defect could be read two ways):
+
+- ``leading_tool_result``: a tool message before any user or assistant message (after the leading run). It wins
+  over ``orphan_tool_result``: trimming a window's head is the usual cause and deserves its own name.
+- ``orphan_tool_result``: a tool message whose id no earlier call used. If a call with that id comes later the
+  sentence says so (a result before its call).
+- ``interrupted_exchange``: a non-tool message closes an exchange while some of its calls are unanswered, and
+  their results come later. Reported once per late call, at the index of the interrupting message. The late
+  result is then *not* also reported as an orphan, and the call is not unanswered.
+- ``unanswered_tool_call``: a call that never gets a result although the list goes on after its exchange.
+  Reported at the assistant message, once per call.
+- ``partial_parallel_results``: as ``unanswered_tool_call``, but in an exchange with several calls of which at
+  least one was answered. It replaces ``unanswered_tool_call`` for those calls (never both).
+- ``pending_tool_call`` (warning): an unanswered call in the last exchange when nothing but results follows it:
+  an agent in the middle of its tool loop looks exactly like that. It is an error only if sent as is.
+- ``duplicate_tool_call_id``: a call id used by an earlier call (reported at the later assistant message; later
+  results pair with the later call, and the earlier call is judged on its own), or a second result for a call
+  that already has one (reported at the second result). A repeated id inside one assistant message is reported
+  once and counts as one call.
+- ``invalid_tool_arguments``: arguments that are not a JSON object string. An empty or whitespace-only string
+  counts as ``{}`` (no arguments): it carries nothing malformed, and parameterless tools are written that way by
+  some clients, whereas ``"[1]"``, ``"3"`` or ``"{oops"`` are reported.
+- ``empty_assistant``: an assistant message with no tool calls and no content: None, ``""``, whitespace only,
+  or a list of parts that are all empty text.
+
+Provider profiles: ``openai`` (Chat Completions) applies the kinds above. ``anthropic`` maps the list to
+Anthropic turns first: system/developer messages leave the list (so they neither close an exchange nor make a
+turn), tool results become user turns and consecutive results merge into one. It adds:
+
+- ``system_not_first``: a system/developer message anywhere but the leading run (Anthropic takes the system prompt
+  only as the top-level ``system`` parameter).
+- ``consecutive_same_role`` (warning): a user or assistant message that makes a second user (or assistant) turn
+  in a row after mapping; index of the second. Anthropic documents that it combines such turns (reference §1), so
+  this is a warning. Tool messages never get it (where a result may stand is the exchange kinds' business), nor
+  does a message right after an assistant whose calls are unanswered (already reported there).
+
+Everything is linear: one pass, dicts keyed by call id, no rescans.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Sequence
+
+from agents.memory.schema import SYSTEM_ROLES, Message, ToolCall
+
+PROVIDERS: tuple[str, ...] = ("openai", "anthropic")
+
+KINDS: tuple[str, ...] = (
+    "orphan_tool_result",
+    "unanswered_tool_call",
+    "interrupted_exchange",
+    "duplicate_tool_call_id",
+    "leading_tool_result",
+    "partial_parallel_results",
+    "invalid_tool_arguments",
+    "empty_assistant",
+    "pending_tool_call",
+    "system_not_first",
+    "consecutive_same_role",
+)
+WARNING_KINDS: frozenset[str] = frozenset({"pending_tool_call", "consecutive_same_role"})
+
+# The error texts each provider answers with (reference/trimming.md §1). OpenAI misspells "preceeding".
+_OPENAI_ORPHAN = (
+    "Invalid parameter: messages with role 'tool' must be a response to a preceeding message with 'tool_calls'."
+)
+_OPENAI_UNANSWERED = (
+    "An assistant message with 'tool_calls' must be followed by tool messages responding to each "
+    "'tool_call_id'. The following tool_call_ids did not have response messages: {id}"
+)
+_ANTHROPIC_ORPHAN = (
+    "unexpected `tool_use_id` found in `tool_result` blocks: {id}. Each `tool_result` block must have a "
+    "corresponding `tool_use` block in the previous message."
+)
+_ANTHROPIC_UNANSWERED = (
+    "messages.{turn}: `tool_use` ids were found without `tool_result` blocks immediately after: {id}. Each "
+    "`tool_use` block must have a corresponding `tool_result` block in the next message."
+)
+
+
+@dataclass(frozen=True)
+class Violation:
+    kind: str
+    index: int
+    tool_call_id: str | None
+    message: str
+    severity: str = "error"
+    provider_error: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "index": self.index,
+            "tool_call_id": self.tool_call_id,
+            "message": self.message,
+            "severity": self.severity,
+            "provider_error": self.provider_error,
+        }
+
+
+def errors_only(violations: Iterable[Violation]) -> list[Violation]:
+    """The violations a provider would reject (warnings such as ``pending_tool_call`` left out)."""
+    return [v for v in violations if v.severity == "error"]
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Protocol checks
+
+
+class _Call:
+    __slots__ = ("id", "name", "index", "exchange", "answered_at")
+
+    def __init__(self, call_id: str, name: str, index: int, exchange: _Exchange) -> None:
+        self.id = call_id
+        self.name = name
+        self.index = index
+        self.exchange = exchange
+        self.answered_at: int | None = None
+
+
+class _Exchange:
+    __slots__ = ("index", "calls", "answered", "closed_by", "closed_by_role", "turn")
+
+    def __init__(self, index: int, turn: int) -> None:
+        self.index = index
+        self.calls: list[_Call] = []
+        self.answered = 0
+        self.closed_by: int | None = None
+        self.closed_by_role = ""
+        self.turn = turn  # Anthropic messages index of the assistant turn (for its error text)
+
+
+def _has_content(content: str | list[dict[str, Any]] | None) -> bool:
+    if content is None:
+        return False
+    if isinstance(content, str):
+        return bool(content.strip())
+    for part in content:
+        # A non-text part (an image, a document) is content; a text part only if it has non-blank text.
+        if not isinstance(part, dict):
+            return True
+        text = part.get("text")
+        if part.get("type", "text") != "text" or (isinstance(text, str) and text.strip()):
+            return True
+    return False
+
+
+def _arguments_problem(arguments: str) -> str | None:
+    """Why ``arguments`` is not a JSON object string, or None when it is (empty counts as ``{}``)."""
+    stripped = arguments.strip()
+    if not stripped:
+        return None
+    try:
+        value = json.loads(stripped)
+    except ValueError as exc:
+        return f"they are not valid JSON ({exc})"
+    if not isinstance(value, dict):
+        return f"they are JSON but {type(value).__name__ if value is not None else 'null'}, not an object"
+    return None
+
+
+class ProtocolChecker:
+    """Checks a message list one message at a time, so a streaming import can check as it reads.
+
+    ``feed`` each message in order, then ``finish`` for all violations sorted by index. ``finish`` does not
+    change the state: feeding more and finishing again is allowed.
+    """
+
+    def __init__(self, provider: str = "openai") -> None:
+        if provider not in PROVIDERS:
+            raise ValueError(f"unknown provider {provider!r}; valid: {', '.join(PROVIDERS)}")
+        self.provider = provider
+        self._anthropic = provider == "anthropic"
+        self._next = 0
+        self._seen_dialogue = False  # a user or assistant message seen: the leading part is over
+        self._seen_non_system = False  # the leading run of system messages is over
+        self._open: _Exchange | None = None
+        self._calls: dict[str, _Call] = {}  # the latest call for each id
+        self._incomplete: list[_Exchange] = []  # closed exchanges that had unanswered calls when closed
+        self._found: list[tuple[int, int, Violation]] = []  # (index, sequence, violation)
+        self._orphans: list[tuple[int, int, str]] = []  # (index, position in _found, id): reworded at finish
+        # Anthropic turns: role of the last turn, whether it was made of tool results, how many turns so far.
+        self._turn_role: str | None = None
+        self._turn_count = 0
+
+    # -- reporting -------------------------------------------------------------------------------------------
+
+    def _add(self, kind: str, index: int, call_id: str | None, message: str, provider_error: str = "") -> None:
+        severity = "warning" if kind in WARNING_KINDS else "error"
+        self._found.append((index, len(self._found), Violation(kind, index, call_id, message, severity, provider_error)))
+
+    def _orphan_error(self, call_id: str) -> str:
+        return _ANTHROPIC_ORPHAN.format(id=call_id) if self._anthropic else _OPENAI_ORPHAN
+
+    def _unanswered_error(self, call: _Call) -> str:
+        if self._anthropic:
+            return _ANTHROPIC_UNANSWERED.format(turn=call.exchange.turn, id=call.id)
+        return _OPENAI_UNANSWERED.format(id=call.id)
+
+    # -- feeding ---------------------------------------------------------------------------------------------
+
+    def feed(self, message: Message) -> None:
+        i = self._next
+        self._next += 1
+        role = message.role
+        if role in SYSTEM_ROLES:
+            self._feed_system(i, role)
+        elif role == "tool":
+            self._feed_tool(i, message.tool_call_id or "")
+        else:
+            self._feed_dialogue(i, message)
+
+    def feed_many(self, messages: Iterable[Message]) -> None:
+        for message in messages:
+            self.feed(message)
+
+    def _close(self, i: int, role: str) -> None:
+        ex = self._open
+        if ex is not None:
+            if ex.answered < len(ex.calls):
+                ex.closed_by = i
+                ex.closed_by_role = role
+                self._incomplete.append(ex)
+            self._open = None
+
+    def _feed_system(self, i: int, role: str) -> None:
+        if self._anthropic:
+            # The system prompt leaves the list: it neither interrupts an exchange nor makes a turn.
+            if self._seen_non_system:
+                self._add(
+                    "system_not_first", i, None,
+                    f"Message {i} is a {role} message after the conversation has started; Anthropic takes the "
+                    "system prompt only as the top-level system parameter, so it cannot stay here.",
+                )
+            return
+        if self._seen_non_system:
+            self._close(i, role)
+
+    def _feed_tool(self, i: int, call_id: str) -> None:
+        self._seen_non_system = True
+        if self._anthropic and self._turn_role != "user":
+            self._turn_role = "user"
+            self._turn_count += 1
+        if not self._seen_dialogue:
+            self._add(
+                "leading_tool_result", i, call_id,
+                f"Message {i} is a tool result (call {call_id}) at the start of the list, with no assistant call "
+                "before it; trimming probably cut its call away.",
+                self._orphan_error(call_id),
+            )
+            return
+        call = self._calls.get(call_id)
+        if call is None:
+            self._orphans.append((i, len(self._found), call_id))
+            self._add(
+                "orphan_tool_result", i, call_id,
+                f"Message {i} is the result of call {call_id}, but no assistant message before it made that call.",
+                self._orphan_error(call_id),
+            )
+        elif call.answered_at is not None:
+            self._add(
+                "duplicate_tool_call_id", i, call_id,
+                f"Message {i} is a second result for call {call_id} ({call.name}); its first result is message "
+                f"{call.answered_at}.",
+            )
+        else:
+            call.answered_at = i
+            call.exchange.answered += 1
+            if call.exchange is not self._open:
+                ex = call.exchange
+                assert ex.closed_by is not None  # an exchange that is not open was closed by a message
+                self._add(
+                    "interrupted_exchange", ex.closed_by, call_id,
+                    f"Message {ex.closed_by} ({ex.closed_by_role}) comes between call {call_id} ({call.name}) at message {ex.index} and "
+                    f"its result at message {i}; results must follow their call directly.",
+                    self._unanswered_error(call),
+                )
+
+    def _feed_dialogue(self, i: int, message: Message) -> None:
+        role = message.role
+        previous_open = self._open
+        self._close(i, role)
+        self._seen_dialogue = True
+        self._seen_non_system = True
+        if self._anthropic:
+            if self._turn_role == role:
+                # After an assistant whose calls went unanswered, the unanswered kinds already say it.
+                calls_unanswered = previous_open is not None and previous_open.answered < len(previous_open.calls)
+                if not calls_unanswered:
+                    made_of = "tool results" if role == "user" and previous_open is not None else f"a {role} message"
+                    self._add(
+                        "consecutive_same_role", i, None,
+                        f"Message {i} ({role}) makes a second {role} turn in a row after {made_of}, once tool "
+                        "results are mapped to user turns; Anthropic combines them into one turn.",
+                    )
+            else:
+                self._turn_role = role
+                self._turn_count += 1
+        if role != "assistant":
+            return
+        if not message.tool_calls:
+            if not _has_content(message.content):
+                self._add(
+                    "empty_assistant", i, None,
+                    f"Message {i} is an assistant message with neither content nor tool calls.",
+                )
+            return
+        ex = _Exchange(i, self._turn_count - 1)
+        in_this_message: set[str] = set()
+        for tc in message.tool_calls:
+            call_id, name = tc.id, tc.function.name
+            problem = _arguments_problem(tc.function.arguments)
+            if problem is not None:
+                self._add(
+                    "invalid_tool_arguments", i, call_id,
+                    f"Call {call_id} ({name}) at message {i} has arguments that are not a JSON object: {problem}.",
+                )
+            if call_id in in_this_message:
+                self._add(
+                    "duplicate_tool_call_id", i, call_id,
+                    f"Call id {call_id} ({name}) is used twice in message {i}.",
+                )
+                continue
+            in_this_message.add(call_id)
+            earlier = self._calls.get(call_id)
+            if earlier is not None:
+                self._add(
+                    "duplicate_tool_call_id", i, call_id,
+                    f"Call id {call_id} ({name}) at message {i} was already used by a call at message "
+                    f"{earlier.index} ({earlier.name}).",
+                )
+            call = _Call(call_id, name, i, ex)
+            ex.calls.append(call)
+            self._calls[call_id] = call
+        self._open = ex
+
+    # -- results ---------------------------------------------------------------------------------------------
+
+    def finish(self) -> list[Violation]:
+        found = list(self._found)
+        seq = len(found)
+        # A result that came before its call: say so rather than "no call".
+        for index, position, call_id in self._orphans:
+            call = self._calls.get(call_id)
+            if call is not None and call.index > index:
+                old = found[position][2]
+                text = (
+                    f"Message {index} is the result of call {call_id} ({call.name}), but it comes before its call "
+                    f"at message {call.index}; a result must follow its call."
+                )
+                found[position] = (index, position, Violation(old.kind, old.index, old.tool_call_id, text,
+                                                              old.severity, old.provider_error))
+        for ex in self._incomplete:
+            answered = sum(1 for c in ex.calls if c.answered_at is not None)
+            for call in ex.calls:
+                if call.answered_at is not None:
+                    continue
+                if len(ex.calls) > 1 and answered:
+                    kind = "partial_parallel_results"
+                    text = (
+                        f"Call {call.id} ({call.name}) at message {ex.index} never gets a result, though other "
+                        f"calls of the same message do ({answered} of {len(ex.calls)} answered)."
+                    )
+                else:
+                    kind = "unanswered_tool_call"
+                    text = (
+                        f"Call {call.id} ({call.name}) at message {ex.index} never gets a result, and the "
+                        f"conversation goes on at message {ex.closed_by}."
+                    )
+                found.append((ex.index, seq, Violation(kind, ex.index, call.id, text, "error",
+                                                       self._unanswered_error(call))))
+                seq += 1
+        ex = self._open
+        if ex is not None:
+            for call in ex.calls:
+                if call.answered_at is None:
+                    text = (
+                        f"Call {call.id} ({call.name}) at message {ex.index} is still waiting for its result at "
+                        "the end of the list: fine while the agent runs the tool, an error if sent as is."
+                    )
+                    found.append((ex.index, seq, Violation("pending_tool_call", ex.index, call.id, text, "warning",
+                                                           self._unanswered_error(call))))
+                    seq += 1
+        found.sort(key=lambda item: (item[0], item[1]))
+        return [v for _, _, v in found]
+
+
+def find_violations(messages: Sequence[Message], provider: str = "openai") -> list[Violation]:
+    checker = ProtocolChecker(provider)
+    for message in messages:
+        checker.feed(message)
+    return checker.finish()
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Grouping
+
+
+@dataclass
+class CallResult:
+    call_index: int  # position of the call in its assistant message's tool_calls
+    tool_call: ToolCall
+    result_indices: list[int] = field(default_factory=list)  # normally one; empty when missing; more if repeated
+    late: bool = False  # the first result came after a non-tool message interrupted the exchange
+
+    @property
+    def result_index(self) -> int | None:
+        return self.result_indices[0] if self.result_indices else None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "call_index": self.call_index,
+            "tool_call_id": self.tool_call.id,
+            "name": self.tool_call.function.name,
+            "result_indices": list(self.result_indices),
+            "late": self.late,
+        }
+
+
+@dataclass
+class Block:
+    kind: str  # "system" | "user" | "assistant" | "tool_exchange" | "tool_result"
+    indices: list[int]
+    start: int
+    calls: list[CallResult] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "start": self.start,
+            "indices": list(self.indices),
+            "calls": [c.to_dict() for c in self.calls],
+        }
+
+
+_BLOCK_KIND = {"system": "system", "developer": "system", "user": "user", "assistant": "assistant"}
+
+
+def group_blocks(messages: Sequence[Message]) -> list[Block]:
+    """Every message in exactly one block; blocks in the order of their first message."""
+    blocks: list[Block] = []
+    open_block: Block | None = None
+    latest: dict[str, tuple[CallResult, Block]] = {}
+    for i, message in enumerate(messages):
+        role = message.role
+        if role == "tool":
+            call_id = message.tool_call_id or ""
+            found = latest.get(call_id)
+            if found is None:
+                blocks.append(Block("tool_result", [i], i))
+                continue
+            call, block = found
+            if not call.result_indices and block is not open_block:
+                call.late = True
+            call.result_indices.append(i)
+            block.indices.append(i)  # results arrive in index order, so indices stay sorted
+            continue
+        open_block = None
+        if role == "assistant" and message.tool_calls:
+            block = Block("tool_exchange", [i], i)
+            in_this_message: set[str] = set()
+            for position, tc in enumerate(message.tool_calls):
+                call = CallResult(position, tc)
+                block.calls.append(call)
+                # A repeated id in one message: results pair with the first (the checker counts one call).
+                if tc.id not in in_this_message:
+                    in_this_message.add(tc.id)
+                    latest[tc.id] = (call, block)
+            blocks.append(block)
+            open_block = block
+        else:
+            blocks.append(Block(_BLOCK_KIND[role], [i], i))
+    return blocks
+
+
+@dataclass
+class Turn:
+    index: int  # 0-based turn number
+    indices: list[int]
+    user_index: int | None  # the user message that opens the turn; None for messages before the first one
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"index": self.index, "indices": list(self.indices), "user_index": self.user_index}
+
+
+def group_turns(messages: Sequence[Message]) -> list[Turn]:
+    """A user message and what follows it up to the next user message; what precedes the first is a turn too."""
+    turns: list[Turn] = []
+    current: Turn | None = None
+    for i, message in enumerate(messages):
+        if message.role == "user" or current is None:
+            current = Turn(len(turns), [], i if message.role == "user" else None)
+            turns.append(current)
+        current.indices.append(i)
+    return turns
