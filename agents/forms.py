@@ -1,0 +1,58 @@
+from __future__ import annotations
+
+from typing import Any
+
+from django import forms
+from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+
+from agents import services
+
+SORT_CHOICES = [
+    ("-started", "Newest first"),
+    ("started", "Oldest first"),
+    ("-messages", "Most messages"),
+    ("messages", "Fewest messages"),
+    ("-tokens", "Most tokens"),
+    ("tokens", "Fewest tokens"),
+    ("-violations", "Most violations"),
+    ("violations", "Fewest violations"),
+]
+
+
+class SessionFilterForm(forms.Form):
+    """The session list's filters, read from the query string. Choices are scoped to the user's projects."""
+
+    project = forms.ModelChoiceField(queryset=None, required=False, to_field_name="slug", empty_label="All projects")
+    agent = forms.ModelChoiceField(queryset=None, required=False, empty_label="All agents")
+    q = forms.CharField(required=False, max_length=200, label="Search", strip=True)
+    tool = forms.CharField(required=False, max_length=255, label="Tool", strip=True)
+    violations = forms.BooleanField(required=False, label="Has violations")
+    errors = forms.BooleanField(required=False, label="Has tool errors")
+    date_from = forms.DateField(required=False, label="From", widget=forms.DateInput(attrs={"type": "date"}))
+    date_to = forms.DateField(required=False, label="To", widget=forms.DateInput(attrs={"type": "date"}))
+    min_tokens = forms.IntegerField(required=False, min_value=0, label="Min tokens")
+    max_tokens = forms.IntegerField(required=False, min_value=0, label="Max tokens")
+    sort = forms.ChoiceField(required=False, choices=SORT_CHOICES)
+
+    def __init__(self, *args: Any, user: AbstractBaseUser | AnonymousUser, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["project"].queryset = services.user_projects(user)
+        self.fields["agent"].queryset = services.agents_for_user(user)
+        self.fields["agent"].label_from_instance = lambda a: f"{a.name} ({a.project.name})"
+
+    def filters(self) -> services.SessionFilters:
+        """The valid filters; an invalid field is ignored (the form shows its error) rather than failing the page."""
+        data = self.cleaned_data if self.is_bound and hasattr(self, "cleaned_data") else {}
+        return services.SessionFilters(
+            project=data.get("project"),
+            agent=data.get("agent"),
+            q=data.get("q") or "",
+            tool=data.get("tool") or "",
+            has_violations=bool(data.get("violations")),
+            has_errors=bool(data.get("errors")),
+            date_from=data.get("date_from"),
+            date_to=data.get("date_to"),
+            min_tokens=data.get("min_tokens"),
+            max_tokens=data.get("max_tokens"),
+            sort=data.get("sort") or services.DEFAULT_SESSION_SORT,
+        )

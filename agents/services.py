@@ -1,0 +1,376 @@
+"""Logic shared by the pages, the API and the commands: access scoping and storing sessions.
+
+Every query a view makes goes through ``user_projects`` / ``sessions_for_user`` so that a user only ever sees the
+projects they belong to. ``session_store`` is the one function that turns a schema ``Conversation`` into rows;
+the importer reuses its pieces (``session_create``, ``messages_append``, ``session_finish``) to store huge
+sessions in batches while a ``ProtocolChecker`` streams over them.
+"""
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.db import transaction
+from django.db.models import Exists, F, OuterRef, Q, QuerySet, Sum
+from django.http import Http404
+from django.utils import timezone
+
+from agents import models
+from agents.memory import schema
+from agents.memory.chain import ProtocolChecker, Violation
+from agents.memory.tokens import DEFAULT_COUNTER, count_messages, get_counter, total_tokens
+
+User = AbstractBaseUser | AnonymousUser
+
+# Rows per INSERT: keeps each statement well under SQLite's variable limit and PostgreSQL's packet sizes.
+BULK_BATCH = 500
+# Messages per page of the session page (and per "load more").
+MESSAGE_PAGE_SIZE = 300
+
+
+# --- access -------------------------------------------------------------------------------------------------
+
+
+def user_projects(user: User) -> QuerySet[models.Project]:
+    """The projects the user is a member of (none for an anonymous user)."""
+    if not user.is_authenticated:
+        return models.Project.objects.none()
+    return models.Project.objects.filter(memberships__user=user)
+
+
+def agents_for_user(user: User) -> QuerySet[models.Agent]:
+    return models.Agent.objects.filter(project__in=user_projects(user)).select_related("project")
+
+
+def sessions_for_user(user: User) -> QuerySet[models.Session]:
+    """Every session of the user's projects; the base of every session query."""
+    return models.Session.objects.filter(agent__project__in=user_projects(user)).select_related(
+        "agent", "agent__project"
+    )
+
+
+def session_for_user(user: User, session_id: int) -> models.Session:
+    """The session, or Http404 when it does not exist or belongs to a project the user is not in."""
+    try:
+        return sessions_for_user(user).get(pk=session_id)
+    except models.Session.DoesNotExist:
+        raise Http404("No such session.") from None
+
+
+# --- the one mapping between schema messages and rows -------------------------------------------------------
+
+
+def message_from_schema(
+    message: schema.Message, *, session: models.Session, seq: int, token_count: int = 0
+) -> models.Message:
+    """An unsaved Message row for a schema Message."""
+    content = message.content
+    parts: list[dict[str, Any]] | None = None
+    if isinstance(content, list):
+        # The joined text goes in `content` so that search and display never parse parts.
+        parts = content
+        content = schema.content_text(content)
+    return models.Message(
+        session=session,
+        seq=seq,
+        role=message.role,
+        content=content,
+        content_parts=parts,
+        name=message.name or "",
+        tool_call_id=message.tool_call_id or "",
+        tool_calls=[tc.model_dump() for tc in message.tool_calls],
+        is_error=message.is_error,
+        reasoning=message.reasoning or "",
+        external_id=message.external_id or "",
+        created_at=message.created_at,
+        token_count=token_count,
+        usage=message.usage,
+        marks=list(message.marks),
+        extra=dict(message.extra),
+    )
+
+
+def message_to_schema(row: models.Message) -> schema.Message:
+    """The schema Message a row stores (the inverse of ``message_from_schema``)."""
+    return schema.Message(
+        role=row.role,
+        content=row.content_parts if row.content_parts is not None else row.content,
+        name=row.name or None,
+        tool_calls=row.tool_calls or [],
+        tool_call_id=row.tool_call_id or None,
+        external_id=row.external_id or None,
+        created_at=row.created_at,
+        is_error=row.is_error,
+        reasoning=row.reasoning or None,
+        usage=row.usage,
+        marks=row.marks or [],
+        extra=row.extra or {},
+    )
+
+
+def message_rows(
+    messages: Sequence[schema.Message],
+    *,
+    session: models.Session,
+    start_seq: int = 0,
+    token_counts: Sequence[int] | None = None,
+) -> tuple[list[models.Message], list[models.ToolCall]]:
+    """Unsaved Message rows (seq from ``start_seq``) and their ToolCall rows, ready for bulk_create.
+
+    The ToolCall rows point at the unsaved Message objects; once those are bulk-created (which sets their
+    primary keys on SQLite and PostgreSQL) the ToolCall rows can be bulk-created too.
+    """
+    if token_counts is not None and len(token_counts) != len(messages):
+        raise ValueError(f"token_counts has {len(token_counts)} entries for {len(messages)} messages")
+    rows: list[models.Message] = []
+    calls: list[models.ToolCall] = []
+    for i, message in enumerate(messages):
+        row = message_from_schema(
+            message, session=session, seq=start_seq + i, token_count=token_counts[i] if token_counts else 0
+        )
+        rows.append(row)
+        for position, tc in enumerate(message.tool_calls):
+            calls.append(
+                models.ToolCall(
+                    session=session,
+                    message=row,
+                    call_id=tc.id,
+                    name=tc.function.name,
+                    arguments=tc.function.arguments,
+                    position=position,
+                )
+            )
+    return rows, calls
+
+
+# --- storing ------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class StoredBatch:
+    """What ``messages_append`` stored: the importer sums these over its batches."""
+
+    count: int = 0
+    tokens: int = 0
+    has_errors: bool = False
+    token_counts: list[int] = field(default_factory=list)
+
+
+def session_create(
+    *, agent: models.Agent, conversation: schema.Conversation, counter: str = DEFAULT_COUNTER, external_id: str = ""
+) -> models.Session:
+    """The Session row of a conversation, without messages and with zero summaries."""
+    get_counter(counter)  # fail before anything is written when the counter is unknown
+    metadata = dict(conversation.metadata)
+    return models.Session.objects.create(
+        agent=agent,
+        external_id=external_id or conversation.external_id or "",
+        title=(conversation.title or "")[:500],
+        source_format=conversation.source_format or "",
+        started_at=conversation.started_at or _first_created_at(conversation.messages),
+        metadata=metadata,
+        tools=conversation.tools,
+        token_counter=counter,
+    )
+
+
+def messages_append(
+    *,
+    session: models.Session,
+    messages: Sequence[schema.Message],
+    start_seq: int,
+    counter: str | None = None,
+) -> StoredBatch:
+    """Count tokens and bulk-insert one batch of messages (and their tool calls) from ``start_seq`` on."""
+    counts = count_messages(messages, counter or session.token_counter) if messages else []
+    rows, calls = message_rows(messages, session=session, start_seq=start_seq, token_counts=counts)
+    models.Message.objects.bulk_create(rows, batch_size=BULK_BATCH)
+    if calls:
+        for call in calls:
+            call.message_id = call.message.pk
+        models.ToolCall.objects.bulk_create(calls, batch_size=BULK_BATCH)
+    return StoredBatch(
+        count=len(rows),
+        tokens=sum(counts),
+        has_errors=any(m.is_error for m in messages),
+        token_counts=list(counts),
+    )
+
+
+def session_finish(
+    *,
+    session: models.Session,
+    message_count: int,
+    token_counts_sum: int,
+    has_errors: bool,
+    violations: Sequence[Violation],
+) -> models.Session:
+    """Write the summaries: message_count, token_total (with the counter's per-list tokens), violations."""
+    session.message_count = message_count
+    # total_tokens adds the reply priming once per list, so token_total is what sending the whole list costs.
+    session.token_total = total_tokens([token_counts_sum], session.token_counter) if message_count else 0
+    session.has_errors = has_errors
+    # Messages are stored at seq == their index in the conversation, so a violation's index is its seq.
+    session.violations = [violation_record(v) for v in violations]
+    session.violation_count = sum(1 for v in violations if v.severity == "error")
+    session.save(update_fields=["message_count", "token_total", "has_errors", "violations", "violation_count"])
+    return session
+
+
+def violation_record(violation: Violation) -> dict[str, Any]:
+    record = violation.to_dict()
+    record["seq"] = violation.index
+    return record
+
+
+def session_store(
+    *, agent: models.Agent, conversation: schema.Conversation, counter: str = DEFAULT_COUNTER, external_id: str = ""
+) -> models.Session:
+    """Save a whole conversation: Session, Message and ToolCall rows, tokens and violations.
+
+    Runs inside the caller's transaction when there is one (an atomic block of its own otherwise), so a
+    failure leaves nothing half-stored.
+    """
+    with transaction.atomic():
+        session = session_create(agent=agent, conversation=conversation, counter=counter, external_id=external_id)
+        checker = ProtocolChecker()
+        for message in conversation.messages:
+            checker.feed(message)
+        stored = messages_append(session=session, messages=conversation.messages, start_seq=0)
+        return session_finish(
+            session=session,
+            message_count=stored.count,
+            token_counts_sum=stored.tokens,
+            has_errors=stored.has_errors,
+            violations=checker.finish(),
+        )
+
+
+def _first_created_at(messages: Iterable[schema.Message]) -> dt.datetime | None:
+    for message in messages:
+        if message.created_at is not None:
+            return message.created_at
+    return None
+
+
+# --- reading ------------------------------------------------------------------------------------------------
+
+
+def session_messages(session: models.Session) -> list[schema.Message]:
+    """The stored conversation as schema Messages, in order (for trimming and export)."""
+    return [message_to_schema(row) for row in session.messages.order_by("seq").iterator(chunk_size=2000)]
+
+
+@dataclass
+class MessagePage:
+    """One page of a session's messages, for the session page."""
+
+    rows: list[models.Message]
+    after: int | None  # the seq the page starts after (None: from the start)
+    next_after: int | None  # the seq to load the next page after (None: this is the last page)
+    tokens_before: int  # the sum of token_count of the messages before this page
+    shown_through: int  # how many messages are shown once this page is on screen (from the start)
+
+
+def session_message_page(
+    session: models.Session, *, after: int | None = None, size: int = MESSAGE_PAGE_SIZE
+) -> MessagePage:
+    """``seq > after ORDER BY seq LIMIT size``: a page costs the same in a short session and a huge one."""
+    qs = session.messages.order_by("seq")
+    if after is not None:
+        qs = qs.filter(seq__gt=after)
+    rows = list(qs[: size + 1])
+    has_more = len(rows) > size
+    rows = rows[:size]
+    tokens_before = 0
+    if after is not None and after >= 0:
+        # One range scan on the (session, seq) index, only for pages after the first.
+        tokens_before = session.messages.filter(seq__lte=after).aggregate(s=Sum("token_count"))["s"] or 0
+    last_seq = rows[-1].seq if rows else (after if after is not None else -1)
+    return MessagePage(
+        rows=rows,
+        after=after,
+        next_after=rows[-1].seq if (has_more and rows) else None,
+        tokens_before=tokens_before,
+        shown_through=min(last_seq + 1, session.message_count) if session.message_count else len(rows),
+    )
+
+
+# --- the session list ---------------------------------------------------------------------------------------
+
+# Sessions without a start time sort last either way, on SQLite and PostgreSQL alike.
+SESSION_SORTS: dict[str, tuple[Any, ...]] = {
+    "started": (F("started_at").asc(nulls_last=True), "id"),
+    "-started": (F("started_at").desc(nulls_last=True), "-id"),
+    "messages": ("message_count", "id"),
+    "-messages": ("-message_count", "-id"),
+    "tokens": ("token_total", "id"),
+    "-tokens": ("-token_total", "-id"),
+    "violations": ("violation_count", "id"),
+    "-violations": ("-violation_count", "-id"),
+}
+DEFAULT_SESSION_SORT = "-started"
+
+
+@dataclass
+class SessionFilters:
+    project: models.Project | None = None
+    agent: models.Agent | None = None
+    q: str = ""
+    tool: str = ""
+    has_violations: bool = False
+    has_errors: bool = False
+    date_from: dt.date | None = None
+    date_to: dt.date | None = None
+    min_tokens: int | None = None
+    max_tokens: int | None = None
+    sort: str = DEFAULT_SESSION_SORT
+
+
+def sessions_filtered(user: User, filters: SessionFilters) -> QuerySet[models.Session]:
+    """The user's sessions narrowed by the list's filters, sorted."""
+    qs = sessions_for_user(user)
+    if filters.project is not None:
+        qs = qs.filter(agent__project=filters.project)
+    if filters.agent is not None:
+        qs = qs.filter(agent=filters.agent)
+    if filters.q:
+        # Title and external id first; message content through EXISTS so that a session matches once, and
+        # each database stops at the first matching message.
+        in_content = models.Message.objects.filter(session=OuterRef("pk"), content__icontains=filters.q)
+        qs = qs.filter(
+            Q(title__icontains=filters.q) | Q(external_id__icontains=filters.q) | Exists(in_content)
+        )
+    if filters.tool:
+        qs = qs.filter(Exists(models.ToolCall.objects.filter(session=OuterRef("pk"), name=filters.tool)))
+    if filters.has_violations:
+        qs = qs.filter(violation_count__gt=0)
+    if filters.has_errors:
+        qs = qs.filter(has_errors=True)
+    # Day bounds as datetimes in the site's time zone, so that the started_at index serves the range.
+    if filters.date_from is not None:
+        qs = qs.filter(started_at__gte=_day_start(filters.date_from))
+    if filters.date_to is not None:
+        qs = qs.filter(started_at__lt=_day_start(filters.date_to + dt.timedelta(days=1)))
+    if filters.min_tokens is not None:
+        qs = qs.filter(token_total__gte=filters.min_tokens)
+    if filters.max_tokens is not None:
+        qs = qs.filter(token_total__lte=filters.max_tokens)
+    return qs.order_by(*SESSION_SORTS.get(filters.sort, SESSION_SORTS[DEFAULT_SESSION_SORT]))
+
+
+def _day_start(day: dt.date) -> dt.datetime:
+    return timezone.make_aware(dt.datetime.combine(day, dt.time.min))
+
+
+def tool_names_for_user(user: User) -> list[str]:
+    """The distinct tool names used in the user's sessions (for the filter's suggestions)."""
+    return list(
+        models.ToolCall.objects.filter(session__agent__project__in=user_projects(user))
+        .order_by("name")
+        .values_list("name", flat=True)
+        .distinct()[:200]
+    )
