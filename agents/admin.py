@@ -76,3 +76,14 @@ class ToolCallAdmin(admin.ModelAdmin):
     search_fields = ["name", "call_id"]
     raw_id_fields = ["session", "message"]
     show_full_result_count = False
+
+
+@admin.register(models.ExportRecord)
+class ExportRecordAdmin(admin.ModelAdmin):
+    list_display = ["created_at", "user", "project", "format", "scope", "session_count", "message_count", "strategy",
+                    "interface"]
+    list_filter = ["format", "interface", "project"]
+    search_fields = ["scope", "user__username", "strategy"]
+    list_select_related = ["user", "project"]
+    # A log: written by the exports, never edited by hand.
+    readonly_fields = [f.name for f in models.ExportRecord._meta.fields]
