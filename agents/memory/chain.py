@@ -183,10 +183,15 @@ class ProtocolChecker:
     change the state: feeding more and finishing again is allowed.
     """
 
-    def __init__(self, provider: str = "openai") -> None:
+    def __init__(self, provider: str = "openai", *, pending_severity: str = "warning") -> None:
         if provider not in PROVIDERS:
             raise ValueError(f"unknown provider {provider!r}; valid: {', '.join(PROVIDERS)}")
+        if pending_severity not in ("warning", "error"):
+            raise ValueError(f"pending_severity must be 'warning' or 'error', not {pending_severity!r}")
         self.provider = provider
+        # A list about to be sent (a trimmed view) cannot be "in the middle of a tool loop": callers that know
+        # that make a trailing unanswered call an error, keeping its kind.
+        self._pending_severity = pending_severity
         self._anthropic = provider == "anthropic"
         self._next = 0
         self._seen_dialogue = False  # a user or assistant message seen: the leading part is over
@@ -395,15 +400,17 @@ class ProtocolChecker:
                         f"Call {call.id} ({call.name}) at message {ex.index} is still waiting for its result at "
                         "the end of the list: fine while the agent runs the tool, an error if sent as is."
                     )
-                    found.append((ex.index, seq, Violation("pending_tool_call", ex.index, call.id, text, "warning",
+                    found.append((ex.index, seq, Violation("pending_tool_call", ex.index, call.id, text, self._pending_severity,
                                                            self._unanswered_error(call))))
                     seq += 1
         found.sort(key=lambda item: (item[0], item[1]))
         return [v for _, _, v in found]
 
 
-def find_violations(messages: Sequence[Message], provider: str = "openai") -> list[Violation]:
-    checker = ProtocolChecker(provider)
+def find_violations(
+    messages: Sequence[Message], provider: str = "openai", *, pending_severity: str = "warning"
+) -> list[Violation]:
+    checker = ProtocolChecker(provider, pending_severity=pending_severity)
     for message in messages:
         checker.feed(message)
     return checker.finish()

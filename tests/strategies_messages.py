@@ -1,0 +1,106 @@
+"""Hypothesis strategies for message lists that keep the tool-calling protocol.
+
+``valid_conversations()`` draws lists of schema ``Message``: an optional system (or developer) prompt, then user
+turns; in each turn zero or more tool exchanges (one to ``max_calls`` parallel calls, results right after the
+call in any order, some marked ``is_error``), then an assistant answer. With ``pending`` the list ends in the
+middle of a tool loop: a last exchange with some (never all) of its results. Call ids are unique per list.
+
+Such a list has no violation under either provider profile, except ``pending_tool_call`` warnings when pending.
+"""
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from hypothesis import strategies as st
+
+from agents.memory.schema import FunctionCall, Message, ToolCall
+
+# Text a person or a model writes: plain, accented, CJK, emoji, code, newlines.
+_SAMPLES = (
+    "What's the weather in Paris?",
+    "Météo à Zürich, s'il vous plaît",
+    "東京の天気は？",
+    "Ça va 🙂👍",
+    "def f(x):\n    return x * 2\n",
+    "SELECT * FROM t WHERE id = 3;",
+    "line one\nline two",
+)
+texts = st.one_of(st.sampled_from(_SAMPLES), st.text(min_size=1, max_size=40))
+# Assistant answers must not be blank (a blank one is empty_assistant).
+answers = st.one_of(st.sampled_from(_SAMPLES), st.text(max_size=40).map(lambda s: s + " ok"))
+tool_names = st.sampled_from(["get_weather", "search", "read_file", "run_python", "lookup_order"])
+_json_values = st.one_of(st.integers(-1000, 1000), st.text(max_size=20), st.booleans(), st.none(), st.floats(allow_nan=False, allow_infinity=False, width=32))
+arguments = st.one_of(
+    st.just("{}"),
+    st.builds(
+        lambda d, ascii_only: json.dumps(d, ensure_ascii=ascii_only),
+        st.dictionaries(st.text(min_size=1, max_size=8), _json_values, max_size=3),
+        st.booleans(),
+    ),
+)
+
+
+@st.composite
+def _content(draw: st.DrawFn, text: st.SearchStrategy[str], parts: bool) -> str | list[dict[str, Any]]:
+    value = draw(text)
+    if parts and draw(st.booleans()):
+        return [{"type": "text", "text": value}]
+    return value
+
+
+@st.composite
+def valid_conversations(
+    draw: st.DrawFn,
+    *,
+    system: bool | None = None,
+    pending: bool | None = False,
+    min_turns: int = 0,
+    max_turns: int = 4,
+    max_exchanges: int = 3,
+    max_calls: int = 3,
+    errors: bool = True,
+    content_parts: bool = False,
+) -> list[Message]:
+    """A protocol-valid message list. ``system``/``pending`` None means drawn; ``pending`` defaults to False."""
+    if system is None:
+        system = draw(st.booleans())
+    if pending is None:
+        pending = draw(st.booleans())
+    id_style = draw(st.sampled_from(["call_", "toolu_", "fc_", "c"]))
+    counter = iter(range(1_000_000))
+
+    def new_id() -> str:
+        return f"{id_style}{next(counter)}"
+
+    def exchange(calls: int, answered: int) -> list[Message]:
+        tool_calls = [
+            ToolCall(id=new_id(), function=FunctionCall(name=draw(tool_names), arguments=draw(arguments)))
+            for _ in range(calls)
+        ]
+        content = draw(st.one_of(st.none(), answers))
+        out = [Message(role="assistant", content=content, tool_calls=tool_calls)]
+        order = draw(st.permutations(range(calls)))[:answered]
+        for k in order:
+            is_error = True if errors and draw(st.integers(0, 4)) == 0 else None
+            out.append(Message(role="tool", tool_call_id=tool_calls[k].id, content=draw(texts), is_error=is_error))
+        return out
+
+    messages: list[Message] = []
+    if system:
+        role = draw(st.sampled_from(["system", "system", "developer"]))
+        messages.append(Message(role=role, content=draw(texts)))
+    for _ in range(draw(st.integers(min_turns, max_turns))):
+        messages.append(Message(role="user", content=draw(_content(texts, content_parts))))
+        for _ in range(draw(st.integers(0, max_exchanges))):
+            calls = draw(st.integers(1, max_calls))
+            messages.extend(exchange(calls, calls))
+        messages.append(Message(role="assistant", content=draw(_content(answers, content_parts))))
+    if pending:
+        messages.append(Message(role="user", content=draw(_content(texts, content_parts))))
+        for _ in range(draw(st.integers(0, max_exchanges - 1))):
+            calls = draw(st.integers(1, max_calls))
+            messages.extend(exchange(calls, calls))
+        calls = draw(st.integers(1, max_calls))
+        messages.extend(exchange(calls, draw(st.integers(0, calls - 1))))
+    return messages
