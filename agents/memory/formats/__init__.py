@@ -1,0 +1,292 @@
+"""Every framework's history format: detect it, read it into the message model, write the model back out.
+
+Public API (the commands, views, API and importer all call these):
+
+- ``FORMATS``: name -> ``FormatSpec`` (name, label, description, extension, media_type).
+- ``detect_format(data)``: the format of a parsed document; ``FormatError`` when unknown or ambiguous.
+- ``read_data(data, format=None)``: conversations from parsed JSON (or a list of JSONL rows).
+- ``read_input(source, format=None)``: conversations from a path, ``"-"`` (stdin) or a binary file object.
+- ``iter_conversations(source, format=None)``: the same, one conversation at a time.
+- ``open_stream(source, format=None)``: ``ConversationStream``s whose messages are read as they are consumed,
+  so that a single conversation of a million messages never sits in memory (openai, openai_jsonl, native).
+- ``write_conversations(conversations, format, out, on_invalid="skip")`` and ``dumps(...)``: write, streaming,
+  and return a ``WriteReport`` that says what the target format could not hold.
+
+Detection rules (a file can always name its format instead, ``--format NAME``):
+
+- ``native``: an object with ``"format": "memoryviz"``.
+- ``autogen``: an object whose ``messages`` items have ``type`` SystemMessage, UserMessage, AssistantMessage or
+  FunctionExecutionResultMessage, or an ``AssistantAgentState`` wrapper with ``llm_context``.
+- ``agentscope``: an object whose ``content`` is a list of ``[msg, marks]`` pairs (or of bare Msg dicts), or a list
+  of Msg dicts (``id``, ``name``, ``role``, ``timestamp``).
+- ``langchain``: a list of ``{"type", "data"}`` envelopes.
+- ``openai_responses``: items with ``type`` message / function_call / function_call_output / reasoning, or an
+  object with ``input`` (and ``instructions``).
+- ``anthropic``: ``tool_use`` / ``tool_result`` / ``thinking`` blocks, or an object with a top-level ``system``
+  next to ``messages``.
+- ``openmanus`` and ``openai`` are both plain role lists; a list is ``openmanus`` only when it clearly is (every
+  tool message has a ``name``, no key is null, and tool-call assistants have string content), else ``openai``.
+- ``openai_jsonl``: JSON Lines (one object per line with ``messages``); lines in another format are read as that
+  format, one document per line.
+- A JSON array of documents (lists, or objects with ``messages`` / ``input`` / ``llm_context`` / ...) holds several
+  conversations of one format.
+When more than one format fits, the error lists the candidates and says to name one with ``--format``.
+"""
+from __future__ import annotations
+
+import io
+import os
+from collections.abc import Iterable, Iterator
+from types import ModuleType
+from typing import IO, Any
+
+from agents.memory.schema import Conversation
+
+from . import openai
+from .base import ConversationStream, FormatError, FormatSpec, SkippedConversation, WriteReport
+from .json_input import (
+    PREVIEW_BYTES,
+    SMALL_INPUT,
+    Events,
+    PrefixedStream,
+    check_depth,
+    decode,
+    iter_jsonl,
+    looks_like_jsonl,
+    open_source,
+    parse_json,
+    preview,
+    read_head,
+)
+
+__all__ = [
+    "FORMATS",
+    "ConversationStream",
+    "FormatError",
+    "FormatSpec",
+    "SkippedConversation",
+    "WriteReport",
+    "detect_format",
+    "dumps",
+    "iter_conversations",
+    "open_stream",
+    "read_data",
+    "read_input",
+    "write_conversations",
+]
+
+# Detection order matters only for the error message; resolution rules are in _resolve.
+_CODECS: dict[str, ModuleType] = {openai.NAME: openai}
+
+
+def _register(module: ModuleType) -> None:
+    _CODECS[module.NAME] = module
+
+
+for _name in ("native", "openai_jsonl", "openai_responses", "anthropic", "autogen", "agentscope", "langchain",
+              "openmanus"):
+    try:
+        _register(__import__(f"{__name__}.{_name}", fromlist=["NAME"]))
+    except ModuleNotFoundError as _exc:  # formats land one by one; a missing module is simply not offered yet
+        if _exc.name != f"{__name__}.{_name}":
+            raise
+
+FORMATS: dict[str, FormatSpec] = {name: module.SPEC for name, module in _CODECS.items()}
+
+
+def _codec(name: str) -> ModuleType:
+    try:
+        return _CODECS[name]
+    except KeyError:
+        raise FormatError("format", f"unknown format {name!r}; valid: {', '.join(sorted(_CODECS))}") from None
+
+
+# --- detection --------------------------------------------------------------------------------------------------
+
+_DOCUMENT_KEYS = ("messages", "input", "llm_context", "sessions", "_compressed_summary")
+
+
+def _documents(data: Any) -> list[Any] | None:
+    """The documents of a JSON array that holds several conversations, else None."""
+    if not isinstance(data, list) or not data:
+        return None
+    for item in data[:50]:
+        if isinstance(item, list):
+            continue
+        if isinstance(item, dict) and any(k in item for k in _DOCUMENT_KEYS) and "role" not in item:
+            continue
+        return None
+    return data
+
+
+def _candidates(doc: Any) -> list[str]:
+    found = [name for name, module in _CODECS.items() if name != "openai_jsonl" and module.detect(doc)]
+    if "openmanus" in found and "openai" in found:
+        found.remove("openai")
+    return found
+
+
+def describe_shape(data: Any) -> str:
+    if isinstance(data, dict):
+        keys = ", ".join(list(map(str, data))[:8]) or "no keys"
+        return f"an object with keys {keys}"
+    if isinstance(data, list):
+        if not data:
+            return "an empty array"
+        return f"an array whose first item is {describe_shape(data[0]) if isinstance(data[0], (dict, list)) else type(data[0]).__name__}"
+    return f"a JSON {type(data).__name__}"
+
+
+def detect_format(data: Any) -> str:
+    """The format of a parsed document. FormatError when it is none of them or could be several."""
+    docs = _documents(data)
+    doc = docs[0] if docs else data
+    found = _candidates(doc)
+    if len(found) == 1:
+        return found[0]
+    if not found:
+        raise FormatError(
+            "input",
+            f"unknown format: {describe_shape(data)} matches none of {', '.join(sorted(_CODECS))}; "
+            "name the format with --format",
+        )
+    raise FormatError("input", f"ambiguous format: it reads as {' or '.join(found)}; name one with --format")
+
+
+# --- reading ----------------------------------------------------------------------------------------------------
+
+def read_data(data: Any, format: str | None = None) -> list[Conversation]:
+    """Conversations from parsed JSON (or, for ``openai_jsonl``, a list of parsed lines)."""
+    check_depth(data, "input")
+    name = format or detect_format(data)
+    codec = _codec(name)
+    try:
+        docs = None if name in {"openai_jsonl", "native"} else _documents(data)
+        if docs is None:
+            return list(codec.read(data))
+        out: list[Conversation] = []
+        for i, doc in enumerate(docs):
+            out.extend(codec.read(doc, f"[{i}]"))
+        return out
+    except RecursionError:
+        raise FormatError("input", "nested too deeply") from None
+
+
+def read_input(source: str | os.PathLike[str] | IO[bytes], format: str | None = None) -> list[Conversation]:
+    return list(iter_conversations(source, format))
+
+
+def iter_conversations(source: str | os.PathLike[str] | IO[bytes], format: str | None = None) -> Iterator[Conversation]:
+    for stream in open_stream(source, format):
+        messages = list(stream.messages)
+        yield stream.conversation.model_copy(update={"messages": messages})
+
+
+def open_stream(source: str | os.PathLike[str] | IO[bytes], format: str | None = None) -> Iterator[ConversationStream]:
+    if format is not None:
+        _codec(format)
+    src = open_source(source)
+    try:
+        head = read_head(src.stream, SMALL_INPUT + 1)
+        if not head.strip():
+            raise FormatError("input", "empty input: expected JSON or JSONL")
+        if len(head) <= SMALL_INPUT:
+            yield from _small(head, src.name, format)
+        else:
+            stream = io.BufferedReader(PrefixedStream(head, src.stream), 1 << 16)  # type: ignore[arg-type]
+            del head
+            yield from _large(stream, src.name, format)
+    finally:
+        if src.close:
+            src.stream.close()
+
+
+def _small(head: bytes, name: str, format: str | None) -> Iterator[ConversationStream]:
+    text = decode(head)
+    if format == "openai_jsonl" or (format is None and looks_like_jsonl(text, name)) or (
+        format is not None and looks_like_jsonl(text, name)
+    ):
+        if format == "openai_jsonl" and not looks_like_jsonl(text, name) and text.lstrip().startswith("["):
+            # A JSON array of fine-tuning rows.
+            for conv in read_data(parse_json(text), format):
+                yield ConversationStream.whole(conv)
+            return
+        yield from _jsonl(iter_jsonl(iter(text.splitlines())), format)
+        return
+    data = parse_json(text)
+    for conv in read_data(data, format):
+        yield ConversationStream.whole(conv)
+
+
+def _jsonl(rows: Iterator[tuple[int, Any]], format: str | None) -> Iterator[ConversationStream]:
+    line_format = None if format in (None, "openai_jsonl") else format
+    jsonl = _CODECS.get("openai_jsonl")
+    seen = False
+    for number, row in rows:
+        seen = True
+        try:
+            if line_format is None:
+                if jsonl is not None and (format == "openai_jsonl" or jsonl.detect_row(row)):
+                    line_format = "openai_jsonl"
+                else:
+                    line_format = detect_format(row)
+            if line_format == "openai_jsonl":
+                assert jsonl is not None
+                convs = [jsonl.read_row(row)]
+            else:
+                convs = _codec(line_format).read(row)
+        except FormatError as exc:
+            raise FormatError(f"line {number}", str(exc)) from None
+        for conv in convs:
+            yield ConversationStream.whole(conv)
+    if not seen:
+        raise FormatError("input", "empty input: no JSON lines")
+
+
+def _large(stream: io.BufferedReader, name: str, format: str | None) -> Iterator[ConversationStream]:
+    head = stream.peek(PREVIEW_BYTES)[:PREVIEW_BYTES]
+    head_text = head.decode("utf-8", errors="ignore")
+    if format == "openai_jsonl" or looks_like_jsonl(head_text, name):
+        yield from _jsonl(iter_jsonl(iter(stream)), format)
+        return
+    if format is None:
+        doc = preview(head)
+        format = detect_format(doc)
+    codec = _codec(format)
+    events = Events(stream)
+    if hasattr(codec, "stream"):
+        yield from codec.stream(events)
+        return
+    first = events.next_or_none()
+    if first is None:
+        raise FormatError("input", "empty input: expected JSON or JSONL")
+    data = events.value(first[1], first[2])
+    if events.next_or_none() is not None:
+        raise FormatError("input", "invalid JSON: more data after the document")
+    for conv in read_data(data, format):
+        yield ConversationStream.whole(conv)
+
+
+# --- writing ----------------------------------------------------------------------------------------------------
+
+def write_conversations(
+    conversations: Iterable[Conversation], format: str, out: IO[str], *, on_invalid: str = "skip"
+) -> WriteReport:
+    """Write conversations in a format, streaming; the report says what the format could not hold and, for
+    ``openai_jsonl``, which conversations were skipped for breaking the protocol (``on_invalid="stop"`` raises
+    FormatError at the first one instead)."""
+    codec = _codec(format)
+    report = WriteReport(format=format)
+    if format == "openai_jsonl":
+        if on_invalid not in {"skip", "stop"}:
+            raise FormatError("on_invalid", f"expected 'skip' or 'stop', got {on_invalid!r}")
+        codec.write(conversations, out, report, on_invalid=on_invalid)
+    else:
+        codec.write(conversations, out, report)
+    return report
+
+
+def dumps(conversations: Iterable[Conversation], format: str, *, on_invalid: str = "skip") -> tuple[str, WriteReport]:
+    buffer = io.StringIO()
+    report = write_conversations(conversations, format, buffer, on_invalid=on_invalid)
+    return buffer.getvalue(), report

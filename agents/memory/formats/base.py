@@ -1,0 +1,316 @@
+"""What every format module shares: the error type, the write report, shape checks that name the place,
+and the small conversions (arguments, tool schemas, timestamps) several formats need."""
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import IO, Any
+
+from pydantic import ValidationError
+
+from agents.memory.schema import Conversation, Message, describe_validation_error
+
+
+@dataclass
+class ConversationStream:
+    """A conversation's metadata (``conversation`` has no messages) and its messages, read as they are consumed.
+
+    Keys that come after the messages in a streamed file (rare; memoryviz writes them first) are applied to
+    ``conversation`` once ``messages`` is exhausted."""
+
+    conversation: Conversation
+    messages: Iterator[Message]
+
+    @classmethod
+    def whole(cls, conversation: Conversation) -> ConversationStream:
+        return cls(conversation.model_copy(update={"messages": []}), iter(conversation.messages))
+
+
+class FormatError(ValueError):
+    """Input that cannot be read (or a conversation that cannot be written), naming the place."""
+
+    def __init__(self, place: str, detail: str) -> None:
+        self.place = place
+        self.detail = detail
+        super().__init__(f"{place}: {detail}" if place else detail)
+
+
+@dataclass(frozen=True)
+class FormatSpec:
+    name: str
+    label: str
+    description: str
+    extension: str
+    media_type: str
+
+
+@dataclass(frozen=True)
+class SkippedConversation:
+    index: int
+    external_id: str | None
+    reason: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"index": self.index, "external_id": self.external_id, "reason": self.reason}
+
+
+@dataclass
+class WriteReport:
+    """What a write produced and what the target format could not hold."""
+
+    format: str
+    conversations: int = 0
+    messages: int = 0
+    skipped: list[SkippedConversation] = field(default_factory=list)
+    # (what, unit, reason) -> how many; kept as counts so a million messages make one line, not a million.
+    losses: dict[tuple[str, str, str], int] = field(default_factory=dict)
+
+    def lose(self, what: str, reason: str, unit: str = "message", count: int = 1) -> None:
+        key = (what, unit, reason)
+        self.losses[key] = self.losses.get(key, 0) + count
+
+    @property
+    def dropped(self) -> list[str]:
+        out = []
+        for (what, unit, reason), n in self.losses.items():
+            out.append(f"{what} on {n} {unit}{'' if n == 1 else 's'}: {reason}")
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "format": self.format,
+            "conversations": self.conversations,
+            "messages": self.messages,
+            "dropped": self.dropped,
+            "skipped": [s.to_dict() for s in self.skipped],
+        }
+
+
+# --- places and shapes ------------------------------------------------------------------------------------------
+
+def at(place: str, key: int | str) -> str:
+    """``at("messages", 3)`` -> ``messages[3]``; ``at("messages[3]", "content")`` -> ``messages[3].content``."""
+    if isinstance(key, int):
+        return f"{place}[{key}]"
+    return f"{place}.{key}" if place else key
+
+
+def json_type(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "an array"
+    if isinstance(value, dict):
+        return "an object"
+    return type(value).__name__
+
+
+def need_dict(value: Any, place: str) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise FormatError(place, f"expected an object, got {json_type(value)}")
+    return value
+
+
+def need_list(value: Any, place: str) -> list[Any]:
+    if not isinstance(value, list):
+        raise FormatError(place, f"expected an array, got {json_type(value)}")
+    return value
+
+
+def need_str(value: Any, place: str) -> str:
+    if not isinstance(value, str):
+        raise FormatError(place, f"expected a string, got {json_type(value)}")
+    return value
+
+
+def opt_str(value: Any, place: str) -> str | None:
+    return None if value is None else need_str(value, place)
+
+
+def opt_bool(value: Any, place: str) -> bool | None:
+    if value is None or isinstance(value, bool):
+        return value
+    raise FormatError(place, f"expected true, false or null, got {json_type(value)}")
+
+
+def need_parts(value: Any, place: str) -> list[dict[str, Any]]:
+    """A list of content parts (each an object)."""
+    need_list(value, place)
+    for i, part in enumerate(value):
+        need_dict(part, at(place, i))
+    return value
+
+
+def text_or_parts(value: Any, place: str) -> str | list[dict[str, Any]] | None:
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, list):
+        return need_parts(value, place)
+    raise FormatError(place, f"expected a string or an array of content parts, got {json_type(value)}")
+
+
+def make_message(place: str, **fields: Any) -> Message:
+    try:
+        return Message(**fields)
+    except ValidationError as exc:
+        raise _validation_error(exc, place) from None
+
+
+def make_conversation(place: str, **fields: Any) -> Conversation:
+    try:
+        return Conversation(**fields)
+    except ValidationError as exc:
+        raise _validation_error(exc, place) from None
+
+
+def _validation_error(exc: ValidationError, place: str) -> FormatError:
+    text = describe_validation_error(exc, place)
+    where, _, what = text.partition(": ")
+    return FormatError(where, what)
+
+
+# --- conversions ------------------------------------------------------------------------------------------------
+
+def dump_arguments(value: Any) -> str:
+    """An arguments object as the JSON string OpenAI-style formats carry (the spacing json.dumps uses, which is
+    also what AutoGen and the OpenAI SDK samples show)."""
+    return json.dumps(value, ensure_ascii=False)
+
+
+def load_arguments(text: str) -> dict[str, Any] | None:
+    """The arguments string as an object, or None when it is not a JSON object."""
+    try:
+        value = json.loads(text)
+    except (ValueError, RecursionError):
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def chat_tools_from(tools: list[Any], convert: Any) -> list[dict[str, Any]]:
+    return [convert(t) for t in tools]
+
+
+class CallNames:
+    """Function names by call id, learnt as the messages go by: formats that put the function name on a result
+    (AutoGen, AgentScope, LangChain, OpenManus) need it when the source format did not carry it."""
+
+    def __init__(self) -> None:
+        self._names: dict[str, str] = {}
+
+    def see(self, message: Message) -> None:
+        for call in message.tool_calls:
+            self._names[call.id] = call.function.name
+
+    def name_for(self, message: Message) -> str | None:
+        if message.name:
+            return message.name
+        return self._names.get(message.tool_call_id or "")
+
+    def lost_name(self, message: Message) -> bool:
+        """True when the result carries a name that the call does not give back (real information lost)."""
+        return bool(message.name) and self._names.get(message.tool_call_id or "") != message.name
+
+
+MESSAGE_FIELDS = ("name", "external_id", "created_at", "is_error", "reasoning", "usage", "marks")
+
+
+def report_losses(report: WriteReport, message: Message, held: frozenset[str], names: CallNames | None = None) -> None:
+    """Count every field the message carries that the target format has no place for."""
+    fmt = report.format
+    for field_name in MESSAGE_FIELDS:
+        if field_name in held:
+            continue
+        value = getattr(message, field_name)
+        if value in (None, [], {}, ""):
+            continue
+        if field_name == "name" and message.role == "tool":
+            # A result's function name comes back by joining its call, so it is only lost when it differs.
+            if "tool_name" in held or names is None or not names.lost_name(message):
+                continue
+            report.lose("the function name of a tool result", f"{fmt} has no place for it and the call names another")
+            continue
+        report.lose(field_name, f"{fmt} cannot hold it")
+
+
+CONVERSATION_FIELDS = ("external_id", "title", "started_at", "agent", "project", "tools")
+
+
+def report_conversation_losses(report: WriteReport, conversation: Conversation, held: frozenset[str]) -> None:
+    for field_name in CONVERSATION_FIELDS:
+        if field_name in held:
+            continue
+        value = getattr(conversation, field_name)
+        if value in (None, [], ""):
+            continue
+        report.lose(field_name, f"{report.format} cannot hold it", unit="conversation")
+
+
+def format_metadata(conversation: Conversation, fmt: str) -> dict[str, Any]:
+    """The part of a conversation's metadata that one format keeps to write itself back (top-level keys)."""
+    value = conversation.metadata.get(fmt)
+    return value if isinstance(value, dict) else {}
+
+
+def format_extra(message: Message, fmt: str) -> dict[str, Any]:
+    value = message.extra.get(fmt)
+    return value if isinstance(value, dict) else {}
+
+
+def with_format_extra(extra: dict[str, Any], fmt: str, values: dict[str, Any]) -> dict[str, Any]:
+    """``extra`` with ``values`` under the format's key (nothing added when there is nothing to remember)."""
+    if not values:
+        return extra
+    return {**extra, fmt: values}
+
+
+def peek_single(conversations: Iterable[Conversation]) -> tuple[list[Conversation], Iterator[Conversation], bool]:
+    """The first conversation(s) and the rest, and whether there is exactly one: formats that hold one
+    conversation per document write a bare document for one conversation and an array of documents for more."""
+    it = iter(conversations)
+    head: list[Conversation] = []
+    for conv in it:
+        head.append(conv)
+        if len(head) == 2:
+            break
+    return head, it, len(head) == 1
+
+
+def write_json(value: Any, out: IO[str], indent: int | None = 2) -> None:
+    out.write(json.dumps(value, ensure_ascii=False, indent=indent))
+
+
+def write_documents(
+    conversations: Iterable[Conversation], out: IO[str], report: WriteReport, render: Any
+) -> None:
+    """One document per conversation: a bare document for one, an array of documents for several (streamed)."""
+    head, rest, single = peek_single(conversations)
+    if not head:
+        render_empty = render(Conversation(), report)
+        report.conversations = 0
+        report.messages = 0
+        write_json(render_empty, out)
+        out.write("\n")
+        return
+    if single:
+        doc = render(head[0], report)
+        report.conversations += 1
+        write_json(doc, out)
+        out.write("\n")
+        return
+    out.write("[\n")
+    first = True
+    for conv in [*head, *rest]:
+        if not first:
+            out.write(",\n")
+        first = False
+        doc = render(conv, report)
+        report.conversations += 1
+        write_json(doc, out)
+    out.write("\n]\n")

@@ -1,0 +1,369 @@
+"""OpenAI Chat Completions: a message list, or an object with ``messages`` (and ``tools``, ``model``, ...).
+
+The message shape is shared with ``openai_jsonl`` and ``openmanus``; keys the schema has no field for are kept
+in ``extra["openai"]["fields"]`` and written back. ``reasoning_content`` (a non-standard key some providers
+add) becomes ``reasoning``.
+"""
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator
+from typing import IO, Any
+
+from agents.memory.schema import ROLES, Conversation, Message
+
+from .json_input import Events
+from .base import (
+    CallNames,
+    ConversationStream,
+    FormatError,
+    FormatSpec,
+    WriteReport,
+    at,
+    format_extra,
+    format_metadata,
+    json_type,
+    make_conversation,
+    make_message,
+    need_dict,
+    need_list,
+    need_str,
+    opt_str,
+    peek_single,
+    report_conversation_losses,
+    report_losses,
+    text_or_parts,
+)
+
+NAME = "openai"
+SPEC = FormatSpec(
+    name=NAME,
+    label="OpenAI Chat Completions",
+    description="A Chat Completions message list, or an object with messages (and tools).",
+    extension="json",
+    media_type="application/json",
+)
+# What the format holds beyond role/content/tool calls: names (not on tool messages), and reasoning only when it
+# came from a provider's reasoning_content key.
+HELD = frozenset({"name"})
+CONVERSATION_HELD = frozenset({"tools"})
+
+_CHAT_KEYS = {"role", "content", "name", "tool_calls", "tool_call_id"}
+_ANTHROPIC_BLOCKS = {"tool_use", "tool_result", "thinking", "redacted_thinking"}
+_RESPONSES_TYPES = {"message", "function_call", "function_call_output", "reasoning"}
+
+
+def short(value: Any) -> str:
+    text = json.dumps(value, ensure_ascii=False) if not isinstance(value, str) else repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+# --- detection --------------------------------------------------------------------------------------------------
+
+def is_chat_message(item: Any) -> bool:
+    return isinstance(item, dict) and item.get("role") in ROLES and "type" not in item and "data" not in item
+
+
+def has_anthropic_blocks(messages: list[Any]) -> bool:
+    for item in messages[:200]:
+        content = item.get("content") if isinstance(item, dict) else None
+        if isinstance(content, list):
+            for block in content:
+                if isinstance(block, dict) and block.get("type") in _ANTHROPIC_BLOCKS:
+                    return True
+    return False
+
+
+def chat_messages_of(doc: Any) -> list[Any] | None:
+    """The message list of an OpenAI-shaped document (a list, or an object with messages), else None."""
+    if isinstance(doc, list):
+        messages = doc
+    elif isinstance(doc, dict) and isinstance(doc.get("messages"), list) and "format" not in doc:
+        if "system" in doc or "input" in doc or "llm_context" in doc:
+            return None
+        messages = doc["messages"]
+    else:
+        return None
+    sample = messages[:200]
+    if not all(is_chat_message(m) for m in sample):
+        return None
+    if has_anthropic_blocks(sample):
+        return None
+    return messages
+
+
+def detect(doc: Any) -> bool:
+    return chat_messages_of(doc) is not None
+
+
+# --- reading ----------------------------------------------------------------------------------------------------
+
+def read_call(item: Any, place: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A tool call dict as ToolCall fields, and its keys beyond the schema."""
+    need_dict(item, place)
+    call_id = need_str(item.get("id"), at(place, "id"))
+    kind = item.get("type", "function")
+    if kind != "function":
+        raise FormatError(at(place, "type"), f"only function tool calls are supported, got {short(kind)}")
+    fn = need_dict(item.get("function"), at(place, "function"))
+    name = need_str(fn.get("name"), at(at(place, "function"), "name"))
+    args = fn.get("arguments")
+    if not isinstance(args, str):
+        raise FormatError(at(at(place, "function"), "arguments"),
+                          f"expected a string (the arguments as JSON text), got {json_type(args)}")
+    rest = {k: v for k, v in item.items() if k not in {"id", "type", "function"}}
+    fn_rest = {k: v for k, v in fn.items() if k not in {"name", "arguments"}}
+    if fn_rest:
+        rest["function"] = fn_rest
+    return {"id": call_id, "function": {"name": name, "arguments": args}}, rest
+
+
+def read_chat_message(item: Any, place: str, fmt: str = NAME) -> Message:
+    """One Chat Completions message dict (also the shape of openai_jsonl and openmanus)."""
+    need_dict(item, place)
+    role = item.get("role")
+    if role not in ROLES:
+        raise FormatError(at(place, "role"), f"expected one of {', '.join(ROLES)}, got {short(role)}")
+    content = text_or_parts(item.get("content"), at(place, "content"))
+    name = opt_str(item.get("name"), at(place, "name"))
+    tool_call_id = opt_str(item.get("tool_call_id"), at(place, "tool_call_id"))
+    calls: list[dict[str, Any]] = []
+    call_rest: list[dict[str, Any]] = []
+    raw_calls = item.get("tool_calls")
+    if raw_calls is not None:
+        need_list(raw_calls, at(place, "tool_calls"))
+        for i, raw in enumerate(raw_calls):
+            call, rest = read_call(raw, at(at(place, "tool_calls"), i))
+            calls.append(call)
+            call_rest.append(rest)
+    memo: dict[str, Any] = {}
+    fields = {k: v for k, v in item.items() if k not in _CHAT_KEYS}
+    reasoning = fields.pop("reasoning_content", None)
+    if reasoning is not None:
+        need_str(reasoning, at(place, "reasoning_content"))
+        memo["reasoning_content"] = True
+    if fields:
+        memo["fields"] = fields
+    if any(call_rest):
+        memo["tool_calls"] = call_rest
+    if "content" not in item:
+        memo["no_content"] = True
+    if raw_calls is not None and not raw_calls:
+        memo["empty_tool_calls"] = True
+    return make_message(
+        place, role=role, content=content, name=name, tool_calls=calls, tool_call_id=tool_call_id,
+        reasoning=reasoning, extra={fmt: memo} if memo else {},
+    )
+
+
+def read_messages(items: Any, place: str, fmt: str = NAME) -> list[Message]:
+    need_list(items, place)
+    return [read_chat_message(item, at(place, i), fmt) for i, item in enumerate(items)]
+
+
+def conversation_fields(doc: dict[str, Any], place: str) -> dict[str, Any]:
+    """The keys of an object document beyond ``messages``: tools to ``tools``, the rest kept for writing back."""
+    fields: dict[str, Any] = {}
+    tools = doc.get("tools")
+    if tools is not None:
+        need_list(tools, at(place, "tools"))
+        for i, tool in enumerate(tools):
+            need_dict(tool, at(at(place, "tools"), i))
+        fields["tools"] = tools
+    rest = {k: v for k, v in doc.items() if k not in {"messages", "tools"}}
+    fields["metadata"] = {NAME: {"object": True, "fields": rest}}
+    return fields
+
+
+def read_document(doc: Any, place: str = "") -> Conversation:
+    if isinstance(doc, list):
+        return make_conversation(place or "input", messages=read_messages(doc, at(place, "messages") if place else "messages"),
+                                 source_format=NAME)
+    need_dict(doc, place or "input")
+    if "messages" not in doc:
+        raise FormatError(place or "input", "expected a message list or an object with messages")
+    messages = read_messages(doc["messages"], at(place, "messages"))
+    return make_conversation(place or "input", messages=messages, source_format=NAME, **conversation_fields(doc, place))
+
+
+def read(data: Any) -> list[Conversation]:
+    return [read_document(data)]
+
+
+# --- writing ----------------------------------------------------------------------------------------------------
+
+def chat_dict(message: Message, fmt: str = NAME) -> dict[str, Any]:
+    """``Message.to_openai()`` plus what the message kept from a Chat Completions source."""
+    out = message.to_openai()
+    memo = format_extra(message, fmt)
+    if memo.get("no_content") and out.get("content") in (None, "") and message.content is None:
+        del out["content"]
+    if memo.get("empty_tool_calls") and not message.tool_calls:
+        out["tool_calls"] = []
+    extras = memo.get("tool_calls")
+    if isinstance(extras, list) and "tool_calls" in out and len(extras) == len(out["tool_calls"]):
+        for call, rest in zip(out["tool_calls"], extras):
+            if isinstance(rest, dict):
+                fn_rest = rest.get("function")
+                call.update({k: v for k, v in rest.items() if k != "function"})
+                if isinstance(fn_rest, dict):
+                    call["function"].update(fn_rest)
+    if message.reasoning is not None and memo.get("reasoning_content"):
+        out["reasoning_content"] = message.reasoning
+    fields = memo.get("fields")
+    if isinstance(fields, dict):
+        for key, value in fields.items():
+            out.setdefault(key, value)
+    return out
+
+
+def report_message(message: Message, report: WriteReport, names: CallNames, fmt: str = NAME) -> None:
+    held = HELD | ({"reasoning"} if format_extra(message, fmt).get("reasoning_content") else frozenset())
+    report_losses(report, message, held, names)
+    names.see(message)
+
+
+def iter_chat_dicts(messages: Iterable[Message], report: WriteReport, fmt: str = NAME) -> Iterator[dict[str, Any]]:
+    names = CallNames()
+    for message in messages:
+        report_message(message, report, names, fmt)
+        report.messages += 1
+        yield chat_dict(message, fmt)
+
+
+def write_array(items: Iterable[Any], out: IO[str], indent: str = "") -> None:
+    """A JSON array with one compact item per line, written as it goes (a million messages never sit in one
+    string)."""
+    out.write("[")
+    first = True
+    for item in items:
+        out.write("\n" if first else ",\n")
+        first = False
+        out.write(indent + "  " + json.dumps(item, ensure_ascii=False))
+    out.write("\n" + indent + "]" if not first else "]")
+
+
+def write_document(conversation: Conversation, out: IO[str], report: WriteReport, indent: str = "") -> None:
+    report_conversation_losses(report, conversation, CONVERSATION_HELD)
+    meta = format_metadata(conversation, NAME)
+    fields = meta.get("fields") if isinstance(meta.get("fields"), dict) else {}
+    as_object = bool(meta.get("object")) or bool(conversation.tools) or bool(fields)
+    items = iter_chat_dicts(conversation.messages, report)
+    if not as_object:
+        write_array(items, out, indent)
+        return
+    out.write("{")
+    for key, value in fields.items():
+        if key in {"messages", "tools"}:
+            continue
+        out.write(f"\n{indent}  {json.dumps(key)}: {json.dumps(value, ensure_ascii=False)},")
+    out.write(f"\n{indent}  \"messages\": ")
+    write_array(items, out, indent + "  ")
+    if conversation.tools is not None:
+        out.write(f",\n{indent}  \"tools\": {json.dumps(conversation.tools, ensure_ascii=False)}")
+    out.write("\n" + indent + "}")
+
+
+def write(conversations: Iterable[Conversation], out: IO[str], report: WriteReport) -> None:
+    head, rest, single = peek_single(conversations)
+    if single or not head:
+        write_document(head[0] if head else Conversation(), out, report)
+        report.conversations = len(head)
+        out.write("\n")
+        return
+    out.write("[")
+    for i, conv in enumerate([*head, *rest]):
+        out.write("\n  " if i == 0 else ",\n  ")
+        write_document(conv, out, report, "  ")
+        report.conversations += 1
+    out.write("\n]\n")
+
+
+# --- streaming (big inputs) -------------------------------------------------------------------------------------
+
+def is_document(item: Any) -> bool:
+    return isinstance(item, list) or (isinstance(item, dict) and "messages" in item and "role" not in item)
+
+
+def expect_end(events: Events) -> None:
+    if events.next_or_none() is not None:
+        raise FormatError("input", "invalid JSON: more data after the document")
+
+
+def _array_items(events: Events) -> Iterator[Any]:
+    """The values of the array whose start_array was just read."""
+    for _prefix, event, value in events:
+        if event == "end_array":
+            return
+        yield events.value(event, value)
+    raise FormatError("input", "invalid JSON: the input ends inside an array")
+
+
+def stream(events: Events) -> Iterator[ConversationStream]:
+    first = events.next_or_none()
+    if first is None:
+        raise FormatError("input", "empty input: expected JSON")
+    _prefix, event, value = first
+    if event == "start_array":
+        yield from _stream_list(events)
+    elif event == "start_map":
+        yield from _stream_object(events)
+    else:
+        raise FormatError("input", f"expected a message list or an object with messages, got {json_type(value)}")
+
+
+def _stream_list(events: Events) -> Iterator[ConversationStream]:
+    items = _array_items(events)
+    first = next(items, _END)
+    if first is _END:
+        expect_end(events)
+        yield ConversationStream(Conversation(source_format=NAME), iter(()))
+        return
+    if is_document(first):
+        for i, doc in enumerate([first] if first is not _END else []):
+            yield ConversationStream.whole(read_document(doc, f"[{i}]"))
+        for i, doc in enumerate(items, start=1):
+            yield ConversationStream.whole(read_document(doc, f"[{i}]"))
+        expect_end(events)
+        return
+
+    def messages() -> Iterator[Message]:
+        yield read_chat_message(first, "messages[0]")
+        for i, item in enumerate(items, start=1):
+            yield read_chat_message(item, f"messages[{i}]")
+        expect_end(events)
+
+    yield ConversationStream(Conversation(source_format=NAME), messages())
+
+
+def _stream_object(events: Events) -> Iterator[ConversationStream]:
+    fields: dict[str, Any] = {}
+    for _prefix, event, key in events:
+        if event == "end_map":
+            break
+        _p, ev, val = next(events)
+        if key == "messages" and ev == "start_array" and "system" not in fields and "input" not in fields:
+            conversation = make_conversation("input", source_format=NAME, **conversation_fields(fields, ""))
+
+            def messages() -> Iterator[Message]:
+                for i, item in enumerate(_array_items(events)):
+                    yield read_chat_message(item, f"messages[{i}]")
+                # Keys after the messages (tools, model) complete the conversation once the messages are read.
+                for _p2, ev2, key2 in events:
+                    if ev2 == "end_map":
+                        break
+                    _p3, ev3, val3 = next(events)
+                    fields[key2] = events.value(ev3, val3)
+                expect_end(events)
+                done = conversation_fields(fields, "")
+                conversation.tools = done.get("tools")
+                conversation.metadata = done["metadata"]
+
+            yield ConversationStream(conversation, messages())
+            return
+        fields[key] = events.value(ev, val)
+    expect_end(events)
+    yield ConversationStream.whole(read_document(fields))
+
+
+_END = object()
