@@ -1,0 +1,83 @@
+"""``python manage.py seed_demo``: realistic demo data, including broken sessions, and the demo login.
+
+Deterministic (seeded) and idempotent: projects and agents are matched by slug, sessions by (agent,
+external id), so a second run adds nothing and changes nothing. ``--reset`` deletes the demo agents'
+sessions first and stores them again.
+"""
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from django.contrib.auth import get_user_model
+from django.core.management.base import BaseCommand, CommandParser
+from django.db import transaction
+
+from agents import demo_data, services
+from agents.models import Agent, Membership, Project, Session
+
+DEMO_USERNAME = "demo"
+DEMO_PASSWORD = "memoryviz-demo"
+
+
+class Command(BaseCommand):
+    help = "Create demo projects, agents, sessions (some deliberately broken) and the demo user."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--seed", type=int, default=demo_data.DEFAULT_SEED, help="Random seed of the generator.")
+        parser.add_argument("--reset", action="store_true", help="Delete the demo agents' sessions and store them again.")
+
+    def handle(self, *args: Any, seed: int, reset: bool, **options: Any) -> None:
+        started = time.monotonic()
+        with transaction.atomic():
+            projects = {
+                p.slug: Project.objects.update_or_create(slug=p.slug, defaults={"name": p.name})[0]
+                for p in demo_data.PROJECTS
+            }
+            agents = {
+                a.slug: Agent.objects.update_or_create(
+                    project=projects[a.project],
+                    slug=a.slug,
+                    defaults={"name": a.name, "description": a.description, "model": a.model,
+                              "context_window": a.context_window},
+                )[0]
+                for a in demo_data.AGENTS
+            }
+            user, created_user = self._demo_user()
+            for project in projects.values():
+                Membership.objects.update_or_create(
+                    project=project, user=user, defaults={"role": Membership.Level.ADMIN}
+                )
+            if reset:
+                deleted, _ = Session.objects.filter(agent__in=agents.values()).delete()
+                self.stdout.write(f"Deleted {deleted} rows of the demo agents' sessions.")
+            existing = set(
+                Session.objects.filter(agent__in=agents.values()).values_list("agent__slug", "external_id")
+            )
+            stored = skipped = messages = 0
+            for demo in demo_data.demo_sessions(seed):
+                key = (demo.agent, demo.conversation.external_id)
+                if key in existing:
+                    skipped += 1
+                    continue
+                session = services.session_store(agent=agents[demo.agent], conversation=demo.conversation)
+                stored += 1
+                messages += session.message_count
+        elapsed = time.monotonic() - started
+        self.stdout.write(self.style.SUCCESS(
+            f"Demo data: {len(projects)} projects, {len(agents)} agents; {stored} sessions stored "
+            f"({messages:,} messages), {skipped} already there. {elapsed:.1f} s."
+        ))
+        if created_user:
+            self.stdout.write(f"Log in as {DEMO_USERNAME} / {DEMO_PASSWORD}")
+        else:
+            self.stdout.write(f"Log in as {DEMO_USERNAME} (existing user, password left as it was; "
+                              f"created with {DEMO_PASSWORD})")
+
+    def _demo_user(self) -> tuple[Any, bool]:
+        User = get_user_model()
+        user, created = User.objects.get_or_create(username=DEMO_USERNAME)
+        if created:
+            user.set_password(DEMO_PASSWORD)
+            user.save(update_fields=["password"])
+        return user, created
