@@ -10,3 +10,14 @@ urlpatterns = [
     path("", views.session_list, name="session_list"),
     path("sessions/<int:session_id>/", views.session_detail, name="session_detail"),
 ]
+
+# Import and export (agents.transfer_views).
+from agents import transfer_views  # noqa: E402
+
+urlpatterns += [
+    path("import/", transfer_views.import_upload, name="import_upload"),
+    path("import/confirm/", transfer_views.import_confirm, name="import_confirm"),
+    path("export/", transfer_views.export_sessions, name="export_sessions"),
+    path("sessions/<int:session_id>/export/", transfer_views.export_session, name="export_session"),
+    path("exports/", transfer_views.export_log, name="export_log"),
+]

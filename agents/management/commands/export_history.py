@@ -1,0 +1,130 @@
+"""python manage.py export_history [--project SLUG] [--agent SLUG] [--session ID] --format NAME
+                                   [--strategy NAME --set key=value ...] [-o FILE]
+
+Writes the export to FILE (-o) or stdout; the report (what the target format could not hold, conversations
+skipped as invalid) goes to stderr as JSON. Exit 2 on a bad argument or when ``--on-invalid stop`` meets an
+invalid conversation (nothing is written then).
+"""
+from __future__ import annotations
+
+import json
+import os
+import sys
+import tempfile
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandParser
+from django.db.models import QuerySet, Sum
+
+from agents import exports, models
+from agents.management.progress import ProgressBar
+from agents.memory import formats
+
+
+class Command(BaseCommand):
+    help = "Export stored sessions (whole, filtered, or trimmed by a strategy) in any format."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--project", help="Only sessions of this project (slug).")
+        parser.add_argument("--agent", help="Only sessions of this agent (slug).")
+        parser.add_argument("--session", action="append", type=int, default=[], metavar="ID",
+                            help="Only this session (repeatable).")
+        parser.add_argument("--format", required=True, help=f"One of: {', '.join(sorted(formats.FORMATS))}.")
+        parser.add_argument("--strategy", help="Export each session as trimmed by this strategy.")
+        parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", dest="params",
+                            help="A strategy parameter (repeatable).")
+        parser.add_argument("--on-invalid", choices=exports.ON_INVALID, default="skip",
+                            help="openai_jsonl: skip conversations that break the protocol, or stop (default skip).")
+        parser.add_argument("-o", "--output", help="Write to this file instead of stdout.")
+        parser.add_argument("--progress", action="store_true",
+                            help="Show a progress bar on stderr even when it is not a terminal.")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        try:
+            params = _parse_params(options["params"])
+            sessions, scope, filters = self._sessions(options)
+            plan = exports.export_plan(
+                sessions=sessions, format=options["format"], scope=scope, filters=filters,
+                strategy=options["strategy"], params=params, on_invalid=options["on_invalid"],
+            )
+            if plan.format == "openai_jsonl" and plan.on_invalid == "stop":
+                invalid = exports.invalid_sessions(plan)
+                if invalid:
+                    raise exports.ExportFailed(
+                        "stopped: conversations that break the protocol (use --on-invalid skip to leave them out): "
+                        + "; ".join(invalid)
+                    )
+            total = plan.sessions.aggregate(n=Sum("message_count"))["n"] or None
+            bar = ProgressBar("exporting", unit="messages", total=total,
+                              enabled=options["progress"] or sys.stderr.isatty())
+            try:
+                result = self._write(plan, options["output"], bar)
+            finally:
+                bar.close()
+        except exports.ExportFailed as exc:
+            self.stderr.write(f"export_history: {exc}")
+            sys.exit(2)
+        self.stderr.write(json.dumps(result.to_dict(), indent=2, ensure_ascii=False))
+
+    def _sessions(self, options: dict[str, Any]) -> tuple[QuerySet[models.Session], str, dict[str, Any]]:
+        qs = models.Session.objects.all()
+        words: list[str] = []
+        filters: dict[str, Any] = {}
+        if options["project"]:
+            if not models.Project.objects.filter(slug=options["project"]).exists():
+                raise exports.ExportFailed(f"--project: no project {options['project']!r}")
+            qs = qs.filter(agent__project__slug=options["project"])
+            words.append(f"project {options['project']}")
+            filters["project"] = options["project"]
+        if options["agent"]:
+            agents = models.Agent.objects.filter(slug=options["agent"])
+            if options["project"]:
+                agents = agents.filter(project__slug=options["project"])
+            if not agents.exists():
+                raise exports.ExportFailed(f"--agent: no agent {options['agent']!r}")
+            qs = qs.filter(agent__in=agents)
+            words.append(f"agent {options['agent']}")
+            filters["agent"] = options["agent"]
+        if options["session"]:
+            ids = options["session"]
+            missing = sorted(set(ids) - set(qs.filter(pk__in=ids).values_list("pk", flat=True)))
+            if missing:
+                raise exports.ExportFailed(f"--session: no session {', '.join(map(str, missing))}"
+                                           + (" in that project/agent" if words else ""))
+            qs = qs.filter(pk__in=ids)
+            words.append("session " + ", ".join(map(str, ids)))
+            filters["session"] = ids
+        if not qs.exists():
+            raise exports.ExportFailed("no session matches")
+        return qs, ("; ".join(words) or "all sessions"), filters
+
+    def _write(self, plan: exports.ExportPlan, output: str | None, bar: ProgressBar) -> exports.ExportResult:
+        if not output:
+            # The raw stream: OutputWrapper.write would add a newline after every piece the writer emits.
+            return exports.export_to(plan, self.stdout._out, interface="command", on_messages=bar.update)
+        # Written next to the target and renamed at the end: a failed export never leaves half a file.
+        directory = os.path.dirname(os.path.abspath(output))
+        fd, tmp = tempfile.mkstemp(prefix=".export-", dir=directory)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
+                result = exports.export_to(plan, fh, interface="command", on_messages=bar.update)
+            os.replace(tmp, output)
+        except BaseException:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+            raise
+        return result
+
+
+def _parse_params(pairs: list[str]) -> dict[str, Any]:
+    """``key=value`` pairs; values are read as JSON when they parse (numbers, booleans), else kept as text."""
+    out: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise exports.ExportFailed(f"--set {pair!r}: expected key=value")
+        try:
+            out[key.strip()] = json.loads(value)
+        except json.JSONDecodeError:
+            out[key.strip()] = value
+    return out

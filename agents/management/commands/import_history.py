@@ -1,0 +1,93 @@
+"""python manage.py import_history FILE... [--project SLUG] [--agent SLUG] [--format NAME]
+
+Prints the import report as JSON on stdout. On bad input: the error on stderr naming the place, exit 2, and
+nothing saved (all files are imported in one transaction, each file in its own savepoint).
+Without --project, sessions go to the project the file names (native files carry it), else to the project
+``imported``; without --agent, to the agent the file names, else to an agent named after the source format
+(``openai``, ``autogen``...). Projects and agents are created when missing.
+"""
+from __future__ import annotations
+
+import json
+import os
+import sys
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.db import transaction
+
+from agents import imports
+from agents.management.progress import ProgressBar
+from agents.memory import formats
+from agents.memory.tokens import COUNTERS, DEFAULT_COUNTER
+
+
+class Command(BaseCommand):
+    help = "Import agent histories (any format memoryviz reads) into a project."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("files", nargs="+", metavar="FILE", help="A file path, or - for standard input.")
+        parser.add_argument("--project", help="Project slug (created when missing).")
+        parser.add_argument("--agent", help="Agent slug or name in that project (created when missing).")
+        parser.add_argument("--format", help="The input format, when detection should not guess.")
+        parser.add_argument("--counter", default=DEFAULT_COUNTER, help="Token counter for the stored counts.")
+        parser.add_argument(
+            "--progress", action="store_true", help="Show a progress bar on stderr even when it is not a terminal."
+        )
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        fmt = options["format"]
+        if fmt and fmt not in formats.FORMATS:
+            self._fail(f"--format: unknown format {fmt!r}; valid: {', '.join(sorted(formats.FORMATS))}")
+        if options["counter"] not in COUNTERS:
+            self._fail(f"--counter: unknown counter {options['counter']!r}; valid: {', '.join(sorted(COUNTERS))}")
+        show = options["progress"] or sys.stderr.isatty()
+        reports: list[imports.ImportReport] = []
+        try:
+            with transaction.atomic():
+                for path in options["files"]:
+                    reports.append(self._import_one(path, options, show))
+        except imports.ImportFailed as exc:
+            self._fail(str(exc))
+        out = {
+            "files": [r.to_dict() for r in reports],
+            "sessions_imported": sum(r.sessions_imported for r in reports),
+            "messages_imported": sum(r.messages_imported for r in reports),
+            "violation_count": sum(r.violation_count for r in reports),
+        }
+        self.stdout.write(json.dumps(out, indent=2, ensure_ascii=False))
+
+    def _import_one(self, path: str, options: dict[str, Any], show: bool) -> imports.ImportReport:
+        if path == "-":
+            source: Any = sys.stdin.buffer
+            total = None
+        else:
+            if not os.path.exists(path):
+                raise imports.ImportFailed(f"{path}: no such file")
+            if os.path.isdir(path):
+                raise imports.ImportFailed(f"{path}: is a directory")
+            source = path
+            total = None
+        bar = ProgressBar(f"importing {os.path.basename(path) if path != '-' else 'stdin'}", unit="messages",
+                          total=total, enabled=show)
+        try:
+            try:
+                return imports.import_file(
+                    source,
+                    project=options["project"],
+                    agent=options["agent"],
+                    format=options["format"],
+                    counter=options["counter"],
+                    label=path,
+                    on_messages=bar.update,
+                )
+            except imports.ImportFailed as exc:
+                # Name the file when the error does not already.
+                text = str(exc)
+                raise imports.ImportFailed(text if text.startswith(path) else f"{path}: {text}") from None
+        finally:
+            bar.close()
+
+    def _fail(self, message: str) -> None:
+        self.stderr.write(f"import_history: {message}")
+        sys.exit(2)

@@ -1,0 +1,256 @@
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from agents import imports, models
+
+SAMPLES = Path(__file__).resolve().parents[2] / "shared" / "samples"
+SAMPLE_FILES = sorted(p for p in SAMPLES.glob("*/*") if p.suffix in {".json", ".jsonl"})
+
+WEATHER: list[dict[str, Any]] = [
+    {"role": "system", "content": "You are a weather assistant."},
+    {"role": "user", "content": "Weather in Paris and Tokyo?"},
+    {"role": "assistant", "content": None, "tool_calls": [
+        {"id": "call_1", "type": "function", "function": {"name": "get_weather", "arguments": "{\"city\": \"Paris\"}"}},
+        {"id": "call_2", "type": "function", "function": {"name": "get_weather", "arguments": "{\"city\": \"Tokyo\"}"}},
+    ]},
+    {"role": "tool", "tool_call_id": "call_1", "content": "18°C, cloudy"},
+    {"role": "tool", "tool_call_id": "call_2", "content": "24°C, sunny"},
+    {"role": "assistant", "content": "Paris 18°C, Tokyo 24°C."},
+]
+
+
+def counts() -> tuple[int, int, int, int, int]:
+    return (
+        models.Project.objects.count(),
+        models.Agent.objects.count(),
+        models.Session.objects.count(),
+        models.Message.objects.count(),
+        models.ToolCall.objects.count(),
+    )
+
+
+def write(tmp_path: Path, name: str, data: Any) -> Path:
+    path = tmp_path / name
+    if isinstance(data, bytes):
+        path.write_bytes(data)
+    elif isinstance(data, str):
+        path.write_text(data, encoding="utf-8")
+    else:
+        path.write_text(json.dumps(data), encoding="utf-8")
+    return path
+
+
+def native(sessions: list[dict[str, Any]]) -> dict[str, Any]:
+    return {"format": "memoryviz", "version": 1, "sessions": sessions}
+
+
+@pytest.mark.parametrize("sample", SAMPLE_FILES, ids=lambda p: p.parent.name)
+def test_it_imports_every_sample_into_one_session(db, sample: Path) -> None:
+    report = imports.import_file(sample)
+    assert report.saved
+    assert len(report.sessions) == 1
+    outcome = report.sessions[0]
+    assert outcome.status == "imported"
+    session = models.Session.objects.get(pk=outcome.session_id)
+    expected = 9 if sample.parent.name == "openmanus" else 10
+    assert session.message_count == expected == models.Message.objects.filter(session=session).count()
+    assert outcome.added == expected
+    assert session.token_total > 0
+    assert session.source_format == report.format
+    # The calls of the sample were indexed for "sessions that used tool X".
+    assert models.ToolCall.objects.filter(session=session, name="get_weather").count() == 3
+    # With no --project/--agent: the default project, and an agent named after the source format.
+    assert session.agent.project.slug == imports.DEFAULT_PROJECT_SLUG
+    assert session.agent.slug == report.format.replace("_", "-")
+
+
+def test_it_stores_messages_in_order_with_their_fields(db, tmp_path: Path, project: models.Project) -> None:
+    report = imports.import_file(write(tmp_path, "w.json", WEATHER), project=project, agent="Weather bot")
+    session = models.Session.objects.get(pk=report.sessions[0].session_id)
+    assert session.agent.name == "Weather bot" and session.agent.project == project
+    rows = list(session.messages.order_by("seq"))
+    assert [r.role for r in rows] == [m["role"] for m in WEATHER]
+    assert [r.seq for r in rows] == list(range(len(WEATHER)))
+    assert rows[3].tool_call_id == "call_1"
+    assert rows[2].content is None and len(rows[2].tool_calls) == 2
+    assert all(r.token_count > 0 for r in rows)
+    assert session.token_total == sum(r.token_count for r in rows) + 3  # reply priming, once per list
+    assert session.violation_count == 0 and session.violations == []
+
+
+def test_it_does_not_duplicate_a_session_without_external_id(db, tmp_path: Path, agent: models.Agent) -> None:
+    path = write(tmp_path, "w.json", WEATHER)
+    first = imports.import_file(path, project=agent.project, agent=agent)
+    before = counts()
+    second = imports.import_file(path, project=agent.project, agent=agent)
+    assert counts() == before
+    assert first.sessions[0].external_id.startswith("sha256:")
+    assert second.sessions[0].status == "already imported"
+    assert second.sessions[0].session_id == first.sessions[0].session_id
+    assert second.sessions_imported == 0 and second.messages_imported == 0
+    assert "already imported" in second.dropped[0]
+
+
+def test_it_does_not_duplicate_a_session_with_the_same_external_id(db, tmp_path: Path, agent: models.Agent) -> None:
+    data = native([{"external_id": "conv-1", "title": "Weather", "messages": WEATHER}])
+    path = write(tmp_path, "n.json", data)
+    imports.import_file(path, project=agent.project, agent=agent)
+    before = counts()
+    again = imports.import_file(path, project=agent.project, agent=agent)
+    assert counts() == before
+    assert again.sessions[0].status == "already imported"
+
+
+def test_it_adds_only_messages_whose_id_is_not_stored(db, tmp_path: Path, agent: models.Agent) -> None:
+    msgs = [dict(m, external_id=f"m{i}") for i, m in enumerate(WEATHER)]
+    first = native([{"external_id": "conv-1", "messages": msgs[:4]}])
+    imports.import_file(write(tmp_path, "a.json", first), project=agent.project, agent=agent)
+    grown = native([{"external_id": "conv-1", "messages": msgs}])
+    report = imports.import_file(write(tmp_path, "b.json", grown), project=agent.project, agent=agent)
+    outcome = report.sessions[0]
+    assert outcome.status == "updated"
+    assert (outcome.added, outcome.skipped) == (2, 4)
+    session = models.Session.objects.get(external_id="conv-1")
+    assert list(session.messages.order_by("seq").values_list("external_id", flat=True)) == [f"m{i}" for i in range(6)]
+    assert session.message_count == 6
+    # The half-answered exchange of the first import is whole now: the summary was checked again.
+    assert session.violation_count == 0
+
+
+def test_it_skips_a_message_whose_id_repeats_in_the_file(db, tmp_path: Path, agent: models.Agent) -> None:
+    msgs = [dict(m, external_id=f"m{i}") for i, m in enumerate(WEATHER)]
+    msgs.append(dict(msgs[-1]))  # the same message id twice
+    report = imports.import_file(write(tmp_path, "d.json", native([{"messages": msgs}])), project=agent.project,
+                                 agent=agent)
+    assert report.sessions[0].added == len(WEATHER)
+    assert report.sessions[0].skipped == 1
+    assert "whose id is already stored" in report.dropped[0]
+
+
+def test_it_imports_a_tool_result_without_its_call_and_flags_it(db, tmp_path: Path, agent: models.Agent) -> None:
+    broken = [WEATHER[1], {"role": "tool", "tool_call_id": "call_missing", "content": "orphan"}, WEATHER[5]]
+    report = imports.import_file(write(tmp_path, "o.json", broken), project=agent.project, agent=agent)
+    session = models.Session.objects.get(pk=report.sessions[0].session_id)
+    assert session.message_count == 3
+    assert session.violation_count >= 1
+    kinds = {v["kind"] for v in session.violations}
+    assert "orphan_tool_result" in kinds
+    assert session.violations[0]["seq"] == 1
+    assert report.violation_count == session.violation_count
+
+
+def test_it_creates_one_session_per_jsonl_line(db, tmp_path: Path, agent: models.Agent) -> None:
+    lines = [json.dumps({"messages": [{"role": "user", "content": f"question {i}"},
+                                      {"role": "assistant", "content": f"answer {i}"}]}) for i in range(5)]
+    report = imports.import_file(write(tmp_path, "many.jsonl", "\n".join(lines) + "\n"), project=agent.project,
+                                 agent=agent)
+    assert report.format == "openai_jsonl"
+    assert report.sessions_imported == 5
+    assert models.Session.objects.filter(agent=agent).count() == 5
+    assert models.Message.objects.filter(session__agent=agent).count() == 10
+
+
+def test_it_creates_one_session_per_native_session_with_its_project_and_agent(db, tmp_path: Path) -> None:
+    data = native([
+        {"external_id": "a", "project": "team-x", "agent": "planner", "messages": WEATHER},
+        {"external_id": "b", "project": "team-x", "agent": "coder", "messages": WEATHER[:2]},
+    ])
+    report = imports.import_file(write(tmp_path, "n.json", data))
+    assert report.sessions_imported == 2
+    project = models.Project.objects.get(slug="team-x")
+    assert set(project.agents.values_list("slug", flat=True)) == {"planner", "coder"}
+
+
+@pytest.mark.parametrize(
+    ("name", "data", "place"),
+    [
+        ("malformed.json", '[{"role": "user", "content": "hi"}', "invalid JSON"),
+        ("wrong-shape.json", {"messages": 42}, "messages"),
+        ("tool-without-id.json", [{"role": "user", "content": "hi"}, {"role": "tool", "content": "x"}], "[1]"),
+        ("garbage.bin", bytes(range(256)) * 40, ""),
+        ("deep.json", "[" * 100_000 + "]" * 100_000, "nested"),
+        ("empty.json", "", ""),
+        ("late-error.jsonl", "\n".join(
+            [json.dumps({"messages": [{"role": "user", "content": "ok"}]})] * 3 + ["{not json"]), "line 4"),
+    ],
+)
+def test_it_refuses_bad_input_naming_the_place_and_saves_nothing(
+    db, tmp_path: Path, agent: models.Agent, name: str, data: Any, place: str
+) -> None:
+    before = counts()
+    with pytest.raises(imports.ImportFailed) as info:
+        imports.import_file(write(tmp_path, name, data), project=agent.project, agent=agent)
+    assert counts() == before
+    text = str(info.value)
+    assert text and "Traceback" not in text
+    assert place.lower() in text.lower()
+
+
+def test_it_rolls_back_sessions_already_written_when_a_later_one_fails(db, tmp_path: Path, agent: models.Agent) -> None:
+    good = {"external_id": "ok", "messages": WEATHER}
+    bad = {"external_id": "bad", "messages": [{"role": "user", "content": "x", "name": "n" * 300}]}
+    before = counts()
+    with pytest.raises(imports.ImportFailed) as info:
+        imports.import_file(write(tmp_path, "n.json", native([good, bad])), project=agent.project, agent=agent)
+    assert counts() == before
+    assert "conversation 2: messages[0].name" in str(info.value)
+
+
+def test_it_streams_a_big_conversation_in_batches(db, tmp_path: Path, agent: models.Agent) -> None:
+    n = imports.BATCH_SIZE * 2 + 17
+    msgs = []
+    for i in range(n // 2):
+        msgs.append({"role": "user", "content": f"question {i}"})
+        msgs.append({"role": "assistant", "content": f"answer {i}"})
+    seen: list[int] = []
+    report = imports.import_file(write(tmp_path, "big.json", msgs), project=agent.project, agent=agent,
+                                 on_messages=seen.append)
+    assert report.messages_imported == len(msgs)
+    assert len(seen) >= 3 and seen[-1] == len(msgs)
+    session = models.Session.objects.get(pk=report.sessions[0].session_id)
+    assert session.messages.order_by("-seq").first().seq == len(msgs) - 1
+
+
+def test_it_previews_without_saving(db, tmp_path: Path, agent: models.Agent) -> None:
+    path = write(tmp_path, "w.json", WEATHER)
+    before = counts()
+    preview = imports.preview_file(path, project=agent.project, agent=agent)
+    assert counts() == before
+    assert not preview.saved
+    assert preview.format == "openai"
+    assert preview.messages_read == len(WEATHER)
+    assert preview.sessions[0].status == "imported"
+    imports.import_file(path, project=agent.project, agent=agent)
+    again = imports.preview_file(path, project=agent.project, agent=agent)
+    assert again.sessions[0].status == "already imported"
+    assert again.sessions_imported == 0
+
+
+def test_it_refuses_an_unknown_counter_before_reading(db, tmp_path: Path) -> None:
+    with pytest.raises(ValueError):
+        imports.import_file(write(tmp_path, "w.json", WEATHER), counter="nope")
+    assert models.Session.objects.count() == 0
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(blob=st.one_of(st.binary(max_size=300), st.text(max_size=300).map(str.encode)))
+def test_it_never_fails_with_anything_but_a_clear_error(db, tmp_path: Path, blob: bytes) -> None:
+    before = counts()
+    path = tmp_path / "fuzz.json"
+    path.write_bytes(blob)
+    try:
+        report = imports.import_file(path, project="fuzz", agent="fuzz")
+    except imports.ImportFailed as exc:
+        assert str(exc)
+        assert counts() == before
+    else:
+        assert report.saved
+        for s in report.sessions:
+            assert models.Session.objects.filter(pk=s.session_id).exists()
