@@ -1,0 +1,127 @@
+"""OpenManus ``Memory.to_dict_list()``: Chat Completions dicts with None keys left out, ``name`` on tool results,
+``content: ""`` on tool-call assistants, and the non-standard ``base64_image``. The system prompt is normally
+kept outside memory, so a file usually starts with the user."""
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import IO, Any
+
+from agents.memory.schema import Conversation, Message
+
+from . import openai
+from .base import (
+    CallNames,
+    FormatSpec,
+    WriteReport,
+    at,
+    format_extra,
+    make_conversation,
+    need_list,
+    report_conversation_losses,
+    report_losses,
+    write_documents,
+)
+
+NAME = "openmanus"
+SPEC = FormatSpec(
+    name=NAME,
+    label="OpenManus memory",
+    description="OpenManus Memory.to_dict_list(): OpenAI-style dicts with the tool name on results.",
+    extension="json",
+    media_type="application/json",
+)
+HELD = frozenset({"name", "tool_name"})
+_KEYS = {"role", "content", "name", "tool_calls", "tool_call_id", "base64_image"}
+
+
+def detect(doc: Any) -> bool:
+    """Only when clearly OpenManus: results carry names, nothing is null, tool-call assistants have string
+    content. Anything less is read as openai (the two differ only there)."""
+    if not isinstance(doc, list) or openai.chat_messages_of(doc) is None:
+        return False
+    sample = doc[:200]
+    if any("base64_image" in m for m in sample):
+        return True
+    tools = [m for m in sample if m.get("role") == "tool"]
+    if not tools or not all(isinstance(m.get("name"), str) for m in tools):
+        return False
+    if any(v is None for m in sample for v in m.values()):
+        return False
+    callers = [m for m in sample if m.get("tool_calls")]
+    return all(isinstance(m.get("content"), str) for m in callers)
+
+
+def read_message(item: Any, place: str) -> Message:
+    message = openai.read_chat_message(item, place, fmt=NAME)
+    memo = dict(format_extra(message, NAME))
+    fields = memo.pop("fields", {}) or {}
+    image = fields.pop("base64_image", None)
+    if image is not None:
+        memo["base64_image"] = image
+    if fields:
+        memo["fields"] = fields
+    extra = {k: v for k, v in message.extra.items() if k != NAME}
+    if memo:
+        extra[NAME] = memo
+    return message.model_copy(update={"extra": extra})
+
+
+def read(doc: Any, place: str = "") -> list[Conversation]:
+    if isinstance(doc, dict) and isinstance(doc.get("messages"), list):
+        # Memory.model_dump(): {"messages": [...], "max_messages": 100}
+        items = doc["messages"]
+        rest = {k: v for k, v in doc.items() if k != "messages"}
+    else:
+        items, rest = doc, {}
+    need_list(items, place or "input")
+    base = at(place, "messages")
+    messages = [read_message(item, at(base, i)) for i, item in enumerate(items)]
+    return [make_conversation(place or "input", messages=messages, source_format=NAME,
+                              metadata={NAME: {"fields": rest}} if rest else {})]
+
+
+def message_dict(message: Message, names: CallNames) -> dict[str, Any]:
+    out: dict[str, Any] = {"role": message.role if message.role != "developer" else "system"}
+    content = message.content
+    if content is None and message.tool_calls:
+        content = ""  # Message.from_tool_calls defaults content to ""
+    if content is not None:
+        out["content"] = content
+    if message.tool_calls:
+        out["tool_calls"] = [call.model_dump() for call in message.tool_calls]
+    name = names.name_for(message) if message.role == "tool" else message.name
+    if name:
+        out["name"] = name
+    if message.tool_call_id:
+        out["tool_call_id"] = message.tool_call_id
+    memo = format_extra(message, NAME)
+    if memo.get("base64_image") is not None:
+        out["base64_image"] = memo["base64_image"]
+    fields = memo.get("fields")
+    if isinstance(fields, dict):
+        for key, value in fields.items():
+            out.setdefault(key, value)
+    return out
+
+
+def render(conversation: Conversation, report: WriteReport) -> Any:
+    report_conversation_losses(report, conversation, frozenset())
+    names = CallNames()
+    items = []
+    for message in conversation.messages:
+        if message.role == "developer":
+            report.lose("the developer role", "openmanus has system, user, assistant and tool; written as system")
+        report_losses(report, message, HELD, names)
+        names.see(message)
+        items.append(message_dict(message, names))
+        report.messages += 1
+    rest = conversation.metadata.get(NAME, {}).get("fields") if isinstance(conversation.metadata.get(NAME), dict) else None
+    if rest:
+        return {"messages": items, **rest}
+    return items
+
+
+def write(conversations: Iterable[Conversation], out: IO[str], report: WriteReport) -> None:
+    write_documents(conversations, out, report, render)
+
+
