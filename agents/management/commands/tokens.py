@@ -1,0 +1,65 @@
+"""python manage.py tokens FILE --counter NAME [--format NAME]
+
+Counts a history's tokens with a named counter (see agents.memory.tokens) and prints
+``{"counter", "per_message": [int, ...], "total": int}`` (total = the messages plus the counter's per-list tokens).
+A file holding several conversations prints ``{"counter", "conversations": [{"per_message", "total"}, ...],
+"total"}``, the grand total summing each conversation's total.
+
+Exit status: 0, or 2 when the input cannot be read or the counter is unknown (the reason on stderr).
+"""
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandParser
+
+from agents.management.commands.lint import EXIT_UNREADABLE, _reason
+from agents.memory import formats
+from agents.memory.formats import FormatError
+from agents.memory.tokens import COUNTERS, DEFAULT_COUNTER, TokenCounter, get_counter, total_tokens
+
+
+def count_source(source: Any, counter: TokenCounter, *, format: str | None = None) -> list[list[int]]:
+    """Per-message counts of each conversation in ``source``, counted as the messages are read."""
+    count = counter.count
+    return [[count(m) for m in stream.messages] for stream in formats.open_stream(source, format)]
+
+
+class Command(BaseCommand):
+    help = "Count a history's tokens with a named counter; JSON on stdout."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("file", metavar="FILE", help="A file path, or - for standard input.")
+        parser.add_argument(
+            "--counter", default=DEFAULT_COUNTER,
+            help=f"Counter name: {', '.join(sorted(COUNTERS))} (default {DEFAULT_COUNTER}).",
+        )
+        parser.add_argument("--format", help="The input format, when detection should not guess.")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        try:
+            counter = get_counter(options["counter"])
+        except ValueError as exc:
+            self._fail(f"--counter: {exc}")
+        fmt = options["format"]
+        if fmt and fmt not in formats.FORMATS:
+            self._fail(f"--format: unknown format {fmt!r}; valid: {', '.join(sorted(formats.FORMATS))}")
+        try:
+            per_conversation = count_source(options["file"], counter, format=fmt)
+        except (FormatError, OSError, UnicodeError, RecursionError) as exc:
+            self._fail(_reason(exc, options["file"]))
+        if len(per_conversation) == 1:
+            per_message = per_conversation[0]
+            out: dict[str, Any] = {
+                "counter": counter.name, "per_message": per_message, "total": total_tokens(per_message, counter)
+            }
+        else:
+            convs = [{"per_message": pm, "total": total_tokens(pm, counter)} for pm in per_conversation]
+            out = {"counter": counter.name, "conversations": convs, "total": sum(c["total"] for c in convs)}
+        self.stdout.write(json.dumps(out, ensure_ascii=False))
+
+    def _fail(self, message: str) -> None:
+        self.stderr.write(f"tokens: {message}")
+        sys.exit(EXIT_UNREADABLE)
