@@ -171,7 +171,11 @@ def _call_view(tool_call: dict[str, Any]) -> dict[str, Any]:
     function = tool_call.get("function") or {}
     arguments = function.get("arguments", "")
     try:
-        pretty = json.dumps(json.loads(arguments), indent=2, ensure_ascii=False)
+        parsed = json.loads(arguments)
+        # Short arguments read best on one line; longer ones indented.
+        pretty = json.dumps(parsed, ensure_ascii=False)
+        if len(pretty) > 90:
+            pretty = json.dumps(parsed, indent=2, ensure_ascii=False)
         valid = True
     except (TypeError, ValueError):
         # Invalid JSON is shown as the model wrote it; the violation list says what is wrong.
