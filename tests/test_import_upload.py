@@ -1,0 +1,193 @@
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+import pytest
+from django.contrib.auth.models import User
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.urls import reverse
+
+from agents import models
+from agents.transfer_views import _upload_dir
+
+WEATHER: list[dict[str, Any]] = [
+    {"role": "user", "content": "Weather in Paris?"},
+    {"role": "assistant", "content": None, "tool_calls": [
+        {"id": "call_1", "type": "function", "function": {"name": "get_weather", "arguments": "{\"city\": \"Paris\"}"}},
+    ]},
+    {"role": "tool", "tool_call_id": "call_1", "content": "18°C"},
+    {"role": "assistant", "content": "18°C in Paris."},
+]
+
+
+def counts() -> tuple[int, int, int, int]:
+    return (models.Agent.objects.count(), models.Session.objects.count(), models.Message.objects.count(),
+            models.ToolCall.objects.count())
+
+
+def upload(name: str, data: Any) -> SimpleUploadedFile:
+    raw = data if isinstance(data, bytes) else (data if isinstance(data, str) else json.dumps(data)).encode()
+    return SimpleUploadedFile(name, raw, content_type="application/json")
+
+
+def preview(client: Any, project: models.Project, **fields: Any) -> Any:
+    data = {"project": project.slug, "agent": "", "new_agent": "", "format": "", "text": ""} | fields
+    return client.post(reverse("agents:import_upload"), data)
+
+
+def confirm_fields(html: str) -> dict[str, str]:
+    form = html[html.index('action="/import/confirm/"'):]
+    return dict(re.findall(r'<input type="hidden" name="([a-z_]+)" value="([^"]*)">', form))
+
+
+def test_it_shows_the_upload_form(alice_client: Any, project: models.Project) -> None:
+    response = alice_client.get(reverse("agents:import_upload"))
+    assert response.status_code == 200
+    body = response.content.decode()
+    assert 'enctype="multipart/form-data"' in body and "csrfmiddlewaretoken" in body
+    assert project.name in body
+
+
+def test_it_previews_then_imports_on_confirm(alice_client: Any, project: models.Project) -> None:
+    before = counts()
+    response = preview(alice_client, project, new_agent="Weather bot", file=upload("weather.json", WEATHER))
+    assert response.status_code == 200
+    body = response.content.decode()
+    assert "openai" in body and "weather.json" in body
+    assert counts() == before  # nothing saved by the preview
+    fields = confirm_fields(body)
+    assert fields["new_agent"] == "Weather bot" and len(fields["token"]) >= 20
+    done = alice_client.post(reverse("agents:import_confirm"), fields)
+    assert done.status_code == 200
+    session = models.Session.objects.get(agent__name="Weather bot")
+    assert session.message_count == 4 and session.agent.project == project
+    assert session.get_absolute_url() in done.content.decode()
+    # The upload is gone once imported: confirming twice imports nothing more.
+    again = alice_client.post(reverse("agents:import_confirm"), fields)
+    assert again.status_code == 400
+    assert models.Session.objects.count() == before[1] + 1
+
+
+def test_it_imports_pasted_json(alice_client: Any, project: models.Project) -> None:
+    response = preview(alice_client, project, new_agent="paste", text=json.dumps(WEATHER))
+    assert response.status_code == 200
+    done = alice_client.post(reverse("agents:import_confirm"), confirm_fields(response.content.decode()))
+    assert done.status_code == 200
+    assert models.Session.objects.filter(agent__slug="paste").count() == 1
+
+
+def test_it_previews_violations_and_what_is_already_imported(alice_client: Any, project: models.Project) -> None:
+    orphan = [{"role": "user", "content": "hi"}, {"role": "tool", "tool_call_id": "nope", "content": "x"}]
+    first = preview(alice_client, project, new_agent="bot", text=json.dumps(orphan))
+    assert "orphan_tool_result" in first.content.decode()
+    alice_client.post(reverse("agents:import_confirm"), confirm_fields(first.content.decode()))
+    second = preview(alice_client, project, new_agent="bot", text=json.dumps(orphan))
+    assert "already imported" in second.content.decode()
+
+
+BAD_INPUTS = [
+    ("malformed.json", b'[{"role": "user", "content": "hi"'),
+    ("shape.json", b'{"messages": 42}'),
+    ("garbage.bin", bytes(range(256)) * 64),
+    ("deep.json", b"[" * 50_000 + b"]" * 50_000),
+    ("empty.json", b""),
+    ("no-call-id.json", json.dumps([{"role": "user", "content": "a"}, {"role": "tool", "content": "b"}]).encode()),
+]
+
+
+@pytest.mark.parametrize(("name", "raw"), BAD_INPUTS, ids=[b[0] for b in BAD_INPUTS])
+def test_it_answers_bad_uploads_with_a_clear_error(alice_client: Any, project: models.Project, name: str,
+                                                    raw: bytes) -> None:
+    before = counts()
+    response = preview(alice_client, project, new_agent="bot", file=upload(name, raw))
+    assert response.status_code == 400
+    body = response.content.decode()
+    assert (name in body or "empty" in body) and "form-error" in body and "Traceback" not in body
+    assert counts() == before
+
+
+def test_it_imports_a_tool_result_without_its_call_and_flags_it(alice_client: Any, project: models.Project) -> None:
+    orphan = [{"role": "user", "content": "hi"}, {"role": "tool", "tool_call_id": "gone", "content": "x"}]
+    response = preview(alice_client, project, new_agent="bot", file=upload("orphan.json", orphan))
+    assert response.status_code == 200
+    done = alice_client.post(reverse("agents:import_confirm"), confirm_fields(response.content.decode()))
+    assert done.status_code == 200
+    session = models.Session.objects.get(agent__slug="bot")
+    assert session.violation_count >= 1 and session.message_count == 2
+
+
+def test_it_refuses_a_file_whose_duplicate_ids_cannot_be_stored(alice_client: Any, project: models.Project) -> None:
+    # The same message id twice: the second is reported as not added, not a 500 from the unique index.
+    msgs = [dict(m, external_id="same") for m in WEATHER[:1]] * 2
+    doc = {"format": "memoryviz", "version": 1, "sessions": [{"external_id": "s", "messages": msgs}]}
+    response = preview(alice_client, project, new_agent="bot", file=upload("dup.json", doc))
+    assert response.status_code in (200, 400)
+    if response.status_code == 200:
+        done = alice_client.post(reverse("agents:import_confirm"), confirm_fields(response.content.decode()))
+        assert done.status_code == 200
+        assert models.Message.objects.filter(session__external_id="s").count() == 1
+
+
+def test_it_refuses_a_huge_paste_without_saving(alice_client: Any, project: models.Project) -> None:
+    before = counts()
+    response = preview(alice_client, project, new_agent="bot", text="[" + " " * (6 * 1024 * 1024) + "]")
+    assert response.status_code == 400
+    assert counts() == before
+
+
+def test_it_needs_a_file_or_text(alice_client: Any, project: models.Project) -> None:
+    response = preview(alice_client, project, new_agent="bot")
+    assert response.status_code == 400
+    assert "Choose a file or paste JSON" in response.content.decode()
+
+
+def test_it_forbids_viewers(client: Any, project: models.Project) -> None:
+    viewer = User.objects.create_user("victor", password="pw-victor-123")
+    models.Membership.objects.create(project=project, user=viewer, role=models.Membership.Level.VIEWER)
+    client.force_login(viewer)
+    assert client.get(reverse("agents:import_upload")).status_code == 403
+    before = counts()
+    response = preview(client, project, new_agent="bot", text=json.dumps(WEATHER))
+    assert response.status_code == 403
+    assert counts() == before
+
+
+def test_it_forbids_a_viewer_of_one_project_importing_there(client: Any, project: models.Project) -> None:
+    user = User.objects.create_user("mixed", password="pw-mixed-123")
+    other = models.Project.objects.create(name="Beta", slug="beta")
+    models.Membership.objects.create(project=project, user=user, role=models.Membership.Level.VIEWER)
+    models.Membership.objects.create(project=other, user=user, role=models.Membership.Level.EDITOR)
+    client.force_login(user)
+    assert client.get(reverse("agents:import_upload")).status_code == 200
+    assert preview(client, project, new_agent="bot", text=json.dumps(WEATHER)).status_code == 403
+    assert preview(client, other, new_agent="bot", text=json.dumps(WEATHER)).status_code == 200
+
+
+def test_it_does_not_let_another_user_confirm_an_upload(alice_client: Any, client: Any, project: models.Project) -> None:
+    response = preview(alice_client, project, new_agent="bot", text=json.dumps(WEATHER))
+    fields = confirm_fields(response.content.decode())
+    mallory = User.objects.create_user("mallory", password="pw-mallory-123")
+    models.Membership.objects.create(project=project, user=mallory, role=models.Membership.Level.EDITOR)
+    from django.test import Client
+
+    other = Client()
+    other.force_login(mallory)
+    assert other.post(reverse("agents:import_confirm"), fields).status_code == 400
+    assert models.Session.objects.count() == 0
+    (_upload_dir() / f"{project.memberships.get(user__username='alice').user.pk}-{fields['token']}.upload").unlink()
+
+
+def test_it_refuses_an_agent_of_another_project(alice_client: Any, project: models.Project) -> None:
+    other = models.Project.objects.create(name="Beta", slug="beta")
+    models.Membership.objects.create(project=other, user=project.memberships.get().user, role="admin")
+    foreign = models.Agent.objects.create(project=other, name="Other", slug="other")
+    response = preview(alice_client, project, agent=str(foreign.pk), text=json.dumps(WEATHER))
+    assert response.status_code == 400
+    assert "is not an agent of" in response.content.decode()
+
+
+def test_it_requires_login(client: Any) -> None:
+    response = client.get(reverse("agents:import_upload"))
+    assert response.status_code == 302 and "/login/" in response["Location"]
