@@ -314,3 +314,34 @@ def write_documents(
         report.conversations += 1
         write_json(doc, out)
     out.write("\n]\n")
+
+
+# --- tool schemas: Conversation.tools holds the Chat Completions shape -----------------------------------------
+
+def chat_tool_from_flat(tool: Any, schema_key: str) -> Any:
+    """``{"name", "description", <schema_key>}`` (Anthropic ``input_schema``; Responses ``parameters`` with
+    ``type: function``) as a Chat Completions tool; anything else is kept as it is."""
+    if not isinstance(tool, dict) or not isinstance(tool.get("name"), str) or schema_key not in tool:
+        return tool
+    allowed = {"name", "description", schema_key, "type"}
+    if set(tool) - allowed or tool.get("type") not in (None, "function", "custom"):
+        return tool
+    if tool.get("type") == "custom":
+        return tool
+    fn: dict[str, Any] = {"name": tool["name"]}
+    if "description" in tool:
+        fn["description"] = tool["description"]
+    fn["parameters"] = tool[schema_key]
+    return {"type": "function", "function": fn}
+
+
+def flat_tool_from_chat(tool: Any, schema_key: str, with_type: bool) -> Any:
+    if not isinstance(tool, dict) or tool.get("type") != "function" or not isinstance(tool.get("function"), dict):
+        return tool
+    fn = tool["function"]
+    out: dict[str, Any] = {"type": "function"} if with_type else {}
+    out["name"] = fn.get("name")
+    if "description" in fn:
+        out["description"] = fn["description"]
+    out[schema_key] = fn.get("parameters", {"type": "object", "properties": {}})
+    return out
