@@ -27,3 +27,41 @@ def agent(project) -> Agent:
 def alice_client(client, alice):
     client.force_login(alice)
     return client
+
+
+# --- a second project that alice is not in, and stored sessions -----------------------------------------------
+
+
+@pytest.fixture
+def bob(db) -> User:
+    return User.objects.create_user("bob", password="pw-bob-123")
+
+
+@pytest.fixture
+def other_project(db, bob) -> Project:
+    proj = Project.objects.create(name="Beta", slug="beta")
+    Membership.objects.create(project=proj, user=bob, role=Membership.Level.VIEWER)
+    return proj
+
+
+@pytest.fixture
+def other_agent(other_project) -> Agent:
+    return Agent.objects.create(project=other_project, name="Beta bot", slug="beta-bot")
+
+
+@pytest.fixture
+def make_session(agent):
+    """Store a conversation (OpenAI-shaped message dicts) through services.session_store."""
+    from agents.memory.schema import Conversation, parse_messages
+    from agents.services import session_store
+
+    counter = {"n": 0}
+
+    def make(messages: list[dict], *, agent: Agent = agent, external_id: str | None = None, **fields):
+        counter["n"] += 1
+        conversation = Conversation(
+            messages=parse_messages(messages), external_id=external_id or f"session-{counter['n']}", **fields
+        )
+        return session_store(agent=agent, conversation=conversation)
+
+    return make
