@@ -68,7 +68,7 @@ def test_it_imports_every_sample_into_one_session(db, sample: Path) -> None:
     assert models.ToolCall.objects.filter(session=session, name="get_weather").count() == 3
     # With no --project/--agent: the default project, and an agent named after the source format.
     assert session.agent.project.slug == imports.DEFAULT_PROJECT_SLUG
-    assert session.agent.slug == report.format.replace("_", "-")
+    assert session.agent.slug == report.format
 
 
 def test_it_stores_messages_in_order_with_their_fields(db, tmp_path: Path, project: models.Project) -> None:

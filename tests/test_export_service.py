@@ -1,0 +1,178 @@
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agents import exports, imports, models, services
+from agents.memory import formats
+from agents.memory.schema import Conversation, Message
+from agents.memory.trimming import trim
+
+SAMPLES = Path(__file__).resolve().parents[2] / "shared" / "samples"
+
+
+def weather(suffix: str = "") -> list[Message]:
+    return [
+        Message(role="system", content="You are a weather assistant."),
+        Message(role="user", content=f"Weather in Paris and Tokyo?{suffix}", external_id=f"u{suffix}"),
+        Message.model_validate({"role": "assistant", "content": None, "tool_calls": [
+            {"id": "call_1", "type": "function", "function": {"name": "get_weather", "arguments": "{\"city\": \"Paris\"}"}},
+            {"id": "call_2", "type": "function", "function": {"name": "get_weather", "arguments": "{\"city\": \"Tokyo\"}"}},
+        ], "reasoning": "Two cities, two calls."}),
+        Message(role="tool", tool_call_id="call_1", content="18°C, cloudy", name="get_weather"),
+        Message(role="tool", tool_call_id="call_2", content="error: timeout", is_error=True),
+        Message(role="assistant", content=[{"type": "text", "text": "Paris: 18°C."}], marks=["final"],
+                usage={"input_tokens": 52, "output_tokens": 9}),
+    ]
+
+
+def store(agent: models.Agent, external_id: str, messages: list[Message], **fields: Any) -> models.Session:
+    conv = Conversation(messages=messages, external_id=external_id, source_format="openai", **fields)
+    return services.session_store(agent=agent, conversation=conv)
+
+
+def plan_for(qs: Any, fmt: str, **kwargs: Any) -> exports.ExportPlan:
+    return exports.export_plan(sessions=qs, format=fmt, scope="test", **kwargs)
+
+
+def export_text(qs: Any, fmt: str, **kwargs: Any) -> tuple[str, exports.ExportResult]:
+    out = io.StringIO()
+    result = exports.export_to(plan_for(qs, fmt, **kwargs), out)
+    return out.getvalue(), result
+
+
+def test_it_round_trips_native_byte_stable_through_a_fresh_project(db, tmp_path: Path, agent: models.Agent) -> None:
+    store(agent, "s-1", weather(), title="Weather", metadata={"team": "qa"},
+          tools=[{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}}])
+    store(agent, "s-2", weather(" again"))
+    first, result = export_text(models.Session.objects.all(), "native")
+    assert result.conversations == 2 and result.messages == 12 and result.dropped == []
+    # A fresh project: everything of the first is gone, the file recreates project, agent and sessions.
+    models.Project.objects.all().delete()
+    path = tmp_path / "export.json"
+    path.write_text(first, encoding="utf-8")
+    report = imports.import_file(path)
+    assert report.sessions_imported == 2
+    assert models.Project.objects.get().slug == agent.project.slug
+    second, _ = export_text(models.Session.objects.all(), "native")
+    assert second == first
+    doc = json.loads(first)
+    assert doc["format"] == "memoryviz"
+    assert doc["sessions"][0]["messages"][4]["is_error"] is True
+
+
+def test_it_round_trips_native_into_another_project_except_the_project_name(
+    db, tmp_path: Path, agent: models.Agent
+) -> None:
+    store(agent, "s-1", weather())
+    first, _ = export_text(models.Session.objects.all(), "native")
+    path = tmp_path / "export.json"
+    path.write_text(first, encoding="utf-8")
+    imports.import_file(path, project="elsewhere")
+    again, _ = export_text(models.Session.objects.filter(agent__project__slug="elsewhere"), "native")
+    a, b = json.loads(first), json.loads(again)
+    assert b["sessions"][0].pop("project") == "elsewhere"
+    a["sessions"][0].pop("project")
+    assert a == b
+
+
+def test_it_records_who_exported_what(db, agent: models.Agent, alice: Any) -> None:
+    store(agent, "s-1", weather())
+    out = io.StringIO()
+    result = exports.export_to(plan_for(models.Session.objects.all(), "openai"), out, user=alice, interface="web")
+    record = models.ExportRecord.objects.get()
+    assert record.user == alice and record.project == agent.project
+    assert (record.format, record.session_count, record.message_count) == ("openai", 1, 6)
+    assert record.interface == "web"
+    # openai chat cannot hold is_error, ids, reasoning: the report says so, and the record keeps it.
+    assert record.dropped == result.dropped
+    assert any("is_error" in d for d in result.dropped)
+
+
+def test_it_exports_a_session_as_trimmed_by_a_strategy(db, agent: models.Agent) -> None:
+    session = store(agent, "s-1", weather())
+    text, result = export_text(models.Session.objects.filter(pk=session.pk), "native", strategy="buffered",
+                               params={"buffer_size": 2})
+    doc = json.loads(text)
+    conv = doc["sessions"][0]
+    assert conv["external_id"] == "s-1:trimmed:buffered"
+    assert conv["metadata"]["trimmed"]["strategy"] == "buffered"
+    assert conv["metadata"]["trimmed"]["params"]["buffer_size"] == 2
+    # The exported list is exactly the strategy's result on the stored messages.
+    expected = trim(services.session_messages(session), "buffered", {"buffer_size": 2})
+    assert conv["messages"] == [m.model_dump(mode="json") for m in expected.messages]
+    assert len(conv["messages"]) < 6
+    record = models.ExportRecord.objects.get()
+    assert record.strategy == "buffered" and record.params["buffer_size"] == 2
+
+
+def test_it_refuses_an_unknown_strategy_or_bad_params_before_writing(db, agent: models.Agent) -> None:
+    store(agent, "s-1", weather())
+    qs = models.Session.objects.all()
+    with pytest.raises(exports.ExportFailed, match="unknown strategy"):
+        plan_for(qs, "native", strategy="nope")
+    with pytest.raises(exports.ExportFailed, match="buffer_size"):
+        plan_for(qs, "native", strategy="buffered", params={"buffer_size": -1})
+    with pytest.raises(exports.ExportFailed, match="unknown format"):
+        plan_for(qs, "yaml")
+    assert models.ExportRecord.objects.count() == 0
+
+
+def test_it_skips_or_stops_on_invalid_conversations_in_openai_jsonl(db, agent: models.Agent) -> None:
+    store(agent, "good", weather())
+    broken = [Message(role="user", content="hi"), Message(role="tool", tool_call_id="gone", content="x")]
+    bad = store(agent, "bad", broken, title="Broken")
+    qs = models.Session.objects.all()
+    text, result = export_text(qs, "openai_jsonl", on_invalid="skip")
+    assert len(text.strip().splitlines()) == 1
+    assert len(result.skipped) == 1 and "bad" in result.skipped[0]
+    assert models.ExportRecord.objects.get().skipped == result.skipped
+    invalid = exports.invalid_sessions(plan_for(qs, "openai_jsonl", on_invalid="stop"))
+    assert len(invalid) == 1 and f"session {bad.pk} (Broken)" in invalid[0]
+    with pytest.raises(exports.ExportFailed, match="protocol"):
+        export_text(qs, "openai_jsonl", on_invalid="stop")
+
+
+@pytest.mark.parametrize("fmt", sorted(formats.FORMATS))
+def test_it_exports_every_format_and_reads_it_back(db, agent: models.Agent, fmt: str) -> None:
+    store(agent, "s-1", weather())
+    text, result = export_text(models.Session.objects.all(), fmt)
+    assert result.conversations == 1
+    back = formats.read_input(io.BytesIO(text.encode()), fmt)
+    assert len(back) == 1
+    roles = [m.role for m in back[0].messages]
+    assert roles.count("tool") == 2 and "user" in roles
+
+
+def test_it_reads_a_big_session_page_by_page(db, agent: models.Agent, django_assert_max_num_queries: Any) -> None:
+    n = exports.PAGE_SIZE * 2 + 5
+    msgs = [Message(role="user" if i % 2 == 0 else "assistant", content=f"m{i}") for i in range(n)]
+    session = store(agent, "big", msgs)
+    lazy = exports.SessionMessages(session)
+    assert len(lazy) == n
+    with django_assert_max_num_queries(4):
+        assert sum(1 for _ in lazy) == n
+    assert lazy[n - 1].content == f"m{n - 1}"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_it_streams_chunks_from_a_worker_thread(agent: models.Agent) -> None:
+    msgs = [Message(role="user" if i % 2 == 0 else "assistant", content="x" * 200) for i in range(3000)]
+    store(agent, "big", msgs)
+    plan = plan_for(models.Session.objects.all(), "openai")
+    chunks = list(exports.export_chunks(plan))
+    assert len(chunks) > 1
+    doc = json.loads("".join(chunks))
+    assert len(doc) == 3000
+    record = models.ExportRecord.objects.get()
+    assert record.message_count == 3000
+
+
+def test_it_streams_within_a_transaction_through_a_spool(db, agent: models.Agent) -> None:
+    store(agent, "s-1", weather())
+    text = "".join(exports.export_chunks(plan_for(models.Session.objects.all(), "native")))
+    assert json.loads(text)["sessions"][0]["external_id"] == "s-1"
