@@ -69,7 +69,8 @@ def has_anthropic_blocks(messages: list[Any]) -> bool:
         content = item.get("content") if isinstance(item, dict) else None
         if isinstance(content, list):
             for block in content:
-                if isinstance(block, dict) and block.get("type") in _ANTHROPIC_BLOCKS:
+                # A non-string "type" (a list, an object) is not a block type and cannot be looked up in a set.
+                if isinstance(block, dict) and isinstance(block.get("type"), str) and block["type"] in _ANTHROPIC_BLOCKS:
                     return True
     return False
 
@@ -186,8 +187,9 @@ def read_document(doc: Any, place: str = "") -> Conversation:
     return make_conversation(place or "input", messages=messages, source_format=NAME, **conversation_fields(doc, place))
 
 
-def read(data: Any) -> list[Conversation]:
-    return [read_document(data)]
+def read(data: Any, place: str = "") -> list[Conversation]:
+    # read_data passes the document's place ("[1]") when a JSON array holds several conversations.
+    return [read_document(data, place)]
 
 
 # --- writing ----------------------------------------------------------------------------------------------------
