@@ -58,7 +58,7 @@ def _anthropic_messages(messages: list[Any], need_blocks: bool) -> bool:
         return True
     for m in sample:
         content = m.get("content")
-        if isinstance(content, list) and any(isinstance(b, dict) and b.get("type") in _BLOCKS for b in content):
+        if isinstance(content, list) and any(isinstance(b, dict) and isinstance(b.get("type"), str) and b["type"] in _BLOCKS for b in content):
             return True
     return False
 
