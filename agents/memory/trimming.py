@@ -960,18 +960,46 @@ def _llamaindex_text(m: Message) -> str:
     return text if text or any(isinstance(p, dict) and p.get("type") == "text" for p in m.content) else "None"
 
 
-def llamaindex_token_counts(messages: Sequence[Message]) -> tuple[list[int], list[int]]:
-    """Per message: tokens of its content alone and with the joining space in front.
+class LlamaIndexContentCount:
+    """LlamaIndex's count of a window: cl100k tokens of ``" ".join(contents of history[s:])``, for any start s.
 
-    LlamaIndex counts ``tokens(" ".join(contents))``. cl100k's pre-tokenizer splits at the joining space (it
-    starts the next word's piece), so that count is tokens(first) + sum(tokens(" " + next)); counting each
-    message once this way avoids LlamaIndex's repeated re-tokenization (run-llama/llama_index#12264).
+    LlamaIndex re-tokenizes the joined text at every step (quadratic, run-llama/llama_index#12264). Here the text
+    is cut where cl100k's pre-tokenizer is known to split anyway, so each piece is tokenized once and a window's
+    count is its first piece plus a suffix sum. A cut before message j (whose piece is ``" " + text``) is safe when
+    the text before it ends in a non-space character (no pre-token crosses from a word or symbol into the
+    following space), or when message j's text starts with a non-space character other than a special token's
+    ``<|`` (the joining space then opens message j's first pre-token, and any whitespace before it stays a
+    pre-token of its own, as it would at the end of the text). Elsewhere messages are tokenized together.
     """
-    enc = cl100k_encoding()  # LlamaIndex's default: tiktoken encoding_for_model('gpt-3.5-turbo')
-    texts = [_llamaindex_text(m) for m in messages]
-    alone = [len(t) for t in enc.encode_batch(texts, allowed_special="all")]
-    spaced = [len(t) for t in enc.encode_batch([" " + t for t in texts], allowed_special="all")]
-    return alone, spaced
+
+    def __init__(self, texts: Sequence[str]) -> None:
+        self._texts = list(texts)
+        self._encode = cl100k_encoding().encode  # LlamaIndex's default tokenizer (gpt-3.5-turbo: cl100k_base)
+        n = len(self._texts)
+        safe = [False] * (n + 1)  # safe[j]: the cut before message j is safe (j = n: the end)
+        safe[n] = True
+        for j in range(1, n):
+            before, text = self._texts[j - 1], self._texts[j]
+            safe[j] = (bool(before) and not before[-1].isspace()) or (
+                bool(text) and not text[0].isspace() and not text.startswith("<|")
+            )
+        self._next_cut = [n] * (n + 1)
+        for j in range(n - 1, -1, -1):
+            self._next_cut[j] = j + 1 if safe[j + 1] else self._next_cut[j + 1]
+        # Tokens from each safe cut to the end, every message with its joining space in front.
+        self._suffix: dict[int, int] = {n: 0}
+        starts = [j for j in range(1, n) if safe[j]]
+        for j in reversed(starts):
+            end = self._next_cut[j]
+            self._suffix[j] = self._tokens(" " + " ".join(self._texts[j:end])) + self._suffix[end]
+
+    def _tokens(self, text: str) -> int:
+        return len(self._encode(text, allowed_special="all")) if text else 0
+
+    def window(self, start: int) -> int:
+        """Tokens of the contents of messages ``start`` to the end, joined with spaces."""
+        end = self._next_cut[start]
+        return self._tokens(" ".join(self._texts[start:end])) + self._suffix[end]
 
 
 @_register(
@@ -984,14 +1012,10 @@ def _llamaindex_buffer(view: _View, p: LlamaIndexParams) -> _Outcome:
     total = len(msgs)
     if not total:
         return _keep_all(view, "")
-    alone, spaced = llamaindex_token_counts(msgs)
-    suffix = [0] * (total + 1)
-    for i in range(total - 1, -1, -1):
-        suffix[i] = suffix[i + 1] + spaced[i]
+    contents = LlamaIndexContentCount([_llamaindex_text(m) for m in msgs])
 
     def count(n: int) -> int:  # tokens of the last n contents joined with spaces
-        s = total - n
-        return alone[s] + suffix[s + 1]
+        return contents.window(total - n)
 
     limit = p.token_limit
     n = total

@@ -1,0 +1,412 @@
+"""Trimming strategies on the worked examples of reference/trimming.md, and the registry's contract.
+
+The frameworks too heavy to install (Semantic Kernel, LlamaIndex, OpenManus, the Agents cookbook) are checked
+against the results the reference records from running them; AutoGen and LangChain also have
+test_trimming_reference.py, which runs the real libraries.
+"""
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from agents.memory.schema import FunctionCall, Message, ToolCall
+from agents.memory.tokens import cl100k_encoding, count_messages
+from agents.memory.trimming import STRATEGIES, StrategyError, get_strategy, LlamaIndexContentCount, trim
+
+DESIGN_TABLE = {  # name: (pin_system default, parameters besides pin_system)
+    "unbounded": (False, set()),
+    "openmanus_window": (True, {"max_messages"}),
+    "buffered": (True, {"buffer_size"}),
+    "head_and_tail": (True, {"head_size", "tail_size"}),
+    "token_limited": (True, {"token_limit"}),
+    "langchain_last": (False, {"max_tokens", "include_system", "start_on", "end_on"}),
+    "langchain_first": (False, {"max_tokens", "end_on"}),
+    "safe_window": (False, {"max_messages"}),
+    "last_turns": (True, {"max_turns"}),
+    "sk_truncation": (False, {"target_count", "threshold_count"}),
+    "llamaindex_buffer": (True, {"token_limit"}),
+    "safe_token_budget": (True, {"max_tokens"}),
+    "clear_non_system": (False, set()),
+    "strip_thoughts": (False, set()),
+}
+
+
+def S(text: str = "You are a travel assistant.") -> Message:
+    return Message(role="system", content=text)
+
+
+def U(text: str = "question") -> Message:
+    return Message(role="user", content=text)
+
+
+def A(text: str | None = "answer", *calls: str) -> Message:
+    return Message(role="assistant", content=text, tool_calls=[
+        ToolCall(id=c, function=FunctionCall(name="get_weather", arguments='{"city": "Paris"}')) for c in calls
+    ])
+
+
+def T(call_id: str, text: str = "18°C") -> Message:
+    return Message(role="tool", tool_call_id=call_id, content=text)
+
+
+# The canonical conversation of reference/trimming.md: system, user, two parallel calls, their results, answer.
+CANONICAL = [S(), U(), A(None, "call_1", "call_2"), T("call_1"), T("call_2"), A("Paris 18°C, Tokyo 24°C.")]
+
+
+def roles(result: Any) -> list[str]:
+    return [m.role for m in result.messages]
+
+
+# --- registry -----------------------------------------------------------------------------------------------
+
+
+def test_it_registers_every_strategy_of_the_design_table_with_its_pin_default() -> None:
+    assert set(STRATEGIES) == set(DESIGN_TABLE)
+    for name, (pin, params) in DESIGN_TABLE.items():
+        strategy = get_strategy(name)
+        assert strategy.pin_system is pin, name
+        assert set(strategy.params_model.model_fields) == params | {"pin_system"}, name
+        assert strategy.description and "\n" not in strategy.description
+        assert strategy.emulates
+        for row in strategy.parameters():
+            assert row["help"], (name, row["name"])
+
+
+def test_it_rejects_an_unknown_strategy_listing_the_valid_ones() -> None:
+    with pytest.raises(StrategyError) as err:
+        trim(CANONICAL, "newest_five")
+    assert "unknown strategy 'newest_five'" in str(err.value)
+    assert "safe_token_budget" in str(err.value) and "buffered" in str(err.value)
+
+
+@pytest.mark.parametrize(
+    ("strategy", "params", "says"),
+    [
+        ("buffered", {"buffer_size": 0}, "buffer_size=0: Input should be greater than 0"),
+        ("buffered", {"buffer": 3}, "unknown parameter 'buffer'"),
+        ("head_and_tail", {"head_size": -1}, "head_size=-1"),
+        ("langchain_first", {"start_on": "human"}, "unknown parameter 'start_on'"),
+        ("langchain_last", {"start_on": "user"}, "start_on"),
+        ("sk_truncation", {"threshold_count": -1}, "threshold_count=-1"),
+        ("token_limited", {"token_limit": "lots"}, "token_limit=\"lots\""),
+    ],
+)
+def test_it_rejects_invalid_parameters_listing_the_valid_ones(strategy: str, params: dict, says: str) -> None:
+    with pytest.raises(StrategyError) as err:
+        trim(CANONICAL, strategy, params)
+    text = str(err.value)
+    assert says in text
+    assert "Valid parameters:" in text and "pin_system (boolean" in text
+
+
+def test_it_resolves_parameters_with_their_defaults() -> None:
+    result = trim(CANONICAL, "safe_window", {"max_messages": 3})
+    assert result.params == {"pin_system": False, "max_messages": 3}
+    assert trim(CANONICAL, "langchain_last").params["include_system"] is False
+
+
+def test_it_never_recounts_text_when_stored_counts_are_given() -> None:
+    # Made-up counts that no counter would produce: the result must follow them.
+    counts = [1, 1, 1, 1, 1, 100]
+    result = trim(CANONICAL, "langchain_last", {"max_tokens": 10}, counter="cl100k", token_counts=counts)
+    assert result.tokens_before == sum(counts) + 3
+    assert result.kept == []
+    assert trim(CANONICAL, "langchain_first", {"max_tokens": 10}, token_counts=counts).kept == [0, 1, 2, 3, 4]
+
+
+# --- AutoGen (the reference's verified cases) ---------------------------------------------------------------
+
+
+def test_it_keeps_autogen_buffered_windows_as_the_reference_shows() -> None:
+    result = trim(CANONICAL, "buffered", {"buffer_size": 3, "pin_system": False})
+    # [AssistantMessage(tool_calls), FERM, AssistantMessage]: no user message left.
+    assert result.kept == [2, 3, 4, 5]
+    assert result.dropped[0].reason == "outside the last 3 messages of AutoGen's buffer"
+    assert any("9 AutoGen" not in n and "5 AutoGen messages" in n for n in result.notes)
+
+
+def test_it_removes_one_leading_tool_result_and_says_why() -> None:
+    result = trim(CANONICAL, "buffered", {"buffer_size": 2, "pin_system": False})
+    assert result.kept == [5]
+    assert {d.index: d.reason for d in result.dropped}[3].startswith("leading tool result removed, as AutoGen removes one")
+
+
+def test_it_returns_autogens_empty_context_when_the_buffer_holds_only_a_tool_result() -> None:
+    result = trim(CANONICAL[:5], "buffered", {"buffer_size": 1})
+    assert result.kept == [0]  # only the pinned system prompt: AutoGen's view is []
+    assert any("empty context" in n for n in result.notes)
+
+
+@pytest.mark.parametrize(
+    ("head", "tail", "kept", "placeholder", "omitted"),
+    [(1, 2, [0, 5], "Skipped 2 messages.", 3), (2, 2, [0, 1, 5], "Skipped 1 messages.", 2),
+     (3, 1, [0, 1, 5], "Skipped 1 messages.", 2)],
+)
+def test_it_reproduces_autogens_head_and_tail_placeholder_undercount(
+    head: int, tail: int, kept: list[int], placeholder: str, omitted: int
+) -> None:
+    result = trim(CANONICAL, "head_and_tail", {"head_size": head, "tail_size": tail, "pin_system": False})
+    assert result.kept == kept
+    [inserted] = result.inserted
+    assert inserted.message.content == placeholder and inserted.message.name == "System"
+    assert result.messages[inserted.position] == inserted.message
+    assert inserted.position == len([i for i in kept if i < 2]) or inserted.position == head
+    assert any(f"{omitted} AutoGen messages were left out" in n and "#8070" in n for n in result.notes)
+
+
+def test_it_returns_the_whole_history_when_head_and_tail_overlap() -> None:
+    result = trim(CANONICAL, "head_and_tail", {"head_size": 3, "tail_size": 3, "pin_system": False})
+    assert result.kept == list(range(6)) and not result.inserted
+
+
+# AutoGen's counts for the canonical history: 145 in all, the tool-call message alone 82 (reference §2.1).
+AUTOGEN_COUNTS = [10, 10, 82, 10, 10, 20]
+
+
+@pytest.mark.parametrize(
+    ("limit", "kept"),
+    [(200, [0, 1, 2, 3, 4, 5]), (120, [0, 1, 3, 4, 5]), (60, [0, 1, 5]), (40, [0, 5]), (20, [0]), (1, [])],
+)
+def test_it_pops_the_middle_like_autogens_token_limited_context(limit: int, kept: list[int]) -> None:
+    result = trim(CANONICAL, "token_limited", {"token_limit": limit, "pin_system": False}, counter="approx",
+                  token_counts=AUTOGEN_COUNTS)
+    assert result.tokens_before == 145
+    assert result.kept == kept
+    if limit == 120:
+        # The call was popped, its results stay in the middle: AutoGen's orphan (microsoft/autogen#7955).
+        assert any("#7955" in n for n in result.notes)
+        assert {v.kind for v in result.violations} == {"orphan_tool_result"}
+        assert all("removed from the middle to fit 120 tokens" in d.reason for d in result.dropped)
+    if limit == 1:
+        assert any("empty context" in n for n in result.notes)
+
+
+def test_it_does_not_count_the_pinned_system_prompt_against_autogens_budget() -> None:
+    counts = [1000, 10, 82, 10, 10, 20]
+    result = trim(CANONICAL, "token_limited", {"token_limit": 140}, counter="approx", token_counts=counts)
+    assert result.kept == [0, 1, 2, 3, 4, 5]
+    assert result.explanation()[0]["reason"].startswith("pinned system message")
+
+
+# --- LangChain ----------------------------------------------------------------------------------------------
+
+
+def test_it_always_keeps_the_system_message_with_include_system() -> None:
+    result = trim(CANONICAL, "langchain_last", {"max_tokens": 5, "include_system": True}, counter="cl100k")
+    assert result.kept == [0]
+    assert any("include_system keeps the system message" in n for n in result.notes)
+
+
+def test_it_ends_langchain_first_on_a_call_whose_results_were_cut() -> None:
+    result = trim(CANONICAL, "langchain_first", {"max_tokens": 3}, counter="messages")
+    assert result.kept == [0, 1, 2]
+    assert any("tool call at the end" in n for n in result.notes)
+    assert {v.kind for v in result.violations} == {"pending_tool_call"}
+    assert all(v.severity == "error" for v in result.violations)  # sent as is, it fails
+    partial = trim(CANONICAL, "langchain_first", {"max_tokens": 4, "end_on": ["human", "tool"]}, counter="messages")
+    assert partial.kept == [0, 1, 2, 3]  # ends on a tool message, but call_2 has no result
+    assert {v.kind for v in partial.violations} == {"pending_tool_call"}
+
+
+# --- OpenManus ----------------------------------------------------------------------------------------------
+
+OPENMANUS = [U(), A(None, "c1", "c2"), T("c1"), T("c2"), A()]
+
+
+@pytest.mark.parametrize(("size", "kept"), [(2, [3, 4]), (3, [2, 3, 4]), (0, [0, 1, 2, 3, 4]), (100, [0, 1, 2, 3, 4])])
+def test_it_slices_like_openmanus_memory(size: int, kept: list[int]) -> None:
+    result = trim(OPENMANUS, "openmanus_window", {"max_messages": size})
+    assert result.kept == kept
+    if size in (2, 3):
+        assert any("OpenManus#23" in n for n in result.notes)
+        assert result.violations[0].kind == "leading_tool_result"
+        assert result.dropped[0].reason == f"outside the last {size} messages (OpenManus keeps messages[-{size}:])"
+
+
+# --- Semantic Kernel: the reference's 11-message table ------------------------------------------------------
+
+SK_HISTORY = [S(), U("Q0"), A(None, "a1", "a2"), T("a1"), T("a2"), A("A0"), U("Q1"), A(None, "b1", "b2"),
+              T("b1"), T("b2"), A("A1")]
+
+
+@pytest.mark.parametrize(
+    ("target", "threshold", "kept"),
+    [
+        (1, 0, [0]),
+        (2, 0, [0, 10]),
+        (3, 0, [0, 7, 8, 9, 10]),
+        (4, 0, [0, 7, 8, 9, 10]),
+        (5, 0, [0, 7, 8, 9, 10]),
+        (6, 0, [0, 6, 7, 8, 9, 10]),
+        (7, 0, [0, 5, 6, 7, 8, 9, 10]),
+        (2, 3, [0, 10]),
+        (11, 0, list(range(11))),
+        (6, 5, list(range(11))),
+    ],
+)
+def test_it_truncates_like_semantic_kernel(target: int, threshold: int, kept: list[int]) -> None:
+    result = trim(SK_HISTORY, "sk_truncation", {"target_count": target, "threshold_count": threshold})
+    assert result.kept == kept
+    if target == 1:
+        assert any("keeps only the system message" in n for n in result.notes)
+    if target in (3, 4):
+        assert any("walks back so that tool calls stay with their results" in n for n in result.notes)
+    if target == 7:
+        assert any("starts with an assistant message" in n for n in result.notes)
+    if len(kept) < 11:
+        assert result.explanation()[0]["reason"] == "the first system message, which Semantic Kernel always keeps"
+
+
+# --- LlamaIndex ---------------------------------------------------------------------------------------------
+
+
+def llama_tokens(messages: list[Message]) -> int:
+    texts = ["None" if m.content is None else m.text for m in messages]
+    return len(cl100k_encoding().encode(" ".join(texts), allowed_special="all"))
+
+
+def test_it_counts_content_only_as_llamaindex_does() -> None:
+    count = LlamaIndexContentCount(["None" if m.content is None else m.text for m in CANONICAL])
+    for start in range(len(CANONICAL)):
+        assert count.window(start) == llama_tokens(CANONICAL[start:])
+
+
+AWKWARD = ["", " ", "  ", "\n", "a\n", "  x  ", "x ", " x", "123", "'s", "<|endoftext|>", "<|endoftext|> x", "\n\n",
+           "end.\n\n", "\t", "\u3000", "\x1c", "é", "🙂 "]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.one_of(st.text(max_size=12), st.sampled_from(AWKWARD)), min_size=1, max_size=8))
+def test_it_counts_llamaindex_joined_contents_exactly_from_pieces(texts: list[str]) -> None:
+    messages = [U(t) for t in texts]
+    count = LlamaIndexContentCount(texts)
+    for start in range(len(texts)):
+        assert count.window(start) == llama_tokens(messages[start:])
+
+
+def test_it_keeps_llamaindex_windows_that_never_start_on_an_assistant_or_tool_message() -> None:
+    history = CANONICAL
+    whole = llama_tokens(history)
+    result = trim(history, "llamaindex_buffer", {"token_limit": whole, "pin_system": False})
+    assert result.kept == list(range(6))
+    # Just below the whole: the system goes, then the window skips the assistant and tools down to the answer.
+    result = trim(history, "llamaindex_buffer", {"token_limit": whole - 1, "pin_system": False})
+    window = llama_tokens(history[1:])
+    assert result.kept == ([1, 2, 3, 4, 5] if window <= whole - 1 else [5])
+    result = trim(history, "llamaindex_buffer", {"token_limit": llama_tokens(history[1:]) - 1, "pin_system": False})
+    assert result.kept == [5]
+    assert "LlamaIndex skips those" in {d.index: d.reason for d in result.dropped}[2]
+
+
+def test_it_returns_the_last_message_alone_when_nothing_fits_llamaindex() -> None:
+    result = trim(CANONICAL, "llamaindex_buffer", {"token_limit": 1})
+    assert result.kept == [0, 5]
+    assert any("returns the last message alone" in n for n in result.notes)
+    lone_tool = trim(CANONICAL[:5], "llamaindex_buffer", {"token_limit": 1})
+    assert lone_tool.kept == [0, 4]
+    assert lone_tool.violations[0].kind == "leading_tool_result"
+
+
+# --- the seed article, the cookbook, strip_thoughts -----------------------------------------------------------
+
+
+def test_it_drops_the_oldest_non_system_message_with_the_tool_messages_after_it() -> None:
+    result = trim(SK_HISTORY, "safe_window", {"max_messages": 6})
+    # Q0 goes (10 left), then the call with its two results (7 left), then A0 (6).
+    assert result.kept == [0, 6, 7, 8, 9, 10]
+    reasons = {d.index: d.reason for d in result.dropped}
+    assert reasons[3] == "dropped with message 2 (tool messages right after it go with it)"
+    assert not result.violations
+    assert trim(SK_HISTORY, "safe_window", {"max_messages": 5}).kept == [0, 7, 8, 9, 10]
+    assert trim(SK_HISTORY, "safe_window", {"max_messages": 4}).kept == [0, 10]
+
+
+def test_it_keeps_the_last_user_turns_whole() -> None:
+    assert trim(SK_HISTORY, "last_turns", {"max_turns": 1}).kept == [0, 6, 7, 8, 9, 10]
+    assert trim(SK_HISTORY, "last_turns", {"max_turns": 2}).kept == list(range(11))
+    unpinned = trim(SK_HISTORY, "last_turns", {"max_turns": 1, "pin_system": False})
+    assert unpinned.kept == [6, 7, 8, 9, 10]
+    assert {d.index: d.reason for d in unpinned.dropped}[0] == "before the last 1 user turn"
+
+
+def test_it_clears_everything_but_system_messages() -> None:
+    result = trim([*SK_HISTORY, Message(role="developer", content="be brief")], "clear_non_system")
+    assert result.kept == [0, 11]
+    assert result.dropped[0].reason == "/clear keeps only system messages"
+
+
+def test_it_strips_thoughts_as_autogens_reasoning_example_does() -> None:
+    history = [U(), A("checking", "c1").model_copy(update={"reasoning": "think"}), T("c1"),
+               A("done").model_copy(update={"reasoning": "more thinking"})]
+    result = trim(history, "strip_thoughts")
+    assert result.kept == [0, 1, 2, 3]
+    assert [m.reasoning for m in result.messages] == [None] * 4
+    assert result.messages[1].content is None  # AutoGen keeps the text sent with calls as the thought
+    assert result.messages[3].content == "done"
+    assert history[1].reasoning == "think"  # a view: the input is untouched
+    assert "removed reasoning" in result.explanation()[3]["reason"]
+    assert result.tokens_after < result.tokens_before
+
+
+# --- safe_token_budget --------------------------------------------------------------------------------------
+
+
+def test_it_drops_whole_tool_exchanges_oldest_first() -> None:
+    counts = count_messages(SK_HISTORY, "cl100k")
+    need = counts[0] + sum(counts[6:]) + 3
+    result = trim(SK_HISTORY, "safe_token_budget", {"max_tokens": need}, token_counts=counts)
+    assert result.kept == [0, 6, 7, 8, 9, 10]
+    assert result.tokens_after == need and not result.budget_exceeded
+    reasons = {d.index: d.reason for d in result.dropped}
+    assert reasons[2] == f"oldest tool exchange dropped to fit {need:,} tokens"
+    assert reasons[3] == f"dropped with its call (message 2) to fit {need:,} tokens"
+    assert not result.violations
+
+
+def test_it_keeps_the_newest_user_turn_and_says_the_budget_is_exceeded() -> None:
+    result = trim(SK_HISTORY, "safe_token_budget", {"max_tokens": 5})
+    assert result.kept == [0, 6, 7, 8, 9, 10]
+    assert result.budget_exceeded
+    assert any("Budget exceeded" in n for n in result.notes)
+    assert result.to_dict()["budget_exceeded"] is True
+
+
+def test_it_drops_what_would_break_the_protocol() -> None:
+    history = [S(), T("ghost"), U(), A(None, "c1", "c2"), T("c1"), U("again"), A(None, "c3"), T("c3"),
+               T("c3"), A(None), U("last"), A(None, "c4")]
+    result = trim(history, "safe_token_budget", {"max_tokens": 100_000})
+    assert result.kept == [0, 2, 5, 6, 7, 10]
+    assert not result.violations
+    reasons = {d.index: d.reason for d in result.dropped}
+    assert "without its call" in reasons[1]
+    assert "call c2 has no result" in reasons[3] and "call c2 has no result" in reasons[4]
+    assert "answers no call" in reasons[8]
+    assert "neither content nor tool calls" in reasons[9]
+    assert "pending" in reasons[11]
+
+
+# --- the result explains itself -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", sorted(DESIGN_TABLE))
+def test_it_explains_every_input_message(name: str) -> None:
+    defaults = {"openmanus_window": {"max_messages": 3}, "buffered": {"buffer_size": 2},
+                "token_limited": {"token_limit": 50}, "langchain_last": {"max_tokens": 50},
+                "langchain_first": {"max_tokens": 50}, "safe_window": {"max_messages": 3},
+                "last_turns": {"max_turns": 1}, "sk_truncation": {"target_count": 3},
+                "llamaindex_buffer": {"token_limit": 10}, "safe_token_budget": {"max_tokens": 60},
+                "head_and_tail": {"head_size": 1, "tail_size": 2}}
+    result = trim(SK_HISTORY, name, defaults.get(name, {}))
+    rows = result.explanation()
+    assert [r["index"] for r in rows] == list(range(len(SK_HISTORY)))
+    assert all(r["reason"] for r in rows)
+    assert sorted(result.kept + [d.index for d in result.dropped]) == list(range(len(SK_HISTORY)))
+    data = result.to_dict()
+    assert json.loads(json.dumps(data)) == data
+    assert set(data) >= {"strategy", "params", "counter", "kept", "dropped", "inserted", "messages",
+                         "tokens_before", "tokens_after", "violations", "notes", "budget_exceeded"}
+    assert len(data["messages"]) == len(result.kept) + len(result.inserted)
