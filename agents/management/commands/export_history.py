@@ -56,7 +56,7 @@ class Command(BaseCommand):
                     )
             total = plan.sessions.aggregate(n=Sum("message_count"))["n"] or None
             bar = ProgressBar("exporting", unit="messages", total=total,
-                              enabled=options["progress"] or sys.stderr.isatty())
+                              enabled=options["progress"] or self.stderr.isatty(), stream=self.stderr._out)
             try:
                 result = self._write(plan, options["output"], bar)
             finally:

@@ -41,7 +41,7 @@ class Command(BaseCommand):
             self._fail(f"--format: unknown format {fmt!r}; valid: {', '.join(sorted(formats.FORMATS))}")
         if options["counter"] not in COUNTERS:
             self._fail(f"--counter: unknown counter {options['counter']!r}; valid: {', '.join(sorted(COUNTERS))}")
-        show = options["progress"] or sys.stderr.isatty()
+        show = options["progress"] or self.stderr.isatty()
         reports: list[imports.ImportReport] = []
         try:
             with transaction.atomic():
@@ -69,7 +69,7 @@ class Command(BaseCommand):
             source = path
             total = None
         bar = ProgressBar(f"importing {os.path.basename(path) if path != '-' else 'stdin'}", unit="messages",
-                          total=total, enabled=show)
+                          total=total, enabled=show, stream=self.stderr._out)
         try:
             try:
                 return imports.import_file(

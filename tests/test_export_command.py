@@ -1,0 +1,123 @@
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.core.management import call_command
+
+from agents import models, services
+from agents.memory.schema import Conversation, Message
+
+CHAT = [Message(role="system", content="Be brief."), Message(role="user", content="hi", external_id="m1"),
+        Message(role="assistant", content="hello", reasoning="greet back")]
+
+
+def run(*args: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    code = 0
+    try:
+        call_command("export_history", *args, stdout=out, stderr=err)
+    except SystemExit as exc:
+        code = int(exc.code or 0)
+    return code, out.getvalue(), err.getvalue()
+
+
+def store(agent: models.Agent, external_id: str, messages: list[Message]) -> models.Session:
+    return services.session_store(agent=agent, conversation=Conversation(messages=messages, external_id=external_id))
+
+
+def test_it_writes_native_to_stdout_and_the_report_to_stderr(agent: models.Agent) -> None:
+    store(agent, "a", CHAT)
+    code, out, err = run("--format", "native")
+    assert code == 0, err
+    doc = json.loads(out)
+    assert [s["external_id"] for s in doc["sessions"]] == ["a"]
+    report = json.loads(err)
+    assert report["messages"] == 3 and report["dropped"] == []
+    record = models.ExportRecord.objects.get()
+    assert record.interface == "command" and record.user is None and record.scope == "all sessions"
+
+
+def test_it_says_what_the_target_format_drops(agent: models.Agent) -> None:
+    store(agent, "a", CHAT)
+    code, out, err = run("--format", "openai")
+    assert code == 0
+    assert len(json.loads(out)) == 3
+    assert any("reasoning" in d for d in json.loads(err)["dropped"])
+
+
+def test_it_filters_by_project_agent_and_session(agent: models.Agent) -> None:
+    a = store(agent, "a", CHAT)
+    store(agent, "b", CHAT)
+    other = models.Agent.objects.create(project=agent.project, name="Other", slug="other")
+    store(other, "c", CHAT)
+    _, out, _ = run("--format", "native", "--project", agent.project.slug, "--agent", "other")
+    assert [s["external_id"] for s in json.loads(out)["sessions"]] == ["c"]
+    _, out, _ = run("--format", "native", "--session", str(a.pk))
+    assert [s["external_id"] for s in json.loads(out)["sessions"]] == ["a"]
+
+
+def test_it_writes_a_file_with_o(agent: models.Agent, tmp_path: Path) -> None:
+    store(agent, "a", CHAT)
+    target = tmp_path / "out.jsonl"
+    code, out, err = run("--format", "openai_jsonl", "-o", str(target))
+    assert code == 0 and out == ""
+    assert json.loads(target.read_text().splitlines()[0])["messages"][1]["content"] == "hi"
+    assert list(tmp_path.iterdir()) == [target]  # no temporary file left behind
+
+
+def test_it_exports_trimmed_with_set(agent: models.Agent) -> None:
+    store(agent, "a", CHAT)
+    code, out, err = run("--format", "native", "--strategy", "buffered", "--set", "buffer_size=1")
+    assert code == 0, err
+    conv = json.loads(out)["sessions"][0]
+    assert conv["metadata"]["trimmed"]["params"]["buffer_size"] == 1
+    assert [m["role"] for m in conv["messages"]] == ["system", "assistant"]
+    assert json.loads(err)["strategy"] == "buffered"
+
+
+def test_it_stops_on_invalid_conversations_when_asked(agent: models.Agent, tmp_path: Path) -> None:
+    store(agent, "good", CHAT)
+    bad = store(agent, "bad", [Message(role="user", content="x"), Message(role="tool", tool_call_id="t", content="y")])
+    target = tmp_path / "out.jsonl"
+    code, out, err = run("--format", "openai_jsonl", "--on-invalid", "stop", "-o", str(target))
+    assert code == 2
+    assert f"session {bad.pk}" in err and "--on-invalid skip" in err
+    assert not target.exists()
+    code, out, err = run("--format", "openai_jsonl", "--on-invalid", "skip")
+    assert code == 0 and len(out.strip().splitlines()) == 1
+    assert "bad" in json.loads(err)["skipped"][0]
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["--format", "yaml"], "unknown format"),
+        (["--format", "native", "--project", "nope"], "no project 'nope'"),
+        (["--format", "native", "--session", "99999"], "no session 99999"),
+        (["--format", "native", "--strategy", "nope"], "unknown strategy"),
+        (["--format", "native", "--strategy", "buffered", "--set", "buffer_size"], "key=value"),
+        (["--format", "native", "--set", "x=1"], "without a strategy"),
+    ],
+)
+def test_it_exits_2_on_bad_arguments(agent: models.Agent, args: list[str], needle: str) -> None:
+    store(agent, "a", CHAT)
+    code, out, err = run(*args)
+    assert code == 2 and out == ""
+    assert needle in err
+    assert models.ExportRecord.objects.count() == 0
+
+
+def test_it_shows_progress_when_asked(agent: models.Agent, tmp_path: Path) -> None:
+    store(agent, "a", CHAT)
+    code, _, err = run("--format", "native", "--progress", "-o", str(tmp_path / "x.json"))
+    assert code == 0
+    assert "exporting" in err and "3/3 messages" in err
+
+
+def test_it_says_when_nothing_matches(db: Any) -> None:
+    code, _, err = run("--format", "native")
+    assert code == 2 and "no session matches" in err
