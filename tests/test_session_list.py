@@ -1,0 +1,137 @@
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+from django.urls import reverse
+
+from agents.models import Agent
+
+URL = reverse("agents:session_list")
+CHAT = [{"role": "user", "content": "Wie spät ist es in Tokio?"}, {"role": "assistant", "content": "Es ist 21 Uhr."}]
+CALL = [
+    {"role": "user", "content": "Find flights"},
+    {"role": "assistant", "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "search_flights", "arguments": "{}"}}]},
+    {"role": "tool", "tool_call_id": "c1", "content": "timeout", "is_error": True},
+    {"role": "assistant", "content": "The search timed out."},
+]
+BROKEN = [{"role": "tool", "tool_call_id": "lost", "content": "42"}, {"role": "assistant", "content": "ok"}]
+
+
+def _day(d: int) -> dt.datetime:
+    return dt.datetime(2026, 4, d, 10, tzinfo=dt.timezone.utc)
+
+
+@pytest.fixture
+def sessions(make_session, project):
+    helper = Agent.objects.create(project=project, name="Helper", slug="helper")
+    return {
+        "chat": make_session(CHAT, title="Time in Tokyo", started_at=_day(1)),
+        "call": make_session(CALL, title="Flights", started_at=_day(2), agent=helper),
+        "broken": make_session(BROKEN, title="Trimmed", started_at=_day(3)),
+    }
+
+
+def _titles(response) -> list[str]:
+    return [s.title for s in response.context["page"].object_list]
+
+
+def test_it_renders_the_full_page(alice_client, sessions):
+    response = alice_client.get(URL)
+    assert response.status_code == 200
+    content = response.content.decode()
+    assert "<html" in content and 'id="session-filters"' in content and 'id="session-table"' in content
+    assert _titles(response) == ["Trimmed", "Flights", "Time in Tokyo"]
+    for header in ("Title", "Agent", "Messages", "Tokens", "Violations", "Errors", "Started"):
+        assert header in content
+    assert 'hx-headers=\'{"X-CSRFToken": "' in content
+    assert "htmx" in content
+
+
+def test_it_renders_only_the_table_for_htmx(alice_client, sessions):
+    response = alice_client.get(URL, {"q": "tokyo"}, headers={"HX-Request": "true"})
+    content = response.content.decode()
+    assert response.status_code == 200
+    assert "<html" not in content and "session-filters" not in content
+    assert content.strip().startswith('<div id="session-table"')
+    assert "Time in Tokyo" in content and "Flights" not in content
+
+
+def test_it_shows_each_rows_counts_and_badges(alice_client, sessions):
+    content = alice_client.get(URL).content.decode()
+    broken = sessions["broken"]
+    assert f'<a href="{broken.get_absolute_url()}">Trimmed</a>' in content
+    assert 'class="badge badge-violation"' in content
+    assert "tool error" in content
+    assert f'{sessions["call"].token_total}' in content
+    assert "Apr 2, 10:00" in content
+
+
+@pytest.mark.parametrize(
+    ("params", "expected"),
+    [
+        ({"q": "flights"}, ["Flights"]),
+        ({"q": "spät"}, ["Time in Tokyo"]),  # message content
+        ({"tool": "search_flights"}, ["Flights"]),
+        ({"violations": "on"}, ["Trimmed"]),
+        ({"errors": "on"}, ["Flights"]),
+        ({"date_from": "2026-04-02"}, ["Trimmed", "Flights"]),
+        ({"date_to": "2026-04-01"}, ["Time in Tokyo"]),
+        ({"agent": "helper"}, ["Flights"]),
+        ({"sort": "started"}, ["Time in Tokyo", "Flights", "Trimmed"]),
+        ({"sort": "-messages"}, ["Flights", "Trimmed", "Time in Tokyo"]),  # ties: newest id first
+    ],
+)
+def test_it_filters_and_sorts_from_the_url(alice_client, sessions, params, expected):
+    if params.get("agent") == "helper":
+        params = {"agent": str(sessions["call"].agent_id)}
+    assert _titles(alice_client.get(URL, params)) == expected
+
+
+def test_it_filters_by_project_and_tokens(alice_client, sessions, project):
+    assert len(_titles(alice_client.get(URL, {"project": project.slug}))) == 3
+    low = min(s.token_total for s in sessions.values())
+    assert _titles(alice_client.get(URL, {"max_tokens": low})) == [s.title for s in sessions.values() if s.token_total == low]
+    assert _titles(alice_client.get(URL, {"min_tokens": low + 1})) == [
+        t for t in ["Trimmed", "Flights", "Time in Tokyo"] if next(s for s in sessions.values() if s.title == t).token_total > low
+    ]
+
+
+def test_it_keeps_filters_in_sort_and_page_links(alice_client, sessions):
+    content = alice_client.get(URL, {"q": "i", "sort": "-tokens"}).content.decode()
+    assert 'href="?q=i&amp;sort=tokens"' in content
+    assert 'hx-push-url="true"' in content
+
+
+def test_it_shows_bad_filter_values_without_failing(alice_client, sessions):
+    response = alice_client.get(URL, {"date_from": "yesterday", "min_tokens": "-5", "sort": "nonsense"})
+    assert response.status_code == 200
+    assert len(_titles(response)) == 3
+    assert "Enter a valid date." in response.content.decode()
+
+
+def test_it_pages_fifty_sessions_at_a_time(alice_client, make_session):
+    for i in range(53):
+        make_session(CHAT, title=f"S{i:02d}", started_at=_day(1) + dt.timedelta(minutes=i))
+    first = alice_client.get(URL)
+    assert len(_titles(first)) == 50
+    assert "1–50 of 53 sessions" in first.content.decode()
+    assert 'href="?page=2"' in first.content.decode()
+    second = alice_client.get(URL, {"page": 2})
+    assert _titles(second) == ["S02", "S01", "S00"]
+
+
+def test_it_says_when_nothing_matches(alice_client, sessions):
+    assert "No session matches these filters." in alice_client.get(URL, {"q": "zzz-nothing"}).content.decode()
+
+
+def test_it_says_when_the_user_has_no_project(client, bob):
+    client.force_login(bob)
+    assert "not a member of any project" in client.get(URL).content.decode()
+
+
+def test_it_lists_in_a_bounded_number_of_queries(alice_client, make_session, django_assert_max_num_queries):
+    for i in range(30):
+        make_session(CHAT, title=f"S{i}")
+    with django_assert_max_num_queries(12):
+        alice_client.get(URL)
