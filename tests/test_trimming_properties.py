@@ -1,0 +1,150 @@
+"""Invariants of every trimming strategy, on random conversations (valid, pending, and broken)."""
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from agents.memory.schema import SYSTEM_ROLES, Message
+from agents.memory.tokens import count_messages
+from agents.memory.trimming import STRATEGIES, LlamaIndexContentCount, trim
+from tests.strategies_messages import valid_conversations
+from tests.test_trimming_reference import conversations, messy_conversations
+
+SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+COUNTERS = st.sampled_from(["approx", "messages", "cl100k"])
+
+
+@st.composite
+def strategy_and_params(draw: st.DrawFn, total_tokens: int) -> tuple[str, dict[str, Any]]:
+    name = draw(st.sampled_from(sorted(STRATEGIES)))
+    budget = draw(st.integers(1, max(1, total_tokens + 10)))
+    small = st.integers(1, 12)
+    params: dict[str, Any] = {"pin_system": draw(st.booleans())}
+    params.update({
+        "openmanus_window": lambda: {"max_messages": draw(st.integers(0, 12))},
+        "buffered": lambda: {"buffer_size": draw(small)},
+        "head_and_tail": lambda: {"head_size": draw(small), "tail_size": draw(small)},
+        "token_limited": lambda: {"token_limit": budget},
+        "langchain_last": lambda: {"max_tokens": budget, "include_system": draw(st.booleans()),
+                                   "start_on": draw(st.sampled_from([None, "human", ["human", "ai"]])),
+                                   "end_on": draw(st.sampled_from([None, "ai", ["human", "tool"]]))},
+        "langchain_first": lambda: {"max_tokens": budget, "end_on": draw(st.sampled_from([None, "ai", "tool"]))},
+        "safe_window": lambda: {"max_messages": draw(small)},
+        "last_turns": lambda: {"max_turns": draw(st.integers(1, 4))},
+        "sk_truncation": lambda: {"target_count": draw(small), "threshold_count": draw(st.integers(0, 3))},
+        "llamaindex_buffer": lambda: {"token_limit": budget},
+        "safe_token_budget": lambda: {"max_tokens": budget},
+    }.get(name, dict)())
+    return name, params
+
+
+def _pinned(messages: list[Message], pin: bool) -> int:
+    n = 0
+    while pin and n < len(messages) and messages[n].role in SYSTEM_ROLES:
+        n += 1
+    return n
+
+
+@SETTINGS
+@given(conversations, st.data(), COUNTERS)
+def test_it_keeps_a_subsequence_and_explains_every_message(messages: list[Message], data: st.DataObject,
+                                                            counter: str) -> None:
+    counts = count_messages(messages, counter)
+    name, params = data.draw(strategy_and_params(sum(counts) + 3))
+    before = [m.model_copy(deep=True) for m in messages]
+    result = trim(messages, name, params, counter=counter, token_counts=counts)
+
+    assert messages == before  # a view: the input never changes
+    assert result.kept == sorted(set(result.kept))
+    dropped = [d.index for d in result.dropped]
+    assert sorted(result.kept + dropped) == list(range(len(messages)))
+    assert all(d.reason for d in result.dropped)
+    assert all(row["reason"] for row in result.explanation())
+
+    inserted_at = {x.position for x in result.inserted}
+    originals = [m for pos, m in enumerate(result.messages) if pos not in inserted_at]
+    assert len(originals) == len(result.kept)
+    for i, m in zip(result.kept, originals):
+        if name == "strip_thoughts":
+            assert m.reasoning is None and m.role == messages[i].role and m.tool_calls == messages[i].tool_calls
+        else:
+            assert m == messages[i]
+    assert result.tokens_before == sum(counts) + (3 if counter != "messages" else 0)
+    if name != "strip_thoughts" and not result.inserted:
+        assert result.tokens_after == sum(counts[i] for i in result.kept) + (3 if counter != "messages" else 0)
+
+
+@SETTINGS
+@given(valid_conversations(system=None, pending=False, max_turns=5, max_calls=4), st.integers(1, 20))
+def test_it_never_breaks_a_valid_list_with_safe_window(messages: list[Message], size: int) -> None:
+    result = trim(messages, "safe_window", {"max_messages": size})
+    assert result.violations == []
+    assert len(result.kept) <= size or all(messages[i].role in SYSTEM_ROLES for i in result.kept)
+
+
+@SETTINGS
+@given(st.one_of(conversations, messy_conversations()), st.floats(0.0, 1.2), st.booleans(), COUNTERS)
+def test_it_never_produces_a_violation_with_safe_token_budget(
+    messages: list[Message], fraction: float, pin: bool, counter: str
+) -> None:
+    counts = count_messages(messages, counter)
+    budget = max(1, int((sum(counts) + 3) * fraction))
+    result = trim(messages, "safe_token_budget", {"max_tokens": budget, "pin_system": pin}, counter=counter,
+                  token_counts=counts)
+    assert result.violations == []
+    body = [i for i in result.kept if i >= _pinned(messages, pin)]
+    assert not body or messages[body[0]].role != "tool"
+    if result.budget_exceeded:
+        assert any("Budget exceeded" in n for n in result.notes)
+        # The newest user message that an unlimited budget sends is still sent: never an empty context.
+        everything = trim(messages, "safe_token_budget", {"max_tokens": 10**9, "pin_system": pin},
+                          counter=counter, token_counts=counts)
+        users = [i for i in everything.kept if messages[i].role == "user"]
+        if users:
+            newest_turn = everything.kept[everything.kept.index(users[-1]):]
+            assert result.kept[-len(newest_turn):] == newest_turn
+    else:
+        assert result.tokens_after <= budget
+
+
+@SETTINGS
+@given(conversations, st.floats(0.0, 1.2), st.booleans(), COUNTERS)
+def test_it_respects_token_budgets_where_the_framework_does(
+    messages: list[Message], fraction: float, pin: bool, counter: str
+) -> None:
+    counts = count_messages(messages, counter)
+    per_list = 0 if counter == "messages" else 3
+    budget = max(1, int((sum(counts) + per_list) * fraction))
+    n = _pinned(messages, pin)
+    pinned = sum(counts[:n])
+
+    for name, params in (
+        ("token_limited", {"token_limit": budget}),
+        ("langchain_last", {"max_tokens": budget}),
+        ("langchain_first", {"max_tokens": budget}),
+    ):
+        result = trim(messages, name, {**params, "pin_system": pin}, counter=counter, token_counts=counts)
+        body = [i for i in result.kept if i >= n]
+        assert not body or result.tokens_after - pinned <= budget, name
+
+    # LlamaIndex respects its own content-only count, except its fallback to the last message alone.
+    result = trim(messages, "llamaindex_buffer", {"token_limit": budget, "pin_system": pin})
+    body = [i for i in result.kept if i >= n]
+    if len(body) > 1:
+        texts = ["None" if m.content is None else m.text for m in messages[body[0]:]]
+        assert LlamaIndexContentCount(texts).window(0) <= budget
+
+
+@SETTINGS
+@given(conversations, st.integers(0, 12), st.integers(1, 12))
+def test_it_respects_message_counts_where_the_framework_does(messages: list[Message], size: int, turns: int) -> None:
+    n = _pinned(messages, True)
+    body = lambda r: [i for i in r.kept if i >= n]  # noqa: E731
+    if size:
+        assert len(body(trim(messages, "openmanus_window", {"max_messages": size}))) <= size
+        assert len(body(trim(messages, "buffered", {"buffer_size": size}))) <= size + sum(
+            1 for m in messages if m.role == "tool")  # a run of tool results is one AutoGen message
+    kept = body(trim(messages, "last_turns", {"max_turns": turns}))
+    assert sum(1 for i in kept if messages[i].role == "user") <= turns
