@@ -1,0 +1,113 @@
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.contrib.auth.models import User
+from django.urls import reverse
+
+from agents import models, services
+from agents.memory.schema import Conversation, Message
+
+CHAT = [Message(role="user", content="hi"), Message(role="assistant", content="hello", reasoning="r")]
+BROKEN = [Message(role="user", content="x"), Message(role="tool", tool_call_id="gone", content="y")]
+
+
+def store(agent: models.Agent, external_id: str, messages: list[Message], title: str = "") -> models.Session:
+    conv = Conversation(messages=messages, external_id=external_id, title=title or None)
+    return services.session_store(agent=agent, conversation=conv)
+
+
+def body(response: Any) -> str:
+    return b"".join(response.streaming_content).decode()
+
+
+def test_it_downloads_one_session_as_an_attachment(alice_client: Any, agent: models.Agent) -> None:
+    session = store(agent, "a", CHAT)
+    response = alice_client.get(reverse("agents:export_session", args=[session.pk]), {"format": "native"})
+    assert response.status_code == 200
+    assert response["Content-Disposition"].startswith(f'attachment; filename="memoryviz-session-{session.pk}-native')
+    assert response["Content-Type"].startswith("application/json")
+    doc = json.loads(body(response))
+    assert [s["external_id"] for s in doc["sessions"]] == ["a"]
+    record = models.ExportRecord.objects.get()
+    assert record.user.username == "alice" and record.scope.startswith(f"session {session.pk}")
+
+
+def test_it_answers_404_for_a_session_of_another_project(alice_client: Any, agent: models.Agent) -> None:
+    other = models.Project.objects.create(name="Secret", slug="secret")
+    foreign = models.Agent.objects.create(project=other, name="Spy", slug="spy")
+    session = store(foreign, "s", CHAT)
+    response = alice_client.get(reverse("agents:export_session", args=[session.pk]), {"format": "native"})
+    assert response.status_code == 404
+    assert models.ExportRecord.objects.count() == 0
+
+
+def test_it_exports_the_list_with_its_filters(alice_client: Any, agent: models.Agent) -> None:
+    store(agent, "clean", CHAT, title="Clean")
+    store(agent, "broken", BROKEN, title="Broken")
+    other = models.Project.objects.create(name="Secret", slug="secret")
+    store(models.Agent.objects.create(project=other, name="Spy", slug="spy"), "hidden", CHAT)
+    everything = json.loads(body(alice_client.get(reverse("agents:export_sessions"), {"format": "native"})))
+    assert sorted(s["external_id"] for s in everything["sessions"]) == ["broken", "clean"]
+    filtered = alice_client.get(reverse("agents:export_sessions"), {"format": "native", "violations": "on"})
+    assert [s["external_id"] for s in json.loads(body(filtered))["sessions"]] == ["broken"]
+    record = models.ExportRecord.objects.order_by("-id").first()
+    assert record.filters == {"violations": "on"} and record.session_count == 1
+
+
+def test_it_exports_a_session_trimmed_by_a_strategy(alice_client: Any, agent: models.Agent) -> None:
+    session = store(agent, "a", CHAT)
+    response = alice_client.get(reverse("agents:export_session", args=[session.pk]),
+                                {"format": "native", "strategy": "buffered", "params": "buffer_size=1"})
+    assert response.status_code == 200
+    conv = json.loads(body(response))["sessions"][0]
+    assert len(conv["messages"]) == 1
+    assert conv["metadata"]["trimmed"]["params"]["buffer_size"] == 1
+
+
+def test_it_answers_400_for_bad_export_requests(alice_client: Any, agent: models.Agent) -> None:
+    session = store(agent, "a", CHAT)
+    url = reverse("agents:export_session", args=[session.pk])
+    for query, needle in [
+        ({"format": "yaml"}, "unknown format"),
+        ({"format": "native", "strategy": "nope"}, "unknown strategy"),
+        ({"format": "native", "strategy": "buffered", "params": "buffer_size=-3"}, "buffer_size"),
+        ({"format": "native", "strategy": "buffered", "params": "oops"}, "key=value"),
+        ({"format": "openai_jsonl", "on_invalid": "maybe"}, "on_invalid"),
+    ]:
+        response = alice_client.get(url, query)
+        assert response.status_code == 400, query
+        assert needle in response.content.decode()
+    assert models.ExportRecord.objects.count() == 0
+
+
+def test_it_stops_or_skips_invalid_conversations_in_jsonl(alice_client: Any, agent: models.Agent) -> None:
+    store(agent, "clean", CHAT)
+    broken = store(agent, "broken", BROKEN, title="Broken one")
+    url = reverse("agents:export_sessions")
+    stopped = alice_client.get(url, {"format": "openai_jsonl", "on_invalid": "stop"})
+    assert stopped.status_code == 400
+    assert f"session {broken.pk} (Broken one)" in stopped.content.decode()
+    skipped = alice_client.get(url, {"format": "openai_jsonl", "on_invalid": "skip"})
+    assert skipped.status_code == 200 and skipped["X-Memoryviz-Skipped"] == "1"
+    assert len(body(skipped).strip().splitlines()) == 1
+    log = alice_client.get(reverse("agents:export_log")).content.decode()
+    assert "skipped:" in log and "broken" in log
+
+
+def test_it_lists_only_the_users_own_exports(alice_client: Any, client: Any, agent: models.Agent) -> None:
+    session = store(agent, "a", CHAT)
+    body(alice_client.get(reverse("agents:export_session", args=[session.pk]), {"format": "openai"}))
+    page = alice_client.get(reverse("agents:export_log"))
+    assert page.status_code == 200
+    assert "reasoning on 1 message" in page.content.decode()
+    bob = User.objects.create_user("bob", password="pw-bob-12345")
+    client.force_login(bob)
+    assert "No exports yet" in client.get(reverse("agents:export_log")).content.decode()
+
+
+def test_it_requires_login(client: Any, agent: models.Agent) -> None:
+    session = store(agent, "a", CHAT)
+    response = client.get(reverse("agents:export_session", args=[session.pk]))
+    assert response.status_code == 302
