@@ -355,6 +355,21 @@ def resolve_params(strategy: str | Strategy, params: Mapping[str, Any] | None = 
         ) from None
 
 
+def parse_param_pairs(pairs: Sequence[str]) -> dict[str, Any]:
+    """``key=value`` pairs from a command line; a value is read as JSON when it parses (``5``, ``true``,
+    ``"human"``, ``["human","ai"]``), else kept as text (``human``). StrategyError on a pair without ``=``."""
+    out: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise StrategyError(f"--set {pair!r}: expected key=value")
+        try:
+            out[key.strip()] = json.loads(value)
+        except ValueError:
+            out[key.strip()] = value
+    return out
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # The entry point
 
