@@ -42,7 +42,7 @@ from typing import IO, Any
 
 from agents.memory.schema import Conversation
 
-from . import openai
+from . import agentscope, anthropic, autogen, langchain, native, openai, openai_jsonl, openai_responses, openmanus
 from .base import ConversationStream, FormatError, FormatSpec, SkippedConversation, WriteReport
 from .json_input import (
     PREVIEW_BYTES,
@@ -75,22 +75,11 @@ __all__ = [
     "write_conversations",
 ]
 
-# Detection order matters only for the error message; resolution rules are in _resolve.
-_CODECS: dict[str, ModuleType] = {openai.NAME: openai}
-
-
-def _register(module: ModuleType) -> None:
-    _CODECS[module.NAME] = module
-
-
-for _name in ("native", "openai_jsonl", "openai_responses", "anthropic", "autogen", "agentscope", "langchain",
-              "openmanus"):
-    try:
-        _register(__import__(f"{__name__}.{_name}", fromlist=["NAME"]))
-    except ModuleNotFoundError as _exc:  # formats land one by one; a missing module is simply not offered yet
-        if _exc.name != f"{__name__}.{_name}":
-            raise
-
+# In the order the formats are offered (pages, --help); detection does not depend on it.
+_CODECS: dict[str, ModuleType] = {
+    module.NAME: module
+    for module in (native, openai, openai_jsonl, openai_responses, anthropic, autogen, agentscope, langchain, openmanus)
+}
 FORMATS: dict[str, FormatSpec] = {name: module.SPEC for name, module in _CODECS.items()}
 
 
@@ -220,18 +209,17 @@ def _small(head: bytes, name: str, format: str | None) -> Iterator[ConversationS
 
 def _jsonl(rows: Iterator[tuple[int, Any]], format: str | None) -> Iterator[ConversationStream]:
     line_format = None if format in (None, "openai_jsonl") else format
-    jsonl = _CODECS.get("openai_jsonl")
+    jsonl = openai_jsonl
     seen = False
     for number, row in rows:
         seen = True
         try:
             if line_format is None:
-                if jsonl is not None and (format == "openai_jsonl" or jsonl.detect_row(row)):
+                if format == "openai_jsonl" or jsonl.detect_row(row):
                     line_format = "openai_jsonl"
                 else:
                     line_format = detect_format(row)
             if line_format == "openai_jsonl":
-                assert jsonl is not None
                 convs = [jsonl.read_row(row)]
             else:
                 convs = _codec(line_format).read(row)
