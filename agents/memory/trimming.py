@@ -1088,6 +1088,56 @@ def _is_empty_assistant(m: Message) -> bool:
     return not (m.content or "").strip()
 
 
+def _safe_units(msgs: Sequence[Message]) -> list[list[int]]:
+    """Every message in exactly one candidate unit, in order: a call message with the tool messages right after
+    it, or one message alone (a tool message alone is a result without its call)."""
+    units: list[list[int]] = []
+    i = 0
+    while i < len(msgs):
+        j = i + 1
+        if _is_call(msgs[i]):
+            while j < len(msgs) and msgs[j].role == "tool":
+                j += 1
+        units.append(list(range(i, j)))
+        i = j
+    return units
+
+
+def _check_unit(msgs: Sequence[Message], unit: list[int], newer_ids: set[str]) -> tuple[list[int], str, list[int]]:
+    """(the messages the unit sends, why it cannot be sent ("" when it can), tool messages it must leave out)."""
+    first = msgs[unit[0]]
+    if first.role == "tool":
+        return unit, "tool result without its call right before it: dropped, providers reject it", []
+    if not _is_call(first):
+        if _is_empty_assistant(first):
+            return unit, "assistant message with neither content nor tool calls: dropped, providers reject it", []
+        return unit, "", []
+    ids = [tc.id for tc in first.tool_calls]
+    answered: dict[str, int] = {}
+    extra: list[int] = []
+    for k in unit[1:]:
+        cid = msgs[k].tool_call_id or ""
+        if cid in ids and cid not in answered:
+            answered[cid] = k
+        else:
+            extra.append(k)
+    members = [unit[0], *sorted(answered.values())]
+    problem = ""
+    if len(set(ids)) != len(ids):
+        problem = "its calls share an id"
+    elif len(answered) < len(ids):
+        missing = [c for c in ids if c not in answered]
+        pending = not answered and unit[-1] == len(msgs) - 1
+        problem = "its call has no result yet (pending)" if pending else f"call {', '.join(missing)} has no result"
+    elif not _arguments_ok(first):
+        problem = "its arguments are not a JSON object"
+    elif newer_ids.intersection(ids):
+        problem = f"a newer exchange reuses its call id {sorted(newer_ids.intersection(ids))[0]}"
+    if problem:
+        return members, f"tool exchange dropped whole: {problem}, which providers reject", extra
+    return members, "", extra
+
+
 @_register(
     "safe_token_budget", SafeTokenBudgetParams,
     "Drops the oldest whole units (user message, assistant message, tool exchange) until everything fits; "
@@ -1096,97 +1146,56 @@ def _is_empty_assistant(m: Message) -> bool:
 )
 def _safe_token_budget(view: _View, p: SafeTokenBudgetParams) -> _Outcome:
     msgs = view.messages
+    budget = p.max_tokens
+    units = _safe_units(msgs)
+    newest_user = next((i for i in range(len(msgs) - 1, -1, -1) if msgs[i].role == "user"), None)
     reasons: dict[int, str] = {}
-    units: list[list[int]] = []  # valid units, in order
-    seen_ids: dict[str, int] = {}  # call id -> unit number, to drop the older of two units sharing an id
-    i = 0
-    while i < len(msgs):
-        m = msgs[i]
-        if m.role == "tool":
-            reasons[i] = "tool result without its call right before it: dropped, providers reject it"
-            i += 1
-            continue
-        if not _is_call(m):
-            if _is_empty_assistant(m):
-                reasons[i] = "assistant message with neither content nor tool calls: dropped, providers reject it"
-            else:
-                units.append([i])
-            i += 1
-            continue
-        # A tool exchange: the call message and the results right after it.
-        ids = [tc.id for tc in m.tool_calls]
-        j = i + 1
-        answered: dict[str, int] = {}
-        extra: list[int] = []
-        while j < len(msgs) and msgs[j].role == "tool":
-            cid = msgs[j].tool_call_id or ""
-            if cid in ids and cid not in answered:
-                answered[cid] = j
-            else:
-                extra.append(j)
-            j += 1
-        members = [i, *sorted(answered.values())]
+    kept_units: list[list[int]] = []
+    total = view.pinned_tokens + view.per_list  # everything sent counts, pinned system messages included
+    newer_ids: set[str] = set()
+    # From the newest unit back: keep what fits; the first unit that does not fit ends the walk, so what is kept is
+    # the longest run of newest units that fits (dropping the oldest until everything fits), and only the units
+    # looked at are checked.
+    u_no = len(units) - 1
+    while u_no >= 0:
+        members, problem, extra = _check_unit(msgs, units[u_no], newer_ids)
         for k in extra:
             reasons[k] = "tool result that answers no call of the message before it: dropped, providers reject it"
-        problem = ""
-        if len(set(ids)) != len(ids):
-            problem = "its calls share an id"
-        elif len(answered) < len(ids):
-            missing = [c for c in ids if c not in answered]
-            problem = (
-                "its call has no result yet (pending)" if j == len(msgs) and not answered
-                else f"call {', '.join(missing)} has no result"
-            )
-        elif not _arguments_ok(m):
-            problem = "its arguments are not valid JSON"
         if problem:
             for k in members:
-                reasons[k] = f"tool exchange dropped whole: {problem}, which providers reject"
-        else:
-            unit_no = len(units)
-            for cid in ids:
-                if cid in seen_ids and units[seen_ids[cid]]:
-                    for k in units[seen_ids[cid]]:
-                        reasons[k] = f"tool exchange dropped whole: a newer exchange reuses its call id {cid}"
-                    units[seen_ids[cid]] = []
-                seen_ids[cid] = unit_no
-            units.append(members)
-        i = j
-    units = [u for u in units if u]
-
-    budget = p.max_tokens
-    sizes = [sum(view.counts[k] for k in u) for u in units]
-    total = view.pinned_tokens + sum(sizes) + view.per_list
-    # Never drop the newest user turn: the floor is the unit holding the newest user message (or the newest unit).
-    floor = len(units) - 1
-    for n in range(len(units) - 1, -1, -1):
-        if msgs[units[n][0]].role == "user":
-            floor = n
+                reasons[k] = problem
+            u_no -= 1
+            continue
+        size = sum(view.counts[k] for k in members)
+        # The newest user turn is never dropped; without a user message, the newest unit that can be sent.
+        floor = members[0] >= newest_user if newest_user is not None else not kept_units
+        if not floor and total + size > budget:
             break
-    start = 0
-    while total > budget and start < floor:
-        total -= sizes[start]
-        start += 1
-    for u in units[:start]:
-        first = msgs[u[0]]
+        total += size
+        kept_units.append(members)
+        if _is_call(msgs[members[0]]):
+            newer_ids.update(tc.id for tc in msgs[members[0]].tool_calls)
+        u_no -= 1
+    for unit in units[: u_no + 1]:
+        first = msgs[unit[0]]
         what = "tool exchange" if _is_call(first) else f"{first.role} message"
-        for k in u:
+        for k in unit:
             reasons[k] = (
-                f"oldest {what} dropped to fit {budget:,} tokens" if k == u[0]
-                else f"dropped with its call (message {view.offset + u[0]}) to fit {budget:,} tokens"
+                f"oldest {what} dropped to fit {budget:,} tokens" if k == unit[0]
+                else f"dropped with its call (message {view.offset + unit[0]}) to fit {budget:,} tokens"
             )
-    kept = [k for u in units[start:] for k in u]
+    kept = sorted(k for unit in kept_units for k in unit)
     out = _outcome(view, kept, reasons.__getitem__, f"newest whole units that fit {budget:,} tokens")
     if total > budget:
         out.budget_exceeded = True
-        what = "the newest user turn" if units and msgs[units[floor][0]].role == "user" else "what is left"
+        turn = [k for k in kept if newest_user is not None and k >= newest_user]
+        what = "the newest user turn" if turn else "what is left"
         out.notes.append(
             f"Budget exceeded: {what} needs {total:,} tokens with the pinned system messages, more than "
             f"max_tokens={budget:,}; it is kept anyway rather than sending an empty context."
         )
-        if units:
-            for k in units[floor]:
-                out.kept_reasons[k] = "the newest user turn, kept although the budget is exceeded"
+        for k in turn:
+            out.kept_reasons[k] = "the newest user turn, kept although the budget is exceeded"
     return out
 
 
