@@ -412,3 +412,33 @@ def test_it_reports_the_same_violations_fed_one_by_one(messages: list[Message], 
     violations: list[Violation] = checker.finish()
     assert violations == find_violations(messages, provider)
     assert [v.index for v in violations] == sorted(v.index for v in violations)
+
+
+_ids = st.sampled_from(["c1", "c2", "c3"])
+
+
+@st.composite
+def any_message(draw: st.DrawFn) -> Message:
+    role = draw(st.sampled_from(["system", "developer", "user", "assistant", "assistant", "tool", "tool"]))
+    if role == "tool":
+        return T(draw(_ids))
+    if role == "assistant" and draw(st.booleans()):
+        return AC(*draw(st.lists(_ids, min_size=1, max_size=3)), args=draw(st.sampled_from(["{}", "", "[", "1"])))
+    return Message(role=role, content=draw(st.sampled_from(["", "x", None])))
+
+
+@PROPS
+@given(st.lists(any_message(), max_size=25), st.sampled_from(PROVIDERS))
+def test_it_describes_every_violation_of_any_list(messages: list[Message], provider: str) -> None:
+    from agents.memory.chain import KIND_HELP
+
+    violations = find_violations(messages, provider)
+    assert [v.index for v in violations] == sorted(v.index for v in violations)
+    for v in violations:
+        assert 0 <= v.index < len(messages) and v.kind in KIND_HELP
+        assert v.severity == ("warning" if v.kind in ("pending_tool_call", "consecutive_same_role") else "error")
+        assert f"{v.index}" in v.message
+        if v.tool_call_id is not None:
+            assert v.tool_call_id in v.message
+        if provider == "openai":
+            assert v.kind not in ("system_not_first", "consecutive_same_role")

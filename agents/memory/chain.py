@@ -50,6 +50,13 @@ turn), tool results become user turns and consecutive results merge into one. It
   this is a warning. Tool messages never get it (where a result may stand is the exchange kinds' business), nor
   does a message right after an assistant whose calls are unanswered (already reported there).
 
+Provider errors predicted (``Violation.provider_error``, texts from reference/trimming.md §1): orphan and
+leading results predict OpenAI's "messages with role 'tool' must be a response to a preceeding message with
+'tool_calls'" (Anthropic: "unexpected `tool_use_id` found in `tool_result` blocks"); unanswered, partial,
+interrupted and pending calls predict "An assistant message with 'tool_calls' must be followed by tool messages
+responding to each 'tool_call_id'" (Anthropic: "`tool_use` ids were found without `tool_result` blocks
+immediately after"). §1 quotes no error for the other kinds, so theirs is "".
+
 Everything is linear: one pass, dicts keyed by call id, no rescans.
 """
 from __future__ import annotations
@@ -78,6 +85,21 @@ KINDS: tuple[str, ...] = (
     "consecutive_same_role",
 )
 WARNING_KINDS: frozenset[str] = frozenset({"pending_tool_call", "consecutive_same_role"})
+
+# One line per kind, for legends and help texts.
+KIND_HELP: dict[str, str] = {
+    "orphan_tool_result": "a tool result whose call no earlier assistant message made",
+    "unanswered_tool_call": "a call that never gets its result, though the conversation goes on",
+    "interrupted_exchange": "another message comes between a call and its result",
+    "duplicate_tool_call_id": "a call id used twice, or a result given twice",
+    "leading_tool_result": "a tool result at the start of the list, its call trimmed away",
+    "partial_parallel_results": "some parallel calls of one message answered, others never",
+    "invalid_tool_arguments": "call arguments that are not a JSON object",
+    "empty_assistant": "an assistant message with neither content nor tool calls",
+    "pending_tool_call": "a call still waiting for its result at the end (warning: an agent mid-loop)",
+    "system_not_first": "a system message after the start (Anthropic: the system prompt is a separate parameter)",
+    "consecutive_same_role": "two user or two assistant turns in a row once mapped to Anthropic turns (warning)",
+}
 
 # The error texts each provider answers with (reference/trimming.md §1). OpenAI misspells "preceeding".
 _OPENAI_ORPHAN = (
