@@ -45,7 +45,7 @@ SPEC = FormatSpec(
     media_type="application/json",
 )
 TYPES = {"message", "function_call", "function_call_output", "reasoning"}
-HELD = frozenset({"external_id"})
+HELD = frozenset({"external_id"})  # reported by the writer when it cannot place one
 CONVERSATION_HELD = frozenset({"tools"})
 _ROLES = ("user", "assistant", "system", "developer")
 _TEXT_PART = {"user": "input_text", "system": "input_text", "developer": "input_text", "assistant": "output_text"}
@@ -72,15 +72,13 @@ def detect(doc: Any) -> bool:
 def _content(value: Any, role: str, place: str) -> tuple[str | list[dict[str, Any]] | None, dict[str, Any]]:
     memo: dict[str, Any] = {}
     if value is None or isinstance(value, str):
-        if role == "assistant" and isinstance(value, str):
-            memo["string_content"] = True
         return value, memo
     need_parts(value, place)
     default = _TEXT_PART[role]
     if (role == "assistant" and len(value) == 1 and value[0].get("type") == "output_text"
             and isinstance(value[0].get("text"), str) and set(value[0]) == {"type", "text", "annotations"}
             and value[0]["annotations"] == []):
-        return value[0]["text"], memo  # the usual assistant output: one text part
+        return value[0]["text"], {"output_text": True}  # the usual assistant output: one text part
     parts: list[dict[str, Any]] = []
     kinds: list[str | None] = []
     for part in value:
@@ -163,6 +161,7 @@ def read(doc: Any, place: str = "") -> list[Conversation]:
             ext = item.get("id")
             if ext is not None:
                 need_str(ext, at(p, "id"))
+                memo["id"] = True
             b = {"place": p, "role": role, "content": content, "external_id": ext, "memo": memo, "calls": []}
             if pending:
                 memo["before"], pending = pending, []
@@ -252,7 +251,7 @@ def render(conversation: Conversation, report: WriteReport) -> Any:
     names = CallNames()
     instructions = None
     start = 0
-    if (messages and messages[0].role in SYSTEM_ROLES and isinstance(messages[0].content, str)
+    if (messages and messages[0].role == "system" and isinstance(messages[0].content, str)
             and not meta.get("list") and (meta.get("instructions") or NAME not in messages[0].extra)):
         instructions = messages[0].content
         start = 1
@@ -274,12 +273,19 @@ def render(conversation: Conversation, report: WriteReport) -> Any:
         if has_text:
             item: dict[str, Any] = {} if memo.get("untyped") else {"type": "message"}
             item["role"] = message.role
-            if message.external_id is not None:
+            if message.external_id is not None and memo.get("id"):
                 item["id"] = message.external_id
+            elif message.external_id is not None:
+                # An output message's id is the server's (msg_...); another format's id is no such thing.
+                report.lose("external_id", "openai_responses holds only the server's ids")
             item.update({k: v for k, v in fields.items() if k == "status"})
             content: Any = message.content if message.content is not None else ""
-            if message.role == "assistant" and isinstance(content, str) and not memo.get("string_content"):
+            if message.role == "assistant" and isinstance(content, str) and memo.get("output_text"):
                 content = [{"type": "output_text", "text": content, "annotations": []}]
+            elif (message.role == "assistant" and isinstance(content, list) and NAME not in message.extra
+                  and all(p.get("type") == "text" and isinstance(p.get("text"), str) for p in content)):
+                # An input assistant message takes text; output_text parts belong to output messages (with ids).
+                content = "\n".join(p["text"] for p in content)
             item["content"] = _parts(content, message.role, memo)
             item.update({k: v for k, v in fields.items() if k != "status"})
             items.append(item)
