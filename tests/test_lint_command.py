@@ -188,6 +188,7 @@ def test_it_never_shows_a_traceback_whatever_the_file_holds(tmp_path: Path, data
     assert code in (0, 1, 2)
     if code == 2:
         assert out == "" and err.startswith("lint: ")
+        assert "internal error" not in err, err  # the reader must name what is wrong, not crash
     else:
         assert isinstance(json.loads(out)["violations"], list)
 
@@ -212,3 +213,16 @@ def test_it_fails_cleanly_as_a_process_on_malformed_input() -> None:
     done = manage("lint", "-", stdin=b'{"messages": [')
     assert (done.returncode, done.stdout) == (2, b"")
     assert b"lint: " in done.stderr and b"Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize("command", ["lint", "tokens"])
+def test_it_reports_a_reader_crash_without_a_traceback(monkeypatch: pytest.MonkeyPatch, command: str) -> None:
+    from agents.memory import formats
+
+    def crash(source: Any, format: str | None = None) -> Any:
+        raise TypeError("unhashable type: 'list'")
+
+    monkeypatch.setattr(formats, "open_stream", crash)
+    code, out, err = run(command, str(SAMPLE))
+    assert (code, out) == (2, "")
+    assert "internal error (TypeError: unhashable type: 'list')" in err and "Traceback" not in err

@@ -52,6 +52,11 @@ class Command(BaseCommand):
             per_conversation = lint_source(options["file"], provider=provider, format=fmt)
         except (FormatError, OSError, UnicodeError, RecursionError) as exc:
             self._fail(_reason(exc, options["file"]))
+        except Exception as exc:
+            # A reader bug met by odd input: still no traceback for the user, but say it is ours to fix.
+            if options.get("traceback"):
+                raise
+            self._fail(_internal_error(exc, options["file"]))
         several = len(per_conversation) > 1
         rows: list[dict[str, Any]] = []
         for number, violations in enumerate(per_conversation):
@@ -67,6 +72,11 @@ class Command(BaseCommand):
     def _fail(self, message: str) -> None:
         self.stderr.write(f"lint: {message}")
         sys.exit(EXIT_UNREADABLE)
+
+
+def _internal_error(exc: BaseException, path: str) -> str:
+    return (f"{path}: could not be read: internal error ({type(exc).__name__}: {exc}); please report it, "
+            "with --traceback to show where")
 
 
 def _reason(exc: BaseException, path: str) -> str:

@@ -15,7 +15,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 
-from agents.management.commands.lint import EXIT_UNREADABLE, _reason
+from agents.management.commands.lint import EXIT_UNREADABLE, _internal_error, _reason
 from agents.memory import formats
 from agents.memory.formats import FormatError
 from agents.memory.tokens import COUNTERS, DEFAULT_COUNTER, TokenCounter, get_counter, total_tokens
@@ -50,6 +50,11 @@ class Command(BaseCommand):
             per_conversation = count_source(options["file"], counter, format=fmt)
         except (FormatError, OSError, UnicodeError, RecursionError) as exc:
             self._fail(_reason(exc, options["file"]))
+        except Exception as exc:
+            # A reader bug met by odd input: still no traceback for the user, but say it is ours to fix.
+            if options.get("traceback"):
+                raise
+            self._fail(_internal_error(exc, options["file"]))
         if len(per_conversation) == 1:
             per_message = per_conversation[0]
             out: dict[str, Any] = {
