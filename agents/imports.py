@@ -14,14 +14,15 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import IO, Any
 
-from django.db import DatabaseError, transaction
+from django.db import DatabaseError, connection, transaction
+from django.db.models import Model
 from django.utils.text import slugify
 
 from agents import models, services
 from agents.memory import formats
 from agents.memory.chain import ProtocolChecker
 from agents.memory.schema import Conversation, Message
-from agents.memory.tokens import DEFAULT_COUNTER, get_counter
+from agents.memory.tokens import DEFAULT_COUNTER, count_messages, get_counter
 
 BATCH_SIZE = 2_000
 # Where neither the caller nor the file names a project, sessions go to this one (created when missing).
@@ -416,14 +417,14 @@ class _SessionWriter:
             self._flush(batch)
 
     def _flush(self, batch: list[Message]) -> None:
-        stored = services.messages_append(
-            session=self.session, messages=batch, start_seq=self.seq, counter=self.counter
-        )
-        self.seq += stored.count
-        self.tokens += stored.tokens
-        self.has_errors = self.has_errors or stored.has_errors
-        self.outcome.added += stored.count
-        self.progress.add(stored.count)
+        counts = count_messages(batch, self.counter)
+        rows, calls = services.message_rows(batch, session=self.session, start_seq=self.seq, token_counts=counts)
+        _insert_rows(rows, calls, self.session, self.seq)
+        self.seq += len(rows)
+        self.tokens += sum(counts)
+        self.has_errors = self.has_errors or any(m.is_error for m in batch)
+        self.outcome.added += len(rows)
+        self.progress.add(len(rows))
 
     def finish(self, recheck: bool = False) -> None:
         session = self.session
@@ -455,6 +456,53 @@ class _SessionWriter:
             violations=violations,
         )
         self.outcome.violations = list(session.violations)
+
+
+def _insert_rows(
+    rows: list[models.Message], calls: list[models.ToolCall], session: models.Session, start_seq: int
+) -> None:
+    """Insert one batch of rows built by ``services.message_rows`` (the one schema-to-row mapping).
+
+    ``executemany`` of a one-row INSERT instead of ``bulk_create``: Django builds bulk_create's multi-row SQL
+    value by value, which costs about as much as the insert itself (bench/README.md); values are still prepared
+    by each field's ``get_db_prep_save``, so JSON and datetimes are stored exactly as the ORM stores them, on
+    SQLite and PostgreSQL alike. The message ids are read back by (session, seq) for the ToolCall rows.
+    """
+    if not rows:
+        return
+    with connection.cursor() as cursor:
+        cursor.executemany(_MESSAGE_INSERT.sql, [_MESSAGE_INSERT.params(row) for row in rows])
+        if calls:
+            ids = dict(
+                models.Message.objects.filter(
+                    session=session, seq__gte=start_seq, seq__lt=start_seq + len(rows)
+                ).values_list("seq", "id")
+            )
+            for call in calls:
+                call.message_id = ids[call.message.seq]
+            cursor.executemany(_TOOLCALL_INSERT.sql, [_TOOLCALL_INSERT.params(call) for call in calls])
+
+
+class _Insert:
+    """A one-row INSERT of a model's concrete columns (primary key left to the database)."""
+
+    def __init__(self, model: type[Model]) -> None:
+        self.fields = [f for f in model._meta.concrete_fields if not f.primary_key]
+        self.model = model
+
+    @property
+    def sql(self) -> str:
+        quote = connection.ops.quote_name
+        columns = ", ".join(quote(f.column) for f in self.fields)
+        marks = ", ".join(["%s"] * len(self.fields))
+        return f"INSERT INTO {quote(self.model._meta.db_table)} ({columns}) VALUES ({marks})"
+
+    def params(self, obj: Any) -> tuple[Any, ...]:
+        return tuple(f.get_db_prep_save(getattr(obj, f.attname), connection) for f in self.fields)
+
+
+_MESSAGE_INSERT = _Insert(models.Message)
+_TOOLCALL_INSERT = _Insert(models.ToolCall)
 
 
 # --- targets ------------------------------------------------------------------------------------------------
