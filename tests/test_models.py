@@ -113,3 +113,15 @@ def test_it_keeps_no_content_apart_from_empty_content(session):
 
 def test_it_links_a_session_to_its_page(session):
     assert session.get_absolute_url() == f"/sessions/{session.pk}/"
+
+
+def test_it_registers_every_model_in_the_admin(client, db, session):
+    from django.contrib.auth.models import User
+
+    Message.objects.create(session=session, seq=0, role="user", content="hello")
+    admin = User.objects.create_superuser("root", password="pw-root-123")
+    client.force_login(admin)
+    for model in ("project", "membership", "agent", "session", "message", "toolcall"):
+        response = client.get(f"/admin/agents/{model}/", {"q": "s"})
+        assert response.status_code == 200, model
+    assert client.get(f"/admin/agents/session/{session.pk}/change/").status_code == 200

@@ -52,7 +52,7 @@ def test_it_renders_only_the_table_for_htmx(alice_client, sessions):
     response = alice_client.get(URL, {"q": "tokyo"}, headers={"HX-Request": "true"})
     content = response.content.decode()
     assert response.status_code == 200
-    assert "<html" not in content and "session-filters" not in content
+    assert "<html" not in content and 'id="session-filters"' not in content
     assert content.strip().startswith('<div id="session-table"')
     assert "Time in Tokyo" in content and "Flights" not in content
 
@@ -135,3 +135,8 @@ def test_it_lists_in_a_bounded_number_of_queries(alice_client, make_session, dja
         make_session(CHAT, title=f"S{i}")
     with django_assert_max_num_queries(12):
         alice_client.get(URL)
+
+
+def test_it_sends_the_current_sort_with_the_filters(alice_client, sessions):
+    content = alice_client.get(URL, {"sort": "-tokens"}, headers={"HX-Request": "true"}).content.decode()
+    assert '<input type="hidden" name="sort" value="-tokens" form="session-filters">' in content
