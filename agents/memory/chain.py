@@ -306,6 +306,7 @@ class ProtocolChecker:
             self._turn_role = "user"
             self._turn_count += 1
         if not self._seen_dialogue:
+            self._orphans.append((i, len(self._found), call_id))
             self._add(
                 "leading_tool_result", i, call_id,
                 f"Message {i} is a tool result (call {call_id}) at the start of the list, with no assistant call "
