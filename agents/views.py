@@ -34,7 +34,7 @@ def session_list(request: HtmxHttpRequest) -> HttpResponse:
         "form": form,
         "page": page,
         "query": query.urlencode(),
-        "sort_query": sort_query.urlencode(),
+        "sort_prefix": f"?{sort_query.urlencode()}&" if sort_query else "?",
         "sort": form.filters().sort,
         "tool_names": services.tool_names_for_user(request.user),
         "has_projects": services.user_projects(request.user).exists(),
