@@ -1,0 +1,111 @@
+"""The pages as a person uses them, in a real Chromium: login, filters over htmx, paging, escaping."""
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from tests.browser.conftest import screenshot
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+TRAVEL = [
+    {"role": "system", "content": "You are a travel assistant."},
+    {"role": "user", "content": "Weather in Paris and Tokyo?"},
+    {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'}},
+            {"id": "c2", "type": "function", "function": {"name": "get_weather", "arguments": '{"city": "Tokyo"}'}},
+        ],
+    },
+    {"role": "tool", "tool_call_id": "c1", "content": "18°C"},
+    {"role": "tool", "tool_call_id": "c2", "content": "timeout", "is_error": True},
+    {"role": "assistant", "content": "Paris is 18°C; Tokyo timed out."},
+]
+
+
+def test_it_logs_in_and_lists_sessions(page, live_server, alice, make_session):
+    make_session(TRAVEL, title="Paris and Tokyo")
+    page.goto(f"{live_server.url}/")
+    assert "/login/" in page.url  # every page requires login
+    page.fill("input[name=username]", "alice")
+    page.fill("input[name=password]", "pw-alice-123")
+    page.click("button[type=submit], input[type=submit]")
+    page.wait_for_selector("#session-table")
+    assert page.locator("#session-table").get_by_text("Paris and Tokyo").is_visible()
+    screenshot(page, "session-list")
+
+
+def test_it_filters_the_list_without_reloading_and_keeps_the_filter_in_the_url(logged_in_page, live_server, make_session):
+    page = logged_in_page
+    make_session(TRAVEL, title="Paris and Tokyo")
+    make_session([{"role": "user", "content": "hi"}, {"role": "tool", "tool_call_id": "x", "content": "stray"}],
+                 title="Broken orphan")
+    page.goto(f"{live_server.url}/")
+    page.evaluate("window.__same_document = true")
+    page.check("input[name=violations]")
+    page.wait_for_url(re.compile(r"violations=on"))
+    page.wait_for_function("!document.querySelector('#session-table').innerText.includes('Paris and Tokyo')")
+    table = page.locator("#session-table")
+    assert table.get_by_text("Broken orphan").is_visible()
+    assert page.evaluate("window.__same_document") is True  # htmx swapped the table; no full page load
+    page.reload()
+    assert page.is_checked("input[name=violations]")
+    assert page.locator("#session-table").get_by_text("Paris and Tokyo").count() == 0
+
+
+def test_it_shows_a_session_with_calls_results_and_violations(logged_in_page, live_server, make_session):
+    page = logged_in_page
+    broken = make_session(TRAVEL[:3] + [{"role": "user", "content": "Hello?"}] + TRAVEL[3:], title="Interrupted")
+    page.goto(f"{live_server.url}/sessions/{broken.pk}/")
+    summary = page.locator("#violations")
+    assert summary.is_visible()
+    assert "interrupted_exchange" in summary.inner_text()
+    # The summary links to the message where the problem is.
+    summary.locator("a[href*='#m-']").first.click()
+    assert re.search(r"#m-\d+$", page.url)
+    flagged = page.locator("article.has-violation")
+    assert flagged.count() >= 1
+    assert page.locator("#m-2 .call").count() == 2
+    assert page.locator("#m-5.is-error").is_visible()
+    screenshot(page, "session-detail")
+
+
+def test_it_loads_a_long_session_in_pages(logged_in_page, live_server, make_session):
+    page = logged_in_page
+    messages = [{"role": "user" if i % 2 == 0 else "assistant", "content": f"message number {i}"} for i in range(650)]
+    long = make_session(messages, title="Long")
+    page.goto(f"{live_server.url}/sessions/{long.pk}/")
+    assert page.locator("article.msg").count() == 300
+    assert "300 of 650 shown" in page.locator(".load-more").inner_text()
+    page.click(".load-more a.button")
+    page.wait_for_selector("#m-599")
+    assert page.locator("article.msg").count() == 600
+    assert "600 of 650 shown" in page.locator(".load-more").last.inner_text()
+    page.click(".load-more a.button")
+    page.wait_for_selector("#m-649")
+    assert page.locator("article.msg").count() == 650
+    assert page.locator(".load-more a.button").count() == 0
+
+
+def test_it_shows_agent_content_as_text_and_never_runs_it(logged_in_page, live_server, make_session):
+    page = logged_in_page
+    evil = '<script>window.__pwned = 1</script><img src="x" onerror="window.__pwned = 2">'
+    session = make_session(
+        [
+            {"role": "user", "content": evil},
+            {"role": "assistant", "content": None, "tool_calls": [
+                {"id": "e1", "type": "function", "function": {"name": "<b>bold</b>", "arguments": evil}}]},
+            {"role": "tool", "tool_call_id": "e1", "content": evil},
+        ],
+        title=evil,
+    )
+    for url in (f"/sessions/{session.pk}/", "/"):
+        page.goto(f"{live_server.url}{url}")
+        page.wait_for_load_state("networkidle")
+        assert page.evaluate("window.__pwned") is None
+    page.goto(f"{live_server.url}/sessions/{session.pk}/")
+    assert evil in page.locator("#m-0").inner_text()
+    assert page.locator("#m-1 b").count() == 0
