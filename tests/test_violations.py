@@ -192,7 +192,19 @@ def test_it_warns_about_consecutive_assistant_turns_for_anthropic() -> None:
 
 
 def test_it_does_not_add_a_role_warning_to_an_unanswered_call() -> None:
-    assert found([U(), AC("c1"), A()], "anthropic") == [("unanswered_tool_call", 1, "c1")]
+    assert found([U(), AC("c1", "c2"), T("c1"), U("and?"), A()], "anthropic") == [("partial_parallel_results", 1, "c2")]
+
+
+def test_it_lets_an_assistant_message_join_the_tool_use_turn_for_anthropic() -> None:
+    # Anthropic combines consecutive assistant turns, so the results still come in the very next turn.
+    messages = [U(), AC("c1"), A("let me check"), T("c1"), A()]
+    assert found(messages, "anthropic") == [("consecutive_same_role", 2, None)]
+    assert found(messages, "openai") == [("interrupted_exchange", 2, "c1")]
+    two_calls = [U(), AC("c1"), AC("c2", name="search"), T("c2"), T("c1"), A()]
+    assert found(two_calls, "anthropic") == [("consecutive_same_role", 2, None)]
+    assert found([U(), AC("c1"), A("checking"), U("well?")], "anthropic") == [
+        ("unanswered_tool_call", 1, "c1"), ("consecutive_same_role", 2, None)
+    ]
 
 
 def test_it_quotes_anthropic_errors_with_the_turn_number() -> None:

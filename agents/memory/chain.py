@@ -41,7 +41,10 @@ Violation kinds (one pass, in order; which kind wins when one defect could be re
 
 Provider profiles: ``openai`` (Chat Completions) applies the kinds above. ``anthropic`` maps the list to
 Anthropic turns first: system/developer messages leave the list (so they neither close an exchange nor make a
-turn), tool results become user turns and consecutive results merge into one. It adds:
+turn), tool results become user turns and consecutive results merge into one, and an assistant message right
+after a tool_use message (before any result) joins its turn, so the results still come "in the next message"
+(its calls join the exchange). A user message between a call and its results still interrupts: merged into the
+results' turn it would put text before tool_result blocks, which Anthropic refuses. It adds:
 
 - ``system_not_first``: a system/developer message anywhere but the leading run (Anthropic takes the system prompt
   only as the top-level ``system`` parameter).
@@ -336,7 +339,7 @@ class ProtocolChecker:
                 assert ex.closed_by is not None  # an exchange that is not open was closed by a message
                 self._add(
                     "interrupted_exchange", ex.closed_by, call_id,
-                    f"Message {ex.closed_by} ({ex.closed_by_role}) comes between call {call_id} ({call.name}) at message {ex.index} and "
+                    f"Message {ex.closed_by} ({ex.closed_by_role}) comes between call {call_id} ({call.name}) at message {call.index} and "
                     f"its result at message {i}; results must follow their call directly.",
                     self._unanswered_error(call),
                 )
@@ -344,14 +347,21 @@ class ProtocolChecker:
     def _feed_dialogue(self, i: int, message: Message) -> None:
         role = message.role
         previous_open = self._open
-        self._close(i, role)
+        # Anthropic: an assistant message right after a tool_use turn, before any result, joins that turn, so the
+        # results may still come in the next (user) turn.
+        merge = (
+            self._anthropic and role == "assistant" and self._turn_role == "assistant"
+            and previous_open is not None and previous_open.answered == 0
+        )
+        if not merge:
+            self._close(i, role)
         self._seen_dialogue = True
         self._seen_non_system = True
         if self._anthropic:
             if self._turn_role == role:
                 # After an assistant whose calls went unanswered, the unanswered kinds already say it.
                 calls_unanswered = previous_open is not None and previous_open.answered < len(previous_open.calls)
-                if not calls_unanswered:
+                if merge or not calls_unanswered:
                     made_of = "tool results" if role == "user" and previous_open is not None else f"a {role} message"
                     self._add(
                         "consecutive_same_role", i, None,
@@ -370,7 +380,7 @@ class ProtocolChecker:
                     f"Message {i} is an assistant message with neither content nor tool calls.",
                 )
             return
-        ex = _Exchange(i, self._turn_count - 1)
+        ex = previous_open if merge and previous_open is not None else _Exchange(i, self._turn_count - 1)
         in_this_message: set[str] = set()
         for tc in message.tool_calls:
             call_id, name = tc.id, tc.function.name
@@ -423,16 +433,16 @@ class ProtocolChecker:
                 if len(ex.calls) > 1 and answered:
                     kind = "partial_parallel_results"
                     text = (
-                        f"Call {call.id} ({call.name}) at message {ex.index} never gets a result, though other "
+                        f"Call {call.id} ({call.name}) at message {call.index} never gets a result, though other "
                         f"calls of the same message do ({answered} of {len(ex.calls)} answered)."
                     )
                 else:
                     kind = "unanswered_tool_call"
                     text = (
-                        f"Call {call.id} ({call.name}) at message {ex.index} never gets a result, and the "
+                        f"Call {call.id} ({call.name}) at message {call.index} never gets a result, and the "
                         f"conversation goes on at message {ex.closed_by}."
                     )
-                found.append((ex.index, seq, Violation(kind, ex.index, call.id, text, "error",
+                found.append((call.index, seq, Violation(kind, call.index, call.id, text, "error",
                                                        self._unanswered_error(call))))
                 seq += 1
         ex = self._open
@@ -440,10 +450,10 @@ class ProtocolChecker:
             for call in ex.calls:
                 if call.answered_at is None:
                     text = (
-                        f"Call {call.id} ({call.name}) at message {ex.index} is still waiting for its result at "
+                        f"Call {call.id} ({call.name}) at message {call.index} is still waiting for its result at "
                         "the end of the list: fine while the agent runs the tool, an error if sent as is."
                     )
-                    found.append((ex.index, seq, Violation("pending_tool_call", ex.index, call.id, text, self._pending_severity,
+                    found.append((call.index, seq, Violation("pending_tool_call", call.index, call.id, text, self._pending_severity,
                                                            self._unanswered_error(call))))
                     seq += 1
         found.sort(key=lambda item: (item[0], item[1]))
