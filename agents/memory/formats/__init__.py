@@ -200,7 +200,8 @@ def _small(head: bytes, name: str, format: str | None) -> Iterator[ConversationS
             for conv in read_data(parse_json(text), format):
                 yield ConversationStream.whole(conv)
             return
-        yield from _jsonl(iter_jsonl(iter(text.splitlines())), format)
+        # Only "\n" ends a JSON line: str.splitlines would also split inside strings at U+0085, U+2028, ...
+        yield from _jsonl(iter_jsonl(iter(text.split("\n"))), format)
         return
     data = parse_json(text)
     for conv in read_data(data, format):
