@@ -1,14 +1,17 @@
 """Import of agent histories: files in any format of DESIGN.md into Session/Message rows.
 
 One file is one transaction: it is imported whole or not at all. Messages are streamed from the file
-(``agents.memory.formats.open_stream``) into ``bulk_create`` batches, counted and protocol-checked batch by
+(``agents.memory.formats.open_stream``) into batched inserts, counted and protocol-checked batch by
 batch, so that a 1,000,000-message conversation is imported with bounded memory. The pages, the command
 line and the benchmark all call :func:`import_file` (or :func:`preview_file` to see what would happen).
 """
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 import os
+import re
+import sys
 import uuid
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -172,9 +175,10 @@ def preview_file(
     sessions already imported and messages already stored. Reads the file streaming, like the import."""
     report = ImportReport(file=label or _source_label(source))
     try:
-        for index, stream in enumerate(formats.open_stream(source, format)):
+        handle, close, file_format = _open(source, format)
+        for index, stream in enumerate(_closing(formats.open_stream(handle, format), handle if close else None)):
             conv = _stream_meta(stream)
-            report.format = report.format or (conv.source_format or format or "")
+            report.format = report.format or (file_format or conv.source_format or "")
             agent_row = _existing_agent(project, agent, conv)
             outcome = SessionOutcome(
                 index=index,
@@ -257,9 +261,10 @@ def _import_streams(
 ) -> None:
     progress = _Progress(on_messages)
     projects: dict[str | None, models.Project] = {}
-    for index, stream in enumerate(formats.open_stream(source, format)):
+    handle, close, file_format = _open(source, format)
+    for index, stream in enumerate(_closing(formats.open_stream(handle, format), handle if close else None)):
         conv = _stream_meta(stream)
-        report.format = report.format or (conv.source_format or format or "")
+        report.format = report.format or (file_format or conv.source_format or "")
         key = conv.project if project is None else None
         if key not in projects:
             projects[key] = _resolve_project(project, conv)
@@ -288,6 +293,8 @@ def _import_conversation(
         existing = models.Session.objects.filter(agent=agent, external_id=conv.external_id).first()
         if existing is not None:
             return _append_to_existing(outcome, existing, messages, counter, progress)
+    if conv.started_at is not None and conv.started_at.tzinfo is None:
+        conv = conv.model_copy(update={"started_at": conv.started_at.replace(tzinfo=dt.UTC)})
     # A savepoint, so that a session found to be a duplicate once its content hash is known is undone whole.
     sid = transaction.savepoint()
     session = services.session_create(
@@ -405,6 +412,10 @@ class _SessionWriter:
                 continue
             if mid:
                 self.known_ids.add(mid)
+            if message.created_at is not None and message.created_at.tzinfo is None:
+                # Formats without a time zone (AgentScope) are read as UTC, explicitly: the database keeps
+                # aware datetimes, and Django would warn once per distinct naive value.
+                message = message.model_copy(update={"created_at": message.created_at.replace(tzinfo=dt.UTC)})
             if check:
                 self.checker.feed(message)
             if self.first_created_at is None and message.created_at is not None:
@@ -563,6 +574,40 @@ def _agent_label(row: models.Agent | None, agent: models.Agent | str | None, con
 
 
 # --- helpers ----------------------------------------------------------------------------------------------
+
+
+_NATIVE_MARK = re.compile(rb'"format"\s*:\s*"memoryviz"')
+
+
+def _open(source: Source, format: str | None) -> tuple[IO[bytes], bool, str | None]:
+    """The input as a buffered binary stream, whether to close it, and the file's format when it is native.
+
+    A native file's sessions say the format they were first imported from (``source_format``); the report
+    names the file's own format, so the first bytes are peeked (without being consumed) for native's mark.
+    """
+    if isinstance(source, (str, os.PathLike)) and os.fspath(source) != "-":
+        try:
+            handle: IO[bytes] = open(source, "rb")  # noqa: SIM115 - closed by _closing
+        except OSError as exc:
+            raise ImportFailed(f"{os.fspath(source)}: {exc.strerror or exc}") from None
+        close = True
+    elif isinstance(source, (str, os.PathLike)):
+        handle, close = sys.stdin.buffer, False
+    else:
+        handle, close = source, False
+    if format:
+        return handle, close, format
+    peek = getattr(handle, "peek", None)
+    head = peek(65_536)[:65_536] if callable(peek) else b""
+    return handle, close, ("native" if _NATIVE_MARK.search(head) else None)
+
+
+def _closing(streams: Iterator[Any], handle: IO[bytes] | None) -> Iterator[Any]:
+    try:
+        yield from streams
+    finally:
+        if handle is not None:
+            handle.close()
 
 
 def _stream_meta(stream: Any) -> Conversation:

@@ -254,3 +254,16 @@ def test_it_never_fails_with_anything_but_a_clear_error(db, tmp_path: Path, blob
         assert report.saved
         for s in report.sessions:
             assert models.Session.objects.filter(pk=s.session_id).exists()
+
+
+def test_it_reports_a_native_file_as_native(db, tmp_path: Path, agent: models.Agent) -> None:
+    data = native([{"external_id": "x", "source_format": "autogen", "messages": WEATHER}])
+    report = imports.import_file(write(tmp_path, "n.json", data), project=agent.project, agent=agent)
+    assert report.format == "native"
+    # The session keeps the format it first came from.
+    assert models.Session.objects.get(external_id="x").source_format == "autogen"
+
+
+def test_it_says_when_the_file_does_not_exist(db, tmp_path: Path) -> None:
+    with pytest.raises(imports.ImportFailed, match="nope.json"):
+        imports.import_file(tmp_path / "nope.json")
