@@ -4,7 +4,6 @@ import io
 import json
 import re
 
-import pytest
 from django.contrib.auth.models import User
 from django.core.management import call_command
 
