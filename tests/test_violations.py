@@ -454,3 +454,13 @@ def test_it_describes_every_violation_of_any_list(messages: list[Message], provi
             assert v.tool_call_id in v.message
         if provider == "openai":
             assert v.kind not in ("system_not_first", "consecutive_same_role")
+
+
+@pytest.mark.parametrize(("arguments", "says"), [
+    ('{"city": "Paris"} trailing', "extra data"),
+    ("[" * 100_000, "nested too deeply"),
+    ("true", "a boolean, not an object"),
+])
+def test_it_explains_why_arguments_are_invalid(arguments: str, says: str) -> None:
+    (violation,) = find_violations([U(), AC("c1", args=arguments), T("c1"), A()])
+    assert violation.kind == "invalid_tool_arguments" and says in violation.message

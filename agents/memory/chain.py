@@ -207,17 +207,28 @@ def _has_content(content: str | list[dict[str, Any]] | None) -> bool:
     return False
 
 
+_JSON = json.JSONDecoder()
+_JSON_TYPES = {list: "an array", str: "a string", bool: "a boolean", type(None): "null"}
+
+
 def _arguments_problem(arguments: str) -> str | None:
     """Why ``arguments`` is not a JSON object string, or None when it is (empty counts as ``{}``)."""
     stripped = arguments.strip()
     if not stripped:
         return None
+    if stripped == "{}":
+        return None
     try:
-        value = json.loads(stripped)
+        # raw_decode skips json.loads' wrappers: a third of the checker's time went into them.
+        value, end = _JSON.raw_decode(stripped)
     except ValueError as exc:
         return f"they are not valid JSON ({exc})"
+    except RecursionError:
+        return "they are not valid JSON (nested too deeply)"
+    if end != len(stripped):
+        return f"they are not valid JSON (extra data after the value at char {end})"
     if not isinstance(value, dict):
-        return f"they are JSON but {type(value).__name__ if value is not None else 'null'}, not an object"
+        return f"they are JSON but {_JSON_TYPES.get(type(value), 'a number')}, not an object"
     return None
 
 
