@@ -191,3 +191,24 @@ def test_it_refuses_an_agent_of_another_project(alice_client: Any, project: mode
 def test_it_requires_login(client: Any) -> None:
     response = client.get(reverse("agents:import_upload"))
     assert response.status_code == 302 and "/login/" in response["Location"]
+
+
+def test_it_refuses_a_file_over_the_upload_limit(alice_client: Any, project: models.Project, settings: Any) -> None:
+    settings.MEMORYVIZ_MAX_UPLOAD_BYTES = 1024 * 1024
+    big = json.dumps([{"role": "user", "content": "x" * 1000}] * 1500).encode()  # about 1.5 MB
+    before = counts()
+    response = preview(alice_client, project, new_agent="bot", file=upload("huge.json", big))
+    assert response.status_code == 400
+    assert "the limit is 1,048,576" in response.content.decode()
+    assert counts() == before
+
+
+def test_it_imports_a_big_upload_streamed_from_disk(alice_client: Any, project: models.Project) -> None:
+    # Bigger than FILE_UPLOAD_MAX_MEMORY_SIZE, so Django spools it to a temporary file first.
+    msgs = [{"role": "user" if i % 2 == 0 else "assistant", "content": f"message {i} " + "y" * 300} for i in range(8000)]
+    response = preview(alice_client, project, new_agent="bulk", file=upload("big.json", msgs))
+    assert response.status_code == 200
+    assert "8,000" in response.content.decode()
+    done = alice_client.post(reverse("agents:import_confirm"), confirm_fields(response.content.decode()))
+    assert done.status_code == 200
+    assert models.Session.objects.get(agent__slug="bulk").message_count == 8000
