@@ -55,6 +55,7 @@ class SessionOutcome:
     added: int = 0  # messages saved
     skipped: int = 0  # messages not saved because their id is already stored (or repeated in the file)
     violations: list[dict[str, Any]] = field(default_factory=list)
+    naive_times: int = 0  # timestamps without a time zone, read as UTC
 
     @property
     def error_count(self) -> int:
@@ -204,6 +205,8 @@ def preview_file(
             for pos, message in enumerate(_stream_messages(stream)):
                 _check_lengths(message, index, pos)
                 checker.feed(message)
+                if message.created_at is not None and message.created_at.tzinfo is None:
+                    outcome.naive_times += 1
                 hasher.update(message.model_dump_json().encode())
                 hasher.update(b"\n")
                 outcome.messages += 1
@@ -416,6 +419,7 @@ class _SessionWriter:
                 # Formats without a time zone (AgentScope) are read as UTC, explicitly: the database keeps
                 # aware datetimes, and Django would warn once per distinct naive value.
                 message = message.model_copy(update={"created_at": message.created_at.replace(tzinfo=dt.UTC)})
+                self.outcome.naive_times += 1
             if check:
                 self.checker.feed(message)
             if self.first_created_at is None and message.created_at is not None:
@@ -640,6 +644,18 @@ def _place(conv_index: int, pos: int) -> str:
 def _note_skips(report: ImportReport) -> None:
     for s in report.sessions:
         name = s.title or s.external_id
+        where = f"conversation {s.index + 1} ({name})"
+        if s.messages == 0:
+            report.warnings.append(f"{where}: has no messages")
+        if s.naive_times:
+            report.warnings.append(f"{where}: {s.naive_times} timestamp(s) without a time zone were read as UTC")
+        if len(s.title) > 500:
+            report.warnings.append(f"{where}: the title was cut to 500 characters")
+        if s.error_count and s.status != "already imported":
+            report.warnings.append(
+                f"{where}: {s.error_count} protocol violation(s), imported and flagged "
+                f"(first: {next(v['message'] for v in s.violations if v.get('severity', 'error') == 'error')})"
+            )
         if s.status == "already imported":
             report.dropped.append(
                 f"conversation {s.index + 1} ({name}): already imported as session {s.session_id}; nothing added"

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import io
 import json
 from pathlib import Path
 from typing import Any
@@ -267,3 +268,14 @@ def test_it_reports_a_native_file_as_native(db, tmp_path: Path, agent: models.Ag
 def test_it_says_when_the_file_does_not_exist(db, tmp_path: Path) -> None:
     with pytest.raises(imports.ImportFailed, match="nope.json"):
         imports.import_file(tmp_path / "nope.json")
+
+
+def test_it_warns_about_violations_and_timestamps_without_zone(db, agent: models.Agent) -> None:
+    sample = SAMPLES / "agentscope" / "travel.json"
+    report = imports.import_file(sample, project=agent.project, agent=agent)
+    assert any("without a time zone were read as UTC" in w for w in report.warnings)
+    row = models.Message.objects.filter(session_id=report.sessions[0].session_id).exclude(created_at=None).first()
+    assert row is not None and row.created_at.utcoffset().total_seconds() == 0
+    orphan = [{"role": "user", "content": "hi"}, {"role": "tool", "tool_call_id": "gone", "content": "x"}]
+    flagged = imports.import_file(io.BytesIO(json.dumps(orphan).encode()), project=agent.project, agent=agent)
+    assert any("imported and flagged" in w for w in flagged.warnings)
