@@ -48,7 +48,7 @@ HELD = frozenset({"name", "tool_name", "is_error", "reasoning"})
 
 def _typed(messages: list[Any]) -> bool:
     sample = messages[:200]
-    return bool(sample) and all(isinstance(m, dict) and m.get("type") in TYPES for m in sample)
+    return bool(sample) and all(isinstance(m, dict) and isinstance(m.get("type"), str) and m["type"] in TYPES for m in sample)
 
 
 def detect(doc: Any) -> bool:

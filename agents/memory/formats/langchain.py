@@ -68,7 +68,8 @@ def _split_reasoning(content: Any) -> tuple[Any, str | None]:
     texts: list[str] = []
     rest: list[Any] = []
     for block in content:
-        key = _REASONING_BLOCKS.get(block.get("type")) if isinstance(block, dict) else None
+        kind = block.get("type") if isinstance(block, dict) else None
+        key = _REASONING_BLOCKS.get(kind) if isinstance(kind, str) else None
         if key is not None and isinstance(block.get(key), str):
             texts.append(block[key])
         else:

@@ -55,7 +55,7 @@ def _items_like(items: list[Any]) -> bool:
     sample = items[:200]
     if not sample or not all(isinstance(i, dict) for i in sample):
         return False
-    if not any(i.get("type") in TYPES for i in sample):
+    if not any(isinstance(i.get("type"), str) and i["type"] in TYPES for i in sample):
         return False
     return all(isinstance(i.get("type"), str) or ("role" in i and "content" in i) for i in sample)
 
