@@ -13,11 +13,11 @@ import bisect
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from agents.memory.chain import Violation, find_violations
+from agents.memory.chain import Violation, _gc_paused, find_violations
 from agents.memory.schema import SYSTEM_ROLES, Message
 from agents.memory.tokens import DEFAULT_COUNTER, TokenCounter, cl100k_encoding, count_messages, get_counter
 
@@ -30,14 +30,13 @@ class StrategyError(ValueError):
 # Results
 
 
-@dataclass(frozen=True)
-class Dropped:
+class Dropped(NamedTuple):
+    # A tuple, not a dataclass: a 100,000-message trim makes one per dropped message, and tuples are cheap.
     index: int
     reason: str
 
 
-@dataclass(frozen=True)
-class Inserted:
+class Inserted(NamedTuple):
     position: int  # index in the trimmed list
     message: Message
     reason: str
@@ -401,25 +400,27 @@ def trim(
         counter=tc,
         offset=n_pinned,
     )
-    out = strat.run(view, resolved)
+    # Like chain.py's whole-list passes: many small objects, none garbage; full collections would rescan the heap.
+    with _gc_paused():
+        out = strat.run(view, resolved)
 
-    kept = list(range(n_pinned)) + [n_pinned + i for i in out.kept]
-    kept_reasons = {i: "pinned system message: set aside before trimming and put back in front" for i in range(n_pinned)}
-    for i in out.kept:
-        kept_reasons[n_pinned + i] = out.kept_reasons.get(i, out.kept_reason)
-    dropped = [Dropped(n_pinned + i, reason) for i, reason in sorted(out.dropped.items())]
+        kept = list(range(n_pinned)) + [n_pinned + i for i in out.kept]
+        kept_reasons = {i: "pinned system message: set aside before trimming and put back in front" for i in range(n_pinned)}
+        for i in out.kept:
+            kept_reasons[n_pinned + i] = out.kept_reasons.get(i, out.kept_reason)
+        dropped = [Dropped(n_pinned + i, reason) for i, reason in sorted(out.dropped.items())]
 
-    # Assemble: pinned, then the strategy's kept messages with its placeholders at their positions.
-    body: list[Message] = [out.replaced.get(i, view.messages[i]) for i in out.kept]
-    body_tokens = [
-        view.counter.count(out.replaced[i]) if i in out.replaced else view.counts[i] for i in out.kept
-    ]
-    inserted: list[Inserted] = []
-    for pos, msg, reason in sorted(out.inserted, key=lambda x: x[0]):
-        body.insert(pos, msg)
-        body_tokens.insert(pos, tc.count(msg))
-        inserted.append(Inserted(n_pinned + pos, msg, reason))
-    trimmed = list(messages[:n_pinned]) + body
+        # Assemble: pinned, then the strategy's kept messages with its placeholders at their positions.
+        body: list[Message] = [out.replaced.get(i, view.messages[i]) for i in out.kept]
+        body_tokens = [
+            view.counter.count(out.replaced[i]) if i in out.replaced else view.counts[i] for i in out.kept
+        ]
+        inserted: list[Inserted] = []
+        for pos, msg, reason in sorted(out.inserted, key=lambda x: x[0]):
+            body.insert(pos, msg)
+            body_tokens.insert(pos, tc.count(msg))
+            inserted.append(Inserted(n_pinned + pos, msg, reason))
+        trimmed = list(messages[:n_pinned]) + body
 
     return TrimResult(
         strategy=strat.name,
