@@ -66,7 +66,11 @@ def session_for_user(user: User, session_id: int) -> models.Session:
 def message_from_schema(
     message: schema.Message, *, session: models.Session, seq: int, token_count: int = 0
 ) -> models.Message:
-    """An unsaved Message row for a schema Message."""
+    """An unsaved Message row for a schema Message.
+
+    Raises ValueError naming the place (``messages[3].content: ...``) for text the database cannot store.
+    """
+    _check_storable(message, seq)
     content = message.content
     parts: list[dict[str, Any]] | None = None
     if isinstance(content, list):
@@ -91,6 +95,40 @@ def message_from_schema(
         marks=list(message.marks),
         extra=dict(message.extra),
     )
+
+
+def _check_storable(message: schema.Message, seq: int) -> None:
+    """PostgreSQL refuses NUL characters in text and JSON; say where one is instead of failing in the INSERT.
+
+    SQLite would store them, but then a database switch would break; both refuse the same input.
+    """
+    fields: dict[str, Any] = {
+        "content": message.content,
+        "name": message.name,
+        "tool_call_id": message.tool_call_id,
+        "reasoning": message.reasoning,
+        "external_id": message.external_id,
+        "usage": message.usage,
+        "marks": message.marks,
+        "extra": message.extra,
+    }
+    for i, tc in enumerate(message.tool_calls):
+        fields[f"tool_calls[{i}].id"] = tc.id
+        fields[f"tool_calls[{i}].function.name"] = tc.function.name
+        fields[f"tool_calls[{i}].function.arguments"] = tc.function.arguments
+    for place, value in fields.items():
+        if value is not None and _has_nul(value):
+            raise ValueError(f"messages[{seq}].{place}: contains a NUL character (\\u0000), which the database cannot store")
+
+
+def _has_nul(value: Any) -> bool:
+    if isinstance(value, str):
+        return "\x00" in value
+    if isinstance(value, dict):
+        return any(_has_nul(k) or _has_nul(v) for k, v in value.items())
+    if isinstance(value, list):
+        return any(_has_nul(v) for v in value)
+    return False
 
 
 def message_to_schema(row: models.Message) -> schema.Message:

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import datetime as dt
 import itertools
+import re
 
 import pytest
 from django.db import connection
@@ -299,3 +300,20 @@ def test_it_filters_sessions(make_session, alice, agent):
     assert ids(agent=agent) == [orphan.pk, weather.pk]
     assert ids(sort="-tokens")[0] == weather.pk
     assert ids(sort="-violations")[0] == orphan.pk
+
+
+@pytest.mark.parametrize(
+    ("message", "place"),
+    [
+        ({"role": "user", "content": "a\x00b"}, "messages[1].content"),
+        ({"role": "user", "content": [{"type": "text", "text": "\x00"}]}, "messages[1].content"),
+        ({"role": "assistant", "tool_calls": [{"id": "c", "type": "function", "function": {"name": "f", "arguments": '{"a": "\x00"}'}}]},
+         "messages[1].tool_calls[0].function.arguments"),
+        ({"role": "user", "content": "x", "extra": {"k": ["\x00"]}}, "messages[1].extra"),
+    ],
+)
+def test_it_names_the_place_of_text_the_database_cannot_store(agent, message, place):
+    conversation = Conversation(messages=parse_messages([{"role": "user", "content": "ok"}, message]), external_id="nul")
+    with pytest.raises(ValueError, match=rf"^{re.escape(place)}: contains a NUL character"):
+        services.session_store(agent=agent, conversation=conversation)
+    assert not Session.objects.exists()
