@@ -182,7 +182,14 @@ message_like = st.fixed_dictionaries(
 
 
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(st.one_of(json_values, st.lists(message_like, max_size=5)))
+@given(st.one_of(
+    json_values,
+    st.lists(message_like, max_size=5),
+    st.fixed_dictionaries({"messages": st.lists(message_like, max_size=4)}),
+    # Items keyed by "type" reach the readers of the typed formats (Responses, AutoGen, LangChain, Anthropic).
+    st.lists(st.fixed_dictionaries({"type": json_values}, optional={"id": json_values, "content": json_values,
+                                                                    "data": json_values}), max_size=3),
+))
 def test_it_never_shows_a_traceback_whatever_the_file_holds(tmp_path: Path, data: Any) -> None:
     code, out, err = run("lint", write(tmp_path, data))
     assert code in (0, 1, 2)
