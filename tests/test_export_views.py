@@ -111,3 +111,17 @@ def test_it_requires_login(client: Any, agent: models.Agent) -> None:
     session = store(agent, "a", CHAT)
     response = client.get(reverse("agents:export_session", args=[session.pk]))
     assert response.status_code == 302
+
+
+def test_it_puts_export_buttons_on_the_list_with_its_filters_and_on_the_session_page(
+    alice_client: Any, agent: models.Agent
+) -> None:
+    session = store(agent, "broken", BROKEN)
+    page = alice_client.get(reverse("agents:session_list"), {"violations": "on", "page": "1"}).content.decode()
+    assert f'action="{reverse("agents:export_sessions")}"' in page
+    assert '<input type="hidden" name="violations" value="on">' in page
+    assert 'name="page"' not in page.split('class="export-menu"')[1].split("</details>")[0]
+    fragment = alice_client.get(reverse("agents:session_list"), {"violations": "on"}, HTTP_HX_REQUEST="true")
+    assert '<input type="hidden" name="violations" value="on">' in fragment.content.decode()
+    detail = alice_client.get(session.get_absolute_url()).content.decode()
+    assert f'action="{reverse("agents:export_session", args=[session.pk])}"' in detail
