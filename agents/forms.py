@@ -37,7 +37,12 @@ class SessionFilterForm(forms.Form):
     def __init__(self, *args: Any, user: AbstractBaseUser | AnonymousUser, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.fields["project"].queryset = services.user_projects(user)
-        self.fields["agent"].queryset = services.agents_for_user(user)
+        agents = services.agents_for_user(user)
+        project = self.data.get("project") if self.is_bound else None
+        if project:
+            # Offer only the chosen project's agents; an agent of another project then reads as no agent filter.
+            agents = agents.filter(project__slug=project)
+        self.fields["agent"].queryset = agents
         self.fields["agent"].label_from_instance = lambda a: f"{a.name} ({a.project.name})"
 
     def filters(self) -> services.SessionFilters:

@@ -140,3 +140,22 @@ def test_it_lists_in_a_bounded_number_of_queries(alice_client, make_session, dja
 def test_it_sends_the_current_sort_with_the_filters(alice_client, sessions):
     content = alice_client.get(URL, {"sort": "-tokens"}, headers={"HX-Request": "true"}).content.decode()
     assert '<input type="hidden" name="sort" value="-tokens" form="session-filters">' in content
+
+
+def test_it_offers_the_chosen_projects_agents_only(alice_client, sessions, alice, other_project, other_agent):
+    from agents.models import Membership
+
+    Membership.objects.create(project=other_project, user=alice)
+    response = alice_client.get(URL, {"project": other_project.slug}, headers={"HX-Request": "true"})
+    content = response.content.decode()
+    assert '<div id="agent-choice" hx-swap-oob="true">' in content  # the agent menu follows the project
+    assert f'<option value="{other_agent.pk}">Beta bot (Beta)</option>' in content
+    assert "Travel bot (Alpha)" not in content
+
+
+def test_it_ignores_an_agent_of_another_project_than_the_chosen_one(alice_client, sessions, project, alice, other_project, other_agent):
+    from agents.models import Membership
+
+    Membership.objects.create(project=other_project, user=alice)
+    response = alice_client.get(URL, {"project": project.slug, "agent": other_agent.pk})
+    assert len(_titles(response)) == 3
