@@ -182,9 +182,10 @@ def open_stream(source: str | os.PathLike[str] | IO[bytes], format: str | None =
         if len(head) <= SMALL_INPUT:
             yield from _small(head, src.name, format)
         else:
+            if len(head) < PREVIEW_BYTES:
+                head += read_head(src.stream, PREVIEW_BYTES - len(head))
             stream = io.BufferedReader(PrefixedStream(head, src.stream), 1 << 16)  # type: ignore[arg-type]
-            del head
-            yield from _large(stream, src.name, format)
+            yield from _large(head[:PREVIEW_BYTES], stream, src.name, format)
     finally:
         if src.close:
             src.stream.close()
@@ -232,8 +233,7 @@ def _jsonl(rows: Iterator[tuple[int, Any]], format: str | None) -> Iterator[Conv
         raise FormatError("input", "empty input: no JSON lines")
 
 
-def _large(stream: io.BufferedReader, name: str, format: str | None) -> Iterator[ConversationStream]:
-    head = stream.peek(PREVIEW_BYTES)[:PREVIEW_BYTES]
+def _large(head: bytes, stream: io.BufferedReader, name: str, format: str | None) -> Iterator[ConversationStream]:
     head_text = head.decode("utf-8", errors="ignore")
     if format == "openai_jsonl" or looks_like_jsonl(head_text, name):
         yield from _jsonl(iter_jsonl(iter(stream)), format)

@@ -15,7 +15,7 @@ import ijson
 from .base import FormatError
 
 # Inputs up to this size are parsed whole: json gives line and column for syntax errors, and it is fast.
-SMALL_INPUT = 32 * 1024 * 1024
+SMALL_INPUT = 8 * 1024 * 1024
 # How much of a big input detection looks at.
 PREVIEW_BYTES = 1024 * 1024
 # Arrays in a preview are cut after this many items; detection never needs more.
@@ -281,14 +281,12 @@ def preview(head: bytes) -> Any:
             add(value)
     except (ijson.JSONError, UnicodeDecodeError):
         # The head ends mid-document (expected) or the input is broken (the real read reports it with a place).
-        # Values still open are incomplete: drop them from their parents so detection sees whole items only.
+        # Items still open are incomplete (a message missing its later keys): drop them so detection sees whole
+        # items only. Open values of keys stay: the items they already hold are complete.
         for i in range(len(stack) - 1, 0, -1):
             parent = stack[i - 1]
-            if isinstance(parent, list):
-                if parent and parent[-1] is stack[i]:
-                    parent.pop()
-            elif parent.get(keys[i - 1]) is stack[i]:
-                del parent[keys[i - 1]]
+            if isinstance(parent, list) and parent and parent[-1] is stack[i]:
+                parent.pop()
     if not root:
         raise FormatError("input", "invalid JSON: no JSON value at the start of the input")
     return root[0]

@@ -1,0 +1,282 @@
+"""Reading input: sources, JSON and JSONL, streaming of big files, and clear errors naming the place."""
+from __future__ import annotations
+
+import io
+import json
+import sys
+import tracemalloc
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import agents.memory.formats as formats
+from agents.memory.formats import FormatError, detect_format, dumps, iter_conversations, open_stream, read_data, read_input
+
+SAMPLES = sorted(Path("/work/shared/samples").glob("*/travel.json*"))
+
+
+class CountingReader(io.RawIOBase):
+    """A file that remembers how many bytes were read from it."""
+
+    def __init__(self, path: Path) -> None:
+        self._file = open(path, "rb")
+        self.read_bytes = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        n = self._file.readinto(buffer)
+        self.read_bytes += n
+        return n
+
+    def close(self) -> None:
+        self._file.close()
+        super().close()
+
+
+def error_of(call: Any) -> FormatError:
+    with pytest.raises(FormatError) as info:
+        call()
+    return info.value
+
+
+# --- big inputs stream -----------------------------------------------------------------------------------------
+
+def test_it_streams_a_200_mb_conversation_with_bounded_memory(tmp_path: Path) -> None:
+    path = tmp_path / "big.json"
+    body = "x" * 10_000
+    count = 20_000
+    with open(path, "w") as f:
+        f.write("[\n")
+        for i in range(count):
+            role = "user" if i % 2 == 0 else "assistant"
+            f.write(json.dumps({"role": role, "content": f"{i} {body}"}) + (",\n" if i < count - 1 else "\n"))
+        f.write("]\n")
+    assert path.stat().st_size > 200_000_000
+    reader = CountingReader(path)
+    tracemalloc.start()
+    try:
+        [stream] = list(_first_streams(reader))
+        first = next(stream.messages)
+        # The first message is there long before the file is read: a bounded head, then item by item.
+        assert first.role == "user" and first.text.startswith("0 ")
+        assert reader.read_bytes < 16_000_000
+        seen = 1
+        for message in stream.messages:
+            seen += 1
+        _current, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+        reader.close()
+    assert seen == count
+    assert peak < 40_000_000  # a 200 MB file, read in well under a fifth of its size
+
+
+def _first_streams(reader: CountingReader) -> Any:
+    for stream in open_stream(reader):  # type: ignore[arg-type]
+        yield stream
+        break
+
+
+def test_it_streams_jsonl_one_conversation_per_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(formats, "SMALL_INPUT", 200)
+    path = tmp_path / "many.jsonl"
+    rows = [{"messages": [{"role": "user", "content": f"question {i}"}, {"role": "assistant", "content": "answer"}]}
+            for i in range(50)]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    got = list(iter_conversations(path))
+    assert [c.messages[0].text for c in got] == [f"question {i}" for i in range(50)]
+    assert {c.source_format for c in got} == {"openai_jsonl"}
+
+
+@pytest.mark.parametrize("path", SAMPLES, ids=[p.parent.name for p in SAMPLES])
+def test_it_reads_big_inputs_the_same_way_as_small_ones(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    small = read_input(path)
+    monkeypatch.setattr(formats, "SMALL_INPUT", 100)  # every input takes the streaming path
+    assert read_input(path) == small
+
+
+def test_it_streams_native_sessions_one_at_a_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    conversations = read_input(SAMPLES[0]) + read_input(SAMPLES[1]) + read_input(SAMPLES[2])
+    text, _ = dumps(conversations, "native")
+    monkeypatch.setattr(formats, "SMALL_INPUT", 100)
+    streams = open_stream(io.BytesIO(text.encode()))
+    first = next(streams)
+    assert first.conversation.source_format == conversations[0].source_format
+    assert first.conversation.messages == []
+    assert next(first.messages) == conversations[0].messages[0]
+    # The rest of the first session is skipped (and checked) when the next one is asked for.
+    second = next(streams)
+    assert list(second.messages) == conversations[1].messages
+    assert read_input(io.BytesIO(text.encode())) == conversations
+
+
+def test_it_applies_keys_that_follow_the_messages_once_they_are_read(monkeypatch: pytest.MonkeyPatch) -> None:
+    doc = {"messages": [{"role": "user", "content": "hi"}], "tools": [{"type": "function", "function": {"name": "f"}}],
+           "model": "gpt-4o"}
+    monkeypatch.setattr(formats, "SMALL_INPUT", 10)
+    [stream] = list(open_stream(io.BytesIO(json.dumps(doc).encode())))
+    assert stream.conversation.tools is None
+    assert [m.text for m in stream.messages] == ["hi"]
+    assert stream.conversation.tools == doc["tools"]
+    assert stream.conversation.metadata["openai"]["fields"] == {"model": "gpt-4o"}
+
+
+def test_it_reports_broken_json_in_a_big_input(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(formats, "SMALL_INPUT", 10)
+    data = b'[{"role": "user", "content": "hi"}, {"role": "user", "content": "oops"' + b" " * 100
+    err = error_of(lambda: read_input(io.BytesIO(data)))
+    assert err.place == "input" and err.detail.startswith("invalid JSON")
+
+
+# --- sources ---------------------------------------------------------------------------------------------------
+
+def test_it_reads_standard_input(monkeypatch: pytest.MonkeyPatch) -> None:
+    class Stdin:
+        buffer = io.BytesIO(SAMPLES[4].read_bytes())
+
+    monkeypatch.setattr(sys, "stdin", Stdin)
+    [conv] = read_input("-")
+    assert len(conv.messages) == 10
+
+
+def test_it_says_when_a_file_is_missing(tmp_path: Path) -> None:
+    err = error_of(lambda: read_input(tmp_path / "nope.json"))
+    assert err.place.endswith("nope.json") and "No such file" in err.detail
+
+
+def test_it_reads_a_file_that_holds_several_conversations() -> None:
+    convs = read_input(SAMPLES[4]) * 3
+    for fmt in ("openai", "anthropic", "autogen", "langchain", "agentscope", "openai_responses", "openmanus", "native"):
+        text, report = dumps(convs, fmt)
+        assert report.conversations == 3
+        assert len(read_input(io.BytesIO(text.encode()), fmt)) == 3
+        if fmt != "openmanus":  # three OpenManus lists of one kind are read as openai unless named
+            assert len(read_input(io.BytesIO(text.encode()))) == 3
+
+
+# --- errors that name the place --------------------------------------------------------------------------------
+
+def test_it_names_line_and_column_of_malformed_json() -> None:
+    err = error_of(lambda: read_input(io.BytesIO(b'{"messages": [\n  {"role": "user",, "content": "x"}\n]}')))
+    assert err.place == "line 2 column 19"
+    assert str(err) == "line 2 column 19: invalid JSON: Expecting property name enclosed in double quotes"
+
+
+def test_it_names_the_line_of_a_broken_jsonl_row() -> None:
+    good = json.dumps({"messages": [{"role": "user", "content": "hi"}]})
+    bad_shape = json.dumps({"messages": [{"role": "user", "content": "hi"}, {"role": "robot", "content": "x"}]})
+    lines = [good] * 6 + [bad_shape]
+    err = error_of(lambda: read_input(io.BytesIO("\n".join(lines).encode()), "openai_jsonl"))
+    assert str(err) == "line 7: messages[1].role: expected one of system, developer, user, assistant, tool, got 'robot'"
+    lines = [good] * 2 + ['{"messages": [}']
+    err = error_of(lambda: read_input(io.BytesIO("\n".join(lines).encode())))
+    assert err.place == "line 3" and "invalid JSON" in err.detail
+
+
+@pytest.mark.parametrize(("data", "place", "detail"), [
+    ({"messages": "hello"}, "messages", "expected an array, got a string"),
+    ([{"role": "user", "content": 3}], "messages[0].content",
+     "expected a string or an array of content parts, got a number"),
+    ([{"role": "assistant", "tool_calls": [{"id": "c1", "function": {"name": "f"}}]}],
+     "messages[0].tool_calls[0].function.arguments", "expected a string (the arguments as JSON text), got null"),
+    ([{"role": "tool", "content": "x"}], "messages[0]", "a tool message needs the tool_call_id of the call it answers"),
+    ([{"role": "user", "content": "x", "tool_calls": []}, {"role": "user", "content": [1]}], "messages[1].content[0]",
+     "expected an object, got a number"),
+])
+def test_it_names_the_place_of_wrong_shapes(data: Any, place: str, detail: str) -> None:
+    err = error_of(lambda: read_data(data, "openai"))
+    assert (err.place, err.detail) == (place, detail)
+
+
+@pytest.mark.parametrize(("fmt", "data", "expected"), [
+    ("anthropic", {"system": "s", "messages": [{"role": "user", "content": [{"type": "tool_result"}]}]},
+     "messages[0].content[0].tool_use_id: expected a string, got null"),
+    ("anthropic", {"messages": [{"role": "assistant", "content": [{"type": "tool_use", "id": "t", "name": "f", "input": "{}"}]}]},
+     "messages[0].content[0].input: expected an object, got a string"),
+    ("autogen", {"messages": [{"type": "FunctionExecutionResultMessage", "content": [{"content": "x", "call_id": 3}]}]},
+     "messages[0].content[0].call_id: expected a string, got a number"),
+    ("autogen", {"messages": [{"type": "Robot"}]},
+     "messages[0].type: expected one of SystemMessage, UserMessage, AssistantMessage, FunctionExecutionResultMessage, got 'Robot'"),
+    ("langchain", [{"type": "ai", "data": {"content": "x", "tool_calls": [{"name": "f", "args": "{}", "id": "c"}]}}],
+     "messages[0].data.tool_calls[0].args: expected an object, got a string"),
+    ("agentscope", {"content": [[{"id": "a", "name": "u", "role": "user", "content": "x", "timestamp": "yesterday"}, []]]},
+     "content[0][0].timestamp: expected a timestamp like 2026-11-29 12:02:11.653, got 'yesterday'"),
+    ("openai_responses", {"input": [{"type": "function_call", "call_id": "c", "name": "f", "arguments": {}}]},
+     "input[0].arguments: expected a string (the arguments as JSON text), got an object"),
+    ("native", {"format": "memoryviz", "version": 2, "sessions": []},
+     "version: version 2 is not supported; this memoryviz reads version 1"),
+    ("native", {"format": "memoryviz", "version": 1, "sessions": [{"messages": [{"role": "user", "bogus": 1}]}]},
+     "sessions[0].messages[0].bogus: Extra inputs are not permitted"),
+])
+def test_it_names_the_place_in_every_format(fmt: str, data: Any, expected: str) -> None:
+    assert str(error_of(lambda: read_data(data, fmt))) == expected
+
+
+def test_it_refuses_binary_garbage_clearly() -> None:
+    err = error_of(lambda: read_input(io.BytesIO(b"\x89PNG\r\n\x1a\n\x00\x00\xff\xfe\xfd")))
+    assert err.place == "input" and err.detail.startswith("not UTF-8 text")
+
+
+def test_it_refuses_empty_input() -> None:
+    assert error_of(lambda: read_input(io.BytesIO(b"  \n"))).detail.startswith("empty input")
+
+
+def test_it_refuses_absurdly_deep_nesting() -> None:
+    deep = "[" * 5000 + "]" * 5000
+    assert "nested too deeply" in error_of(lambda: read_input(io.BytesIO(deep.encode()))).detail
+    content = {"type": "text", "text": "x"}
+    for _ in range(300):
+        content = {"type": "wrapper", "inner": content}
+    err = error_of(lambda: read_input(io.BytesIO(json.dumps([{"role": "user", "content": [content]}]).encode())))
+    assert "nested too deeply" in err.detail
+
+
+def test_it_reads_duplicate_ids_and_results_without_calls() -> None:
+    """Broken chains are lint's business, not read errors: they read, so that they can be inspected."""
+    data = [
+        {"role": "user", "content": "hi"},
+        {"role": "tool", "tool_call_id": "ghost", "content": "a result whose call is missing"},
+        {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}},
+            {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{oops"}}]},
+        {"role": "tool", "tool_call_id": "c1", "content": "1"},
+        {"role": "tool", "tool_call_id": "c1", "content": "2"},
+    ]
+    [conv] = read_data(data)
+    assert len(conv.messages) == 5
+    for fmt in formats.FORMATS:
+        if fmt != "openai_jsonl":
+            dumps([conv], fmt)
+
+
+# --- detection -------------------------------------------------------------------------------------------------
+
+def test_it_lists_the_candidates_when_a_document_is_ambiguous() -> None:
+    doc = {"messages": [{"role": "user", "content": "hi"}],
+           "content": [[{"id": "a", "name": "user", "role": "user", "content": "hi", "timestamp": None}, []]]}
+    err = error_of(lambda: detect_format(doc))
+    assert str(err) == "input: ambiguous format: it reads as openai or agentscope; name one with --format"
+    assert read_data(doc, "agentscope")[0].source_format == "agentscope"
+
+
+def test_it_says_what_it_saw_when_the_format_is_unknown() -> None:
+    err = error_of(lambda: read_input(io.BytesIO(b'{"hello": "world"}')))
+    assert "unknown format: an object with keys hello" in err.detail and "--format" in err.detail
+
+
+def test_it_reads_the_format_the_user_names() -> None:
+    [conv] = read_input(SAMPLES[4], "openmanus")  # the openai sample, named as OpenManus
+    assert conv.source_format == "openmanus"
+    err = error_of(lambda: read_input(SAMPLES[4], "nonsense"))
+    assert str(err).startswith("format: unknown format 'nonsense'; valid: agentscope, anthropic")
+
+
+def test_it_tells_openmanus_from_openai_only_when_clear() -> None:
+    manus = json.loads((Path("/work/shared/samples/openmanus/travel.json")).read_text())
+    assert detect_format(manus) == "openmanus"
+    manus[1]["content"] = None  # OpenManus leaves None keys out: this is an OpenAI list with names on results
+    assert detect_format(manus) == "openai"
+    assert detect_format([{"role": "user", "content": "hi"}]) == "openai"
