@@ -28,14 +28,16 @@ Violation kinds (one pass, in order; which kind wins when one defect could be re
 - ``partial_parallel_results``: as ``unanswered_tool_call``, but in an exchange with several calls of which at
   least one was answered. It replaces ``unanswered_tool_call`` for those calls (never both).
 - ``pending_tool_call`` (warning): an unanswered call in the last exchange when nothing but results follows it:
-  an agent in the middle of its tool loop looks exactly like that. It is an error only if sent as is.
+  an agent in the middle of its tool loop looks exactly like that. It is an error only if sent as is, so a caller
+  that checks a list about to be sent (a trimmed view) passes ``pending_severity="error"``.
 - ``duplicate_tool_call_id``: a call id used by an earlier call (reported at the later assistant message; later
   results pair with the later call, and the earlier call is judged on its own), or a second result for a call
   that already has one (reported at the second result). A repeated id inside one assistant message is reported
   once and counts as one call.
-- ``invalid_tool_arguments``: arguments that are not a JSON object string. An empty or whitespace-only string
-  counts as ``{}`` (no arguments): it carries nothing malformed, and parameterless tools are written that way by
-  some clients, whereas ``"[1]"``, ``"3"`` or ``"{oops"`` are reported.
+- ``invalid_tool_arguments``: arguments that are not a JSON object string. Decision: an empty or whitespace-only
+  string counts as ``{}`` (no arguments): it holds nothing malformed and converts unambiguously to an empty input
+  object (what Anthropic's ``tool_use.input`` needs), whereas ``"[1]"``, ``"3"``, ``"null"`` or ``"{oops"`` cannot
+  become an object and are reported.
 - ``empty_assistant``: an assistant message with no tool calls and no content: None, ``""``, whitespace only,
   or a list of parts that are all empty text.
 
@@ -51,7 +53,8 @@ results' turn it would put text before tool_result blocks, which Anthropic refus
 - ``consecutive_same_role`` (warning): a user or assistant message that makes a second user (or assistant) turn
   in a row after mapping; index of the second. Anthropic documents that it combines such turns (reference §1), so
   this is a warning. Tool messages never get it (where a result may stand is the exchange kinds' business), nor
-  does a message right after an assistant whose calls are unanswered (already reported there).
+  does a user message after the results of an exchange that still misses some (reported as partial or
+  interrupted already).
 
 Provider errors predicted (``Violation.provider_error``, texts from reference/trimming.md §1): orphan and
 leading results predict OpenAI's "messages with role 'tool' must be a response to a preceeding message with
@@ -257,7 +260,7 @@ class ProtocolChecker:
         self._incomplete: list[_Exchange] = []  # closed exchanges that had unanswered calls when closed
         self._found: list[tuple[int, int, Violation]] = []  # (index, sequence, violation)
         self._orphans: list[tuple[int, int, str]] = []  # (index, position in _found, id): reworded at finish
-        # Anthropic turns: role of the last turn, whether it was made of tool results, how many turns so far.
+        # Anthropic turns: the role of the last turn (tool results are user turns) and how many turns so far.
         self._turn_role: str | None = None
         self._turn_count = 0
 
