@@ -214,3 +214,17 @@ def test_it_groups_and_checks_in_linear_time() -> None:
     # Eight times the messages: about 8x the time when linear, 64x when quadratic. The bound leaves room for a
     # busy shared machine.
     assert best_of_three(large) < 24 * best_of_three(small)
+
+
+def test_it_imports_no_django() -> None:
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    code = (
+        "import sys, agents.memory.chain, agents.memory.tokens; "
+        "assert not [m for m in sys.modules if m.split('.')[0] == 'django'], 'django imported'"
+    )
+    done = subprocess.run([sys.executable, "-c", code], cwd=Path(__file__).resolve().parent.parent,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
