@@ -225,8 +225,6 @@ def report_losses(report: WriteReport, message: Message, held: frozenset[str], n
     """Count every field the message carries that the target format has no place for."""
     fmt = report.format
     for field_name in MESSAGE_FIELDS:
-        if field_name in held:
-            continue
         value = getattr(message, field_name)
         if value in (None, [], {}, ""):
             continue
@@ -236,7 +234,8 @@ def report_losses(report: WriteReport, message: Message, held: frozenset[str], n
                 continue
             report.lose("the function name of a tool result", f"{fmt} has no place for it and the call names another")
             continue
-        report.lose(field_name, f"{fmt} cannot hold it")
+        if field_name not in held:
+            report.lose(field_name, f"{fmt} cannot hold it")
 
 
 CONVERSATION_FIELDS = ("external_id", "title", "started_at", "agent", "project", "tools")

@@ -1,0 +1,142 @@
+"""Writing: how fields map between formats, what the report says was dropped, and the protocol check of
+openai_jsonl."""
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import pytest
+
+from agents.memory.formats import FORMATS, FormatError, dumps, read_data, read_input, write_conversations
+from agents.memory.schema import Conversation, FunctionCall, Message, ToolCall
+
+OPENAI_SAMPLE = Path("/work/shared/samples/openai/travel.json")
+
+
+def travel() -> Conversation:
+    return read_input(OPENAI_SAMPLE)[0]
+
+
+def broken() -> Conversation:
+    return Conversation(external_id="broken-1", messages=[
+        Message(role="user", content="hi"),
+        Message(role="tool", tool_call_id="ghost", content="orphan"),
+        Message(role="assistant", content="done"),
+    ])
+
+
+def test_it_puts_the_system_prompt_on_top_and_groups_results_for_anthropic() -> None:
+    doc = json.loads(dumps([travel()], "anthropic")[0])
+    assert doc["system"] == "You are a travel assistant. Use the tools to answer."
+    assert [m["role"] for m in doc["messages"]] == ["user", "assistant", "user", "assistant", "user", "assistant",
+                                                    "user", "assistant"]
+    results = doc["messages"][2]["content"]
+    assert [(b["type"], b["tool_use_id"]) for b in results] == [("tool_result", "call_a1"), ("tool_result", "call_a2")]
+    uses = doc["messages"][1]["content"]
+    assert uses[0]["input"] == {"city": "Paris"}  # arguments parsed into an object
+
+
+def test_it_groups_parallel_results_into_one_autogen_message_with_names_from_the_calls() -> None:
+    doc = json.loads(dumps([travel()], "autogen")[0])
+    ferm = doc["messages"][3]
+    assert ferm["type"] == "FunctionExecutionResultMessage"
+    assert [(r["call_id"], r["name"]) for r in ferm["content"]] == [("call_a1", "get_weather"), ("call_a2", "get_weather")]
+    assert len(doc["messages"]) == 9
+
+
+def test_it_never_writes_a_name_on_openai_tool_messages() -> None:
+    [conv] = read_input(Path("/work/shared/samples/openmanus/travel.json"))
+    assert conv.messages[2].name == "get_weather"
+    items = json.loads(dumps([conv], "openai")[0])
+    assert all("name" not in m for m in items if m["role"] == "tool")
+    # The name comes back by joining the call, so nothing is reported lost.
+    assert dumps([conv], "openai")[1].dropped == []
+
+
+def test_it_reports_a_result_name_that_its_call_does_not_give_back() -> None:
+    conv = travel()
+    conv.messages[3].name = "other_tool"
+    _text, report = dumps([conv], "openai")
+    assert report.dropped == ["the function name of a tool result on 1 message: openai has no place for it and the "
+                              "call names another"]
+
+
+def test_it_reports_what_autogen_loses_from_agentscope() -> None:
+    [conv] = read_input(Path("/work/shared/samples/agentscope/travel.json"))
+    _text, report = dumps([conv], "autogen")
+    assert sorted(report.dropped) == ["created_at on 10 messages: autogen cannot hold it",
+                                      "external_id on 10 messages: autogen cannot hold it",
+                                      "name on 1 message: an autogen SystemMessage has no source"]
+
+
+def test_it_skips_conversations_that_break_the_protocol_in_jsonl() -> None:
+    out = io.StringIO()
+    report = write_conversations([travel(), broken(), travel()], "openai_jsonl", out, on_invalid="skip")
+    assert report.conversations == 2
+    assert len(out.getvalue().splitlines()) == 2
+    [skipped] = report.skipped
+    assert (skipped.index, skipped.external_id) == (1, "broken-1")
+    assert skipped.reason.startswith("orphan_tool_result at messages[1]")
+    assert report.to_dict()["skipped"][0]["index"] == 1
+
+
+def test_it_stops_at_the_first_conversation_that_breaks_the_protocol_when_asked() -> None:
+    with pytest.raises(FormatError) as err:
+        dumps([travel(), broken()], "openai_jsonl", on_invalid="stop")
+    assert err.value.place == "conversations[1]"
+    assert "orphan_tool_result at messages[1]" in err.value.detail
+    with pytest.raises(FormatError):
+        dumps([travel()], "openai_jsonl", on_invalid="maybe")
+
+
+def test_it_writes_tools_with_each_format_that_holds_them() -> None:
+    [conv] = read_input(Path("/work/shared/samples/openai_jsonl/travel.jsonl"))
+    anthropic = json.loads(dumps([conv], "anthropic")[0])
+    assert anthropic["tools"] == [{"name": "get_weather", "description": "Current weather for a city",
+                                   "input_schema": conv.tools[0]["function"]["parameters"]}]
+    responses = json.loads(dumps([conv], "openai_responses")[0])
+    assert responses["tools"][0]["type"] == "function" and responses["tools"][0]["parameters"]["required"] == ["city"]
+    assert read_data(anthropic)[0].tools == conv.tools
+    assert read_data(responses)[0].tools == conv.tools
+    assert dumps([conv], "autogen")[1].dropped == ["tools on 1 conversation: autogen cannot hold it"]
+
+
+def test_it_writes_invalid_arguments_as_langchain_invalid_tool_calls() -> None:
+    conv = Conversation(messages=[
+        Message(role="user", content="x"),
+        Message(role="assistant", tool_calls=[ToolCall(id="c1", function=FunctionCall(name="f", arguments="{oops"))]),
+        Message(role="tool", tool_call_id="c1", content="bad arguments", is_error=True),
+    ])
+    doc = json.loads(dumps([conv], "langchain")[0])
+    assert doc[1]["data"]["tool_calls"] == []
+    assert doc[1]["data"]["invalid_tool_calls"][0]["args"] == "{oops"
+    assert doc[2]["data"]["status"] == "error"
+    [again] = read_data(doc)
+    assert again.messages[1].tool_calls[0].function.arguments == "{oops"
+    _text, report = dumps([conv], "anthropic")
+    assert report.dropped == ["tool call arguments that are not a JSON object on 1 message: anthropic needs an "
+                              "object; written as {}"]
+
+
+def test_it_writes_an_empty_list_of_conversations_in_every_format() -> None:
+    for fmt in FORMATS:
+        text, report = dumps([], fmt)
+        assert report.conversations == 0
+        if fmt != "openai_jsonl":
+            json.loads(text)
+
+
+def test_it_writes_conversations_as_they_come(tmp_path: Path) -> None:
+    """The writers take any iterable, so an export can hand them sessions one by one."""
+    made = []
+
+    def sessions():
+        for i in range(3):
+            made.append(i)
+            yield travel().model_copy(update={"external_id": f"s{i}"})
+
+    with open(tmp_path / "out.json", "w") as out:
+        report = write_conversations(sessions(), "native", out)
+    assert made == [0, 1, 2] and report.conversations == 3 and report.messages == 30
+    assert [c.external_id for c in read_input(tmp_path / "out.json")] == ["s0", "s1", "s2"]
