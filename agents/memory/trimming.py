@@ -297,12 +297,26 @@ class Strategy:
         for name, info in self.params_model.model_fields.items():
             prop = schema["properties"][name]
             row: dict[str, Any] = {"name": name, "default": info.default, "help": info.description or ""}
-            row["type"] = prop.get("type") or "choice"
+            row["type"] = prop.get("type") or _choice_text(prop)
             for bound in ("minimum", "exclusiveMinimum"):
                 if bound in prop:
                     row[bound] = prop[bound]
             out.append(row)
         return out
+
+
+def _choice_text(prop: dict[str, Any]) -> str:
+    """A union's JSON schema in words: ``system, human, ai or tool, a list of them, or null``."""
+    options = prop.get("anyOf", [])
+    enum = next((o["enum"] for o in options if "enum" in o), [])
+    words = [" or ".join([", ".join(enum[:-1]), enum[-1]]) if len(enum) > 1 else "".join(enum)] if enum else []
+    if any(o.get("type") == "array" for o in options):
+        words.append("a list of them")
+    if any(o.get("type") == "null" for o in options):
+        words.append("null")
+    if len(words) > 1:
+        return ", ".join(words[:-1]) + ", or " + words[-1]
+    return words[0] if words else "value"
 
 
 STRATEGIES: dict[str, Strategy] = {}
@@ -341,15 +355,19 @@ def resolve_params(strategy: str | Strategy, params: Mapping[str, Any] | None = 
     try:
         return strat.params_model.model_validate(dict(params or {}))
     except ValidationError as exc:
-        problems = []
+        problems: dict[str, str] = {}  # the first error of each parameter (a union reports one per member)
+        given = dict(params or {})
         for err in exc.errors(include_url=False):
-            name = ".".join(str(p) for p in err.get("loc", ()) if not (isinstance(p, str) and p.startswith("literal")))
+            name = str(err["loc"][0]) if err.get("loc") else "params"
+            if name in problems:
+                continue
             if err["type"] == "extra_forbidden":
-                problems.append(f"unknown parameter '{name}'")
+                problems[name] = f"unknown parameter '{name}'"
             else:
-                problems.append(f"{name}={json.dumps(err.get('input'), default=str)}: {err['msg']}")
+                value = json.dumps(given.get(name, err.get("input")), default=str)
+                problems[name] = f"{name}={value}: {err['msg']}"
         raise StrategyError(
-            f"invalid parameters for strategy '{strat.name}': {'; '.join(dict.fromkeys(problems))}. "
+            f"invalid parameters for strategy '{strat.name}': {'; '.join(problems.values())}. "
             f"Valid parameters: {_describe_params(strat)}"
         ) from None
 
