@@ -1,0 +1,53 @@
+"""Trimming strategies: what an agent really sends after its framework trims the message list.
+
+Each strategy reproduces one framework's algorithm exactly, known bugs included (reference/trimming.md), and
+explains every input message: kept or dropped, and why. A result is a view: the input is never changed.
+
+Speed: strategies read per-message token counts (the stored ones when the caller passes ``token_counts``) and
+never recount text, except for the few messages a strategy creates or changes (placeholders, stripped thoughts)
+and LlamaIndex's own content-only count. Every strategy is O(n) or O(n log n) (bench/bench_trimming.py).
+
+One module per framework registers its strategies; ``registry`` holds what they share and ``trim``.
+"""
+from __future__ import annotations
+
+from agents.memory.trimming import (  # noqa: F401  (importing a module registers its strategies)
+    agents_cookbook,
+    autogen,
+    langchain,
+    llamaindex,
+    openmanus,
+    safe_budget,
+    seed_article,
+    semantic_kernel,
+)
+from agents.memory.trimming.llamaindex import LlamaIndexContentCount
+from agents.memory.trimming.registry import (
+    STRATEGIES,
+    Dropped,
+    Inserted,
+    Strategy,
+    StrategyError,
+    StrategyParams,
+    TrimResult,
+    get_strategy,
+    parse_param_pairs,
+    resolve_params,
+    trim,
+)
+
+# DESIGN.md's table order, which forms and error messages list.
+_ORDER = (
+    "unbounded", "openmanus_window", "buffered", "head_and_tail", "token_limited", "langchain_last",
+    "langchain_first", "safe_window", "last_turns", "sk_truncation", "llamaindex_buffer", "safe_token_budget",
+    "clear_non_system", "strip_thoughts",
+)
+_registered = dict(STRATEGIES)
+STRATEGIES.clear()
+STRATEGIES.update({name: _registered.pop(name) for name in _ORDER})
+STRATEGIES.update(_registered)  # any added later keep their own order
+
+__all__ = [
+    "STRATEGIES", "Dropped", "Inserted", "LlamaIndexContentCount", "Strategy", "StrategyError", "StrategyParams",
+    "TrimResult", "get_strategy", "parse_param_pairs", "resolve_params", "trim",
+]

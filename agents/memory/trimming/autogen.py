@@ -1,0 +1,284 @@
+"""AutoGen's model contexts (autogen-core 0.7.5): unbounded, buffered, head and tail, token limited, and the
+reasoning-model example that strips thoughts.
+
+AutoGen stores the results of one call message as one FunctionExecutionResultMessage, so these strategies count
+a run of tool results as one message, as AutoGen does.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from pydantic import Field
+
+from agents.memory.schema import Message
+from agents.memory.trimming.registry import (
+    NoParams,
+    Outcome,
+    StrategyParams,
+    View,
+    is_call,
+    keep_all,
+    leading_tool_note,
+    orphans_midlist,
+    outcome,
+    pin_field,
+    plural,
+    register,
+)
+
+
+class BufferedParams(StrategyParams):
+    pin_system: bool = pin_field(True)
+    buffer_size: int = Field(
+        default=10, gt=0,
+        description="Messages AutoGen keeps, counting a run of tool results as one message. AutoGen has no "
+        "default; memoryviz suggests 10.",
+    )
+
+
+class HeadAndTailParams(StrategyParams):
+    pin_system: bool = pin_field(True)
+    head_size: int = Field(
+        default=1, gt=0,
+        description="Oldest messages kept. AutoGen has no default; memoryviz suggests 1 (the task).",
+    )
+    tail_size: int = Field(
+        default=10, gt=0,
+        description="Newest messages kept. AutoGen has no default; memoryviz suggests 10.",
+    )
+
+
+class TokenLimitedParams(StrategyParams):
+    pin_system: bool = pin_field(True)
+    token_limit: int = Field(
+        default=4000, gt=0,
+        description="Token budget in the counter's units. AutoGen's default (None) means the model's whole "
+        "context window; memoryviz needs a number and suggests 4000.",
+    )
+
+
+def _autogen_units(view: View) -> list[list[int]]:
+    """Group the view as AutoGen stores it: a run of tool results (answering one call message) is one
+    FunctionExecutionResultMessage; every other message is one message."""
+    units: list[list[int]] = []
+    for i, m in enumerate(view.messages):
+        if m.role == "tool" and units and view.messages[units[-1][-1]].role == "tool":
+            units[-1].append(i)
+        else:
+            units.append([i])
+    return units
+
+
+def _is_ferm(view: View, unit: list[int]) -> bool:
+    return view.messages[unit[0]].role == "tool"
+
+
+def _unit_count_note(view: View, units: list[list[int]], kept: Sequence[int]) -> list[str]:
+    # Only worth saying when something was cut: it is why the window holds more OpenAI messages than its size.
+    if len(kept) == len(view) or all(len(u) == 1 for u in units):
+        return []
+    return [
+        f"AutoGen stores the results of one call message as one message: {len(view):,} messages here are "
+        f"{len(units):,} AutoGen messages."
+    ]
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# AutoGen
+
+
+@register(
+    "unbounded", NoParams,
+    "Keeps every message.",
+    "AutoGen UnboundedChatCompletionContext (autogen-core 0.7.5)",
+)
+def _unbounded(view: View, p: NoParams) -> Outcome:
+    return keep_all(view, "AutoGen's unbounded context keeps every message")
+
+
+@register(
+    "buffered", BufferedParams,
+    "Keeps the last buffer_size messages, then removes one leading tool result.",
+    "AutoGen BufferedChatCompletionContext (autogen-core 0.7.5)",
+)
+def _buffered(view: View, p: BufferedParams) -> Outcome:
+    units = _autogen_units(view)
+    size = p.buffer_size
+    window = units[-size:]
+    reasons: dict[int, str] = {}
+    for u in units[: max(0, len(units) - size)]:
+        for i in u:
+            reasons[i] = f"outside the last {plural(size, 'message')} of AutoGen's buffer"
+    notes: list[str] = []
+    if window and _is_ferm(view, window[0]):
+        head = window.pop(0)
+        for i in head:
+            reasons[i] = (
+                "leading tool result removed, as AutoGen removes one"
+                + (" (AutoGen holds these results as one message)" if len(head) > 1 else "")
+            )
+        if not window:
+            notes.append("AutoGen returns an empty context: its buffer held only a tool result, which it removes.")
+    kept = [i for u in window for i in u]
+    notes = _unit_count_note(view, units, kept) + notes
+    notes += leading_tool_note(view, kept, "AutoGen", "only one leading result message is removed")
+    out = outcome(view, kept, reasons.__getitem__, f"within the last {plural(size, 'message')} of AutoGen's buffer")
+    out.notes = notes
+    return out
+
+
+@register(
+    "head_and_tail", HeadAndTailParams,
+    "Keeps the first head_size and last tail_size messages with a 'Skipped N messages.' placeholder between.",
+    "AutoGen HeadAndTailChatCompletionContext (autogen-core 0.7.5)",
+)
+def _head_and_tail(view: View, p: HeadAndTailParams) -> Outcome:
+    units = _autogen_units(view)
+    h, t = p.head_size, p.tail_size
+    num_skipped = len(units) - h - t
+    if num_skipped <= 0:
+        # AutoGen returns the whole history, without applying its boundary guards.
+        return keep_all(view, f"AutoGen keeps everything: at most {h} + {t} messages")
+    notes: list[str] = []
+    reasons: dict[int, str] = {}
+    head, tail = units[:h], units[-t:]
+    for u in units[h : len(units) - t]:
+        for i in u:
+            reasons[i] = f"skipped in the middle: AutoGen keeps the first {h} and the last {t} messages"
+    guarded = 0
+    if head and is_call(view.messages[head[-1][0]]):
+        u = head.pop()
+        guarded += 1
+        for i in u:
+            reasons[i] = "tool call at the end of the head removed, as AutoGen removes one (its results are not in the head)"
+    if tail and _is_ferm(view, tail[0]):
+        u = tail.pop(0)
+        guarded += 1
+        for i in u:
+            reasons[i] = "leading tool result of the tail removed, as AutoGen removes one" + (
+                " (AutoGen holds these results as one message)" if len(u) > 1 else ""
+            )
+    kept_head = [i for u in head for i in u]
+    kept_tail = [i for u in tail for i in u]
+    text = f"Skipped {num_skipped} messages."
+    placeholder = Message(role="user", name="System", content=text)
+    omitted_units = num_skipped + guarded
+    omitted_messages = len(view) - len(kept_head) - len(kept_tail)
+    reason = f"AutoGen's placeholder for the skipped middle: a user message from 'System' saying '{text}'"
+    if guarded:
+        notes.append(
+            f"AutoGen's placeholder undercounts: it says '{text}' but {plural(omitted_units, 'AutoGen message')} "
+            f"were left out, because its count ignores what its boundary guards remove "
+            f"(microsoft/autogen PR #8070)."
+        )
+    if omitted_messages != omitted_units:
+        notes.append(f"In OpenAI messages, {plural(omitted_messages, 'message')} were left out.")
+    notes = _unit_count_note(view, units, kept_head + kept_tail) + notes
+    orphans = orphans_midlist(view, kept_head + kept_tail)
+    if orphans:
+        notes.append("AutoGen leaves tool results without their call after the placeholder; providers reject them.")
+    out = outcome(view, kept_head + kept_tail, reasons.__getitem__, "")
+    out.kept_reasons = {i: f"in the first {plural(h, 'message')}" for i in kept_head}
+    out.kept_reasons.update({i: f"in the last {plural(t, 'message')}" for i in kept_tail})
+    out.inserted = [(len(kept_head), placeholder, reason)]
+    out.notes = notes
+    return out
+
+
+def _middle_out_kept(sizes: Sequence[int], per_list: int, limit: int) -> tuple[int, int]:
+    """AutoGen's ``while count(msgs) > limit and msgs: msgs.pop(len(msgs)//2)`` without its quadratic cost.
+
+    After k pops the removed messages are always one contiguous block: the pops alternate between the last of
+    the left part and the first of the right part, so the list is ``units[:ceil((m-k)/2)] + units[m-floor((m-k)/2):]``.
+    The count only falls as k grows, so a binary search over k finds the first k that fits.
+    Returns (left, right_start): keep units [0, left) and [right_start, m).
+    """
+    m = len(sizes)
+    prefix = [0]
+    for s in sizes:
+        prefix.append(prefix[-1] + s)
+
+    def split(k: int) -> tuple[int, int]:
+        rest = m - k
+        return (rest + 1) // 2, m - rest // 2
+
+    def fits(k: int) -> bool:
+        left, right = split(k)
+        return prefix[left] + prefix[m] - prefix[right] + per_list <= limit
+
+    lo, hi = 0, m  # k = m means everything was popped (the loop also stops there)
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if fits(mid):
+            hi = mid
+        else:
+            lo = mid + 1
+    return split(lo)
+
+
+@register(
+    "token_limited", TokenLimitedParams,
+    "Removes the middle message until the list fits token_limit, then one leading tool result.",
+    "AutoGen TokenLimitedChatCompletionContext (autogen-core 0.7.5)",
+)
+def _token_limited(view: View, p: TokenLimitedParams) -> Outcome:
+    units = _autogen_units(view)
+    sizes = [sum(view.counts[i] for i in u) for u in units]
+    left, right = _middle_out_kept(sizes, view.per_list, p.token_limit)
+    notes: list[str] = []
+    reasons: dict[int, str] = {}
+    limit = f"{p.token_limit:,} tokens"
+    for u in units[left:right]:
+        for i in u:
+            reasons[i] = f"removed from the middle to fit {limit} (AutoGen pops the middle message until the list fits)"
+    window = units[:left] + units[right:]
+    if window and _is_ferm(view, window[0]):
+        u = window.pop(0)
+        for i in u:
+            reasons[i] = "leading tool result removed, as AutoGen removes one"
+    kept = [i for u in window for i in u]
+    notes = _unit_count_note(view, units, kept) + notes
+    if not kept and len(view):
+        notes.append(f"Nothing fits in {limit}: AutoGen returns an empty context.")
+    orphans = orphans_midlist(view, kept)
+    if orphans:
+        notes.append(
+            f"AutoGen removed the tool call but kept its {plural(len(orphans), 'result')} in the middle of the list "
+            f"(message {', '.join(str(view.offset + i) for i in orphans)}); it only repairs index 0 "
+            f"(microsoft/autogen#7955)."
+        )
+    users = [i for i in range(len(view)) if view.messages[i].role == "user"]
+    if users and users[-1] not in set(kept) and any(i < users[-1] for i in kept):
+        notes.append("Middle-out removal dropped the newest user message while keeping older messages.")
+    out = outcome(view, kept, reasons.__getitem__, f"fits in {limit} after AutoGen's middle-out removal")
+    out.notes = notes
+    return out
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# AutoGen reasoning-model example
+
+
+@register(
+    "strip_thoughts", NoParams,
+    "Keeps every message but removes reasoning/thought text from assistant messages.",
+    "AutoGen's reasoning-model context example (autogen-core 0.7.5 docs: thought set to None)",
+)
+def _strip_thoughts(view: View, p: NoParams) -> Outcome:
+    out = keep_all(view, "kept unchanged")
+    for i, m in enumerate(view.messages):
+        if m.role != "assistant":
+            continue
+        # AutoGen stores the text sent with tool calls in AssistantMessage.thought, so the example drops it too.
+        drop_text = bool(m.tool_calls) and m.content not in (None, "", [])
+        if m.reasoning is None and not drop_text:
+            continue
+        update: dict[str, Any] = {"reasoning": None}
+        what = ["reasoning"] if m.reasoning is not None else []
+        if drop_text:
+            update["content"] = None
+            what.append("the text sent with the tool calls (AutoGen keeps it as the thought)")
+        out.replaced[i] = m.model_copy(update=update)
+        out.kept_reasons[i] = f"kept; removed {' and '.join(what)}"
+    return out

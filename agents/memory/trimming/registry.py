@@ -1,0 +1,366 @@
+"""The pieces every strategy shares: parameters, the registry, what a strategy sees and returns, the result, and
+``trim``, which sets pinned system messages aside, runs a strategy and explains the result.
+"""
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from agents.memory.chain import Violation, _gc_paused, find_violations
+from agents.memory.schema import SYSTEM_ROLES, Message
+from agents.memory.tokens import DEFAULT_COUNTER, TokenCounter, count_messages, get_counter
+
+
+class StrategyError(ValueError):
+    """An unknown strategy or invalid parameters; the text lists what is valid."""
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Results
+
+
+class Dropped(NamedTuple):
+    # A tuple, not a dataclass: a 100,000-message trim makes one per dropped message, and tuples are cheap.
+    index: int
+    reason: str
+
+
+class Inserted(NamedTuple):
+    position: int  # index in the trimmed list
+    message: Message
+    reason: str
+
+
+@dataclass
+class TrimResult:
+    strategy: str
+    params: dict[str, Any]
+    counter: str
+    kept: list[int]
+    dropped: list[Dropped]
+    inserted: list[Inserted]
+    messages: list[Message]
+    tokens_before: int
+    tokens_after: int
+    violations: list[Violation]
+    notes: list[str] = field(default_factory=list)
+    budget_exceeded: bool = False
+    # Why each kept input message was kept (and what was changed in it, for strip_thoughts).
+    kept_reasons: dict[int, str] = field(default_factory=dict)
+
+    def explanation(self) -> list[dict[str, Any]]:
+        """One entry per input message, in input order: kept or dropped, and why."""
+        rows: dict[int, dict[str, Any]] = {}
+        for i in self.kept:
+            rows[i] = {"index": i, "kept": True, "reason": self.kept_reasons.get(i, "kept")}
+        for d in self.dropped:
+            rows[d.index] = {"index": d.index, "kept": False, "reason": d.reason}
+        return [rows[i] for i in sorted(rows)]
+
+    def to_dict(self) -> dict[str, Any]:
+        """The ``trim`` command's JSON (DESIGN.md), plus notes, budget_exceeded and the per-message explanation."""
+        return {
+            "strategy": self.strategy,
+            "params": self.params,
+            "counter": self.counter,
+            "kept": list(self.kept),
+            "dropped": [{"index": d.index, "reason": d.reason} for d in self.dropped],
+            "inserted": [
+                {"position": x.position, "message": x.message.to_openai(), "reason": x.reason} for x in self.inserted
+            ],
+            "messages": [m.to_openai() for m in self.messages],
+            "tokens_before": self.tokens_before,
+            "tokens_after": self.tokens_after,
+            "violations": [v.to_dict() for v in self.violations],
+            "notes": list(self.notes),
+            "budget_exceeded": self.budget_exceeded,
+            "explanation": self.explanation(),
+        }
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# What a strategy sees and returns
+
+
+@dataclass
+class View:
+    """The part of the list a strategy runs on (pinned system messages set aside), with its token counts."""
+
+    messages: list[Message]
+    counts: list[int]
+    per_list: int
+    pinned_tokens: int  # tokens of the pinned messages (only safe_token_budget counts them)
+    counter: TokenCounter
+    offset: int = 0  # input index of the view's first message (the number of pinned messages)
+
+    def __len__(self) -> int:
+        return len(self.messages)
+
+
+@dataclass
+class Outcome:
+    kept: list[int]  # view positions, ascending
+    dropped: dict[int, str]  # view position -> reason, for every position not kept
+    kept_reason: str
+    kept_reasons: dict[int, str] = field(default_factory=dict)
+    inserted: list[tuple[int, Message, str]] = field(default_factory=list)  # (position in the strategy's output)
+    replaced: dict[int, Message] = field(default_factory=dict)  # view position -> changed copy
+    notes: list[str] = field(default_factory=list)
+    budget_exceeded: bool = False
+
+
+def keep_all(view: View, reason: str) -> Outcome:
+    return Outcome(kept=list(range(len(view))), dropped={}, kept_reason=reason)
+
+
+def outcome(view: View, kept: Sequence[int], drop_reason: Callable[[int], str], kept_reason: str) -> Outcome:
+    kept_set = set(kept)
+    dropped = {i: drop_reason(i) for i in range(len(view)) if i not in kept_set}
+    return Outcome(kept=sorted(kept_set), dropped=dropped, kept_reason=kept_reason)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Parameters
+
+
+class StrategyParams(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    pin_system: bool = Field(
+        default=False,
+        description="Set leading system/developer messages aside, trim the rest, put them back in front "
+        "(the framework keeps its system prompt outside memory, so its budget does not count it).",
+    )
+
+
+def pin_field(default: bool) -> Any:
+    return Field(default=default, description=StrategyParams.model_fields["pin_system"].description)
+
+
+class NoParams(StrategyParams):
+    pass
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Registry
+
+
+@dataclass(frozen=True)
+class Strategy:
+    name: str
+    params_model: type[StrategyParams]
+    description: str
+    emulates: str
+    run: Callable[[View, Any], Outcome]
+
+    @property
+    def pin_system(self) -> bool:
+        return bool(self.params_model.model_fields["pin_system"].default)
+
+    def parameters(self) -> list[dict[str, Any]]:
+        """The parameters as a form shows them: name, type, default, bounds, help."""
+        schema = self.params_model.model_json_schema()
+        out = []
+        for name, info in self.params_model.model_fields.items():
+            prop = schema["properties"][name]
+            row: dict[str, Any] = {"name": name, "default": info.default, "help": info.description or ""}
+            row["type"] = prop.get("type") or _choice_text(prop)
+            for bound in ("minimum", "exclusiveMinimum"):
+                if bound in prop:
+                    row[bound] = prop[bound]
+            out.append(row)
+        return out
+
+
+def _choice_text(prop: dict[str, Any]) -> str:
+    """A union's JSON schema in words: ``system, human, ai or tool, a list of them, or null``."""
+    options = prop.get("anyOf", [])
+    enum = next((o["enum"] for o in options if "enum" in o), [])
+    words = [" or ".join([", ".join(enum[:-1]), enum[-1]]) if len(enum) > 1 else "".join(enum)] if enum else []
+    if any(o.get("type") == "array" for o in options):
+        words.append("a list of them")
+    if any(o.get("type") == "null" for o in options):
+        words.append("null")
+    if len(words) > 1:
+        return ", ".join(words[:-1]) + ", or " + words[-1]
+    return words[0] if words else "value"
+
+
+STRATEGIES: dict[str, Strategy] = {}
+
+
+def register(name: str, params_model: type[StrategyParams], description: str, emulates: str) -> Callable:
+    def wrap(fn: Callable[[View, Any], Outcome]) -> Callable[[View, Any], Outcome]:
+        STRATEGIES[name] = Strategy(name, params_model, description, emulates, fn)
+        return fn
+
+    return wrap
+
+
+def get_strategy(name: str) -> Strategy:
+    try:
+        return STRATEGIES[name]
+    except KeyError:
+        raise StrategyError(f"unknown strategy '{name}'; valid: {', '.join(STRATEGIES)}") from None
+
+
+def _describe_params(strategy: Strategy) -> str:
+    parts = []
+    for row in strategy.parameters():
+        bound = ""
+        if "exclusiveMinimum" in row:
+            bound = f" > {row['exclusiveMinimum']}"
+        elif "minimum" in row:
+            bound = f" >= {row['minimum']}"
+        parts.append(f"{row['name']} ({row['type']}{bound}, default {json.dumps(row['default'])})")
+    return ", ".join(parts)
+
+
+def resolve_params(strategy: str | Strategy, params: Mapping[str, Any] | None = None) -> StrategyParams:
+    """Validate parameters against the strategy's model; StrategyError says what is wrong and what is valid."""
+    strat = get_strategy(strategy) if isinstance(strategy, str) else strategy
+    try:
+        return strat.params_model.model_validate(dict(params or {}))
+    except ValidationError as exc:
+        problems: dict[str, str] = {}  # the first error of each parameter (a union reports one per member)
+        given = dict(params or {})
+        for err in exc.errors(include_url=False):
+            name = str(err["loc"][0]) if err.get("loc") else "params"
+            if name in problems:
+                continue
+            if err["type"] == "extra_forbidden":
+                problems[name] = f"unknown parameter '{name}'"
+            else:
+                value = json.dumps(given.get(name, err.get("input")), default=str)
+                problems[name] = f"{name}={value}: {err['msg']}"
+        raise StrategyError(
+            f"invalid parameters for strategy '{strat.name}': {'; '.join(problems.values())}. "
+            f"Valid parameters: {_describe_params(strat)}"
+        ) from None
+
+
+def parse_param_pairs(pairs: Sequence[str]) -> dict[str, Any]:
+    """``key=value`` pairs from a command line; a value is read as JSON when it parses (``5``, ``true``,
+    ``"human"``, ``["human","ai"]``), else kept as text (``human``). StrategyError on a pair without ``=``."""
+    out: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise StrategyError(f"--set {pair!r}: expected key=value")
+        try:
+            out[key.strip()] = json.loads(value)
+        except ValueError:
+            out[key.strip()] = value
+    return out
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The entry point
+
+
+def trim(
+    messages: Sequence[Message],
+    strategy: str,
+    params: Mapping[str, Any] | None = None,
+    *,
+    counter: str = DEFAULT_COUNTER,
+    token_counts: Sequence[int] | None = None,
+) -> TrimResult:
+    strat = get_strategy(strategy)
+    resolved = resolve_params(strat, params)
+    tc = get_counter(counter)
+    counts = list(token_counts) if token_counts is not None else count_messages(messages, tc)
+    if len(counts) != len(messages):
+        raise ValueError(f"token_counts has {len(counts)} entries for {len(messages)} messages")
+
+    n_pinned = 0
+    if resolved.pin_system:
+        while n_pinned < len(messages) and messages[n_pinned].role in SYSTEM_ROLES:
+            n_pinned += 1
+    view = View(
+        messages=list(messages[n_pinned:]),
+        counts=counts[n_pinned:],
+        per_list=tc.per_list,
+        pinned_tokens=sum(counts[:n_pinned]),
+        counter=tc,
+        offset=n_pinned,
+    )
+    # Like chain.py's whole-list passes: many small objects, none garbage; full collections would rescan the heap.
+    with _gc_paused():
+        out = strat.run(view, resolved)
+
+        kept = list(range(n_pinned)) + [n_pinned + i for i in out.kept]
+        kept_reasons = {i: "pinned system message: set aside before trimming and put back in front" for i in range(n_pinned)}
+        for i in out.kept:
+            kept_reasons[n_pinned + i] = out.kept_reasons.get(i, out.kept_reason)
+        dropped = [Dropped(n_pinned + i, reason) for i, reason in sorted(out.dropped.items())]
+
+        # Assemble: pinned, then the strategy's kept messages with its placeholders at their positions.
+        body: list[Message] = [out.replaced.get(i, view.messages[i]) for i in out.kept]
+        body_tokens = [
+            view.counter.count(out.replaced[i]) if i in out.replaced else view.counts[i] for i in out.kept
+        ]
+        inserted: list[Inserted] = []
+        for pos, msg, reason in sorted(out.inserted, key=lambda x: x[0]):
+            body.insert(pos, msg)
+            body_tokens.insert(pos, tc.count(msg))
+            inserted.append(Inserted(n_pinned + pos, msg, reason))
+        trimmed = list(messages[:n_pinned]) + body
+
+    return TrimResult(
+        strategy=strat.name,
+        params=resolved.model_dump(),
+        counter=tc.name,
+        kept=kept,
+        dropped=dropped,
+        inserted=inserted,
+        messages=trimmed,
+        tokens_before=sum(counts) + tc.per_list,
+        tokens_after=view.pinned_tokens + sum(body_tokens) + tc.per_list,
+        # The trimmed list is what gets sent, so a call still waiting for its result is an error here.
+        violations=find_violations(trimmed, pending_severity="error"),
+        notes=out.notes,
+        budget_exceeded=out.budget_exceeded,
+        kept_reasons=kept_reasons,
+    )
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Shared pieces
+
+
+def plural(count: int, word: str) -> str:
+    return f"{count:,} {word}" if count == 1 else f"{count:,} {word}s"
+
+
+def is_call(m: Message) -> bool:
+    return m.role == "assistant" and bool(m.tool_calls)
+
+
+ORPHAN_AT_START = "a tool result without its call at the start"
+
+
+def leading_tool_note(view: View, kept: Sequence[int], who: str, ref: str) -> list[str]:
+    if kept and view.messages[kept[0]].role == "tool":
+        return [f"{who} leaves {ORPHAN_AT_START} of the list; providers reject it ({ref})."]
+    return []
+
+
+def orphans_midlist(view: View, kept: Sequence[int]) -> list[int]:
+    """Kept tool results whose call message was dropped (positions in view)."""
+    kept_set = set(kept)
+    orphans = []
+    last_non_tool: int | None = None
+    for i in range(len(view)):
+        m = view.messages[i]
+        if m.role != "tool":
+            last_non_tool = i
+            continue
+        if i in kept_set and last_non_tool is not None and is_call(view.messages[last_non_tool]):
+            if last_non_tool not in kept_set:
+                orphans.append(i)
+    return orphans

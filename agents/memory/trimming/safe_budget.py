@@ -1,0 +1,169 @@
+"""memoryviz's recommendation: drop the oldest whole units until everything sent fits; never break the protocol.
+"""
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+
+from pydantic import Field
+
+from agents.memory.schema import Message
+from agents.memory.trimming.registry import (
+    Outcome,
+    StrategyParams,
+    View,
+    is_call,
+    outcome,
+    pin_field,
+    register,
+)
+
+
+class SafeTokenBudgetParams(StrategyParams):
+    pin_system: bool = pin_field(True)
+    max_tokens: int = Field(
+        default=4000, gt=0,
+        description="Budget for everything sent, pinned system messages and reply priming included, in the "
+        "counter's units.",
+    )
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# memoryviz's recommendation
+
+
+def _arguments_ok(m: Message) -> bool:
+    # Providers want a JSON object; an empty string stands for {} (as chain.py's check says).
+    for tc in m.tool_calls:
+        text = tc.function.arguments.strip()
+        if not text:
+            continue
+        try:
+            if not isinstance(json.loads(text), dict):
+                return False
+        except ValueError:
+            return False
+    return True
+
+
+def _is_empty_assistant(m: Message) -> bool:
+    # Blank text is no content; a non-text part (an image) is, as chain.py's empty_assistant check says.
+    if m.role != "assistant" or m.tool_calls:
+        return False
+    if isinstance(m.content, list):
+        return not any(
+            not isinstance(p, dict) or p.get("type", "text") != "text" or str(p.get("text") or "").strip()
+            for p in m.content
+        )
+    return not (m.content or "").strip()
+
+
+def _safe_units(msgs: Sequence[Message]) -> list[list[int]]:
+    """Every message in exactly one candidate unit, in order: a call message with the tool messages right after
+    it, or one message alone (a tool message alone is a result without its call)."""
+    units: list[list[int]] = []
+    i = 0
+    while i < len(msgs):
+        j = i + 1
+        if is_call(msgs[i]):
+            while j < len(msgs) and msgs[j].role == "tool":
+                j += 1
+        units.append(list(range(i, j)))
+        i = j
+    return units
+
+
+def _check_unit(msgs: Sequence[Message], unit: list[int], newer_ids: set[str]) -> tuple[list[int], str, list[int]]:
+    """(the messages the unit sends, why it cannot be sent ("" when it can), tool messages it must leave out)."""
+    first = msgs[unit[0]]
+    if first.role == "tool":
+        return unit, "tool result without its call right before it: dropped, providers reject it", []
+    if not is_call(first):
+        if _is_empty_assistant(first):
+            return unit, "assistant message with neither content nor tool calls: dropped, providers reject it", []
+        return unit, "", []
+    ids = [tc.id for tc in first.tool_calls]
+    answered: dict[str, int] = {}
+    extra: list[int] = []
+    for k in unit[1:]:
+        cid = msgs[k].tool_call_id or ""
+        if cid in ids and cid not in answered:
+            answered[cid] = k
+        else:
+            extra.append(k)
+    members = [unit[0], *sorted(answered.values())]
+    problem = ""
+    if len(set(ids)) != len(ids):
+        problem = "its calls share an id"
+    elif len(answered) < len(ids):
+        missing = [c for c in ids if c not in answered]
+        pending = not answered and unit[-1] == len(msgs) - 1
+        problem = "its call has no result yet (pending)" if pending else f"call {', '.join(missing)} has no result"
+    elif not _arguments_ok(first):
+        problem = "its arguments are not a JSON object"
+    elif newer_ids.intersection(ids):
+        problem = f"a newer exchange reuses its call id {sorted(newer_ids.intersection(ids))[0]}"
+    if problem:
+        return members, f"tool exchange dropped whole: {problem}, which providers reject", extra
+    return members, "", extra
+
+
+@register(
+    "safe_token_budget", SafeTokenBudgetParams,
+    "Drops the oldest whole units (user message, assistant message, tool exchange) until everything fits; "
+    "never breaks the tool protocol.",
+    "memoryviz's own recommendation",
+)
+def _safe_token_budget(view: View, p: SafeTokenBudgetParams) -> Outcome:
+    msgs = view.messages
+    budget = p.max_tokens
+    units = _safe_units(msgs)
+    newest_user = next((i for i in range(len(msgs) - 1, -1, -1) if msgs[i].role == "user"), None)
+    reasons: dict[int, str] = {}
+    kept_units: list[list[int]] = []
+    total = view.pinned_tokens + view.per_list  # everything sent counts, pinned system messages included
+    newer_ids: set[str] = set()
+    # From the newest unit back: keep what fits; the first unit that does not fit ends the walk, so what is kept is
+    # the longest run of newest units that fits (dropping the oldest until everything fits), and only the units
+    # looked at are checked.
+    u_no = len(units) - 1
+    while u_no >= 0:
+        members, problem, extra = _check_unit(msgs, units[u_no], newer_ids)
+        for k in extra:
+            reasons[k] = "tool result that answers no call of the message before it: dropped, providers reject it"
+        if problem:
+            for k in members:
+                reasons[k] = problem
+            u_no -= 1
+            continue
+        size = sum(view.counts[k] for k in members)
+        # The newest user turn is never dropped; without a user message, the newest unit that can be sent.
+        floor = members[0] >= newest_user if newest_user is not None else not kept_units
+        if not floor and total + size > budget:
+            break
+        total += size
+        kept_units.append(members)
+        if is_call(msgs[members[0]]):
+            newer_ids.update(tc.id for tc in msgs[members[0]].tool_calls)
+        u_no -= 1
+    for unit in units[: u_no + 1]:
+        first = msgs[unit[0]]
+        what = "tool exchange" if is_call(first) else f"{first.role} message"
+        for k in unit:
+            reasons[k] = (
+                f"oldest {what} dropped to fit {budget:,} tokens" if k == unit[0]
+                else f"dropped with its call (message {view.offset + unit[0]}) to fit {budget:,} tokens"
+            )
+    kept = sorted(k for unit in kept_units for k in unit)
+    out = outcome(view, kept, reasons.__getitem__, f"newest whole units that fit {budget:,} tokens")
+    if total > budget:
+        out.budget_exceeded = True
+        turn = [k for k in kept if newest_user is not None and k >= newest_user]
+        what = "the newest user turn" if turn else "what is left"
+        out.notes.append(
+            f"Budget exceeded: {what} needs {total:,} tokens with the pinned system messages, more than "
+            f"max_tokens={budget:,}; it is kept anyway rather than sending an empty context."
+        )
+        for k in turn:
+            out.kept_reasons[k] = "the newest user turn, kept although the budget is exceeded"
+    return out
