@@ -207,6 +207,8 @@ def preview_file(
                 checker.feed(message)
                 if message.created_at is not None and message.created_at.tzinfo is None:
                     outcome.naive_times += 1
+                if report.format != "native" and not outcome.title and message.role == "user" and message.text.strip():
+                    outcome.title = _title_from(message.text)
                 hasher.update(message.model_dump_json().encode())
                 hasher.update(b"\n")
                 outcome.messages += 1
@@ -274,7 +276,8 @@ def _import_streams(
         project_row = projects[key]
         report.project = report.project or project_row.slug
         agent_row = _resolve_agent(project_row, agent, conv, report.format)
-        outcome = _import_conversation(index, conv, _stream_messages(stream), agent_row, counter, progress)
+        outcome = _import_conversation(index, conv, _stream_messages(stream), agent_row, counter, progress,
+                                       derive_title=report.format != "native")
         report.sessions.append(outcome)
     if not report.sessions:
         raise ImportFailed(f"{report.file}: no conversation found")
@@ -288,6 +291,8 @@ def _import_conversation(
     agent: models.Agent,
     counter: str,
     progress: _Progress,
+    *,
+    derive_title: bool = True,
 ) -> SessionOutcome:
     outcome = SessionOutcome(
         index=index, external_id=conv.external_id or "", title=conv.title or "", agent=agent.slug, status="imported"
@@ -309,6 +314,8 @@ def _import_conversation(
     )
     hasher = None if conv.external_id else hashlib.sha256()
     writer = _SessionWriter(session, counter, outcome, progress, hasher=hasher)
+    # Native is lossless: a session stored without a title comes back without one.
+    writer.derive_title = derive_title
     writer.write_all(messages, index)
     if hasher is not None:
         content_id = "sha256:" + hasher.hexdigest()
@@ -400,6 +407,8 @@ class _SessionWriter:
         self.tokens = 0
         self.has_errors = False
         self.first_created_at: Any = None
+        self.first_question = ""  # the title of a session whose file gives none
+        self.derive_title = False
 
     def write_all(self, messages: Iterable[Message], conv_index: int, check: bool = True) -> None:
         batch: list[Message] = []
@@ -422,6 +431,8 @@ class _SessionWriter:
                 self.outcome.naive_times += 1
             if check:
                 self.checker.feed(message)
+            if not self.first_question and message.role == "user" and message.text.strip():
+                self.first_question = _title_from(message.text)
             if self.first_created_at is None and message.created_at is not None:
                 self.first_created_at = message.created_at
             batch.append(message)
@@ -463,6 +474,10 @@ class _SessionWriter:
         if session.started_at is None and self.first_created_at is not None:
             session.started_at = self.first_created_at
             session.save(update_fields=["started_at"])
+        if self.derive_title and not session.title and self.first_question:
+            session.title = self.first_question
+            session.save(update_fields=["title"])
+            self.outcome.title = session.title
         services.session_finish(
             session=session,
             message_count=message_count,
@@ -635,6 +650,15 @@ def _check_lengths(message: Message, conv_index: int, pos: int) -> None:
             raise ImportFailed(
                 f"{_place(conv_index, pos)}.tool_calls[{i}]: call id or function name longer than 255 characters"
             )
+
+
+def _title_from(text: str, limit: int = 80) -> str:
+    """A title from the first question, on one line, cut at a word near ``limit`` characters."""
+    line = " ".join(text.split())
+    if len(line) <= limit:
+        return line
+    cut = line[:limit].rsplit(" ", 1)[0] or line[:limit]
+    return cut + "…"
 
 
 def _place(conv_index: int, pos: int) -> str:

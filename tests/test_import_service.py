@@ -279,3 +279,16 @@ def test_it_warns_about_violations_and_timestamps_without_zone(db, agent: models
     orphan = [{"role": "user", "content": "hi"}, {"role": "tool", "tool_call_id": "gone", "content": "x"}]
     flagged = imports.import_file(io.BytesIO(json.dumps(orphan).encode()), project=agent.project, agent=agent)
     assert any("imported and flagged" in w for w in flagged.warnings)
+
+
+def test_it_titles_an_untitled_session_after_its_first_question(db, tmp_path: Path, agent: models.Agent) -> None:
+    long_question = {"role": "user", "content": "Which of these hotels near the   station\nhas a pool " + "and more " * 20}
+    report = imports.import_file(write(tmp_path, "t.json", [WEATHER[0], long_question]), project=agent.project,
+                                 agent=agent)
+    session = models.Session.objects.get(pk=report.sessions[0].session_id)
+    assert session.title.startswith("Which of these hotels near the station has a pool")
+    assert session.title.endswith("…") and len(session.title) <= 81
+    assert report.sessions[0].title == session.title
+    titled = native([{"external_id": "t", "title": "Kept", "messages": WEATHER}])
+    imports.import_file(write(tmp_path, "n.json", titled), project=agent.project, agent=agent)
+    assert models.Session.objects.get(external_id="t").title == "Kept"
