@@ -1,10 +1,10 @@
 """How fast grouping and the protocol checks are, next to a plain pass that only reads each message.
 
-    python bench/bench_chain.py [--messages 100000] [--repeat 5] [--json]
+    python bench/bench_chain.py [--messages 100000] [--repeat 7] [--json]
 
 Builds an agent history of N messages (user questions, assistant messages with one to three parallel calls,
-their results, answers; one conversation in fifty has a defect: an orphan result, a missing result, an
-interruption), then times, in this process, side by side, each repetition in the same order:
+their results, answers; in every fifty exchanges one misses a result, one is followed by an orphan result, one
+is interrupted and answered late), then times, in this process, side by side, each repetition in the same order:
 
 - ``plain pass``: ``for m in messages: m.role, m.tool_calls`` (the floor: touching every message once);
 - ``group_blocks`` and ``group_turns``;
