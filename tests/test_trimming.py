@@ -185,6 +185,15 @@ def test_it_pops_the_middle_like_autogens_token_limited_context(limit: int, kept
         assert any("empty context" in n for n in result.notes)
 
 
+def test_it_says_when_autogen_keeps_a_call_whose_results_it_popped() -> None:
+    # With the system prompt pinned, AutoGen holds [U, A(call), FERM, A] and pops index 2: the results.
+    result = trim(CANONICAL, "token_limited", {"token_limit": 50}, counter="approx",
+                  token_counts=[10, 10, 10, 30, 30, 10])
+    assert result.kept == [0, 1, 2, 5]
+    assert any("kept the tool call (message 2)" in n for n in result.notes)
+    assert {v.kind for v in result.violations} == {"unanswered_tool_call"}
+
+
 def test_it_does_not_count_the_pinned_system_prompt_against_autogens_budget() -> None:
     counts = [1000, 10, 82, 10, 10, 20]
     result = trim(CANONICAL, "token_limited", {"token_limit": 140}, counter="approx", token_counts=counts)

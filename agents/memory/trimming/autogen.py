@@ -20,11 +20,11 @@ from agents.memory.trimming.registry import (
     is_call,
     keep_all,
     leading_tool_note,
-    orphans_midlist,
     outcome,
     pin_field,
     plural,
     register,
+    split_exchanges,
 )
 
 
@@ -175,9 +175,6 @@ def _head_and_tail(view: View, p: HeadAndTailParams) -> Outcome:
     if omitted_messages != omitted_units:
         notes.append(f"In OpenAI messages, {plural(omitted_messages, 'message')} were left out.")
     notes = _unit_count_note(view, units, kept_head + kept_tail) + notes
-    orphans = orphans_midlist(view, kept_head + kept_tail)
-    if orphans:
-        notes.append("AutoGen leaves tool results without their call after the placeholder; providers reject them.")
     out = outcome(view, kept_head + kept_tail, reasons.__getitem__, "")
     out.kept_reasons = {i: f"in the first {plural(h, 'message')}" for i in kept_head}
     out.kept_reasons.update({i: f"in the last {plural(t, 'message')}" for i in kept_tail})
@@ -241,12 +238,18 @@ def _token_limited(view: View, p: TokenLimitedParams) -> Outcome:
     notes = _unit_count_note(view, units, kept) + notes
     if not kept and len(view):
         notes.append(f"Nothing fits in {limit}: AutoGen returns an empty context.")
-    orphans = orphans_midlist(view, kept)
+    orphans, cut_calls = split_exchanges(view, kept)
     if orphans:
         notes.append(
             f"AutoGen removed the tool call but kept its {plural(len(orphans), 'result')} in the middle of the list "
             f"(message {', '.join(str(view.offset + i) for i in orphans)}); it only repairs index 0 "
             f"(microsoft/autogen#7955)."
+        )
+    if cut_calls:
+        notes.append(
+            f"AutoGen removed the results but kept the tool call (message "
+            f"{', '.join(str(view.offset + i) for i in cut_calls)}): popping the middle splits the exchange, and "
+            f"providers reject a call without its results."
         )
     users = [i for i in range(len(view)) if view.messages[i].role == "user"]
     if users and users[-1] not in set(kept) and any(i < users[-1] for i in kept):

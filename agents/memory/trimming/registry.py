@@ -350,17 +350,21 @@ def leading_tool_note(view: View, kept: Sequence[int], who: str, ref: str) -> li
     return []
 
 
-def orphans_midlist(view: View, kept: Sequence[int]) -> list[int]:
-    """Kept tool results whose call message was dropped (positions in view)."""
+def split_exchanges(view: View, kept: Sequence[int]) -> tuple[list[int], list[int]]:
+    """Where a cut went through a tool exchange (view positions): kept results whose call message was dropped,
+    and kept call messages whose results (the tool messages right after them) were dropped."""
     kept_set = set(kept)
-    orphans = []
-    last_non_tool: int | None = None
-    for i in range(len(view)):
-        m = view.messages[i]
+    orphans: list[int] = []
+    cut_calls: list[int] = []
+    call: int | None = None  # the call message the current run of tool messages follows
+    for i, m in enumerate(view.messages):
         if m.role != "tool":
-            last_non_tool = i
+            call = i if is_call(m) else None
             continue
-        if i in kept_set and last_non_tool is not None and is_call(view.messages[last_non_tool]):
-            if last_non_tool not in kept_set:
-                orphans.append(i)
-    return orphans
+        if call is None:
+            continue
+        if i in kept_set and call not in kept_set:
+            orphans.append(i)
+        elif i not in kept_set and call in kept_set and (not cut_calls or cut_calls[-1] != call):
+            cut_calls.append(call)
+    return orphans, cut_calls
