@@ -79,25 +79,39 @@ class Cl100kCounter:
     per_list = TOKENS_PER_LIST
 
     def __init__(self) -> None:
-        # Roles, ids and function names repeat a lot; their counts are worth remembering (bounded).
-        self._short: dict[str, int] = {}
+        # Roles, names and function names repeat on almost every message; their counts are remembered (bounded).
+        # Content, arguments and ids are not: they rarely repeat, and a long-lived cache of them would only hold
+        # conversation text in memory.
+        self._labels: dict[str, int] = {}
 
-    def _tokens(self, text: str) -> int:
-        if not text:
-            return 0
-        if len(text) <= 64:
-            n = self._short.get(text)
-            if n is None:
-                n = len(cl100k_encoding().encode_ordinary(text))
-                if len(self._short) < 100_000:
-                    self._short[text] = n
-            return n
-        return len(cl100k_encoding().encode_ordinary(text))
+    def _label(self, text: str) -> int:
+        n = self._labels.get(text)
+        if n is None:
+            n = len(cl100k_encoding().encode_ordinary(text))
+            if len(self._labels) < 10_000:
+                self._labels[text] = n
+        return n
 
     def count(self, message: Message) -> int:
-        total = TOKENS_PER_MESSAGE + (TOKENS_PER_NAME if message.name else 0)
-        for text in message_texts(message):
-            total += self._tokens(text)
+        encode = cl100k_encoding().encode_ordinary
+        total = TOKENS_PER_MESSAGE + self._label(message.role)
+        content = message.content
+        if isinstance(content, str):
+            total += len(encode(content)) if content else 0
+        elif content:
+            for part in content:
+                if isinstance(part, dict):
+                    text = part.get("text")
+                    if isinstance(text, str) and text:
+                        total += len(encode(text))
+        if message.name:
+            total += self._label(message.name) + TOKENS_PER_NAME
+        if message.tool_call_id:
+            total += len(encode(message.tool_call_id))
+        for tc in message.tool_calls:
+            total += self._label(tc.function.name)
+            if tc.function.arguments:
+                total += len(encode(tc.function.arguments))
         return total
 
 
