@@ -19,7 +19,6 @@ from agents.memory.trimming.registry import (
     View,
     is_call,
     keep_all,
-    leading_tool_note,
     outcome,
     pin_field,
     plural,
@@ -84,10 +83,6 @@ def _unit_count_note(view: View, units: list[list[int]], kept: Sequence[int]) ->
     ]
 
 
-# ---------------------------------------------------------------------------------------------------------------
-# AutoGen
-
-
 @register(
     "unbounded", NoParams,
     "Keeps every message.",
@@ -122,7 +117,6 @@ def _buffered(view: View, p: BufferedParams) -> Outcome:
             notes.append("AutoGen returns an empty context: its buffer held only a tool result, which it removes.")
     kept = [i for u in window for i in u]
     notes = _unit_count_note(view, units, kept) + notes
-    notes += leading_tool_note(view, kept, "AutoGen", "only one leading result message is removed")
     out = outcome(view, kept, reasons.__getitem__, f"within the last {plural(size, 'message')} of AutoGen's buffer")
     out.notes = notes
     return out
