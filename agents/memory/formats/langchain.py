@@ -133,6 +133,9 @@ def _read_entry(entry: Any, place: str) -> Message:
         raise FormatError(at(place, "type"), f"expected system, human, ai or tool, got {kind[:40]!r}")
     elif kind != _TYPE_OF[role]:
         memo["type"] = kind
+    kwargs_seen = data.get("additional_kwargs")
+    if role == "system" and isinstance(kwargs_seen, dict) and kwargs_seen.get("__openai_role__") == "developer":
+        role = "developer"  # how langchain-openai keeps the developer role on a SystemMessage
     content = text_or_parts(data.get("content"), at(dplace, "content"))
     content, block_reasoning = _split_reasoning(content)
     if block_reasoning is not None:
