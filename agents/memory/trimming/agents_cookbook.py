@@ -46,5 +46,7 @@ def _last_turns(view: View, p: LastTurnsParams) -> Outcome:
     turns = plural(p.max_turns, "user turn")
     out = outcome(view, range(start, len(view)), lambda i: f"before the last {turns}", f"in the last {turns}")
     if any(view.messages[i].role in SYSTEM_ROLES for i in out.dropped):
-        out.notes.append("The system message is in the session here (pin_system is off), so it was trimmed with the old turns.")
+        out.notes.append(
+            "The system message is in the session here (pin_system is off), so it was trimmed with the old turns."
+        )
     return out

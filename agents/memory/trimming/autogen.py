@@ -145,7 +145,9 @@ def _head_and_tail(view: View, p: HeadAndTailParams) -> Outcome:
         u = head.pop()
         guarded += 1
         for i in u:
-            reasons[i] = "tool call at the end of the head removed, as AutoGen removes one (its results are not in the head)"
+            reasons[i] = (
+                "tool call at the end of the head removed, as AutoGen removes one (its results are not in the head)"
+            )
     if tail and _is_ferm(view, tail[0]):
         u = tail.pop(0)
         guarded += 1

@@ -104,18 +104,20 @@ def _llamaindex_buffer(view: View, p: LlamaIndexParams) -> Outcome:
     n = total
     reasons: dict[int, str] = {}
     current = count(n)
+    outside = f"outside the newest messages whose content fits {limit:,} tokens (LlamaIndex counts content only)"
+    skipped = "dropped so the window does not start on an assistant or tool message (LlamaIndex skips those)"
     while current > limit and n > 1:
-        reasons[total - n] = f"outside the newest messages whose content fits {limit:,} tokens (LlamaIndex counts content only)"
+        reasons[total - n] = outside
         n -= 1
         while n > 1 and msgs[total - n].role in ("tool", "assistant"):
-            reasons[total - n] = "dropped so the window does not start on an assistant or tool message (LlamaIndex skips those)"
+            reasons[total - n] = skipped
             n -= 1
         current = count(n)
     out_notes: list[str] = []
     if current > limit or n <= 0:
         n = 1
         for i in range(total - 1):
-            reasons.setdefault(i, f"outside the newest messages whose content fits {limit:,} tokens")
+            reasons.setdefault(i, outside)
         out_notes.append(
             f"Nothing fits in {limit:,} tokens: LlamaIndex returns the last message alone "
             f"({current:,} content tokens), whatever its role."

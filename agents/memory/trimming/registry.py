@@ -294,7 +294,8 @@ def trim(
         out = strat.run(view, resolved)
 
         kept = list(range(n_pinned)) + [n_pinned + i for i in out.kept]
-        kept_reasons = {i: "pinned system message: set aside before trimming and put back in front" for i in range(n_pinned)}
+        pinned = "pinned system message: set aside before trimming and put back in front"
+        kept_reasons = {i: pinned for i in range(n_pinned)}
         for i in out.kept:
             kept_reasons[n_pinned + i] = out.kept_reasons.get(i, out.kept_reason)
         dropped = [Dropped(n_pinned + i, reason) for i, reason in sorted(out.dropped.items())]

@@ -86,7 +86,8 @@ def _sk_truncation(view: View, p: SKTruncationParams) -> Outcome:
         kept.insert(0, sys_index)
     out = outcome(
         view, kept,
-        lambda i: f"before Semantic Kernel's truncation point (message {view.offset + idx}) for target_count={p.target_count}",
+        lambda i: f"before Semantic Kernel's truncation point (message {view.offset + idx}) for "
+        f"target_count={p.target_count}",
         f"from Semantic Kernel's truncation point (message {view.offset + idx}) on",
     )
     if sys_index is not None and sys_index < idx:
