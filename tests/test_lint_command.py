@@ -233,3 +233,12 @@ def test_it_reports_a_reader_crash_without_a_traceback(monkeypatch: pytest.Monke
     code, out, err = run(command, str(SAMPLE))
     assert (code, out) == (2, "")
     assert "internal error (TypeError: unhashable type: 'list')" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("path", sorted(p for p in Path("/work/shared/samples").glob("*/travel.*")), ids=lambda p: p.parent.name)
+def test_it_reads_every_sample_format_and_finds_it_clean(path: Path) -> None:
+    code, out, err = run("lint", str(path), "--provider", "anthropic")
+    assert (code, json.loads(out), err) == (0, {"violations": []}, "")
+    per_message = json.loads(run("tokens", str(path), "--counter", "messages")[1])["per_message"]
+    # Ten messages in OpenAI granularity, nine where the format keeps the system prompt outside (OpenManus).
+    assert len(per_message) == (9 if path.parent.name == "openmanus" else 10)
