@@ -280,3 +280,19 @@ def test_it_tells_openmanus_from_openai_only_when_clear() -> None:
     manus[1]["content"] = None  # OpenManus leaves None keys out: this is an OpenAI list with names on results
     assert detect_format(manus) == "openai"
     assert detect_format([{"role": "user", "content": "hi"}]) == "openai"
+
+
+def test_it_pairs_autogen_results_with_empty_call_ids_by_position() -> None:
+    doc = {"messages": [
+        {"content": "q", "source": "user", "type": "UserMessage"},
+        {"content": [{"id": "", "arguments": "{}", "name": "f"}, {"id": "", "arguments": "{\"a\": 1}", "name": "g"}],
+         "thought": None, "source": "a", "type": "AssistantMessage"},
+        {"content": [{"content": "r1", "name": "f", "call_id": "", "is_error": False},
+                     {"content": "r2", "name": "g", "call_id": "", "is_error": False}],
+         "type": "FunctionExecutionResultMessage"},
+    ]}
+    [conv] = read_data(doc)
+    calls = [c.id for c in conv.messages[1].tool_calls]
+    assert len(set(calls)) == 2 and all(calls)
+    assert [m.tool_call_id for m in conv.messages[2:]] == calls
+    assert json.loads(dumps([conv], "autogen")[0]) == doc

@@ -193,19 +193,12 @@ def open_stream(source: str | os.PathLike[str] | IO[bytes], format: str | None =
 
 def _small(head: bytes, name: str, format: str | None) -> Iterator[ConversationStream]:
     text = decode(head)
-    if format == "openai_jsonl" or (format is None and looks_like_jsonl(text, name)) or (
-        format is not None and looks_like_jsonl(text, name)
-    ):
-        if format == "openai_jsonl" and not looks_like_jsonl(text, name) and text.lstrip().startswith("["):
-            # A JSON array of fine-tuning rows.
-            for conv in read_data(parse_json(text), format):
-                yield ConversationStream.whole(conv)
-            return
+    if looks_like_jsonl(text, name):
         # Only "\n" ends a JSON line: str.splitlines would also split inside strings at U+0085, U+2028, ...
         yield from _jsonl(iter_jsonl(iter(text.split("\n"))), format)
         return
-    data = parse_json(text)
-    for conv in read_data(data, format):
+    # One JSON document (for openai_jsonl: one row, or an array of rows).
+    for conv in read_data(parse_json(text), format):
         yield ConversationStream.whole(conv)
 
 

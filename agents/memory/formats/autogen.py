@@ -85,7 +85,7 @@ def _rest(item: dict[str, Any], known: set[str]) -> dict[str, Any]:
     return {"fields": rest} if rest else {}
 
 
-def _read_message(item: Any, place: str, previous: Message | None) -> list[Message]:
+def _read_message(item: Any, place: str, previous: Message | None, state: dict[str, Any]) -> list[Message]:
     need_dict(item, place)
     kind = item.get("type")
     cplace = at(place, "content")
@@ -110,14 +110,24 @@ def _read_message(item: Any, place: str, previous: Message | None) -> list[Messa
                                  extra=_memo_extra(memo))]
         need_list(content, cplace)
         calls = []
+        empty: list[int] = []
+        state["pending"] = []
         for i, raw in enumerate(content):
             cp = at(cplace, i)
             need_dict(raw, cp)
-            calls.append({"id": need_str(raw.get("id"), at(cp, "id")),
+            call_id = need_str(raw.get("id"), at(cp, "id"))
+            if not call_id:
+                # Some model clients leave call ids empty; AutoGen then pairs results with calls by position.
+                call_id = f"autogen-empty-{state['index']}-{i}"
+                empty.append(i)
+                state["pending"].append(call_id)
+            calls.append({"id": call_id,
                           "function": {"name": need_str(raw.get("name"), at(cp, "name")),
                                        "arguments": need_str(raw.get("arguments"), at(cp, "arguments"))}})
         if not calls:
             memo["empty_calls"] = True
+        if empty:
+            memo["empty_ids"] = empty
         if thought is not None:
             memo["thought"] = True
         return [make_message(place, role="assistant", content=thought, tool_calls=calls, name=source,
@@ -129,9 +139,11 @@ def _read_message(item: Any, place: str, previous: Message | None) -> list[Messa
             rp = at(cplace, i)
             need_dict(raw, rp)
             call_id = need_str(raw.get("call_id"), at(rp, "call_id"))
-            if not call_id:
-                raise FormatError(at(rp, "call_id"), "empty; memoryviz needs the id that pairs a result with its call")
             memo = _rest(raw, {"content", "name", "call_id", "is_error"})
+            if not call_id:
+                pending = state.get("pending") or []
+                call_id = pending.pop(0) if pending else f"autogen-empty-result-{state['index']}-{i}"
+                memo["empty_call_id"] = True
             if not out and previous is not None and previous.role == "tool":
                 memo["new_result_message"] = True  # two FERMs in a row: keep them apart when writing back
             if "is_error" not in raw:
@@ -168,8 +180,10 @@ def read(doc: Any, place: str = "") -> list[Conversation]:
         if rest:
             meta["context"] = rest
     messages: list[Message] = []
+    state: dict[str, Any] = {"pending": []}
     for i, item in enumerate(raw):
-        messages.extend(_read_message(item, at(mplace, i), messages[-1] if messages else None))
+        state["index"] = i
+        messages.extend(_read_message(item, at(mplace, i), messages[-1] if messages else None, state))
     return [make_conversation(place or "input", messages=messages, source_format=NAME,
                               metadata={NAME: meta} if meta else {})]
 
@@ -225,8 +239,10 @@ def render(conversation: Conversation, report: WriteReport) -> Any:
                 thought = text if text or memo.get("thought") else message.reasoning
                 if text and message.reasoning is not None:
                     report.lose("reasoning", "an autogen AssistantMessage with calls has one thought, taken by its text")
-                calls = [{"id": c.id, "arguments": c.function.arguments, "name": c.function.name}
-                         for c in message.tool_calls]
+                empty = memo.get("empty_ids") if isinstance(memo.get("empty_ids"), list) else []
+                calls = [{"id": "" if k in empty and c.id.startswith("autogen-empty-") else c.id,
+                          "arguments": c.function.arguments, "name": c.function.name}
+                         for k, c in enumerate(message.tool_calls)]
                 item = {"content": calls, "thought": thought}
             else:
                 item = {"content": _text(message, report), "thought": message.reasoning}
@@ -236,8 +252,9 @@ def render(conversation: Conversation, report: WriteReport) -> Any:
             item["type"] = "AssistantMessage"
             items.append({**item, **fields})
         else:
+            call_id = "" if memo.get("empty_call_id") else message.tool_call_id
             result: dict[str, Any] = {"content": _text(message, report), "name": names.name_for(message) or "",
-                                      "call_id": message.tool_call_id}
+                                      "call_id": call_id}
             if not result["name"]:
                 report.lose("the function name of a tool result",
                             "no call with its id precedes it and autogen requires one; written as \"\"")
