@@ -94,7 +94,7 @@ def _marks(value: Any, place: str) -> list[str]:
     return value
 
 
-def _read_msg(item: Any, place: str, marks: list[str], previous: Message | None) -> list[Message]:
+def _read_msg(item: Any, place: str, marks: list[str]) -> list[Message]:
     need_dict(item, place)
     role = item.get("role")
     if role not in ROLES:
@@ -214,7 +214,7 @@ def read(doc: Any, place: str = "") -> list[Conversation]:
             msg, marks, mp = entry, [], ep
             if not meta.get("list"):
                 meta["bare"] = True
-        messages.extend(_read_msg(msg, mp, marks, messages[-1] if messages else None))
+        messages.extend(_read_msg(msg, mp, marks))
     return [make_conversation(place or "input", messages=messages, source_format=NAME,
                               metadata={NAME: meta} if meta else {})]
 

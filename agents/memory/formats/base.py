@@ -160,17 +160,17 @@ def make_message(place: str, **fields: Any) -> Message:
     try:
         return Message(**fields)
     except ValidationError as exc:
-        raise _validation_error(exc, place) from None
+        raise validation_error(exc, place) from None
 
 
 def make_conversation(place: str, **fields: Any) -> Conversation:
     try:
         return Conversation(**fields)
     except ValidationError as exc:
-        raise _validation_error(exc, place) from None
+        raise validation_error(exc, place) from None
 
 
-def _validation_error(exc: ValidationError, place: str) -> FormatError:
+def validation_error(exc: ValidationError, place: str) -> FormatError:
     text = describe_validation_error(exc, place)
     where, _, what = text.partition(": ")
     return FormatError(where, what)
@@ -191,10 +191,6 @@ def load_arguments(text: str) -> dict[str, Any] | None:
     except (ValueError, RecursionError):
         return None
     return value if isinstance(value, dict) else None
-
-
-def chat_tools_from(tools: list[Any], convert: Any) -> list[dict[str, Any]]:
-    return [convert(t) for t in tools]
 
 
 class CallNames:

@@ -19,7 +19,7 @@ from .base import (
     FormatError,
     FormatSpec,
     WriteReport,
-    _validation_error,
+    validation_error,
     at,
     json_type,
     make_conversation,
@@ -62,7 +62,7 @@ def read_message(item: Any, place: str) -> Message:
     try:
         return Message.model_validate(item)
     except ValidationError as exc:
-        raise _validation_error(exc, place) from None
+        raise validation_error(exc, place) from None
 
 
 def _session_fields(item: dict[str, Any], place: str) -> dict[str, Any]:
