@@ -376,7 +376,11 @@ def _record_finish(record: models.ExportRecord, report: Any, messages: int) -> E
     skipped = [_skipped_line(s) for s in getattr(report, "skipped", [])]
     record.dropped = dropped
     record.skipped = skipped
-    record.save(update_fields=["dropped", "skipped"])
+    # The counts at the start were the plan's; what was written is what the record keeps (trimmed lists are
+    # shorter, skipped conversations are left out).
+    record.session_count = getattr(report, "conversations", record.session_count)
+    record.message_count = getattr(report, "messages", record.message_count)
+    record.save(update_fields=["dropped", "skipped", "session_count", "message_count"])
     return ExportResult(
         record=record,
         conversations=getattr(report, "conversations", 0),
