@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import io
 import json
+import tracemalloc
+from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -140,3 +143,53 @@ def test_it_writes_conversations_as_they_come(tmp_path: Path) -> None:
         report = write_conversations(sessions(), "native", out)
     assert made == [0, 1, 2] and report.conversations == 3 and report.messages == 30
     assert [c.external_id for c in read_input(tmp_path / "out.json")] == ["s0", "s1", "s2"]
+
+
+class OnePass(Sequence[Message]):
+    """Messages made as they are read, like a database export's: writers must read them once, in order."""
+
+    def __init__(self, exchanges: int) -> None:
+        self.exchanges = exchanges
+        self.passes = 0
+
+    def __len__(self) -> int:
+        return self.exchanges * 5
+
+    def __getitem__(self, index: Any) -> Any:
+        raise AssertionError("writers read the messages in order, never by index")
+
+    def __iter__(self) -> Iterator[Message]:
+        self.passes += 1
+        for i in range(self.exchanges):
+            calls = [ToolCall(id=f"c{i}-{k}", function=FunctionCall(name="f", arguments='{"k": %d}' % k)) for k in range(2)]
+            yield Message(role="user", content=f"question {i}")
+            yield Message(role="assistant", content=None, tool_calls=calls)
+            yield Message(role="tool", tool_call_id=calls[0].id, content="one")
+            yield Message(role="tool", tool_call_id=calls[1].id, content="two", is_error=True)
+            yield Message(role="assistant", content=f"answer {i}")
+
+
+class Discard(io.TextIOBase):
+    def __init__(self) -> None:
+        self.size = 0
+
+    def write(self, text: str) -> int:
+        self.size += len(text)
+        return len(text)
+
+
+@pytest.mark.parametrize("fmt", sorted(FORMATS))
+def test_it_writes_a_long_conversation_in_one_pass_with_bounded_memory(fmt: str) -> None:
+    messages = OnePass(10_000)
+    conv = Conversation.model_construct(**{**Conversation().__dict__, "messages": messages})
+    out = Discard()
+    tracemalloc.start()
+    try:
+        report = write_conversations([conv], fmt, out)
+        _current, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert messages.passes == 1
+    assert report.messages == 50_000
+    if fmt != "openai_jsonl":  # a fine-tuning line holds its whole conversation by definition
+        assert peak < 1_500_000 < out.size, (peak, out.size)

@@ -18,6 +18,7 @@ from .base import (
     CallNames,
     FormatError,
     FormatSpec,
+    Streamed,
     WriteReport,
     at,
     dump_arguments,
@@ -34,6 +35,7 @@ from .base import (
     opt_str,
     report_conversation_losses,
     report_losses,
+    settled,
     write_documents,
 )
 
@@ -296,8 +298,10 @@ def _assistant_content(message: Message, memo: dict[str, Any], report: WriteRepo
 def render_with_index(conversation: Conversation, report: WriteReport, conversation_index: int) -> Any:
     report_conversation_losses(report, conversation, frozenset())
     names = CallNames()
-    entries: list[list[Any]] = []
-    for i, message in enumerate(conversation.messages):
+    counter = iter(range(1 << 62))
+
+    def step(message: Message, entries: list[list[Any]]) -> None:
+        i = next(counter)
         memo = format_extra(message, NAME)
         report_losses(report, message, HELD, names)
         names.see(message)
@@ -315,10 +319,10 @@ def render_with_index(conversation: Conversation, report: WriteReport, conversat
                      and last["content"][-1].get("type") == "tool_result")
             if joins:
                 last["content"].append(block)
-                continue
+                return
             name = memo.get("msg_name") if isinstance(memo.get("msg_name"), str) else "system"
             entries.append([_msg(message, memo, "system", name, [block], msg_id), list(message.marks)])
-            continue
+            return
         role = message.role
         if role == "developer":
             role = "system"
@@ -326,17 +330,18 @@ def render_with_index(conversation: Conversation, report: WriteReport, conversat
         name = message.name or role
         content = _assistant_content(message, memo, report)
         entries.append([_msg(message, memo, role, name, content, msg_id), list(message.marks)])
+    entries = settled(conversation.messages, step)
     meta = format_metadata(conversation, NAME)
+    if meta.get("list") or meta.get("bare"):
+        entries = (e[0] for e in entries)
     if meta.get("list"):
-        return [e[0] for e in entries]
-    doc: dict[str, Any] = {}
+        return Streamed(items=entries)
+    head: dict[str, Any] = {}
     if not meta.get("no_summary"):
-        summary = meta.get("compressed_summary", "")
-        doc["_compressed_summary"] = summary
-    doc["content"] = [e[0] for e in entries] if meta.get("bare") else entries
-    if isinstance(meta.get("fields"), dict):
-        doc.update(meta["fields"])
-    return doc
+        head["_compressed_summary"] = meta.get("compressed_summary", "")
+    fields = meta.get("fields") if isinstance(meta.get("fields"), dict) else {}
+    return Streamed(head=head, key="content", items=entries,
+                    tail={k: v for k, v in fields.items() if k not in {"content", "_compressed_summary"}})
 
 
 def write(conversations: Iterable[Conversation], out: IO[str], report: WriteReport) -> None:

@@ -6,6 +6,7 @@ writing groups consecutive results back into one user message. What is needed to
 (signatures, block order, a result that started its own user message) is kept in ``extra["anthropic"]``."""
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable
 from typing import IO, Any
 
@@ -15,6 +16,7 @@ from .base import (
     CallNames,
     FormatError,
     FormatSpec,
+    Streamed,
     WriteReport,
     at,
     chat_tool_from_flat,
@@ -33,6 +35,7 @@ from .base import (
     opt_bool,
     report_conversation_losses,
     report_losses,
+    settled,
     write_documents,
 )
 
@@ -274,21 +277,26 @@ def _result(message: Message) -> dict[str, Any]:
 def render(conversation: Conversation, report: WriteReport) -> Any:
     report_conversation_losses(report, conversation, CONVERSATION_HELD)
     meta = format_metadata(conversation, NAME)
-    messages = conversation.messages
-    lead = 0
-    while lead < len(messages) and messages[lead].role in SYSTEM_ROLES:
-        lead += 1
     names = CallNames()
+    # The leading system messages become the top-level system; the rest are read once, as they come.
+    messages = iter(conversation.messages)
+    leading: list[Message] = []
+    first: Message | None = None
+    for message in messages:
+        if message.role not in SYSTEM_ROLES:
+            first = message
+            break
+        leading.append(message)
     system: Any = None
-    if lead == 1:
-        system = messages[0].content if messages[0].content is not None else ""
-    elif lead > 1:
-        system = [b for m in messages[:lead] for b in _blocks(m.content)]
-    for m in messages[:lead]:
+    if len(leading) == 1:
+        system = leading[0].content if leading[0].content is not None else ""
+    elif len(leading) > 1:
+        system = [b for m in leading for b in _blocks(m.content)]
+    for m in leading:
         report_losses(report, m, HELD, names)
         report.messages += 1
-    out: list[dict[str, Any]] = []
-    for message in messages[lead:]:
+
+    def step(message: Message, out: list[dict[str, Any]]) -> None:
         report_losses(report, message, HELD | ({"reasoning"} if message.role == "assistant" else frozenset()), names)
         names.see(message)
         report.messages += 1
@@ -301,14 +309,14 @@ def render(conversation: Conversation, report: WriteReport) -> Any:
             # Consecutive results share one user message, unless the source had them in separate messages.
             if can_join and (memo.get("joined") or (ends_in_result and not memo.get("split"))):
                 last["content"].append(block)
-                continue
+                return
             out.append({"role": "user", "content": [block]})
-            continue
+            return
         if message.role in SYSTEM_ROLES:
             report.lose("a system message after the start",
                         "anthropic takes the system prompt only at the top; written as a user message")
             out.append({"role": "user", "content": message.content if message.content is not None else ""})
-            continue
+            return
         if message.role == "user":
             if memo.get("joined") and last is not None and last["role"] == "user" and isinstance(last["content"], list):
                 last["content"].extend(_blocks(message.content))
@@ -320,21 +328,23 @@ def render(conversation: Conversation, report: WriteReport) -> Any:
         if isinstance(fields, dict):
             for key, value in fields.items():
                 out[-1].setdefault(key, value)
+
+    items = settled(itertools.chain([first] if first is not None else [], messages), step)
     if meta.get("list") and system is None and conversation.tools is None:
-        return out
-    doc: dict[str, Any] = {}
+        return Streamed(items=items)
+    head: dict[str, Any] = {}
     fields = meta.get("fields") if isinstance(meta.get("fields"), dict) else {}
-    doc.update({k: v for k, v in fields.items() if k not in {"system", "messages", "tools"}})
+    head.update({k: v for k, v in fields.items() if k not in {"system", "messages", "tools"}})
     if system is not None:
-        doc["system"] = system
-    doc["messages"] = out
+        head["system"] = system
+    tail: dict[str, Any] = {}
     if conversation.tools is not None:
         tools = [flat_tool_from_chat(t, "input_schema", False) for t in conversation.tools]
         original = meta.get("tools")
         if isinstance(original, list) and [chat_tool_from_flat(t, "input_schema") for t in original] == conversation.tools:
             tools = original
-        doc["tools"] = tools
-    return doc
+        tail["tools"] = tools
+    return Streamed(head=head, key="messages", items=items, tail=tail)
 
 
 def write(conversations: Iterable[Conversation], out: IO[str], report: WriteReport) -> None:

@@ -17,6 +17,7 @@ from .base import (
     CallNames,
     FormatError,
     FormatSpec,
+    Streamed,
     WriteReport,
     at,
     format_extra,
@@ -31,6 +32,7 @@ from .base import (
     opt_str,
     report_conversation_losses,
     report_losses,
+    settled,
     write_documents,
 )
 
@@ -214,8 +216,8 @@ def _user(message: Message, report: WriteReport) -> str | list[Any]:
 def render(conversation: Conversation, report: WriteReport) -> Any:
     report_conversation_losses(report, conversation, frozenset())
     names = CallNames()
-    items: list[dict[str, Any]] = []
-    for message in conversation.messages:
+
+    def step(message: Message, items: list[dict[str, Any]]) -> None:
         memo = format_extra(message, NAME)
         report_losses(report, message, HELD, names)
         names.see(message)
@@ -266,13 +268,16 @@ def render(conversation: Conversation, report: WriteReport) -> Any:
                 last["content"].append(result)
             else:
                 items.append({"content": [result], "type": "FunctionExecutionResultMessage"})
+    items = settled(conversation.messages, step)
     meta = format_metadata(conversation, NAME)
     if meta.get("list"):
-        return items
-    context = {"messages": items, **(meta.get("context") if isinstance(meta.get("context"), dict) else {})}
+        return Streamed(items=items)
+    context = Streamed(key="messages", items=items,
+                       tail={k: v for k, v in (meta.get("context") or {}).items() if k != "messages"}
+                       if isinstance(meta.get("context"), dict) else {})
     wrapper = meta.get("wrapper")
     if isinstance(wrapper, dict):
-        return {**wrapper, "llm_context": context}
+        return Streamed(head={k: v for k, v in wrapper.items() if k != "llm_context"}, key="llm_context", inner=context)
     return context
 
 

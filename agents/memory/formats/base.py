@@ -3,6 +3,7 @@ and the small conversions (arguments, tool schemas, timestamps) several formats 
 from __future__ import annotations
 
 import json
+from collections import OrderedDict
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import IO, Any
@@ -195,14 +196,21 @@ def load_arguments(text: str) -> dict[str, Any] | None:
 
 class CallNames:
     """Function names by call id, learnt as the messages go by: formats that put the function name on a result
-    (AutoGen, AgentScope, LangChain, OpenManus) need it when the source format did not carry it."""
+    (AutoGen, AgentScope, LangChain, OpenManus) need it when the source format did not carry it.
 
-    def __init__(self) -> None:
-        self._names: dict[str, str] = {}
+    Only the latest ``keep`` calls are remembered, so that writing a million messages stays in bounded memory;
+    a result comes right after its call, or a few exchanges later at worst."""
+
+    def __init__(self, keep: int = 4096) -> None:
+        self._names: OrderedDict[str, str] = OrderedDict()
+        self._keep = keep
 
     def see(self, message: Message) -> None:
         for call in message.tool_calls:
             self._names[call.id] = call.function.name
+            self._names.move_to_end(call.id)
+            if len(self._names) > self._keep:
+                self._names.popitem(last=False)
 
     def name_for(self, message: Message) -> str | None:
         if message.name:
@@ -277,37 +285,83 @@ def peek_single(conversations: Iterable[Conversation]) -> tuple[list[Conversatio
     return head, it, len(head) == 1
 
 
-def write_json(value: Any, out: IO[str], indent: int | None = 2) -> None:
-    out.write(json.dumps(value, ensure_ascii=False, indent=indent))
+@dataclass
+class Streamed:
+    """A JSON document written while it is produced, so that a million-message conversation never sits in
+    memory as one document: the ``head`` keys, then ``key`` whose value is the array of ``items`` (or the nested
+    document ``inner``), then the ``tail`` keys. Without ``key`` the document is the array itself. Written the way
+    ``json.dumps(..., indent=2)`` writes the same value."""
+
+    items: Iterable[Any] = ()
+    key: str | None = None
+    head: dict[str, Any] = field(default_factory=dict)
+    inner: Streamed | None = None
+    tail: dict[str, Any] = field(default_factory=dict)
+
+
+def settled(messages: Iterable[Message], step: Any) -> Iterator[Any]:
+    """Items built by ``step(message, out)``, yielded as soon as they can no longer change: a step may still
+    add to the last item (results grouped into one message), never to earlier ones."""
+    out: list[Any] = []
+    for message in messages:
+        step(message, out)
+        while len(out) > 1:
+            yield out.pop(0)
+    yield from out
+
+
+def _dumps(value: Any, level: int) -> str:
+    return json.dumps(value, ensure_ascii=False, indent=2).replace("\n", "\n" + "  " * level)
+
+
+def write_value(value: Any, out: IO[str], level: int = 0) -> None:
+    if not isinstance(value, Streamed):
+        out.write(_dumps(value, level))
+        return
+    pad = "  " * level
+    if value.key is None:
+        first = True
+        for item in value.items:
+            out.write(("[\n" if first else ",\n") + pad + "  " + _dumps(item, level + 1))
+            first = False
+        out.write("[]" if first else "\n" + pad + "]")
+        return
+    out.write("{")
+    first = True
+    for key, item in [*value.head.items(), (value.key, None)]:
+        out.write(("\n" if first else ",\n") + pad + "  " + json.dumps(key, ensure_ascii=False) + ": ")
+        first = False
+        if key == value.key and item is None:
+            write_value(value.inner if value.inner is not None else Streamed(items=value.items), out, level + 1)
+        else:
+            out.write(_dumps(item, level + 1))
+    for key, item in value.tail.items():
+        out.write(",\n" + pad + "  " + json.dumps(key, ensure_ascii=False) + ": " + _dumps(item, level + 1))
+    out.write("\n" + pad + "}")
 
 
 def write_documents(
     conversations: Iterable[Conversation], out: IO[str], report: WriteReport, render: Any
 ) -> None:
-    """One document per conversation: a bare document for one, an array of documents for several (streamed)."""
+    """One document per conversation: a bare document for one, an array of documents for several; each
+    written as it is produced."""
     head, rest, single = peek_single(conversations)
     if not head:
-        render_empty = render(Conversation(), report)
+        write_value(render(Conversation(), report), out)
         report.conversations = 0
         report.messages = 0
-        write_json(render_empty, out)
         out.write("\n")
         return
     if single:
-        doc = render(head[0], report)
+        write_value(render(head[0], report), out)
         report.conversations += 1
-        write_json(doc, out)
         out.write("\n")
         return
-    out.write("[\n")
-    first = True
-    for conv in [*head, *rest]:
-        if not first:
-            out.write(",\n")
-        first = False
-        doc = render(conv, report)
+    out.write("[")
+    for i, conv in enumerate([*head, *rest]):
+        out.write("\n  " if i == 0 else ",\n  ")
+        write_value(render(conv, report), out, 1)
         report.conversations += 1
-        write_json(doc, out)
     out.write("\n]\n")
 
 

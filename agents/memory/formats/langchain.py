@@ -6,7 +6,7 @@ invalid calls), ``status`` is ``is_error``, ``usage_metadata`` is ``usage``, ``r
 (``response_metadata``, ``artifact``, the rest of ``additional_kwargs``) is kept in ``extra`` and written back."""
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import IO, Any
 
 from agents.memory.schema import Conversation, Message
@@ -15,6 +15,7 @@ from .base import (
     CallNames,
     FormatError,
     FormatSpec,
+    Streamed,
     WriteReport,
     at,
     dump_arguments,
@@ -250,18 +251,20 @@ def entry_for(message: Message, names: CallNames, report: WriteReport) -> dict[s
 def render(conversation: Conversation, report: WriteReport) -> Any:
     report_conversation_losses(report, conversation, frozenset())
     names = CallNames()
-    out = []
-    for message in conversation.messages:
-        held = {"name", "tool_name", "external_id", "reasoning"}
-        if message.role == "assistant":
-            held.add("usage")
-        if message.role == "tool":
-            held.add("is_error")
-        report_losses(report, message, frozenset(held), names)
-        names.see(message)
-        report.messages += 1
-        out.append(entry_for(message, names, report))
-    return out
+
+    def entries() -> Iterator[dict[str, Any]]:
+        for message in conversation.messages:
+            held = {"name", "tool_name", "external_id", "reasoning"}
+            if message.role == "assistant":
+                held.add("usage")
+            if message.role == "tool":
+                held.add("is_error")
+            report_losses(report, message, frozenset(held), names)
+            names.see(message)
+            report.messages += 1
+            yield entry_for(message, names, report)
+
+    return Streamed(items=entries())
 
 
 def write(conversations: Iterable[Conversation], out: IO[str], report: WriteReport) -> None:

@@ -8,7 +8,7 @@ import json
 from collections.abc import Iterable
 from typing import IO, Any
 
-from agents.memory.schema import Conversation
+from agents.memory.schema import Conversation, Message
 
 from . import openai
 from .base import (
@@ -73,10 +73,10 @@ def read(data: Any, place: str = "") -> list[Conversation]:
     return out
 
 
-def _first_problem(conversation: Conversation) -> str | None:
+def _first_problem(messages: list[Message]) -> str | None:
     from agents.memory.chain import find_violations
 
-    errors = [v for v in find_violations(conversation.messages) if v.severity == "error"]
+    errors = [v for v in find_violations(messages) if v.severity == "error"]
     if not errors:
         return None
     first = errors[0]
@@ -86,14 +86,16 @@ def _first_problem(conversation: Conversation) -> str | None:
 
 def write(conversations: Iterable[Conversation], out: IO[str], report: WriteReport, *, on_invalid: str = "skip") -> None:
     for index, conversation in enumerate(conversations):
-        problem = _first_problem(conversation)
+        # One line holds the whole conversation anyway; read the messages once (they may come from a database).
+        messages = list(conversation.messages)
+        problem = _first_problem(messages)
         if problem is not None:
             if on_invalid == "stop":
                 raise FormatError(f"conversations[{index}]", f"breaks the tool-calling protocol: {problem}")
             report.skipped.append(SkippedConversation(index, conversation.external_id, problem))
             continue
         report_conversation_losses(report, conversation, CONVERSATION_HELD)
-        row: dict[str, Any] = {"messages": list(openai.iter_chat_dicts(conversation.messages, report))}
+        row: dict[str, Any] = {"messages": list(openai.iter_chat_dicts(messages, report))}
         if conversation.tools is not None:
             row["tools"] = conversation.tools
         fields = format_metadata(conversation, NAME).get("fields")

@@ -8,7 +8,8 @@ has no message for (web searches, item references, ...) ride along with the next
 in place."""
 from __future__ import annotations
 
-from collections.abc import Iterable
+import itertools
+from collections.abc import Iterable, Iterator
 from typing import IO, Any
 
 from agents.memory.schema import SYSTEM_ROLES, Conversation, Message
@@ -17,6 +18,7 @@ from .base import (
     CallNames,
     FormatError,
     FormatSpec,
+    Streamed,
     WriteReport,
     at,
     chat_tool_from_flat,
@@ -246,18 +248,20 @@ def _before(message: Message, memo: dict[str, Any], report: WriteReport) -> list
 def render(conversation: Conversation, report: WriteReport) -> Any:
     report_conversation_losses(report, conversation, CONVERSATION_HELD)
     meta = format_metadata(conversation, NAME)
-    messages = conversation.messages
-    items: list[Any] = []
+    messages = iter(conversation.messages)
     names = CallNames()
     instructions = None
-    start = 0
-    if (messages and messages[0].role == "system" and isinstance(messages[0].content, str)
-            and not meta.get("list") and (meta.get("instructions") or NAME not in messages[0].extra)):
-        instructions = messages[0].content
-        start = 1
-        report_losses(report, messages[0], HELD, names)
+    first = next(messages, None)
+    if (first is not None and first.role == "system" and isinstance(first.content, str)
+            and not meta.get("list") and (meta.get("instructions") or NAME not in first.extra)):
+        instructions = first.content
+        report_losses(report, first, HELD, names)
         report.messages += 1
-    for message in messages[start:]:
+        first = None
+    rest = itertools.chain([first] if first is not None else [], messages)
+
+    def items_of(message: Message) -> list[Any]:
+        items: list[Any] = []
         memo = format_extra(message, NAME)
         report_losses(report, message, HELD | {"reasoning"}, names)
         names.see(message)
@@ -268,7 +272,7 @@ def render(conversation: Conversation, report: WriteReport) -> Any:
             items.append({"type": "function_call_output", "call_id": message.tool_call_id,
                           "output": _parts(message.content, "user", memo) if message.content is not None else "",
                           **fields})
-            continue
+            return items
         has_text = message.content not in (None, "") or not message.tool_calls
         if has_text:
             item: dict[str, Any] = {} if memo.get("untyped") else {"type": "message"}
@@ -300,28 +304,38 @@ def render(conversation: Conversation, report: WriteReport) -> Any:
             fc.update({"call_id": call.id, "name": call.function.name, "arguments": call.function.arguments})
             fc.update({k: v for k, v in cm.items() if k != "id"})
             items.append(fc)
-    trailing = meta.get("trailing")
-    if isinstance(trailing, list):
-        items.extend(trailing)
-    if meta.get("list"):
         return items
-    doc: dict[str, Any] = {}
+
+    def all_items() -> Iterator[Any]:
+        for message in rest:
+            yield from items_of(message)
+        trailing = meta.get("trailing")
+        if isinstance(trailing, list):
+            yield from trailing
+
+    if meta.get("list"):
+        return Streamed(items=all_items())
+    head: dict[str, Any] = {}
     if instructions is not None:
-        doc["instructions"] = instructions
-    if meta.get("string_input") and len(items) == 1 and items[0].get("role") == "user" and isinstance(items[0].get("content"), str):
-        doc["input"] = items[0]["content"]
-    else:
-        doc["input"] = items
+        head["instructions"] = instructions
+    tail: dict[str, Any] = {}
     if conversation.tools is not None:
         original = meta.get("tools")
         if isinstance(original, list) and [chat_tool_from_flat(t, "parameters") for t in original] == conversation.tools:
-            doc["tools"] = original
+            tail["tools"] = original
         else:
-            doc["tools"] = [flat_tool_from_chat(t, "parameters", True) for t in conversation.tools]
+            tail["tools"] = [flat_tool_from_chat(t, "parameters", True) for t in conversation.tools]
     if isinstance(meta.get("fields"), dict):
         for key, value in meta["fields"].items():
-            doc.setdefault(key, value)
-    return doc
+            if key not in head and key not in tail and key != "input":
+                tail[key] = value
+    if meta.get("string_input"):
+        # {"input": "text"}: one user message, written back as the string it was (a short document).
+        items = list(all_items())
+        if len(items) == 1 and items[0].get("role") == "user" and isinstance(items[0].get("content"), str):
+            return {**head, "input": items[0]["content"], **tail}
+        return Streamed(head=head, key="input", items=items, tail=tail)
+    return Streamed(head=head, key="input", items=all_items(), tail=tail)
 
 
 def write(conversations: Iterable[Conversation], out: IO[str], report: WriteReport) -> None:

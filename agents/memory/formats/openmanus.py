@@ -3,7 +3,7 @@
 kept outside memory, so a file usually starts with the user."""
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import IO, Any
 
 from agents.memory.schema import Conversation, Message
@@ -12,6 +12,7 @@ from . import openai
 from .base import (
     CallNames,
     FormatSpec,
+    Streamed,
     WriteReport,
     at,
     format_extra,
@@ -107,18 +108,20 @@ def message_dict(message: Message, names: CallNames) -> dict[str, Any]:
 def render(conversation: Conversation, report: WriteReport) -> Any:
     report_conversation_losses(report, conversation, frozenset())
     names = CallNames()
-    items = []
-    for message in conversation.messages:
-        if message.role == "developer":
-            report.lose("the developer role", "openmanus has system, user, assistant and tool; written as system")
-        report_losses(report, message, HELD, names)
-        names.see(message)
-        items.append(message_dict(message, names))
-        report.messages += 1
+
+    def items() -> Iterator[dict[str, Any]]:
+        for message in conversation.messages:
+            if message.role == "developer":
+                report.lose("the developer role", "openmanus has system, user, assistant and tool; written as system")
+            report_losses(report, message, HELD, names)
+            names.see(message)
+            report.messages += 1
+            yield message_dict(message, names)
+
     rest = conversation.metadata.get(NAME, {}).get("fields") if isinstance(conversation.metadata.get(NAME), dict) else None
     if rest:
-        return {"messages": items, **rest}
-    return items
+        return Streamed(key="messages", items=items(), tail={k: v for k, v in rest.items() if k != "messages"})
+    return Streamed(items=items())
 
 
 def write(conversations: Iterable[Conversation], out: IO[str], report: WriteReport) -> None:
