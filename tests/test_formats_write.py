@@ -193,3 +193,16 @@ def test_it_writes_a_long_conversation_in_one_pass_with_bounded_memory(fmt: str)
     assert report.messages == 50_000
     if fmt != "openai_jsonl":  # a fine-tuning line holds its whole conversation by definition
         assert peak < 1_500_000 < out.size, (peak, out.size)
+
+
+def test_it_puts_text_that_follows_results_into_their_anthropic_user_message() -> None:
+    data = [
+        {"role": "user", "content": "q"},
+        {"role": "assistant", "content": None,
+         "tool_calls": [{"id": "c", "type": "function", "function": {"name": "f", "arguments": "{}"}}]},
+        {"role": "tool", "tool_call_id": "c", "content": "r"},
+        {"role": "user", "content": "and now?"},
+    ]
+    doc = json.loads(dumps(read_data(data), "anthropic")[0])
+    assert doc["messages"][2]["content"] == [{"type": "tool_result", "tool_use_id": "c", "content": "r"},
+                                             {"type": "text", "text": "and now?"}]

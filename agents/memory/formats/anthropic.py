@@ -318,7 +318,12 @@ def render(conversation: Conversation, report: WriteReport) -> Any:
             out.append({"role": "user", "content": message.content if message.content is not None else ""})
             return
         if message.role == "user":
-            if memo.get("joined") and last is not None and last["role"] == "user" and isinstance(last["content"], list):
+            after_results = (last is not None and last["role"] == "user" and isinstance(last["content"], list)
+                             and bool(last["content"]) and last["content"][-1].get("type") == "tool_result")
+            # Text after results goes into the results' user message (Anthropic merges consecutive user turns
+            # anyway); a message read from Anthropic keeps the grouping it had.
+            joins = memo.get("joined") if NAME in message.extra else after_results
+            if joins and last is not None and last["role"] == "user" and isinstance(last["content"], list):
                 last["content"].extend(_blocks(message.content))
             else:
                 out.append({"role": "user", "content": message.content if message.content is not None else ""})
