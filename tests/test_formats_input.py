@@ -296,3 +296,14 @@ def test_it_pairs_autogen_results_with_empty_call_ids_by_position() -> None:
     assert len(set(calls)) == 2 and all(calls)
     assert [m.tool_call_id for m in conv.messages[2:]] == calls
     assert json.loads(dumps([conv], "autogen")[0]) == doc
+
+
+def test_it_asks_for_the_format_when_a_big_input_starts_with_a_message_too_big_to_judge(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    doc = [{"type": "human", "data": {"content": "x" * 3_000_000, "type": "human"}},
+           {"type": "ai", "data": {"content": "y", "type": "ai"}}]
+    data = json.dumps(doc).encode()
+    monkeypatch.setattr(formats, "SMALL_INPUT", 2_000_000)
+    err = error_of(lambda: read_input(io.BytesIO(data)))
+    assert "cannot tell the format" in err.detail and "--format" in err.detail
+    assert [m.role for m in read_input(io.BytesIO(data), "langchain")[0].messages] == ["user", "assistant"]

@@ -185,7 +185,7 @@ def open_stream(source: str | os.PathLike[str] | IO[bytes], format: str | None =
             if len(head) < PREVIEW_BYTES:
                 head += read_head(src.stream, PREVIEW_BYTES - len(head))
             stream = io.BufferedReader(PrefixedStream(head, src.stream), 1 << 16)  # type: ignore[arg-type]
-            yield from _large(head[:PREVIEW_BYTES], stream, src.name, format)
+            yield from _large(head, stream, src.name, format)
     finally:
         if src.close:
             src.stream.close()
@@ -227,12 +227,18 @@ def _jsonl(rows: Iterator[tuple[int, Any]], format: str | None) -> Iterator[Conv
 
 
 def _large(head: bytes, stream: io.BufferedReader, name: str, format: str | None) -> Iterator[ConversationStream]:
-    head_text = head.decode("utf-8", errors="ignore")
+    """``head`` is what was read to tell small from big; ``stream`` gives it again, followed by the rest."""
+    head_text = head[:PREVIEW_BYTES].decode("utf-8", errors="ignore")
     if format == "openai_jsonl" or looks_like_jsonl(head_text, name):
         yield from _jsonl(iter_jsonl(iter(stream)), format)
         return
     if format is None:
-        doc = preview(head)
+        doc = preview(head[:PREVIEW_BYTES])
+        if _nothing_whole(doc) and len(head) > PREVIEW_BYTES:
+            doc = preview(head)  # a first item bigger than the preview (one huge message): look at all that was read
+        if _nothing_whole(doc):
+            raise FormatError("input", f"cannot tell the format from the first {len(head) // 1_000_000} MB (the first "
+                                       "message is bigger than that); name the format with --format")
         format = detect_format(doc)
     codec = _codec(format)
     events = Events(stream)
@@ -247,6 +253,17 @@ def _large(head: bytes, stream: io.BufferedReader, name: str, format: str | None
         raise FormatError("input", "invalid JSON: more data after the document")
     for conv in read_data(data, format):
         yield ConversationStream.whole(conv)
+
+
+def _nothing_whole(doc: Any) -> bool:
+    """A preview in which no list holds a whole item: detection would be guessing."""
+    if isinstance(doc, list):
+        return not doc
+    if isinstance(doc, dict):
+        lists = [v for v in doc.values() if isinstance(v, list)]
+        nested = [v for v in doc.values() if isinstance(v, dict)]
+        return all(not v for v in lists) and all(_nothing_whole(v) for v in nested)
+    return False
 
 
 # --- writing ----------------------------------------------------------------------------------------------------
