@@ -297,6 +297,11 @@ def _import_conversation(
     outcome = SessionOutcome(
         index=index, external_id=conv.external_id or "", title=conv.title or "", agent=agent.slug, status="imported"
     )
+    if conv.external_id and len(conv.external_id) > 255:
+        raise ImportFailed(f"conversation {index + 1}: external_id: {len(conv.external_id)} characters, "
+                           "longer than the 255 that can be stored")
+    if conv.source_format and len(conv.source_format) > 40:
+        raise ImportFailed(f"conversation {index + 1}: source_format: {conv.source_format[:50]!r} is not a format name")
     if conv.external_id:
         existing = models.Session.objects.filter(agent=agent, external_id=conv.external_id).first()
         if existing is not None:

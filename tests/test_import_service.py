@@ -292,3 +292,11 @@ def test_it_titles_an_untitled_session_after_its_first_question(db, tmp_path: Pa
     titled = native([{"external_id": "t", "title": "Kept", "messages": WEATHER}])
     imports.import_file(write(tmp_path, "n.json", titled), project=agent.project, agent=agent)
     assert models.Session.objects.get(external_id="t").title == "Kept"
+
+
+def test_it_refuses_an_external_id_too_long_to_store(db, tmp_path: Path, agent: models.Agent) -> None:
+    data = native([{"external_id": "x" * 300, "messages": WEATHER}])
+    before = counts()
+    with pytest.raises(imports.ImportFailed, match="conversation 1: external_id: 300 characters"):
+        imports.import_file(write(tmp_path, "n.json", data), project=agent.project, agent=agent)
+    assert counts() == before
