@@ -76,7 +76,8 @@ def format_timestamp(value: datetime) -> str:
 
 
 def parse_timestamp(value: Any, place: str) -> tuple[datetime | None, str | None]:
-    """(created_at, the original text when writing created_at back would not reproduce it)."""
+    """(created_at, the original text when writing created_at back would not reproduce it, or when it is not
+    a time at all)."""
     if value is None:
         return None, None
     text = need_str(value, place)
@@ -86,7 +87,8 @@ def parse_timestamp(value: Any, place: str) -> tuple[datetime | None, str | None
         except ValueError:
             continue
         return parsed, (None if format_timestamp(parsed) == text else text)
-    raise FormatError(place, f"expected a timestamp like 2026-11-29 12:02:11.653, got {text[:40]!r}")
+    # Not a time memoryviz can read: the message still is, and the text is written back as it was.
+    return None, text
 
 
 def _marks(value: Any, place: str) -> list[str]:
@@ -239,7 +241,7 @@ def _id(conversation_index: int, index: int, message: Message) -> str:
 def _timestamp(message: Message, memo: dict[str, Any]) -> str | None:
     raw = memo.get("timestamp")
     if message.created_at is None:
-        return None
+        return raw if isinstance(raw, str) else None
     if isinstance(raw, str):
         try:
             if parse_timestamp(raw, "")[0] == message.created_at:

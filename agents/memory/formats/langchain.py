@@ -171,6 +171,8 @@ def _read_entry(entry: Any, place: str) -> Message:
             memo["no_usage"] = True
     elif role == "tool":
         fields["tool_call_id"] = need_str(data.get("tool_call_id"), at(dplace, "tool_call_id"))
+        if fields["name"] is None:
+            memo["no_name"] = True  # written back without one (results from other formats get their call's)
         status = data.get("status")
         if status not in (None, "success", "error"):
             raise FormatError(at(dplace, "status"), f"expected \"success\" or \"error\", got {json_type(status)}")
@@ -232,7 +234,10 @@ def entry_for(message: Message, names: CallNames, report: WriteReport) -> dict[s
                             "response_metadata": rest.get("response_metadata", {}), "type": kind}
     if kind in ("chat", "ChatMessageChunk"):
         data["role"] = rest.get("role", message.role)
-    data["name"] = names.name_for(message) if message.role == "tool" else message.name
+    if message.role == "tool" and not (memo.get("no_name") and message.name is None):
+        data["name"] = names.name_for(message)
+    else:
+        data["name"] = message.name
     data["id"] = message.external_id
     if message.role == "assistant":
         _calls(message, memo, data)

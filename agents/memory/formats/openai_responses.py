@@ -155,8 +155,9 @@ def read(doc: Any, place: str = "") -> list[Conversation]:
             content, memo = _content(item.get("content"), role, at(p, "content"))
             if "type" not in item:
                 memo["untyped"] = True
-            if role in SYSTEM_ROLES:
-                memo["item"] = True  # an input item, not the instructions: written back as an item
+            if role in SYSTEM_ROLES or role == "assistant":
+                # A system item, not the instructions; an assistant item even when empty next to its calls.
+                memo["item"] = True
             rest = _rest(item, {"type", "role", "content", "id"})
             if rest:
                 memo["fields"] = rest
@@ -273,7 +274,7 @@ def render(conversation: Conversation, report: WriteReport) -> Any:
                           "output": _parts(message.content, "user", memo) if message.content is not None else "",
                           **fields})
             return items
-        has_text = message.content not in (None, "") or not message.tool_calls
+        has_text = message.content not in (None, "") or not message.tool_calls or bool(memo.get("item"))
         if has_text:
             item: dict[str, Any] = {} if memo.get("untyped") else {"type": "message"}
             item["role"] = message.role
