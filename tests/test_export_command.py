@@ -115,7 +115,7 @@ def test_it_shows_progress_when_asked(agent: models.Agent, tmp_path: Path) -> No
     store(agent, "a", CHAT)
     code, _, err = run("--format", "native", "--progress", "-o", str(tmp_path / "x.json"))
     assert code == 0
-    assert "exporting" in err and "3/3 messages" in err
+    assert "exporting [" in err and "100.0% 3 messages" in err
 
 
 def test_it_says_when_nothing_matches(db: Any) -> None:

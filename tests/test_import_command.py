@@ -105,7 +105,7 @@ def test_it_shows_progress_on_stderr_when_asked(db, tmp_path: Path) -> None:
     path.write_text(json.dumps(CHAT * 50))
     code, out, err = run(str(path), "--progress")
     assert code == 0
-    assert "importing chat.json" in err and "100 messages" in err
+    assert "importing chat.json [" in err and "100.0% 100 messages" in err
     json.loads(out)  # stdout stays clean JSON
 
 

@@ -1,25 +1,36 @@
 """A progress bar on stderr for the long-running commands (import_history, export_history).
 
 Shown only when stderr is a terminal or when asked (--progress), so that scripts reading stdout and logs are
-never cluttered. No dependency: one line redrawn with a carriage return, at most a few times a second.
+never cluttered. No dependency: one line redrawn with a carriage return, at most five times a second. With a
+total (bytes of the file read, or messages to write) it draws a bar; without one, a counter and a rate.
 """
 from __future__ import annotations
 
-import sys
 import time
+from collections.abc import Callable
 from typing import TextIO
 
 
 class ProgressBar:
     def __init__(
-        self, label: str, *, unit: str = "items", total: int | None = None, enabled: bool = True,
-        stream: TextIO | None = None, interval: float = 0.2,
+        self,
+        label: str,
+        *,
+        stream: TextIO,
+        unit: str = "messages",
+        total: int | None = None,
+        enabled: bool = True,
+        position: Callable[[], int] | None = None,
+        interval: float = 0.2,
     ) -> None:
+        """``total`` with ``position`` (e.g. a file's size and its read offset) measures the bar in bytes while the
+        count stays in ``unit``; ``total`` alone measures it in ``unit``."""
         self.label = label
+        self.stream = stream
         self.unit = unit
         self.total = total
         self.enabled = enabled
-        self.stream = stream if stream is not None else sys.stderr
+        self.position = position
         self.interval = interval
         self.start = time.monotonic()
         self.last_draw = 0.0
@@ -33,22 +44,28 @@ class ProgressBar:
             self.last_draw = now
             self._draw(now)
 
-    def _draw(self, now: float) -> None:
+    def _fraction(self) -> float | None:
+        if not self.total:
+            return None
+        done = self.position() if self.position is not None else self.count
+        return min(max(done / self.total, 0.0), 1.0)
+
+    def _draw(self, now: float, final: bool = False) -> None:
         elapsed = max(now - self.start, 1e-9)
         rate = self.count / elapsed
-        if self.total:
-            frac = min(self.count / self.total, 1.0)
-            filled = int(frac * 30)
-            bar = "[" + "#" * filled + "-" * (30 - filled) + f"] {frac:6.1%} "
-            text = f"{self.label} {bar}{self.count:,}/{self.total:,} {self.unit} ({rate:,.0f}/s)"
+        frac = 1.0 if final and self.total else self._fraction()
+        tail = f"{self.count:,} {self.unit} ({rate:,.0f}/s, {elapsed:.0f}s)"
+        if frac is None:
+            text = f"{self.label}: {tail}"
         else:
-            text = f"{self.label}: {self.count:,} {self.unit} ({rate:,.0f}/s, {elapsed:.0f}s)"
+            filled = int(frac * 30)
+            text = f"{self.label} [{'#' * filled}{'-' * (30 - filled)}] {frac:6.1%} {tail}"
         self.stream.write("\r" + text + "\x1b[K")
         self.stream.flush()
         self.drawn = True
 
-    def close(self) -> None:
+    def close(self, *, completed: bool = True) -> None:
         if self.enabled and (self.drawn or self.count):
-            self._draw(time.monotonic())
+            self._draw(time.monotonic(), final=completed)
             self.stream.write("\n")
             self.stream.flush()

@@ -57,10 +57,12 @@ class Command(BaseCommand):
             total = plan.sessions.aggregate(n=Sum("message_count"))["n"] or None
             bar = ProgressBar("exporting", unit="messages", total=total,
                               enabled=options["progress"] or self.stderr.isatty(), stream=self.stderr._out)
+            completed = False
             try:
                 result = self._write(plan, options["output"], bar)
+                completed = True
             finally:
-                bar.close()
+                bar.close(completed=completed)
         except exports.ExportFailed as exc:
             self.stderr.write(f"export_history: {exc}")
             sys.exit(2)

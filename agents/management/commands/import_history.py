@@ -58,35 +58,44 @@ class Command(BaseCommand):
         self.stdout.write(json.dumps(out, indent=2, ensure_ascii=False))
 
     def _import_one(self, path: str, options: dict[str, Any], show: bool) -> imports.ImportReport:
-        if path == "-":
-            source: Any = sys.stdin.buffer
-            total = None
-        else:
-            if not os.path.exists(path):
-                raise imports.ImportFailed(f"{path}: no such file")
-            if os.path.isdir(path):
-                raise imports.ImportFailed(f"{path}: is a directory")
-            source = path
-            total = None
-        bar = ProgressBar(f"importing {os.path.basename(path) if path != '-' else 'stdin'}", unit="messages",
-                          total=total, enabled=show, stream=self.stderr._out)
+        if path != "-" and not os.path.exists(path):
+            raise imports.ImportFailed(f"{path}: no such file")
+        if path != "-" and os.path.isdir(path):
+            raise imports.ImportFailed(f"{path}: is a directory")
+        # The file is opened here so that the bar can follow how much of it has been read.
         try:
-            try:
-                return imports.import_file(
-                    source,
-                    project=options["project"],
-                    agent=options["agent"],
-                    format=options["format"],
-                    counter=options["counter"],
-                    label=path,
-                    on_messages=bar.update,
-                )
-            except imports.ImportFailed as exc:
-                # Name the file when the error does not already.
-                text = str(exc)
-                raise imports.ImportFailed(text if text.startswith(path) else f"{path}: {text}") from None
+            handle: Any = sys.stdin.buffer if path == "-" else open(path, "rb")  # noqa: SIM115
+        except OSError as exc:
+            raise imports.ImportFailed(f"{path}: {exc.strerror or exc}") from None
+        size = None if path == "-" else os.path.getsize(path)
+        bar = ProgressBar(
+            f"importing {'stdin' if path == '-' else os.path.basename(path)}",
+            stream=self.stderr._out,
+            total=size,
+            enabled=show,
+            position=(lambda: handle.tell()) if size else None,
+        )
+        completed = False
+        try:
+            report = imports.import_file(
+                handle,
+                project=options["project"],
+                agent=options["agent"],
+                format=options["format"],
+                counter=options["counter"],
+                label=path,
+                on_messages=bar.update,
+            )
+            completed = True
+            return report
+        except imports.ImportFailed as exc:
+            # Name the file when the error does not already.
+            text = str(exc)
+            raise imports.ImportFailed(text if text.startswith(path) else f"{path}: {text}") from None
         finally:
-            bar.close()
+            bar.close(completed=completed)
+            if path != "-":
+                handle.close()
 
     def _fail(self, message: str) -> None:
         self.stderr.write(f"import_history: {message}")
