@@ -449,7 +449,10 @@ class _SessionWriter:
 
     def _flush(self, batch: list[Message]) -> None:
         counts = count_messages(batch, self.counter)
-        rows, calls = services.message_rows(batch, session=self.session, start_seq=self.seq, token_counts=counts)
+        try:
+            rows, calls = services.message_rows(batch, session=self.session, start_seq=self.seq, token_counts=counts)
+        except ValueError as exc:  # a value the database cannot store, named by its seq
+            raise ImportFailed(f"conversation {self.outcome.index + 1}: {exc}") from None
         _insert_rows(rows, calls, self.session, self.seq)
         self.seq += len(rows)
         self.tokens += sum(counts)

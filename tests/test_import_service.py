@@ -300,3 +300,11 @@ def test_it_refuses_an_external_id_too_long_to_store(db, tmp_path: Path, agent: 
     with pytest.raises(imports.ImportFailed, match="conversation 1: external_id: 300 characters"):
         imports.import_file(write(tmp_path, "n.json", data), project=agent.project, agent=agent)
     assert counts() == before
+
+
+def test_it_refuses_a_nul_character_naming_the_place(db, tmp_path: Path, agent: models.Agent) -> None:
+    data = [WEATHER[1], {"role": "assistant", "content": "bad \u0000 byte"}]
+    before = counts()
+    with pytest.raises(imports.ImportFailed, match=r"conversation 1: messages\[1\]\.content: contains a NUL"):
+        imports.import_file(write(tmp_path, "nul.json", data), project=agent.project, agent=agent)
+    assert counts() == before
