@@ -173,7 +173,10 @@ def _require_editor(user: Any, project: models.Project) -> None:
 
 
 def _upload_dir() -> Path:
-    return Path(tempfile.gettempdir()) / "memoryviz-uploads"
+    # Several application servers behind one database need a shared folder here (MEMORYVIZ_UPLOAD_DIR), so that
+    # the confirm finds the upload whichever server the preview ran on.
+    configured = getattr(settings, "MEMORYVIZ_UPLOAD_DIR", None)
+    return Path(configured) if configured else Path(tempfile.gettempdir()) / "memoryviz-uploads"
 
 
 def _upload_path(user: Any, token: str) -> Path:

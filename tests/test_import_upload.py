@@ -212,3 +212,13 @@ def test_it_imports_a_big_upload_streamed_from_disk(alice_client: Any, project: 
     done = alice_client.post(reverse("agents:import_confirm"), confirm_fields(response.content.decode()))
     assert done.status_code == 200
     assert models.Session.objects.get(agent__slug="bulk").message_count == 8000
+
+
+def test_it_keeps_uploads_in_the_configured_folder(alice_client: Any, project: models.Project, settings: Any,
+                                                   tmp_path: Any) -> None:
+    settings.MEMORYVIZ_UPLOAD_DIR = str(tmp_path / "shared-uploads")
+    response = preview(alice_client, project, new_agent="bot", text=json.dumps(WEATHER))
+    token = confirm_fields(response.content.decode())["token"]
+    assert [p.name.endswith(f"-{token}.upload") for p in (tmp_path / "shared-uploads").iterdir()] == [True]
+    alice_client.post(reverse("agents:import_confirm"), confirm_fields(response.content.decode()))
+    assert list((tmp_path / "shared-uploads").iterdir()) == []
