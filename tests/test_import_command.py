@@ -5,7 +5,6 @@ import json
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
 from django.core.management import call_command
