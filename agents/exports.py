@@ -27,6 +27,10 @@ PAGE_SIZE = 2_000
 ON_INVALID = ("skip", "stop")
 
 
+class _Cancelled(Exception):
+    """The response was closed before the export ended (the client went away)."""
+
+
 class ExportFailed(Exception):
     """The export could not be made (unknown format or strategy, bad parameters, an invalid conversation with
     ``on_invalid="stop"``). ``str(e)`` says what and where."""
@@ -154,6 +158,7 @@ def export_chunks(
     """
     record = _record_start(plan, user=user, interface=interface)
     chunks: queue.Queue[str | None | BaseException] = queue.Queue(maxsize=queue_size)
+    cancelled = threading.Event()
     result: dict[str, Any] = {}
 
     class _QueueWriter:
@@ -171,6 +176,8 @@ def export_chunks(
             return len(text)
 
         def flush(self) -> None:
+            if cancelled.is_set():
+                raise _Cancelled
             if self.parts:
                 chunks.put("".join(self.parts))
                 self.parts, self.size = [], 0
@@ -184,6 +191,8 @@ def export_chunks(
             result["report"] = _write(plan, writer, counter)
             result["messages"] = counter.count
             writer.flush()
+            chunks.put(None)
+        except _Cancelled:
             chunks.put(None)
         except BaseException as exc:  # handed to the response thread, which raises it there
             chunks.put(exc)
@@ -220,7 +229,9 @@ def export_chunks(
                 raise item
             yield item
     finally:
-        # A client that goes away closes the generator: drain so that the worker can finish and exit.
+        # A client that goes away closes the generator: the worker stops at its next write; drain the queue so
+        # that a write blocked on it returns.
+        cancelled.set()
         while thread.is_alive():
             try:
                 chunks.get(timeout=0.1)

@@ -206,3 +206,15 @@ def test_native_round_trip_is_byte_stable_for_any_conversations(
     assert report.sessions_imported == len(convs)
     second, _ = export_text(models.Session.objects.all(), "native")
     assert second == first
+
+
+@pytest.mark.django_db(transaction=True)
+def test_it_stops_the_worker_when_the_download_is_abandoned(agent: models.Agent) -> None:
+    import threading
+
+    msgs = [Message(role="user" if i % 2 == 0 else "assistant", content="z" * 500) for i in range(6000)]
+    store(agent, "big", msgs)
+    chunks = exports.export_chunks(plan_for(models.Session.objects.all(), "native"), queue_size=1)
+    assert next(chunks)
+    chunks.close()  # what the server does when the client goes away
+    assert not [t for t in threading.enumerate() if t.name.startswith("export-")]
