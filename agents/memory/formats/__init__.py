@@ -43,7 +43,7 @@ from typing import IO, Any
 from agents.memory.schema import Conversation
 
 from . import agentscope, anthropic, autogen, langchain, native, openai, openai_jsonl, openai_responses, openmanus
-from .base import ConversationStream, FormatError, FormatSpec, SkippedConversation, WriteReport
+from .base import ConversationStream, FormatError, FormatSpec, SkippedConversation, WriteReport, json_type
 from .json_input import (
     PREVIEW_BYTES,
     SMALL_INPUT,
@@ -115,15 +115,17 @@ def _candidates(doc: Any) -> list[str]:
     return found
 
 
-def describe_shape(data: Any) -> str:
+def describe_shape(data: Any, depth: int = 0) -> str:
     if isinstance(data, dict):
         keys = ", ".join(list(map(str, data))[:8]) or "no keys"
         return f"an object with keys {keys}"
     if isinstance(data, list):
         if not data:
             return "an empty array"
-        return f"an array whose first item is {describe_shape(data[0]) if isinstance(data[0], (dict, list)) else type(data[0]).__name__}"
-    return f"a JSON {type(data).__name__}"
+        if depth >= 2:
+            return "an array"
+        return f"an array whose first item is {describe_shape(data[0], depth + 1)}"
+    return json_type(data)
 
 
 def detect_format(data: Any) -> str:
@@ -136,7 +138,7 @@ def detect_format(data: Any) -> str:
     if not found:
         raise FormatError(
             "input",
-            f"unknown format: {describe_shape(data)} matches none of {', '.join(sorted(_CODECS))}; "
+            f"unknown format: {describe_shape(data)}, which matches none of {', '.join(sorted(_CODECS))}; "
             "name the format with --format",
         )
     raise FormatError("input", f"ambiguous format: it reads as {' or '.join(found)}; name one with --format")
