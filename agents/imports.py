@@ -694,7 +694,8 @@ def _note_skips(report: ImportReport) -> None:
             )
         elif s.skipped:
             report.dropped.append(
-                f"conversation {s.index + 1} ({name}): {s.skipped} message(s) whose id is already stored were not added"
+                f"conversation {s.index + 1} ({name}): {s.skipped} message(s) not added: their id is already "
+                "stored in the session or came earlier in the file"
             )
 
 

@@ -132,7 +132,7 @@ def test_it_skips_a_message_whose_id_repeats_in_the_file(db, tmp_path: Path, age
                                  agent=agent)
     assert report.sessions[0].added == len(WEATHER)
     assert report.sessions[0].skipped == 1
-    assert "whose id is already stored" in report.dropped[0]
+    assert "their id is already stored in the session or came earlier in the file" in report.dropped[0]
 
 
 def test_it_imports_a_tool_result_without_its_call_and_flags_it(db, tmp_path: Path, agent: models.Agent) -> None:
