@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import IO, Any
 
-from django.db import DatabaseError, connection, transaction
+from django.db import DEFAULT_DB_ALIAS, DatabaseError, connection, connections, transaction
 from django.db.models import Model
 from django.utils.text import slugify
 
@@ -508,8 +508,9 @@ def _insert_rows(
     """
     if not rows:
         return
-    with connection.cursor() as cursor:
-        cursor.executemany(_MESSAGE_INSERT.sql, [_MESSAGE_INSERT.params(row) for row in rows])
+    db = connections[DEFAULT_DB_ALIAS]
+    with db.cursor() as cursor:
+        cursor.executemany(_MESSAGE_INSERT.sql, _MESSAGE_INSERT.param_rows(rows, db))
         if calls:
             ids = dict(
                 models.Message.objects.filter(
@@ -518,7 +519,7 @@ def _insert_rows(
             )
             for call in calls:
                 call.message_id = ids[call.message.seq]
-            cursor.executemany(_TOOLCALL_INSERT.sql, [_TOOLCALL_INSERT.params(call) for call in calls])
+            cursor.executemany(_TOOLCALL_INSERT.sql, _TOOLCALL_INSERT.param_rows(calls, db))
 
 
 class _Insert:
@@ -535,8 +536,11 @@ class _Insert:
         marks = ", ".join(["%s"] * len(self.fields))
         return f"INSERT INTO {quote(self.model._meta.db_table)} ({columns}) VALUES ({marks})"
 
-    def params(self, obj: Any) -> tuple[Any, ...]:
-        return tuple(f.get_db_prep_save(getattr(obj, f.attname), connection) for f in self.fields)
+    def param_rows(self, objs: Iterable[Any], db: Any) -> list[tuple[Any, ...]]:
+        """Each object's values as ``get_db_prep_save`` prepares them for ``db`` (the real connection, not the
+        ``django.db.connection`` proxy, whose per-access thread-local lookup cost 10% of an import)."""
+        preps = [(f.get_db_prep_save, f.attname) for f in self.fields]
+        return [tuple(prep(getattr(obj, name), db) for prep, name in preps) for obj in objs]
 
 
 _MESSAGE_INSERT = _Insert(models.Message)
