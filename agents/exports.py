@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import queue
 import threading
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import IO, Any
 
@@ -415,12 +415,3 @@ def _name(session: models.Session) -> str:
 def recent_exports(user: Any, limit: int = 50) -> QuerySet[models.ExportRecord]:
     """The user's own exports, newest first (the export log page)."""
     return models.ExportRecord.objects.filter(user=user).select_related("project")[:limit]
-
-
-def summary(records: Iterable[models.ExportRecord]) -> list[dict[str, Any]]:
-    return [
-        {"id": r.pk, "format": r.format, "scope": r.scope, "sessions": r.session_count, "messages": r.message_count,
-         "strategy": r.strategy, "params": r.params, "dropped": r.dropped, "skipped": r.skipped,
-         "created_at": r.created_at.isoformat()}
-        for r in records
-    ]
