@@ -65,3 +65,9 @@ def make_session(agent):
         return session_store(agent=agent, conversation=conversation)
 
     return make
+
+
+def pytest_collection_modifyitems(config, items):
+    """Browser tests run last: Playwright's sync API keeps an event loop running in the main thread while its
+    browser is open, and tests that call ``asyncio.run`` (the autogen-core references) cannot run under it."""
+    items.sort(key=lambda item: item.get_closest_marker("browser") is not None)
