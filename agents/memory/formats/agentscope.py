@@ -292,7 +292,7 @@ def _assistant_content(message: Message, memo: dict[str, Any], report: WriteRepo
         uses.append(block)
     queues = {"thinking": list(thinking), "content": _blocks(message.content), "tool_use": uses}
     order = memo.get("order")
-    if isinstance(order, list) and sorted(order) == sorted(k for k, q in queues.items() for _ in q):
+    if isinstance(order, list) and all(isinstance(k, str) for k in order) and sorted(order) == sorted(k for k, q in queues.items() for _ in q):
         return [queues[kind].pop(0) for kind in order]
     return queues["thinking"] + queues["content"] + queues["tool_use"]
 

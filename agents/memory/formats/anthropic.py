@@ -251,7 +251,7 @@ def _assistant(message: Message, report: WriteReport) -> dict[str, Any]:
     queues = {"thinking": list(thinking), "content": _blocks(message.content), "tool_use": uses}
     order = memo.get("order")
     blocks: list[dict[str, Any]] = []
-    if isinstance(order, list) and sorted(order) == sorted(
+    if isinstance(order, list) and all(isinstance(k, str) for k in order) and sorted(order) == sorted(
             ["thinking"] * len(queues["thinking"]) + ["content"] * len(queues["content"]) + ["tool_use"] * len(uses)):
         for kind in order:
             blocks.append(queues[kind].pop(0))
