@@ -315,3 +315,20 @@ def test_it_keeps_an_agentscope_timestamp_it_cannot_read() -> None:
     [conv] = read_data(doc)
     assert conv.messages[0].created_at is None
     assert json.loads(dumps([conv], "agentscope")[0]) == doc
+
+
+def test_it_streams_an_array_of_documents_one_conversation_at_a_time(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    conversations = read_input(Path("/work/shared/samples/anthropic/travel.json")) * 2000
+    path = tmp_path / "many.json"
+    path.write_text(dumps(conversations, "anthropic")[0])
+    monkeypatch.setattr(formats, "SMALL_INPUT", 100_000)
+    reader = CountingReader(path)
+    try:
+        streams = open_stream(reader)  # type: ignore[arg-type]
+        first = next(streams)
+        assert len(list(first.messages)) == 10
+        assert reader.read_bytes < path.stat().st_size / 2
+        assert 1 + sum(1 for _ in streams) == 2000
+    finally:
+        reader.close()

@@ -234,10 +234,10 @@ def _large(head: bytes, stream: io.BufferedReader, name: str, format: str | None
     if format == "openai_jsonl" or looks_like_jsonl(head_text, name):
         yield from _jsonl(iter_jsonl(iter(stream)), format)
         return
+    doc = preview(head[:PREVIEW_BYTES])
+    if _nothing_whole(doc) and len(head) > PREVIEW_BYTES:
+        doc = preview(head)  # a first item bigger than the preview (one huge message): look at all that was read
     if format is None:
-        doc = preview(head[:PREVIEW_BYTES])
-        if _nothing_whole(doc) and len(head) > PREVIEW_BYTES:
-            doc = preview(head)  # a first item bigger than the preview (one huge message): look at all that was read
         if _nothing_whole(doc):
             raise FormatError("input", f"cannot tell the format from the first {len(head) // 1_000_000} MB (the first "
                                        "message is bigger than that); name the format with --format")
@@ -250,9 +250,15 @@ def _large(head: bytes, stream: io.BufferedReader, name: str, format: str | None
     first = events.next_or_none()
     if first is None:
         raise FormatError("input", "empty input: expected JSON or JSONL")
+    if first[1] == "start_array" and _documents(doc) is not None:
+        # An array of documents (one conversation each): read and hand them over one at a time.
+        for i, item in enumerate(events.array_items()):
+            for conv in codec.read(item, f"[{i}]"):
+                yield ConversationStream.whole(conv)
+        events.expect_end()
+        return
     data = events.value(first[1], first[2])
-    if events.next_or_none() is not None:
-        raise FormatError("input", "invalid JSON: more data after the document")
+    events.expect_end()
     for conv in read_data(data, format):
         yield ConversationStream.whole(conv)
 

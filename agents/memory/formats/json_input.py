@@ -224,6 +224,19 @@ class Events:
         return builder.value
 
 
+    def array_items(self) -> Iterator[Any]:
+        """The values of the array whose start_array was just read, one at a time."""
+        for _prefix, event, value in self:
+            if event == "end_array":
+                return
+            yield self.value(event, value)
+        raise FormatError("input", "invalid JSON: the input ends inside an array")
+
+    def expect_end(self) -> None:
+        if self.next_or_none() is not None:
+            raise FormatError("input", "invalid JSON: more data after the document")
+
+
 def _ijson_detail(exc: Exception) -> str:
     text = str(exc).strip().replace("\n", " ")
     return " ".join(text.split())[:300] or exc.__class__.__name__

@@ -288,17 +288,11 @@ def is_document(item: Any) -> bool:
 
 
 def expect_end(events: Events) -> None:
-    if events.next_or_none() is not None:
-        raise FormatError("input", "invalid JSON: more data after the document")
+    events.expect_end()
 
 
 def _array_items(events: Events) -> Iterator[Any]:
-    """The values of the array whose start_array was just read."""
-    for _prefix, event, value in events:
-        if event == "end_array":
-            return
-        yield events.value(event, value)
-    raise FormatError("input", "invalid JSON: the input ends inside an array")
+    return events.array_items()
 
 
 def stream(events: Events) -> Iterator[ConversationStream]:
