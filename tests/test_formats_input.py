@@ -332,3 +332,13 @@ def test_it_streams_an_array_of_documents_one_conversation_at_a_time(
         assert 1 + sum(1 for _ in streams) == 2000
     finally:
         reader.close()
+
+
+@pytest.mark.parametrize("shift", range(3))
+def test_it_previews_a_big_input_cut_inside_a_character(shift: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    doc = [{"role": "user", "content": "x" * 60}, {"role": "assistant", "content": "€" * 28}]
+    data = json.dumps(doc, ensure_ascii=False).encode()
+    monkeypatch.setattr(formats, "SMALL_INPUT", 10)
+    monkeypatch.setattr(formats, "PREVIEW_BYTES", data.index("€".encode()) + 1 + shift)  # inside a 3-byte "€"
+    [conv] = read_input(io.BytesIO(data))
+    assert conv.messages[1].text == "€" * 28

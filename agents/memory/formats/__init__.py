@@ -239,7 +239,7 @@ def _large(head: bytes, stream: io.BufferedReader, name: str, format: str | None
         doc = preview(head)  # a first item bigger than the preview (one huge message): look at all that was read
     if format is None:
         if _nothing_whole(doc):
-            raise FormatError("input", f"cannot tell the format from the first {len(head) // 1_000_000} MB (the first "
+            raise FormatError("input", f"cannot tell the format from the first {len(head) / 1e6:.1f} MB (the first "
                                        "message is bigger than that); name the format with --format")
         format = detect_format(doc)
     codec = _codec(format)

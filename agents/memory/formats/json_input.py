@@ -242,6 +242,19 @@ def _ijson_detail(exc: Exception) -> str:
     return " ".join(text.split())[:300] or exc.__class__.__name__
 
 
+def _whole_characters(head: bytes) -> bytes:
+    """The head without a UTF-8 character cut in two at its end (a cut is not a decoding error)."""
+    for cut in range(4):
+        part = head[: len(head) - cut]
+        try:
+            part.decode("utf-8")
+            return part
+        except UnicodeDecodeError as exc:
+            if exc.start < len(head) - 4:
+                return head  # a bad byte well before the end: real garbage, reported as such
+    return head
+
+
 def preview(head: bytes) -> Any:
     """A document built from the first bytes of a big input, arrays cut after PREVIEW_ITEMS items: enough to tell
     the format without reading the whole input. A truncated input yields what was complete so far."""
@@ -264,7 +277,7 @@ def preview(head: bytes) -> Any:
             container[keys[-1]] = value
 
     try:
-        for _prefix, event, value in ijson.parse(io.BytesIO(head), use_float=True):
+        for _prefix, event, value in ijson.parse(io.BytesIO(_whole_characters(head)), use_float=True):
             if skip_depth:
                 if event in _STARTS:
                     skip_depth += 1
@@ -292,8 +305,13 @@ def preview(head: bytes) -> Any:
                 counts.pop()
                 continue
             add(value)
-    except (ijson.JSONError, UnicodeDecodeError):
-        # The head ends mid-document (expected) or the input is broken (the real read reports it with a place).
+    except (ijson.JSONError, UnicodeDecodeError) as exc:
+        if "premature EOF" not in str(exc):
+            # Broken before the head ends: say so now rather than guess a format from half a document.
+            if isinstance(exc, UnicodeDecodeError) or "UTF8" in str(exc):
+                raise FormatError("input", "not UTF-8 text; expected JSON or JSONL") from None
+            raise FormatError("input", f"invalid JSON: {_ijson_detail(exc)}") from None
+        # The head ends mid-document, as expected of a big input.
         # Items still open are incomplete (a message missing its later keys): drop them so detection sees whole
         # items only. Open values of keys stay: the items they already hold are complete.
         for i in range(len(stack) - 1, 0, -1):
