@@ -12,8 +12,11 @@ from hypothesis import strategies as st
 
 from agents.memory.formats import FORMATS, FormatError, dumps, read_data, read_input
 
+# The shared samples live next to the repository: ../shared/samples.
+SAMPLES_DIR = Path(__file__).resolve().parents[2] / "shared" / "samples"
+
 PROFILE = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-SAMPLES = [p for p in sorted(Path("/work/shared/samples").glob("*/travel.json"))]
+SAMPLES = [p for p in sorted(SAMPLES_DIR.glob("*/travel.json"))]
 
 KEYS = ["role", "content", "type", "data", "messages", "tool_calls", "function", "arguments", "name", "id",
         "tool_call_id", "input", "system", "llm_context", "sessions", "format", "version", "call_id", "output",

@@ -17,7 +17,10 @@ from agents.memory.formats import dumps, read_input
 from agents.memory.schema import Conversation, Message
 from tests.strategies_messages import valid_conversations
 
-SAMPLES = Path("/work/shared/samples")
+# The shared samples live next to the repository: ../shared/samples.
+SAMPLES_DIR = Path(__file__).resolve().parents[2] / "shared" / "samples"
+
+SAMPLES = SAMPLES_DIR
 SAMPLE_FILES = sorted(p for p in SAMPLES.glob("*/travel.json*"))
 PROFILE = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

@@ -11,9 +11,10 @@ import pytest
 from agents.memory.formats import FORMATS, detect_format, dumps, read_input
 from agents.memory.schema import Conversation
 
-SAMPLES = Path(__file__).resolve().parents[2] / "shared" / "samples"
-if not SAMPLES.is_dir():
-    SAMPLES = Path("/work/shared/samples")
+# The shared samples live next to the repository: ../shared/samples.
+SAMPLES_DIR = Path(__file__).resolve().parents[2] / "shared" / "samples"
+
+SAMPLES = SAMPLES_DIR
 SAMPLE_FILES = {
     "openai": SAMPLES / "openai" / "travel.json",
     "openai_jsonl": SAMPLES / "openai_jsonl" / "travel.jsonl",

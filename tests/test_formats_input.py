@@ -13,7 +13,10 @@ import pytest
 import agents.memory.formats as formats
 from agents.memory.formats import FormatError, detect_format, dumps, iter_conversations, open_stream, read_data, read_input
 
-SAMPLES = sorted(Path("/work/shared/samples").glob("*/travel.json*"))
+# The shared samples live next to the repository: ../shared/samples.
+SAMPLES_DIR = Path(__file__).resolve().parents[2] / "shared" / "samples"
+
+SAMPLES = sorted(SAMPLES_DIR.glob("*/travel.json*"))
 
 
 class CountingReader(io.RawIOBase):
@@ -275,7 +278,7 @@ def test_it_reads_the_format_the_user_names() -> None:
 
 
 def test_it_tells_openmanus_from_openai_only_when_clear() -> None:
-    manus = json.loads((Path("/work/shared/samples/openmanus/travel.json")).read_text())
+    manus = json.loads((SAMPLES_DIR / "openmanus/travel.json").read_text())
     assert detect_format(manus) == "openmanus"
     manus[1]["content"] = None  # OpenManus leaves None keys out: this is an OpenAI list with names on results
     assert detect_format(manus) == "openai"
@@ -319,7 +322,7 @@ def test_it_keeps_an_agentscope_timestamp_it_cannot_read() -> None:
 
 def test_it_streams_an_array_of_documents_one_conversation_at_a_time(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    conversations = read_input(Path("/work/shared/samples/anthropic/travel.json")) * 2000
+    conversations = read_input(SAMPLES_DIR / "anthropic/travel.json") * 2000
     path = tmp_path / "many.json"
     path.write_text(dumps(conversations, "anthropic")[0])
     monkeypatch.setattr(formats, "SMALL_INPUT", 100_000)

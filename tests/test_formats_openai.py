@@ -8,7 +8,10 @@ import pytest
 
 from agents.memory.formats import FormatError, detect_format, dumps, read_data, read_input
 
-SAMPLES = Path("/work/shared/samples")
+# The shared samples live next to the repository: ../shared/samples.
+SAMPLES_DIR = Path(__file__).resolve().parents[2] / "shared" / "samples"
+
+SAMPLES = SAMPLES_DIR
 
 
 def test_it_reads_the_openai_sample_and_writes_it_back_unchanged() -> None:

@@ -14,7 +14,10 @@ import pytest
 from agents.memory.formats import FORMATS, FormatError, dumps, read_data, read_input, write_conversations
 from agents.memory.schema import Conversation, FunctionCall, Message, ToolCall
 
-OPENAI_SAMPLE = Path("/work/shared/samples/openai/travel.json")
+# The shared samples live next to the repository: ../shared/samples.
+SAMPLES_DIR = Path(__file__).resolve().parents[2] / "shared" / "samples"
+
+OPENAI_SAMPLE = SAMPLES_DIR / "openai/travel.json"
 
 
 def travel() -> Conversation:
@@ -49,7 +52,7 @@ def test_it_groups_parallel_results_into_one_autogen_message_with_names_from_the
 
 
 def test_it_never_writes_a_name_on_openai_tool_messages() -> None:
-    [conv] = read_input(Path("/work/shared/samples/openmanus/travel.json"))
+    [conv] = read_input(SAMPLES_DIR / "openmanus/travel.json")
     assert conv.messages[2].name == "get_weather"
     items = json.loads(dumps([conv], "openai")[0])
     assert all("name" not in m for m in items if m["role"] == "tool")
@@ -66,7 +69,7 @@ def test_it_reports_a_result_name_that_its_call_does_not_give_back() -> None:
 
 
 def test_it_reports_what_autogen_loses_from_agentscope() -> None:
-    [conv] = read_input(Path("/work/shared/samples/agentscope/travel.json"))
+    [conv] = read_input(SAMPLES_DIR / "agentscope/travel.json")
     _text, report = dumps([conv], "autogen")
     assert sorted(report.dropped) == ["created_at on 10 messages: autogen cannot hold it",
                                       "external_id on 10 messages: autogen cannot hold it",
@@ -94,7 +97,7 @@ def test_it_stops_at_the_first_conversation_that_breaks_the_protocol_when_asked(
 
 
 def test_it_writes_tools_with_each_format_that_holds_them() -> None:
-    [conv] = read_input(Path("/work/shared/samples/openai_jsonl/travel.jsonl"))
+    [conv] = read_input(SAMPLES_DIR / "openai_jsonl/travel.jsonl")
     anthropic = json.loads(dumps([conv], "anthropic")[0])
     assert anthropic["tools"] == [{"name": "get_weather", "description": "Current weather for a city",
                                    "input_schema": conv.tools[0]["function"]["parameters"]}]
