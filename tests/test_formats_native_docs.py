@@ -41,6 +41,8 @@ def anthropic_docs(draw: st.DrawFn) -> dict[str, Any]:
         blocks: list[dict[str, Any]] = []
         if draw(maybe):
             blocks.append({"type": "thinking", "thinking": draw(text), "signature": draw(ids)})
+        if draw(st.integers(0, 3)) == 0:
+            blocks.append({"type": "redacted_thinking", "data": draw(ids)})
         if draw(maybe):
             blocks.append({"type": "text", "text": draw(text)})
         calls = unique_ids(draw, draw(st.integers(0, 3)))
