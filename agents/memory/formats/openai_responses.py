@@ -257,6 +257,8 @@ def render(conversation: Conversation, report: WriteReport) -> Any:
             and not meta.get("list") and (meta.get("instructions") or NAME not in first.extra)):
         instructions = first.content
         report_losses(report, first, HELD, names)
+        if first.external_id is not None:
+            report.lose("external_id", "openai_responses holds only the server's ids")
         report.messages += 1
         first = None
     rest = itertools.chain([first] if first is not None else [], messages)
@@ -270,6 +272,8 @@ def render(conversation: Conversation, report: WriteReport) -> Any:
         items.extend(_before(message, memo, report))
         fields = memo.get("fields") if isinstance(memo.get("fields"), dict) else {}
         if message.role == "tool":
+            if message.external_id is not None:
+                report.lose("external_id", "openai_responses holds only the server's ids")
             items.append({"type": "function_call_output", "call_id": message.tool_call_id,
                           "output": _parts(message.content, "user", memo) if message.content is not None else "",
                           **fields})
