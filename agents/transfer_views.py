@@ -175,7 +175,7 @@ def _require_editor(user: Any, project: models.Project) -> None:
 def _upload_dir() -> Path:
     # Several application servers behind one database need a shared folder here (MEMORYVIZ_UPLOAD_DIR), so that
     # the confirm finds the upload whichever server the preview ran on.
-    configured = getattr(settings, "MEMORYVIZ_UPLOAD_DIR", None)
+    configured = settings.MEMORYVIZ_UPLOAD_DIR
     return Path(configured) if configured else Path(tempfile.gettempdir()) / "memoryviz-uploads"
 
 

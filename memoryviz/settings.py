@@ -130,6 +130,9 @@ STORAGES = {
 FILE_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024
 DATA_UPLOAD_MAX_MEMORY_SIZE = 20 * 1024 * 1024
 MEMORYVIZ_MAX_UPLOAD_BYTES = int(os.environ.get("MEMORYVIZ_MAX_UPLOAD_BYTES", str(512 * 1024 * 1024)))
+# Where an upload waits between its preview and the confirmation. Several application servers behind one
+# database need a folder they all share; by default, the system's temporary folder.
+MEMORYVIZ_UPLOAD_DIR = os.environ.get("MEMORYVIZ_UPLOAD_DIR") or None
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
