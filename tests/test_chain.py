@@ -10,7 +10,7 @@ from agents.memory.chain import find_violations, group_blocks, group_turns
 from agents.memory.schema import FunctionCall, Message, ToolCall, parse_messages
 from tests.strategies_messages import valid_conversations
 
-SAMPLES = Path("/work/shared/samples")
+from tests.paths import SAMPLES
 PROPS = settings(max_examples=150, deadline=None)
 
 
@@ -219,7 +219,6 @@ def test_it_groups_and_checks_in_linear_time() -> None:
 def test_it_imports_no_django() -> None:
     import subprocess
     import sys
-    from pathlib import Path
 
     code = (
         "import sys, agents.memory.chain, agents.memory.tokens; "

@@ -16,7 +16,9 @@ from agents.memory.schema import parse_messages
 from agents.memory.tokens import count_messages, total_tokens
 
 ROOT = Path(__file__).resolve().parent.parent
-SAMPLE = Path("/work/shared/samples/openai/travel.json")
+from tests.paths import SAMPLE_FILES, SAMPLES
+
+SAMPLE = SAMPLES / "openai" / "travel.json"
 SAMPLE_MESSAGES: list[dict[str, Any]] = json.loads(SAMPLE.read_text())
 
 
@@ -235,7 +237,7 @@ def test_it_reports_a_reader_crash_without_a_traceback(monkeypatch: pytest.Monke
     assert "internal error (TypeError: unhashable type: 'list')" in err and "Traceback" not in err
 
 
-@pytest.mark.parametrize("path", sorted(p for p in Path("/work/shared/samples").glob("*/travel.*")), ids=lambda p: p.parent.name)
+@pytest.mark.parametrize("path", SAMPLE_FILES, ids=lambda p: p.parent.name)
 def test_it_reads_every_sample_format_and_finds_it_clean(path: Path) -> None:
     code, out, err = run("lint", str(path), "--provider", "anthropic")
     assert (code, json.loads(out), err) == (0, {"violations": []}, "")

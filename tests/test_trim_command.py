@@ -4,7 +4,6 @@ from __future__ import annotations
 import io
 import json
 from pathlib import Path
-from typing import Any
 
 import pytest
 from django.core.management import call_command
@@ -12,7 +11,7 @@ from django.core.management import call_command
 from agents.memory.schema import parse_messages
 from agents.memory.trimming import trim
 
-SAMPLES = Path("/work/shared/samples")
+from tests.paths import SAMPLES
 TRAVEL = SAMPLES / "openai" / "travel.json"
 CONTRACT = {"strategy", "params", "counter", "kept", "dropped", "inserted", "messages", "tokens_before",
             "tokens_after", "violations"}

@@ -1,7 +1,6 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -12,7 +11,7 @@ from agents.memory.chain import KINDS, PROVIDERS, ProtocolChecker, Violation, er
 from agents.memory.schema import FunctionCall, Message, ToolCall, parse_messages
 from tests.strategies_messages import valid_conversations
 
-SAMPLES = Path("/work/shared/samples")
+from tests.paths import SAMPLES
 PROPS = settings(max_examples=150, deadline=None)
 
 
