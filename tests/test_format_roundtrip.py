@@ -198,3 +198,34 @@ def test_it_reports_what_each_format_drops() -> None:
                                       "usage on 1 message: agentscope cannot hold it"]
     _text, report = dumps([conv], "native")
     assert report.dropped == []
+
+
+LOSSY_FIELDS = ("name", "external_id", "created_at", "is_error", "reasoning", "usage", "marks")
+
+
+@pytest.mark.parametrize("fmt", sorted(VIEWS))
+def test_it_reports_every_field_it_does_not_keep(fmt: str) -> None:
+    """Whatever a write loses (a field that does not come back when the file is read) is in the report."""
+
+    @PROFILE
+    @given(enriched())
+    def check(conv: Conversation) -> None:
+        reports_what_it_loses(conv, fmt)
+
+    check()
+
+
+def reports_what_it_loses(conv: Conversation, fmt: str) -> None:
+    text, report = dumps([conv], fmt)
+    [again] = read_input(io.BytesIO(text.encode()), fmt)
+    assert len(again.messages) == len(conv.messages)
+    lost = set()
+    for before, after in zip(conv.messages, again.messages):
+        for field in LOSSY_FIELDS:
+            value = getattr(before, field)
+            if value in (None, [], {}) or (field == "name" and before.role == "tool"):
+                continue
+            if getattr(after, field) != value:
+                lost.add(field)
+    for field in lost:
+        assert any(line.startswith(f"{field} on ") for line in report.dropped), (field, report.dropped)

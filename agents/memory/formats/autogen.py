@@ -241,6 +241,9 @@ def render(conversation: Conversation, report: WriteReport) -> Any:
                 thought = text if text or memo.get("thought") else message.reasoning
                 if text and message.reasoning is not None:
                     report.lose("reasoning", "an autogen AssistantMessage with calls has one thought, taken by its text")
+                elif not text and message.reasoning is not None:
+                    report.lose("reasoning", "written as the thought of an autogen AssistantMessage with calls, "
+                                             "which reads back as the message's text")
                 empty = memo.get("empty_ids") if isinstance(memo.get("empty_ids"), list) else []
                 calls = [{"id": "" if k in empty and c.id.startswith("autogen-empty-") else c.id,
                           "arguments": c.function.arguments, "name": c.function.name}
