@@ -173,6 +173,11 @@ def errors_only(violations: Iterable[Violation]) -> list[Violation]:
 
 
 class _Call:
+    """A call that has no result yet: what reporting it later needs (its exchange says when and by what it closed).
+
+    Once answered, a call is folded into a packed int (``_pack``) and this object is dropped with its exchange.
+    """
+
     __slots__ = ("id", "name", "index", "exchange", "answered_at")
 
     def __init__(self, call_id: str, name: str, index: int, exchange: _Exchange) -> None:
@@ -184,15 +189,33 @@ class _Call:
 
 
 class _Exchange:
-    __slots__ = ("index", "calls", "answered", "closed_by", "closed_by_role", "turn")
+    __slots__ = ("index", "calls", "total", "answered", "closed_by", "closed_by_role", "turn")
 
     def __init__(self, index: int, turn: int) -> None:
         self.index = index
+        # While open: every call, in call order. Once closed incomplete: only the calls unanswered at closing
+        # (the answered ones are packed in the checker's table and all that is left of them is ``answered``).
         self.calls: list[_Call] = []
+        self.total = 0  # how many calls the exchange has (len(calls) while open)
         self.answered = 0
         self.closed_by: int | None = None
         self.closed_by_role = ""
         self.turn = turn  # Anthropic messages index of the assistant turn (for its error text)
+
+
+# An answered call is all the checker must remember for every call of a long history, so it is one int, not an
+# object: what its later reporting needs (a reused id: its message and name; a second result: its name and first
+# result; a result before its call, at finish: its message and name) packed as index | name number << 32 |
+# (answered_at - index) << 48. A small int is 32 bytes where a _Call with its exchange, list and ints was ~300.
+# Values out of the packing's range (4 billion messages, 65,536 distinct names) are kept as a plain tuple.
+_INDEX_BITS = 32
+_NAME_BITS = 16
+_INDEX_MASK = (1 << _INDEX_BITS) - 1
+_NAME_MASK = (1 << _NAME_BITS) - 1
+_DELTA_SHIFT = _INDEX_BITS + _NAME_BITS
+
+_Answered = int | tuple[int, int, str]  # packed int, or (index, answered_at, name)
+_Entry = _Call | _Answered
 
 
 def _has_content(content: str | list[dict[str, Any]] | None) -> bool:
@@ -256,8 +279,14 @@ class ProtocolChecker:
         self._seen_dialogue = False  # a user or assistant message seen: the leading part is over
         self._seen_non_system = False  # the leading run of system messages is over
         self._open: _Exchange | None = None
-        self._calls: dict[str, _Call] = {}  # the latest call for each id
-        self._incomplete: list[_Exchange] = []  # closed exchanges that had unanswered calls when closed
+        # The latest call for each id: a _Call while unanswered, a packed int (_pack) once answered. Every id of
+        # the history stays (a reused id is a violation however old), but in ~130 bytes with the id itself.
+        self._calls: dict[str, _Entry] = {}
+        # Closed exchanges that had unanswered calls when closed and still have some (insertion-ordered set: an
+        # exchange whose late results have all come is removed, as it has nothing left to report).
+        self._incomplete: dict[_Exchange, None] = {}
+        self._names: dict[str, int] = {}  # function name -> its number in the packed ints
+        self._name_list: list[str] = []
         self._found: list[tuple[int, int, Violation]] = []  # (index, sequence, violation)
         self._orphans: list[tuple[int, int, str]] = []  # (index, position in _found, id): reworded at finish
         # Anthropic turns: the role of the last turn (tool results are user turns) and how many turns so far.
@@ -277,6 +306,32 @@ class ProtocolChecker:
         if self._anthropic:
             return _ANTHROPIC_UNANSWERED.format(turn=call.exchange.turn, id=call.id)
         return _OPENAI_UNANSWERED.format(id=call.id)
+
+    # -- the table of calls -----------------------------------------------------------------------------------
+
+    def _pack(self, call: _Call, answered_at: int) -> _Answered:
+        """What must be remembered of an answered call, as one int (a tuple when out of the packing's range)."""
+        name = call.name
+        number = self._names.get(name)
+        if number is None:
+            number = len(self._name_list)
+            if number > _NAME_MASK:
+                return (call.index, answered_at, name)
+            self._names[name] = number
+            self._name_list.append(name)
+        if call.index > _INDEX_MASK:
+            return (call.index, answered_at, name)
+        return call.index | number << _INDEX_BITS | (answered_at - call.index) << _DELTA_SHIFT
+
+    def _unpack(self, entry: _Entry) -> tuple[int, int | None, str]:
+        """(index, answered_at, name) of a table entry, whatever its form."""
+        if type(entry) is int:
+            index = entry & _INDEX_MASK
+            return index, index + (entry >> _DELTA_SHIFT), self._name_list[(entry >> _INDEX_BITS) & _NAME_MASK]
+        if type(entry) is tuple:
+            return entry
+        assert isinstance(entry, _Call)
+        return entry.index, entry.answered_at, entry.name
 
     # -- feeding ---------------------------------------------------------------------------------------------
 
@@ -298,10 +353,16 @@ class ProtocolChecker:
     def _close(self, i: int, role: str) -> None:
         ex = self._open
         if ex is not None:
-            if ex.answered < len(ex.calls):
+            if ex.answered < ex.total:
                 ex.closed_by = i
                 ex.closed_by_role = role
-                self._incomplete.append(ex)
+                # Only the unanswered calls are reported later; the answered ones live on as packed ints.
+                ex.calls = [c for c in ex.calls if c.answered_at is None]
+                self._incomplete[ex] = None
+            else:
+                # Nothing left to report: emptying the list breaks the call <-> exchange cycles, so reference
+                # counting frees them at once, even while find_violations has the cyclic collector paused.
+                ex.calls.clear()
             self._open = None
 
     def _feed_system(self, i: int, role: str) -> None:
@@ -331,25 +392,28 @@ class ProtocolChecker:
                 self._orphan_error(call_id),
             )
             return
-        call = self._calls.get(call_id)
-        if call is None:
+        entry = self._calls.get(call_id)
+        if entry is None:
             self._orphans.append((i, len(self._found), call_id))
             self._add(
                 "orphan_tool_result", i, call_id,
                 f"Message {i} is the result of call {call_id}, but no assistant message before it made that call.",
                 self._orphan_error(call_id),
             )
-        elif call.answered_at is not None:
+        elif type(entry) is not _Call:
+            _, answered_at, name = self._unpack(entry)
             self._add(
                 "duplicate_tool_call_id", i, call_id,
-                f"Message {i} is a second result for call {call_id} ({call.name}); its first result is message "
-                f"{call.answered_at}.",
+                f"Message {i} is a second result for call {call_id} ({name}); its first result is message "
+                f"{answered_at}.",
             )
         else:
+            call = entry
             call.answered_at = i
-            call.exchange.answered += 1
-            if call.exchange is not self._open:
-                ex = call.exchange
+            ex = call.exchange
+            ex.answered += 1
+            self._calls[call_id] = self._pack(call, i)
+            if ex is not self._open:
                 assert ex.closed_by is not None  # an exchange that is not open was closed by a message
                 self._add(
                     "interrupted_exchange", ex.closed_by, call_id,
@@ -357,6 +421,10 @@ class ProtocolChecker:
                     f"its result at message {i}; results must follow their call directly.",
                     self._unanswered_error(call),
                 )
+                if ex.answered == ex.total:
+                    # Its last late result: nothing of it is reported at finish any more.
+                    del self._incomplete[ex]
+                    ex.calls.clear()
 
     def _feed_dialogue(self, i: int, message: Message) -> None:
         role = message.role
@@ -374,7 +442,7 @@ class ProtocolChecker:
         if self._anthropic:
             if self._turn_role == role:
                 # After an assistant whose calls went unanswered, the unanswered kinds already say it.
-                calls_unanswered = previous_open is not None and previous_open.answered < len(previous_open.calls)
+                calls_unanswered = previous_open is not None and previous_open.answered < previous_open.total
                 if merge or not calls_unanswered:
                     made_of = "tool results" if role == "user" and previous_open is not None else f"a {role} message"
                     self._add(
@@ -413,13 +481,15 @@ class ProtocolChecker:
             in_this_message.add(call_id)
             earlier = self._calls.get(call_id)
             if earlier is not None:
+                earlier_index, _, earlier_name = self._unpack(earlier)
                 self._add(
                     "duplicate_tool_call_id", i, call_id,
                     f"Call id {call_id} ({name}) at message {i} was already used by a call at message "
-                    f"{earlier.index} ({earlier.name}).",
+                    f"{earlier_index} ({earlier_name}).",
                 )
             call = _Call(call_id, name, i, ex)
             ex.calls.append(call)
+            ex.total += 1
             self._calls[call_id] = call
         self._open = ex
 
@@ -430,25 +500,28 @@ class ProtocolChecker:
         seq = len(found)
         # A result that came before its call: say so rather than "no call".
         for index, position, call_id in self._orphans:
-            call = self._calls.get(call_id)
-            if call is not None and call.index > index:
+            entry = self._calls.get(call_id)
+            if entry is None:
+                continue
+            call_index, _, call_name = self._unpack(entry)
+            if call_index > index:
                 old = found[position][2]
                 text = (
-                    f"Message {index} is the result of call {call_id} ({call.name}), but it comes before its call "
-                    f"at message {call.index}; a result must follow its call."
+                    f"Message {index} is the result of call {call_id} ({call_name}), but it comes before its call "
+                    f"at message {call_index}; a result must follow its call."
                 )
                 found[position] = (index, position, Violation(old.kind, old.index, old.tool_call_id, text,
                                                               old.severity, old.provider_error))
         for ex in self._incomplete:
-            answered = sum(1 for c in ex.calls if c.answered_at is not None)
+            answered = ex.answered  # every call answered so far, including those no longer in ex.calls
             for call in ex.calls:
                 if call.answered_at is not None:
                     continue
-                if len(ex.calls) > 1 and answered:
+                if ex.total > 1 and answered:
                     kind = "partial_parallel_results"
                     text = (
                         f"Call {call.id} ({call.name}) at message {call.index} never gets a result, though other "
-                        f"calls of the same message do ({answered} of {len(ex.calls)} answered)."
+                        f"calls of the same message do ({answered} of {ex.total} answered)."
                     )
                 else:
                     kind = "unanswered_tool_call"
