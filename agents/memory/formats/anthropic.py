@@ -294,6 +294,8 @@ def render(conversation: Conversation, report: WriteReport) -> Any:
         system = [b for m in leading for b in _blocks(m.content)]
     for m in leading:
         report_losses(report, m, HELD, names)
+        if m.role == "developer":
+            report.lose("the developer role", "anthropic has one top-level system prompt; written there")
         report.messages += 1
 
     def step(message: Message, out: list[dict[str, Any]]) -> None:

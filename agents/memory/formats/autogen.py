@@ -224,6 +224,8 @@ def render(conversation: Conversation, report: WriteReport) -> Any:
         report.messages += 1
         fields = memo.get("fields") if isinstance(memo.get("fields"), dict) else {}
         if message.role in ("system", "developer"):
+            if message.role == "developer":
+                report.lose("the developer role", "autogen has SystemMessage only; written as one")
             if message.name:
                 report.lose("name", "an autogen SystemMessage has no source")
             if message.reasoning is not None:
