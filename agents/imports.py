@@ -352,14 +352,16 @@ def _append_to_existing(
     known = set(
         models.Message.objects.filter(session=session).exclude(external_id="").values_list("external_id", flat=True)
     )
-    last = models.Message.objects.filter(session=session).order_by("-seq").values_list("seq", flat=True).first()
+    # The last stored message gives both where new messages go and the running total they continue.
+    last = models.Message.objects.filter(session=session).order_by("-seq").values_list("seq", "token_running").first()
     writer = _SessionWriter(
         session,
         session.token_counter or counter,
         outcome,
         progress,
         known_ids=known,
-        seq_start=(last + 1) if last is not None else 0,
+        seq_start=(last[0] + 1) if last is not None else 0,
+        tokens_before=last[1] if last is not None else 0,
         # Messages with no id cannot be matched to stored ones, so a re-import never adds them again.
         skip_without_id=True,
     )
@@ -396,6 +398,7 @@ class _SessionWriter:
         hasher: Any = None,
         known_ids: set[str] | None = None,
         seq_start: int = 0,
+        tokens_before: int = 0,
         skip_without_id: bool = False,
     ) -> None:
         self.session = session
@@ -409,7 +412,10 @@ class _SessionWriter:
         self.seq = seq_start
         self.skip_without_id = skip_without_id
         self.checker = ProtocolChecker()
-        self.tokens = 0
+        self.tokens = 0  # the tokens of the messages this writer stored
+        # The session's running total through the last stored message (Message.token_running), carried from
+        # batch to batch; it starts at the stored total when appending to an existing session.
+        self.running = tokens_before
         self.has_errors = False
         self.first_created_at: Any = None
         self.first_question = ""  # the title of a session whose file gives none
@@ -450,12 +456,15 @@ class _SessionWriter:
     def _flush(self, batch: list[Message]) -> None:
         counts = count_messages(batch, self.counter)
         try:
-            rows, calls = services.message_rows(batch, session=self.session, start_seq=self.seq, token_counts=counts)
+            rows, calls = services.message_rows(
+                batch, session=self.session, start_seq=self.seq, token_counts=counts, tokens_before=self.running
+            )
         except ValueError as exc:  # a value the database cannot store, named by its seq
             raise ImportFailed(f"conversation {self.outcome.index + 1}: {exc}") from None
         _insert_rows(rows, calls, self.session, self.seq)
         self.seq += len(rows)
         self.tokens += sum(counts)
+        self.running += sum(counts)
         self.has_errors = self.has_errors or any(m.is_error for m in batch)
         self.outcome.added += len(rows)
         self.progress.add(len(rows))

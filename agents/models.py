@@ -132,6 +132,12 @@ class Message(models.Model):
     external_id = models.CharField(max_length=255, blank=True)
     created_at = models.DateTimeField(null=True, blank=True)
     token_count = models.PositiveIntegerField(default=0)
+    # Stored at import so that any page of a long session knows the running total before it from its own first
+    # row, without summing every earlier message (a page deep in a 10,000-message session would read thousands).
+    token_running = models.PositiveBigIntegerField(
+        default=0,
+        help_text="Sum of token_count of this message and all before it in the session (the list up to here).",
+    )
     usage = models.JSONField(null=True, blank=True, help_text="Token usage the provider reported, where kept.")
     marks = models.JSONField(default=list, blank=True)
     extra = models.JSONField(default=dict, blank=True)

@@ -14,7 +14,7 @@ from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.db import transaction
-from django.db.models import Exists, F, OuterRef, Q, QuerySet, Sum
+from django.db.models import Exists, F, OuterRef, Q, QuerySet
 from django.http import Http404
 from django.utils import timezone
 
@@ -64,7 +64,7 @@ def session_for_user(user: User, session_id: int) -> models.Session:
 
 
 def message_from_schema(
-    message: schema.Message, *, session: models.Session, seq: int, token_count: int = 0
+    message: schema.Message, *, session: models.Session, seq: int, token_count: int = 0, token_running: int = 0
 ) -> models.Message:
     """An unsaved Message row for a schema Message.
 
@@ -91,6 +91,7 @@ def message_from_schema(
         external_id=message.external_id or "",
         created_at=message.created_at,
         token_count=token_count,
+        token_running=token_running,
         usage=message.usage,
         marks=list(message.marks),
         extra=dict(message.extra),
@@ -155,20 +156,28 @@ def message_rows(
     session: models.Session,
     start_seq: int = 0,
     token_counts: Sequence[int] | None = None,
+    tokens_before: int = 0,
 ) -> tuple[list[models.Message], list[models.ToolCall]]:
     """Unsaved Message rows (seq from ``start_seq``) and their ToolCall rows, ready for bulk_create.
+
+    ``tokens_before`` is the running total of the session before ``start_seq`` (the ``token_running`` of the
+    message at ``start_seq - 1``); each row's ``token_running`` continues it, so a caller storing a session in
+    batches passes the running total it carried from the previous batch.
 
     The ToolCall rows point at the unsaved Message objects; once those are bulk-created (which sets their
     primary keys on SQLite and PostgreSQL) the ToolCall rows can be bulk-created too.
     """
     if token_counts is not None and len(token_counts) != len(messages):
         raise ValueError(f"token_counts has {len(token_counts)} entries for {len(messages)} messages")
+    if tokens_before < 0:
+        raise ValueError(f"tokens_before is {tokens_before}; a running total cannot be negative")
     rows: list[models.Message] = []
     calls: list[models.ToolCall] = []
+    running = tokens_before
     for i, message in enumerate(messages):
-        row = message_from_schema(
-            message, session=session, seq=start_seq + i, token_count=token_counts[i] if token_counts else 0
-        )
+        count = token_counts[i] if token_counts else 0
+        running += count
+        row = message_from_schema(message, session=session, seq=start_seq + i, token_count=count, token_running=running)
         rows.append(row)
         for position, tc in enumerate(message.tool_calls):
             calls.append(
@@ -195,6 +204,8 @@ class StoredBatch:
     tokens: int = 0
     has_errors: bool = False
     token_counts: list[int] = field(default_factory=list)
+    # The session's running total after this batch: pass it as the next batch's ``tokens_before``.
+    token_running: int = 0
 
 
 def session_create(
@@ -221,10 +232,20 @@ def messages_append(
     messages: Sequence[schema.Message],
     start_seq: int,
     counter: str | None = None,
+    tokens_before: int | None = None,
 ) -> StoredBatch:
-    """Count tokens and bulk-insert one batch of messages (and their tool calls) from ``start_seq`` on."""
+    """Count tokens and bulk-insert one batch of messages (and their tool calls) from ``start_seq`` on.
+
+    ``tokens_before``: the session's running total before ``start_seq``. A caller storing batches passes the
+    previous batch's ``StoredBatch.token_running`` (no query); when it is None, the total is read from the
+    stored message at ``start_seq - 1`` (one indexed lookup), so a forgetful caller still stores right totals.
+    """
+    if tokens_before is None:
+        tokens_before = stored_tokens_before(session, start_seq)
     counts = count_messages(messages, counter or session.token_counter) if messages else []
-    rows, calls = message_rows(messages, session=session, start_seq=start_seq, token_counts=counts)
+    rows, calls = message_rows(
+        messages, session=session, start_seq=start_seq, token_counts=counts, tokens_before=tokens_before
+    )
     models.Message.objects.bulk_create(rows, batch_size=BULK_BATCH)
     if calls:
         for call in calls:
@@ -235,7 +256,21 @@ def messages_append(
         tokens=sum(counts),
         has_errors=any(m.is_error for m in messages),
         token_counts=list(counts),
+        token_running=tokens_before + sum(counts),
     )
+
+
+def stored_tokens_before(session: models.Session, seq: int) -> int:
+    """The running total of the stored messages before ``seq``: the ``token_running`` of the message at
+    ``seq - 1`` (the unique (session, seq) index answers it), or 0 at the start of the session."""
+    if seq <= 0:
+        return 0
+    value = (
+        models.Message.objects.filter(session=session, seq=seq - 1).values_list("token_running", flat=True).first()
+    )
+    if value is None:
+        raise ValueError(f"messages[{seq}]: no stored message at seq {seq - 1} to continue the running total from")
+    return value
 
 
 def session_finish(
@@ -277,7 +312,7 @@ def session_store(
         checker = ProtocolChecker()
         for message in conversation.messages:
             checker.feed(message)
-        stored = messages_append(session=session, messages=conversation.messages, start_seq=0)
+        stored = messages_append(session=session, messages=conversation.messages, start_seq=0, tokens_before=0)
         return session_finish(
             session=session,
             message_count=stored.count,
@@ -309,24 +344,26 @@ class MessagePage:
     rows: list[models.Message]
     after: int | None  # the seq the page starts after (None: from the start)
     next_after: int | None  # the seq to load the next page after (None: this is the last page)
-    tokens_before: int  # the sum of token_count of the messages before this page
+    tokens_before: int  # the sum of token_count of the messages before this page (0 for an empty page)
     shown_through: int  # how many messages are shown once this page is on screen (from the start)
 
 
 def session_message_page(
     session: models.Session, *, after: int | None = None, size: int = MESSAGE_PAGE_SIZE
 ) -> MessagePage:
-    """``seq > after ORDER BY seq LIMIT size``: a page costs the same in a short session and a huge one."""
+    """``seq > after ORDER BY seq LIMIT size``: a page costs the same in a short session and a huge one.
+
+    One query whatever the page's position: the running total before the page comes from its first row's
+    stored ``token_running`` (set at import), not from summing every earlier message.
+    """
     qs = session.messages.order_by("seq")
     if after is not None:
         qs = qs.filter(seq__gt=after)
     rows = list(qs[: size + 1])
     has_more = len(rows) > size
     rows = rows[:size]
-    tokens_before = 0
-    if after is not None and after >= 0:
-        # One range scan on the (session, seq) index, only for pages after the first.
-        tokens_before = session.messages.filter(seq__lte=after).aggregate(s=Sum("token_count"))["s"] or 0
+    # An empty page (after the last message) shows no running total, so it needs none.
+    tokens_before = rows[0].token_running - rows[0].token_count if rows else 0
     last_seq = rows[-1].seq if rows else (after if after is not None else -1)
     return MessagePage(
         rows=rows,
