@@ -58,7 +58,8 @@ def fill(db: Path, n: int) -> None:
             values: dict[str, Any] = {
                 "session_id": session.pk, "seq": seq, "role": "user", "content": f"Plan day {turn}.",
                 "content_parts": None, "name": "", "tool_call_id": "", "tool_calls": "[]", "is_error": None,
-                "reasoning": "", "external_id": "", "created_at": None, "token_count": 12, "usage": None,
+                "reasoning": "", "external_id": "", "created_at": None, "token_count": 12,
+                "token_running": 12 * (seq + 1), "usage": None,
                 "marks": "[]", "extra": "{}",
             }
             if kind == 1:
