@@ -68,7 +68,8 @@ def _session_summary(request: Request, session: models.Session) -> dict[str, Any
 
 def _message_dict(row: models.Message) -> dict[str, Any]:
     message = services.message_to_schema(row)
-    out = {"seq": row.seq, **message.model_dump(mode="json", exclude_defaults=True), "token_count": row.token_count}
+    out = {"seq": row.seq, **message.model_dump(mode="json", exclude_defaults=True), "token_count": row.token_count,
+           "token_running": row.token_running}
     out["role"] = row.role
     return out
 

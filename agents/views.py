@@ -116,11 +116,10 @@ def _message_views(session: models.Session, page: services.MessagePage) -> list[
     for violation in session.violations or []:
         by_seq.setdefault(violation.get("seq", violation.get("index", -1)), []).append(violation)
     window = max(session.agent.context_window, 1)
-    running = page.tokens_before
     open_calls: dict[str, str] = {}  # call id -> tool name, of the latest assistant message with calls
     out: list[MessageView] = []
     for row in page.rows:
-        running += row.token_count
+        running = row.token_running  # stored at import: this message and all before it
         in_exchange = False
         call_name = ""
         if row.role == "assistant" and row.tool_calls:
