@@ -214,3 +214,38 @@ def test_it_writes_generated_conversations_the_sdk_types_accept(messages: list[M
     check_openai(conv)
     check_anthropic(conv)
     check_responses(conv)
+
+
+def test_it_converts_images_to_each_sdks_own_part() -> None:
+    from anthropic.types import MessageParam
+    from openai.types import chat
+    from openai.types.responses import ResponseInputItemParam
+
+    pixel = "iVBORw0KGgoAAAANSUhEUg=="
+    chat_doc = [
+        {"role": "user", "content": [
+            {"type": "text", "text": "What is in these?"},
+            {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{pixel}"}},
+            {"type": "image_url", "image_url": {"url": "https://example.com/cat.jpg", "detail": "high"}},
+        ]},
+        {"role": "assistant", "content": "A pixel and a cat."},
+    ]
+    [conv] = read_input_text(json.dumps(chat_doc))
+    anthropic_doc = json.loads(dumps([conv], "anthropic")[0])
+    TypeAdapter(list[MessageParam]).validate_python(anthropic_doc["messages"])
+    images = anthropic_doc["messages"][0]["content"][1:]
+    assert images == [{"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": pixel}},
+                      {"type": "image", "source": {"type": "url", "url": "https://example.com/cat.jpg"}}]
+    responses_doc = json.loads(dumps([conv], "openai_responses")[0])
+    TypeAdapter(list[ResponseInputItemParam]).validate_python(responses_doc["input"])
+    assert responses_doc["input"][0]["content"][2] == {"type": "input_image", "image_url": "https://example.com/cat.jpg",
+                                                       "detail": "high"}
+    # and back: Anthropic and Responses images become image_url parts the Chat Completions type accepts
+    for doc in (anthropic_doc, responses_doc):
+        [again] = read_input_text(json.dumps(doc))
+        items = json.loads(dumps([again], "openai")[0])
+        items = items["messages"] if isinstance(items, dict) else items
+        TypeAdapter(list[chat.ChatCompletionMessageParam]).validate_python(items)
+        assert items[0]["content"][1] == {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{pixel}"}} \
+            or items[0]["content"][1]["image_url"]["url"].endswith(pixel)
+        assert items[0]["content"][2]["image_url"]["url"] == "https://example.com/cat.jpg"

@@ -18,7 +18,9 @@ from .base import (
     FormatSpec,
     Streamed,
     WriteReport,
+    anthropic_image_block,
     at,
+    convert_parts,
     chat_tool_from_flat,
     dump_arguments,
     flat_tool_from_chat,
@@ -221,7 +223,14 @@ def _blocks(content: str | list[dict[str, Any]] | None) -> list[dict[str, Any]]:
         return []
     if isinstance(content, str):
         return [{"type": "text", "text": content}]
-    return list(content)
+    return list(convert_parts(content, anthropic_image_block))
+
+
+def _content(content: str | list[dict[str, Any]] | None) -> Any:
+    """A user or result content: the string, or the parts with images as Anthropic image blocks."""
+    if content is None:
+        return ""
+    return convert_parts(content, anthropic_image_block)
 
 
 def _assistant(message: Message, report: WriteReport) -> dict[str, Any]:
@@ -264,7 +273,7 @@ def _result(message: Message) -> dict[str, Any]:
     memo = format_extra(message, NAME)
     block: dict[str, Any] = {"type": "tool_result", "tool_use_id": message.tool_call_id}
     if message.content is not None or not memo.get("no_content"):
-        block["content"] = message.content if message.content is not None else ""
+        block["content"] = _content(message.content)
     if message.is_error is not None:
         block["is_error"] = message.is_error
     elif memo.get("null_is_error"):
@@ -317,7 +326,7 @@ def render(conversation: Conversation, report: WriteReport) -> Any:
         if message.role in SYSTEM_ROLES:
             report.lose("a system message after the start",
                         "anthropic takes the system prompt only at the top; written as a user message")
-            out.append({"role": "user", "content": message.content if message.content is not None else ""})
+            out.append({"role": "user", "content": _content(message.content)})
             return
         if message.role == "user":
             after_results = (last is not None and last["role"] == "user" and isinstance(last["content"], list)
@@ -328,7 +337,7 @@ def render(conversation: Conversation, report: WriteReport) -> Any:
             if joins and last is not None and last["role"] == "user" and isinstance(last["content"], list):
                 last["content"].extend(_blocks(message.content))
             else:
-                out.append({"role": "user", "content": message.content if message.content is not None else ""})
+                out.append({"role": "user", "content": _content(message.content)})
         else:
             out.append(_assistant(message, report))
         fields = memo.get("fields")

@@ -394,3 +394,78 @@ def flat_tool_from_chat(tool: Any, schema_key: str, with_type: bool) -> Any:
         out["description"] = fn["description"]
     out[schema_key] = fn.get("parameters", {"type": "object", "properties": {}})
     return out
+
+
+# --- images: each format's own part, converted when written to another format ------------------------------------
+
+def _data_url(url: str) -> tuple[str, str] | None:
+    """(media type, base64 data) of a ``data:image/png;base64,...`` URL."""
+    if not url.startswith("data:") or ";base64," not in url:
+        return None
+    media_type, _, data = url[5:].partition(";base64,")
+    return media_type, data
+
+
+def image_url_part(part: dict[str, Any]) -> dict[str, Any] | None:
+    """An Anthropic ``image`` block or a Responses ``input_image`` part as a Chat Completions ``image_url`` part."""
+    kind = part.get("type")
+    if kind == "image" and isinstance(part.get("source"), dict):
+        source = part["source"]
+        if source.get("type") == "base64" and isinstance(source.get("data"), str):
+            return {"type": "image_url", "image_url": {"url": f"data:{source.get('media_type', 'image/png')};base64,{source['data']}"}}
+        if source.get("type") == "url" and isinstance(source.get("url"), str):
+            return {"type": "image_url", "image_url": {"url": source["url"]}}
+    if kind == "input_image" and isinstance(part.get("image_url"), str):
+        image: dict[str, Any] = {"url": part["image_url"]}
+        if isinstance(part.get("detail"), str):
+            image["detail"] = part["detail"]
+        return {"type": "image_url", "image_url": image}
+    return None
+
+
+def _chat_image_url(part: dict[str, Any]) -> tuple[str, str | None] | None:
+    if part.get("type") == "image_url":
+        image = part.get("image_url")
+        if isinstance(image, dict) and isinstance(image.get("url"), str):
+            return image["url"], image.get("detail") if isinstance(image.get("detail"), str) else None
+        if isinstance(image, str):
+            return image, None
+        return None
+    converted = image_url_part(part)
+    return _chat_image_url(converted) if converted else None
+
+
+def anthropic_image_block(part: dict[str, Any]) -> dict[str, Any] | None:
+    """A Chat Completions ``image_url`` part (or a Responses ``input_image``) as an Anthropic ``image`` block."""
+    if part.get("type") == "image":
+        return None
+    found = _chat_image_url(part)
+    if found is None:
+        return None
+    url, _detail = found
+    data = _data_url(url)
+    if data is not None:
+        return {"type": "image", "source": {"type": "base64", "media_type": data[0], "data": data[1]}}
+    return {"type": "image", "source": {"type": "url", "url": url}}
+
+
+def responses_image_part(part: dict[str, Any]) -> dict[str, Any] | None:
+    """A Chat Completions ``image_url`` part (or an Anthropic ``image``) as a Responses ``input_image`` part."""
+    if part.get("type") == "input_image":
+        return None
+    found = _chat_image_url(part)
+    if found is None:
+        return None
+    url, detail = found
+    return {"type": "input_image", "image_url": url, "detail": detail or "auto"}
+
+
+def convert_parts(content: Any, convert: Any) -> Any:
+    """Content with each part ``convert`` knows replaced (the others kept as they are)."""
+    if not isinstance(content, list):
+        return content
+    out = []
+    for part in content:
+        converted = convert(part) if isinstance(part, dict) else None
+        out.append(converted if converted is not None else part)
+    return out

@@ -20,7 +20,9 @@ from .base import (
     FormatSpec,
     WriteReport,
     at,
+    convert_parts,
     format_extra,
+    image_url_part,
     format_metadata,
     json_type,
     make_conversation,
@@ -197,6 +199,8 @@ def read(data: Any, place: str = "") -> list[Conversation]:
 def chat_dict(message: Message, fmt: str = NAME) -> dict[str, Any]:
     """``Message.to_openai()`` plus what the message kept from a Chat Completions source."""
     out = message.to_openai()
+    if isinstance(out.get("content"), list):
+        out["content"] = convert_parts(out["content"], image_url_part)
     memo = format_extra(message, fmt)
     if memo.get("no_content") and out.get("content") in (None, "") and message.content is None:
         del out["content"]

@@ -22,6 +22,7 @@ from .base import (
     WriteReport,
     at,
     chat_tool_from_flat,
+    convert_parts,
     flat_tool_from_chat,
     format_extra,
     format_metadata,
@@ -34,6 +35,7 @@ from .base import (
     need_str,
     report_conversation_losses,
     report_losses,
+    responses_image_part,
     write_documents,
 )
 
@@ -224,6 +226,7 @@ def read(doc: Any, place: str = "") -> list[Conversation]:
 def _parts(content: Any, role: str, memo: dict[str, Any]) -> Any:
     if not isinstance(content, list):
         return content
+    content = convert_parts(content, responses_image_part)
     kinds = memo.get("part_types") if isinstance(memo.get("part_types"), list) else []
     out = []
     for i, part in enumerate(content):
