@@ -8,9 +8,16 @@ Public API (the commands, views, API and importer all call these):
 - ``read_input(source, format=None)``: conversations from a path, ``"-"`` (stdin) or a binary file object.
 - ``iter_conversations(source, format=None)``: the same, one conversation at a time.
 - ``open_stream(source, format=None)``: ``ConversationStream``s whose messages are read as they are consumed,
-  so that a single conversation of a million messages never sits in memory (openai, openai_jsonl, native).
-- ``write_conversations(conversations, format, out, on_invalid="skip")`` and ``dumps(...)``: write, streaming,
-  and return a ``WriteReport`` that says what the target format could not hold.
+  so that a single conversation of a million messages never sits in memory (openai and native stream message by
+  message; JSONL line by line; an array of documents in any format document by document; any other big
+  document is read whole).
+- ``write_conversations(conversations, format, out, on_invalid="skip")`` and ``dumps(...)``: write, streaming
+  (each conversation's messages are iterated once, in order, so a lazy sequence from the database works), and
+  return a ``WriteReport`` that says what the target format could not hold, and for ``openai_jsonl`` which
+  conversations were skipped (``on_invalid="skip"``) for breaking the protocol; ``"stop"`` raises instead.
+
+Small inputs (up to 8 MB) are parsed whole, so that a JSON syntax error names its line and column; bigger ones
+are parsed with ijson, and detection looks at their first megabyte.
 
 Detection rules (a file can always name its format instead, ``--format NAME``):
 

@@ -1,5 +1,5 @@
-"""What every format module shares: the error type, the write report, shape checks that name the place,
-and the small conversions (arguments, tool schemas, timestamps) several formats need."""
+"""What every format module shares: the error type, the write report, shape checks that name the place, the
+streamed JSON writer, and the small conversions (arguments, tool schemas, images) several formats need."""
 from __future__ import annotations
 
 import json
