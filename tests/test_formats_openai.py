@@ -63,3 +63,22 @@ def test_it_names_line_and_column_of_a_json_syntax_error() -> None:
         read_input(io.BytesIO(b'[\n  {"role": "user", "content": "hi"},\n  {"role": \n]'))
     assert err.value.place == "line 4 column 1"
     assert "invalid JSON" in err.value.detail
+
+
+def test_it_reads_the_legacy_function_calling_messages() -> None:
+    doc = [
+        {"role": "user", "content": "weather?"},
+        {"role": "assistant", "content": None,
+         "function_call": {"name": "get_weather", "arguments": "{\"city\": \"Paris\"}"}},
+        {"role": "function", "name": "get_weather", "content": "18C"},
+        {"role": "assistant", "content": "18C in Paris"},
+    ]
+    assert detect_format(doc) == "openai"
+    [conv] = read_data(doc)
+    call = conv.messages[1].tool_calls[0]
+    assert (call.id, call.function.name) == ("legacy-messages_1", "get_weather")
+    assert (conv.messages[2].role, conv.messages[2].tool_call_id, conv.messages[2].name) == (
+        "tool", "legacy-messages_1", "get_weather")
+    assert json.loads(dumps([conv], "openai")[0]) == doc
+    anthropic = json.loads(dumps([conv], "anthropic")[0])
+    assert anthropic["messages"][2]["content"][0]["tool_use_id"] == "legacy-messages_1"

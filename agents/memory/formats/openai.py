@@ -63,7 +63,8 @@ def short(value: Any) -> str:
 # --- detection --------------------------------------------------------------------------------------------------
 
 def is_chat_message(item: Any) -> bool:
-    return isinstance(item, dict) and item.get("role") in ROLES and "type" not in item and "data" not in item
+    return (isinstance(item, dict) and (item.get("role") in ROLES or item.get("role") == "function")
+            and "type" not in item and "data" not in item)
 
 
 def has_anthropic_blocks(messages: list[Any]) -> bool:
@@ -121,10 +122,30 @@ def read_call(item: Any, place: str) -> tuple[dict[str, Any], dict[str, Any]]:
     return {"id": call_id, "function": {"name": name, "arguments": args}}, rest
 
 
-def read_chat_message(item: Any, place: str, fmt: str = NAME) -> Message:
-    """One Chat Completions message dict (also the shape of openai_jsonl and openmanus)."""
+def _legacy_id(place: str) -> str:
+    # Made from the place so that it is stable, in the characters every provider accepts in a call id.
+    return "legacy-" + "".join(c if c.isalnum() else "_" for c in place).strip("_")
+
+
+def _legacy_result(item: dict[str, Any], place: str, fmt: str, legacy: dict[str, Any]) -> Message:
+    """A ``role: "function"`` message of the legacy function-calling API: the result of the last
+    ``function_call``, which had no id (memoryviz gives the pair one)."""
+    name = need_str(item.get("name"), at(place, "name"))
+    content = text_or_parts(item.get("content"), at(place, "content"))
+    call_id = legacy.pop("last", None) or _legacy_id(place)
+    rest = {k: v for k, v in item.items() if k not in {"role", "name", "content"}}
+    memo: dict[str, Any] = {"function_role": True, **({"fields": rest} if rest else {})}
+    return make_message(place, role="tool", content=content, name=name, tool_call_id=call_id, extra={fmt: memo})
+
+
+def read_chat_message(item: Any, place: str, fmt: str = NAME, legacy: dict[str, Any] | None = None) -> Message:
+    """One Chat Completions message dict (also the shape of openai_jsonl and openmanus). ``legacy`` pairs the
+    legacy API's ``function_call`` with the ``function`` message that answers it, across messages."""
     need_dict(item, place)
+    legacy = legacy if legacy is not None else {}
     role = item.get("role")
+    if role == "function":
+        return _legacy_result(item, place, fmt, legacy)
     if role not in ROLES:
         raise FormatError(at(place, "role"), f"expected one of {', '.join(ROLES)}, got {short(role)}")
     content = text_or_parts(item.get("content"), at(place, "content"))
@@ -141,6 +162,20 @@ def read_chat_message(item: Any, place: str, fmt: str = NAME) -> Message:
             call_rest.append(rest)
     memo: dict[str, Any] = {}
     fields = {k: v for k, v in item.items() if k not in _CHAT_KEYS}
+    function_call = fields.pop("function_call", None)
+    if function_call is not None and role == "assistant":
+        fplace = at(place, "function_call")
+        need_dict(function_call, fplace)
+        args = function_call.get("arguments")
+        if not isinstance(args, str):
+            raise FormatError(at(fplace, "arguments"), f"expected a string (the arguments as JSON text), got {json_type(args)}")
+        legacy["last"] = _legacy_id(place)
+        calls.append({"id": legacy["last"], "function": {"name": need_str(function_call.get("name"), at(fplace, "name")),
+                                                          "arguments": args}})
+        call_rest.append({})
+        memo["function_call"] = True
+    elif function_call is not None:
+        fields["function_call"] = function_call
     reasoning = fields.pop("reasoning_content", None)
     if reasoning is not None:
         need_str(reasoning, at(place, "reasoning_content"))
@@ -161,7 +196,8 @@ def read_chat_message(item: Any, place: str, fmt: str = NAME) -> Message:
 
 def read_messages(items: Any, place: str, fmt: str = NAME) -> list[Message]:
     need_list(items, place)
-    return [read_chat_message(item, at(place, i), fmt) for i, item in enumerate(items)]
+    legacy: dict[str, Any] = {}
+    return [read_chat_message(item, at(place, i), fmt, legacy) for i, item in enumerate(items)]
 
 
 def conversation_fields(doc: dict[str, Any], place: str) -> dict[str, Any]:
@@ -202,6 +238,11 @@ def chat_dict(message: Message, fmt: str = NAME) -> dict[str, Any]:
     if isinstance(out.get("content"), list):
         out["content"] = convert_parts(out["content"], image_url_part)
     memo = format_extra(message, fmt)
+    if memo.get("function_role") and message.role == "tool" and message.name:
+        out = {"role": "function", "name": message.name, "content": out.get("content")}
+    elif memo.get("function_call") and len(message.tool_calls) == 1 and message.tool_calls[0].id.startswith("legacy-"):
+        del out["tool_calls"]
+        out["function_call"] = message.tool_calls[0].function.model_dump()
     if memo.get("no_content") and out.get("content") in (None, "") and message.content is None:
         del out["content"]
     if memo.get("empty_tool_calls") and not message.tool_calls:
@@ -328,9 +369,10 @@ def _stream_list(events: Events) -> Iterator[ConversationStream]:
         return
 
     def messages() -> Iterator[Message]:
-        yield read_chat_message(first, "messages[0]")
+        legacy: dict[str, Any] = {}
+        yield read_chat_message(first, "messages[0]", NAME, legacy)
         for i, item in enumerate(items, start=1):
-            yield read_chat_message(item, f"messages[{i}]")
+            yield read_chat_message(item, f"messages[{i}]", NAME, legacy)
         expect_end(events)
 
     yield ConversationStream(Conversation(source_format=NAME), messages())
@@ -346,8 +388,9 @@ def _stream_object(events: Events) -> Iterator[ConversationStream]:
             conversation = make_conversation("input", source_format=NAME, **conversation_fields(fields, ""))
 
             def messages() -> Iterator[Message]:
+                legacy: dict[str, Any] = {}
                 for i, item in enumerate(_array_items(events)):
-                    yield read_chat_message(item, f"messages[{i}]")
+                    yield read_chat_message(item, f"messages[{i}]", NAME, legacy)
                 # Keys after the messages (tools, model) complete the conversation once the messages are read.
                 for _p2, ev2, key2 in events:
                     if ev2 == "end_map":
