@@ -21,7 +21,8 @@ SAMPLES = [p for p in sorted(SAMPLES_DIR.glob("*/travel.json"))]
 KEYS = ["role", "content", "type", "data", "messages", "tool_calls", "function", "arguments", "name", "id",
         "tool_call_id", "input", "system", "llm_context", "sessions", "format", "version", "call_id", "output",
         "thought", "source", "timestamp", "tool_use_id", "is_error", "status", "args", "text", "thinking",
-        "_compressed_summary", "instructions", "summary", "usage_metadata", "invalid_tool_calls", "metadata"]
+        "_compressed_summary", "instructions", "summary", "usage_metadata", "invalid_tool_calls", "metadata",
+        "function_call"]
 WORDS = ["user", "assistant", "tool", "system", "developer", "function", "tool_use", "tool_result", "message",
          "function_call", "function_call_output", "reasoning", "AssistantMessage", "FunctionExecutionResultMessage",
          "UserMessage", "SystemMessage", "AssistantAgentState", "ai", "human", "memoryviz", "text", "thinking",
