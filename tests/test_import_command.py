@@ -41,7 +41,28 @@ def test_it_prints_the_report_as_json(db, tmp_path: Path) -> None:
     file = report["files"][0]
     assert file["format"] == "openai" and file["project"] == "imported"
     assert file["sessions"][0]["agent"] == "openai"
-    assert err == ""  # no progress bar when stderr is not a terminal
+    assert "importing" not in err  # no progress bar when stderr is not a terminal
+    assert "project 'imported' has no members" in err
+
+
+def test_it_makes_the_named_users_members_of_the_project(db, tmp_path: Path, alice) -> None:
+    path = tmp_path / "chat.json"
+    path.write_text(json.dumps(CHAT))
+    code, _, err = run(str(path), "--project", "team-a", "--member", "alice")
+    assert code == 0, err
+    membership = models.Membership.objects.get(project__slug="team-a")
+    assert (membership.user, membership.role) == (alice, "editor")
+    assert "no members" not in err
+
+
+def test_it_refuses_an_unknown_member_before_importing(db, tmp_path: Path) -> None:
+    path = tmp_path / "chat.json"
+    path.write_text(json.dumps(CHAT))
+    before = rows()
+    code, _, err = run(str(path), "--member", "nobody")
+    assert code == 2
+    assert "--member: no such user: nobody" in err
+    assert rows() == before
 
 
 def test_it_uses_the_given_project_and_agent_creating_them(db, tmp_path: Path) -> None:
@@ -116,4 +137,4 @@ def test_it_reads_standard_input(tmp_path: Path) -> None:
                           input=json.dumps(CHAT).encode(), capture_output=True, check=False)
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["messages_imported"] == 2
-    assert done.stderr == b""
+    assert b"importing" not in done.stderr  # no progress bar on a pipe

@@ -4,7 +4,9 @@ Prints the import report as JSON on stdout. On bad input: the error on stderr na
 nothing saved (all files are imported in one transaction, each file in its own savepoint).
 Without --project, sessions go to the project the file names (native files carry it), else to the project
 ``imported``; without --agent, to the agent the file names, else to an agent named after the source format
-(``openai``, ``autogen``...). Projects and agents are created when missing.
+(``openai``, ``autogen``...). Projects and agents are created when missing. A project is seen only by its members:
+``--member USERNAME`` (repeatable) makes those users members (editors) of the projects imported into, and a
+project left without members is named on stderr.
 """
 from __future__ import annotations
 
@@ -13,10 +15,11 @@ import os
 import sys
 from typing import Any
 
+from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandParser
 from django.db import transaction
 
-from agents import imports
+from agents import imports, models
 from agents.management.progress import ProgressBar
 from agents.memory import formats
 from agents.memory.tokens import COUNTERS, DEFAULT_COUNTER
@@ -32,6 +35,13 @@ class Command(BaseCommand):
         parser.add_argument("--format", help="The input format, when detection should not guess.")
         parser.add_argument("--counter", default=DEFAULT_COUNTER, help="Token counter for the stored counts.")
         parser.add_argument(
+            "--member",
+            action="append",
+            default=[],
+            metavar="USERNAME",
+            help="Make this user a member (editor) of the projects imported into; repeatable.",
+        )
+        parser.add_argument(
             "--progress", action="store_true", help="Show a progress bar on stderr even when it is not a terminal."
         )
 
@@ -41,12 +51,28 @@ class Command(BaseCommand):
             self._fail(f"--format: unknown format {fmt!r}; valid: {', '.join(sorted(formats.FORMATS))}")
         if options["counter"] not in COUNTERS:
             self._fail(f"--counter: unknown counter {options['counter']!r}; valid: {', '.join(sorted(COUNTERS))}")
+        User = get_user_model()
+        members = list(User.objects.filter(username__in=options["member"]))
+        missing = sorted(set(options["member"]) - {u.get_username() for u in members})
+        if missing:
+            self._fail(f"--member: no such user: {', '.join(missing)}")
         show = options["progress"] or self.stderr.isatty()
         reports: list[imports.ImportReport] = []
         try:
             with transaction.atomic():
                 for path in options["files"]:
                     reports.append(self._import_one(path, options, show))
+                projects = models.Project.objects.filter(slug__in={r.project for r in reports if r.project})
+                for project in projects:
+                    for user in members:
+                        models.Membership.objects.get_or_create(
+                            project=project, user=user, defaults={"role": models.Membership.Level.EDITOR}
+                        )
+                    if not project.memberships.exists():
+                        self.stderr.write(
+                            f"import_history: note: project {project.slug!r} has no members, so no one sees it in "
+                            "the dashboard yet: add them with --member USERNAME or in the admin."
+                        )
         except imports.ImportFailed as exc:
             self._fail(str(exc))
         out = {
