@@ -6,7 +6,6 @@ an ExportRecord; the export log page shows what each export had to drop.
 """
 from __future__ import annotations
 
-import json
 import re
 import secrets
 import tempfile
@@ -25,6 +24,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from agents import exports, imports, models, services
 from agents.forms import SessionFilterForm
 from agents.memory import formats
+from agents.memory.trimming import StrategyError, parse_param_pairs
 
 # Pasted JSON is read from the POST body, so it is kept small; big histories are uploaded as files.
 MAX_PASTE_CHARS = 5 * 1024 * 1024
@@ -266,19 +266,16 @@ def _export_response(
     return response
 
 
+PARAM_SEPARATOR = re.compile(r"[,\s]+(?=[A-Za-z_][A-Za-z0-9_]*=)")
+
+
 def _params_from(query: Any) -> dict[str, Any]:
     """Strategy parameters from ``set=key=value`` (repeatable) and ``params=key=value, key=value``."""
     pairs: list[str] = list(query.getlist("set"))
-    text = query.get("params", "")
-    pairs += [p for p in re.split(r"[,\s]+", text) if p]
-    out: dict[str, Any] = {}
-    for pair in pairs:
-        key, sep, value = pair.partition("=")
-        if not sep or not key.strip():
-            raise exports.ExportFailed(f"params: {pair!r} is not key=value")
-        try:
-            out[key.strip()] = json.loads(value)
-        except json.JSONDecodeError:
-            out[key.strip()] = value
-    return out
+    # Split before each "key=", so that a JSON value with commas (start_on=["human","ai"]) stays whole.
+    pairs += [p for p in PARAM_SEPARATOR.split(query.get("params", "").strip()) if p]
+    try:
+        return parse_param_pairs(pairs)
+    except StrategyError as exc:
+        raise exports.ExportFailed(f"params: {exc}") from None
 

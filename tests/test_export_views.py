@@ -66,6 +66,18 @@ def test_it_exports_a_session_trimmed_by_a_strategy(alice_client: Any, agent: mo
     assert conv["metadata"]["trimmed"]["params"]["buffer_size"] == 1
 
 
+def test_it_reads_several_parameters_including_json_lists(alice_client: Any, agent: models.Agent) -> None:
+    session = store(agent, "a", CHAT + [Message(role="user", content="again"), Message(role="assistant", content="ok")])
+    response = alice_client.get(
+        reverse("agents:export_session", args=[session.pk]),
+        {"format": "native", "strategy": "langchain_last",
+         "params": 'max_tokens=1000, start_on=["human", "ai"], include_system=false'},
+    )
+    assert response.status_code == 200
+    params = json.loads(body(response))["sessions"][0]["metadata"]["trimmed"]["params"]
+    assert (params["max_tokens"], params["start_on"], params["include_system"]) == (1000, ["human", "ai"], False)
+
+
 def test_it_answers_400_for_bad_export_requests(alice_client: Any, agent: models.Agent) -> None:
     session = store(agent, "a", CHAT)
     url = reverse("agents:export_session", args=[session.pk])

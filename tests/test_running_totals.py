@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from agents import imports, models, services
-from agents.memory.schema import Conversation, Message, parse_messages
+from agents.memory.schema import Conversation, parse_messages
 from agents.memory.tokens import total_tokens
 
 fill_migration = importlib.import_module("agents.migrations.0004_message_token_running")

@@ -19,6 +19,7 @@ from django.db.models import QuerySet, Sum
 from agents import exports, models
 from agents.management.progress import ProgressBar
 from agents.memory import formats
+from agents.memory.trimming import StrategyError, parse_param_pairs
 
 
 class Command(BaseCommand):
@@ -41,7 +42,7 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         try:
-            params = _parse_params(options["params"])
+            params = _strategy_params(options["params"])
             sessions, scope, filters = self._sessions(options)
             plan = exports.export_plan(
                 sessions=sessions, format=options["format"], scope=scope, filters=filters,
@@ -118,15 +119,8 @@ class Command(BaseCommand):
         return result
 
 
-def _parse_params(pairs: list[str]) -> dict[str, Any]:
-    """``key=value`` pairs; values are read as JSON when they parse (numbers, booleans), else kept as text."""
-    out: dict[str, Any] = {}
-    for pair in pairs:
-        key, sep, value = pair.partition("=")
-        if not sep or not key.strip():
-            raise exports.ExportFailed(f"--set {pair!r}: expected key=value")
-        try:
-            out[key.strip()] = json.loads(value)
-        except json.JSONDecodeError:
-            out[key.strip()] = value
-    return out
+def _strategy_params(pairs: list[str]) -> dict[str, Any]:
+    try:
+        return parse_param_pairs(pairs)
+    except StrategyError as exc:
+        raise exports.ExportFailed(str(exc)) from None

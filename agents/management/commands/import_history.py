@@ -16,16 +16,16 @@ import sys
 from typing import Any
 
 from django.contrib.auth import get_user_model
-from django.core.management.base import BaseCommand, CommandParser
+from django.core.management.base import CommandParser
 from django.db import transaction
 
 from agents import imports, models
+from agents.management.cli import ContractCommand
 from agents.management.progress import ProgressBar
-from agents.memory import formats
-from agents.memory.tokens import COUNTERS, DEFAULT_COUNTER
+from agents.memory.tokens import DEFAULT_COUNTER
 
 
-class Command(BaseCommand):
+class Command(ContractCommand):
     help = "Import agent histories (any format memoryviz reads) into a project."
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -46,16 +46,13 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args: Any, **options: Any) -> None:
-        fmt = options["format"]
-        if fmt and fmt not in formats.FORMATS:
-            self._fail(f"--format: unknown format {fmt!r}; valid: {', '.join(sorted(formats.FORMATS))}")
-        if options["counter"] not in COUNTERS:
-            self._fail(f"--counter: unknown counter {options['counter']!r}; valid: {', '.join(sorted(COUNTERS))}")
+        self.check_format(options["format"])
+        self.check_counter(options["counter"])
         User = get_user_model()
         members = list(User.objects.filter(username__in=options["member"]))
         missing = sorted(set(options["member"]) - {u.get_username() for u in members})
         if missing:
-            self._fail(f"--member: no such user: {', '.join(missing)}")
+            self.fail(f"--member: no such user: {', '.join(missing)}")
         show = options["progress"] or self.stderr.isatty()
         reports: list[imports.ImportReport] = []
         try:
@@ -74,7 +71,7 @@ class Command(BaseCommand):
                             "the dashboard yet: add them with --member USERNAME or in the admin."
                         )
         except imports.ImportFailed as exc:
-            self._fail(str(exc))
+            self.fail(str(exc))
         out = {
             "files": [r.to_dict() for r in reports],
             "sessions_imported": sum(r.sessions_imported for r in reports),
@@ -122,7 +119,3 @@ class Command(BaseCommand):
             bar.close(completed=completed)
             if path != "-":
                 handle.close()
-
-    def _fail(self, message: str) -> None:
-        self.stderr.write(f"import_history: {message}")
-        sys.exit(2)

@@ -14,13 +14,13 @@ import json
 import sys
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandParser
+from django.core.management.base import CommandParser
 
+from agents.management.cli import ContractCommand
 from agents.memory import formats
 from agents.memory.chain import PROVIDERS, ProtocolChecker, Violation
-from agents.memory.formats import FormatError
 
-EXIT_CLEAN, EXIT_VIOLATIONS, EXIT_UNREADABLE = 0, 1, 2
+EXIT_CLEAN, EXIT_VIOLATIONS = 0, 1
 
 
 def lint_source(source: Any, *, provider: str = "openai", format: str | None = None) -> list[list[Violation]]:
@@ -34,7 +34,7 @@ def lint_source(source: Any, *, provider: str = "openai", format: str | None = N
     return found
 
 
-class Command(BaseCommand):
+class Command(ContractCommand):
     help = "Check a history against the tool-calling protocol; JSON on stdout; exit 0 clean, 1 violations, 2 unreadable."
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -43,20 +43,12 @@ class Command(BaseCommand):
         parser.add_argument("--format", help="The input format, when detection should not guess.")
 
     def handle(self, *args: Any, **options: Any) -> None:
-        provider, fmt = options["provider"], options["format"]
+        provider = options["provider"]
         if provider not in PROVIDERS:
-            self._fail(f"--provider: unknown provider {provider!r}; valid: {', '.join(PROVIDERS)}")
-        if fmt and fmt not in formats.FORMATS:
-            self._fail(f"--format: unknown format {fmt!r}; valid: {', '.join(sorted(formats.FORMATS))}")
-        try:
+            self.fail(f"--provider: unknown provider {provider!r}; valid: {', '.join(PROVIDERS)}")
+        fmt = self.check_format(options["format"])
+        with self.reading(options["file"], options):
             per_conversation = lint_source(options["file"], provider=provider, format=fmt)
-        except (FormatError, OSError, UnicodeError, RecursionError) as exc:
-            self._fail(_reason(exc, options["file"]))
-        except Exception as exc:
-            # A reader bug met by odd input: still no traceback for the user, but say it is ours to fix.
-            if options.get("traceback"):
-                raise
-            self._fail(_internal_error(exc, options["file"]))
         several = len(per_conversation) > 1
         rows: list[dict[str, Any]] = []
         for number, violations in enumerate(per_conversation):
@@ -68,28 +60,3 @@ class Command(BaseCommand):
         self.stdout.write(json.dumps({"violations": rows}, indent=2, ensure_ascii=False))
         if any(row["severity"] == "error" for row in rows):
             sys.exit(EXIT_VIOLATIONS)
-
-    def _fail(self, message: str) -> None:
-        self.stderr.write(f"lint: {message}")
-        sys.exit(EXIT_UNREADABLE)
-
-
-def _internal_error(exc: BaseException, path: str) -> str:
-    return (f"{path}: could not be read: internal error ({type(exc).__name__}: {exc}); please report it, "
-            "with --traceback to show where")
-
-
-def _reason(exc: BaseException, path: str) -> str:
-    """What is wrong, naming the file when the error does not already."""
-    if isinstance(exc, FormatError):
-        text = str(exc)
-    elif isinstance(exc, OSError):
-        text = f"{path}: {exc.strerror or exc}"
-    elif isinstance(exc, RecursionError):
-        text = "input: nested too deeply"
-    else:
-        text = f"input: {exc}"
-    if path == "-" or text.startswith(path):
-        return text
-    # "input" is the reader's name for the whole file: say which file instead.
-    return f"{path}: {text.removeprefix('input: ')}"

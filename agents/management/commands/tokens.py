@@ -10,15 +10,13 @@ Exit status: 0, or 2 when the input cannot be read or the counter is unknown (th
 from __future__ import annotations
 
 import json
-import sys
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandParser
+from django.core.management.base import CommandParser
 
-from agents.management.commands.lint import EXIT_UNREADABLE, _internal_error, _reason
+from agents.management.cli import ContractCommand
 from agents.memory import formats
-from agents.memory.formats import FormatError
-from agents.memory.tokens import COUNTERS, DEFAULT_COUNTER, TokenCounter, get_counter, total_tokens
+from agents.memory.tokens import COUNTERS, DEFAULT_COUNTER, TokenCounter, total_tokens
 
 
 def count_source(source: Any, counter: TokenCounter, *, format: str | None = None) -> list[list[int]]:
@@ -27,7 +25,7 @@ def count_source(source: Any, counter: TokenCounter, *, format: str | None = Non
     return [[count(m) for m in stream.messages] for stream in formats.open_stream(source, format)]
 
 
-class Command(BaseCommand):
+class Command(ContractCommand):
     help = "Count a history's tokens with a named counter; JSON on stdout."
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -39,22 +37,10 @@ class Command(BaseCommand):
         parser.add_argument("--format", help="The input format, when detection should not guess.")
 
     def handle(self, *args: Any, **options: Any) -> None:
-        try:
-            counter = get_counter(options["counter"])
-        except ValueError as exc:
-            self._fail(f"--counter: {exc}")
-        fmt = options["format"]
-        if fmt and fmt not in formats.FORMATS:
-            self._fail(f"--format: unknown format {fmt!r}; valid: {', '.join(sorted(formats.FORMATS))}")
-        try:
+        counter = self.check_counter(options["counter"])
+        fmt = self.check_format(options["format"])
+        with self.reading(options["file"], options):
             per_conversation = count_source(options["file"], counter, format=fmt)
-        except (FormatError, OSError, UnicodeError, RecursionError) as exc:
-            self._fail(_reason(exc, options["file"]))
-        except Exception as exc:
-            # A reader bug met by odd input: still no traceback for the user, but say it is ours to fix.
-            if options.get("traceback"):
-                raise
-            self._fail(_internal_error(exc, options["file"]))
         if len(per_conversation) == 1:
             per_message = per_conversation[0]
             out: dict[str, Any] = {
@@ -64,7 +50,3 @@ class Command(BaseCommand):
             convs = [{"per_message": pm, "total": total_tokens(pm, counter)} for pm in per_conversation]
             out = {"counter": counter.name, "conversations": convs, "total": sum(c["total"] for c in convs)}
         self.stdout.write(json.dumps(out, ensure_ascii=False))
-
-    def _fail(self, message: str) -> None:
-        self.stderr.write(f"tokens: {message}")
-        sys.exit(EXIT_UNREADABLE)

@@ -12,19 +12,17 @@ Exit status: 0, or 2 for an unreadable input, an unknown strategy, counter or pa
 from __future__ import annotations
 
 import json
-import sys
-from typing import Any, NoReturn
+from typing import Any
 
-from django.core.management.base import BaseCommand, CommandParser
+from django.core.management.base import CommandParser
 
-from agents.management.commands.lint import EXIT_UNREADABLE, _reason
+from agents.management.cli import ContractCommand
 from agents.memory import formats
-from agents.memory.formats import FormatError
-from agents.memory.tokens import COUNTERS, DEFAULT_COUNTER, get_counter
+from agents.memory.tokens import COUNTERS, DEFAULT_COUNTER
 from agents.memory.trimming import STRATEGIES, StrategyError, get_strategy, parse_param_pairs, resolve_params, trim
 
 
-class Command(BaseCommand):
+class Command(ContractCommand):
     help = "Trim a history with a named strategy, exactly as its framework would; JSON on stdout."
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -47,20 +45,13 @@ class Command(BaseCommand):
             strategy = get_strategy(options["strategy"])
             params = resolve_params(strategy, parse_param_pairs(options["params"])).model_dump()
         except StrategyError as exc:
-            self._fail(str(exc))
-        try:
-            counter = get_counter(options["counter"])
-        except ValueError as exc:
-            self._fail(f"--counter: {exc}")
-        fmt = options["format"]
-        if fmt and fmt not in formats.FORMATS:
-            self._fail(f"--format: unknown format {fmt!r}; valid: {', '.join(sorted(formats.FORMATS))}")
-        try:
+            self.fail(str(exc))
+        counter = self.check_counter(options["counter"])
+        fmt = self.check_format(options["format"])
+        with self.reading(options["file"], options):
             conversations = formats.read_input(options["file"], fmt)
-        except (FormatError, OSError, UnicodeError, RecursionError) as exc:
-            self._fail(_reason(exc, options["file"]))
         if not conversations:
-            self._fail(f"{options['file']}: holds no conversation")
+            self.fail(f"{options['file']}: holds no conversation")
         number = options["conversation"]
         if number is None:
             number = 0
@@ -70,10 +61,6 @@ class Command(BaseCommand):
                     "(choose with --conversation N)"
                 )
         elif not 0 <= number < len(conversations):
-            self._fail(f"--conversation {number}: the file holds {len(conversations)} (0 to {len(conversations) - 1})")
+            self.fail(f"--conversation {number}: the file holds {len(conversations)} (0 to {len(conversations) - 1})")
         result = trim(conversations[number].messages, strategy.name, params, counter=counter.name)
         self.stdout.write(json.dumps(result.to_dict(), indent=2, ensure_ascii=False))
-
-    def _fail(self, message: str) -> NoReturn:
-        self.stderr.write(f"trim: {message}")
-        sys.exit(EXIT_UNREADABLE)

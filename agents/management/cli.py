@@ -1,0 +1,69 @@
+"""What the commands of DESIGN.md's command-line contract share.
+
+They print JSON on standard output; on bad input they print one line on standard error, naming the place, and
+exit 2 — never a traceback (``--traceback`` shows one for a fault of ours).
+"""
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any, NoReturn
+
+from django.core.management.base import BaseCommand
+
+from agents.memory import formats
+from agents.memory.formats import FormatError
+from agents.memory.tokens import TokenCounter, get_counter
+
+EXIT_UNREADABLE = 2
+
+
+class ContractCommand(BaseCommand):
+    def fail(self, message: str) -> NoReturn:
+        name = self.__module__.rsplit(".", 1)[-1]
+        self.stderr.write(f"{name}: {message}")
+        sys.exit(EXIT_UNREADABLE)
+
+    def check_format(self, name: str | None) -> str | None:
+        if name and name not in formats.FORMATS:
+            self.fail(f"--format: unknown format {name!r}; valid: {', '.join(sorted(formats.FORMATS))}")
+        return name
+
+    def check_counter(self, name: str) -> TokenCounter:
+        try:
+            return get_counter(name)
+        except ValueError as exc:
+            self.fail(f"--counter: {exc}")
+
+    @contextmanager
+    def reading(self, path: str, options: dict[str, Any]) -> Iterator[None]:
+        """Turns whatever reading ``path`` raises into a clear line and exit 2."""
+        try:
+            yield
+        except (FormatError, OSError, UnicodeError, RecursionError) as exc:
+            self.fail(read_error(exc, path))
+        except Exception as exc:
+            # A reader bug met by odd input: still no traceback for the user, but say it is ours to fix.
+            if options.get("traceback"):
+                raise
+            self.fail(
+                f"{path}: could not be read: internal error ({type(exc).__name__}: {exc}); please report it, "
+                "with --traceback to show where"
+            )
+
+
+def read_error(exc: BaseException, path: str) -> str:
+    """What is wrong, naming the file when the error does not already."""
+    if isinstance(exc, FormatError):
+        text = str(exc)
+    elif isinstance(exc, OSError):
+        text = f"{path}: {exc.strerror or exc}"
+    elif isinstance(exc, RecursionError):
+        text = "input: nested too deeply"
+    else:
+        text = f"input: {exc}"
+    if path == "-" or text.startswith(path):
+        return text
+    # "input" is the reader's name for the whole file: say which file instead.
+    return f"{path}: {text.removeprefix('input: ')}"
