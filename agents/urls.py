@@ -21,3 +21,12 @@ urlpatterns += [
     path("sessions/<int:session_id>/export/", transfer_views.export_session, name="export_session"),
     path("exports/", transfer_views.export_log, name="export_log"),
 ]
+
+# The trimming lab (agents.lab_views).
+from agents import lab_views  # noqa: E402
+
+urlpatterns += [
+    path("sessions/<int:session_id>/lab/", lab_views.session_lab, name="session_lab"),
+    path("sessions/<int:session_id>/lab/compare/", lab_views.session_lab_compare, name="session_lab_compare"),
+    path("lab/report/", lab_views.trimming_report, name="trimming_report"),
+]

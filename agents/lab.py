@@ -1,0 +1,368 @@
+"""The trimming lab's logic, shared by its pages (one session, side by side, across sessions).
+
+A stored session becomes the trimmer's input with the token counts stored at import, so nothing is recounted;
+``trim_preview`` turns a ``TrimResult`` into what a page can show of a long session in bounded HTML (a strip of
+runs and a capped list of message bodies); ``trimming_report`` runs strategies over many sessions with a
+bounded number of queries. A strategy is written ``name:key=value,key=value`` (a "spec") in URLs.
+"""
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from itertools import groupby
+from typing import Any
+from urllib.parse import urlencode
+
+from django.db.models import QuerySet
+
+from agents import models, services
+from agents.memory.chain import Violation
+from agents.memory.schema import Message, content_text
+from agents.memory.trimming import TrimResult, get_strategy, parse_param_pairs, resolve_params, trim
+from agents.transfer_views import PARAM_SEPARATOR  # the export form's split: JSON lists with commas stay whole
+
+# --- a stored session as the trimmer's input ---------------------------------------------------------------
+
+
+def _schema_and_counts(rows: Iterable[models.Message]) -> tuple[list[Message], list[int]]:
+    messages: list[Message] = []
+    counts: list[int] = []
+    for row in rows:
+        messages.append(services.message_to_schema(row))
+        counts.append(row.token_count)
+    return messages, counts
+
+
+def session_messages_with_counts(session: models.Session) -> tuple[list[Message], list[int]]:
+    """The session's messages in order, and the token counts stored with them (under ``session.token_counter``)."""
+    return _schema_and_counts(session.messages.order_by("seq"))
+
+
+# Message rows per query when the report loads many sessions: few queries, bounded memory.
+REPORT_ROWS_PER_QUERY = 20_000
+
+
+def sessions_messages_with_counts(
+    sessions: Sequence[models.Session],
+) -> Iterator[tuple[models.Session, list[Message], list[int]]]:
+    """Each session with its messages and counts, loading several sessions' messages per query."""
+    batch: list[models.Session] = []
+    size = 0
+    for session in sessions:
+        if batch and size + session.message_count > REPORT_ROWS_PER_QUERY:
+            yield from _load_batch(batch)
+            batch, size = [], 0
+        batch.append(session)
+        size += session.message_count
+    if batch:
+        yield from _load_batch(batch)
+
+
+def _load_batch(batch: list[models.Session]) -> Iterator[tuple[models.Session, list[Message], list[int]]]:
+    rows = models.Message.objects.filter(session__in=[s.pk for s in batch]).order_by("session_id", "seq")
+    by_session = {pk: list(group) for pk, group in groupby(rows, key=lambda r: r.session_id)}
+    for session in batch:
+        messages, counts = _schema_and_counts(by_session.get(session.pk, []))
+        yield session, messages, counts
+
+
+# --- specs: "name:key=value,key=value" ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Spec:
+    name: str
+    params: dict[str, Any]
+
+    @property
+    def text(self) -> str:
+        return spec_text(self.name, self.params)
+
+    @property
+    def lab_query(self) -> str:
+        """The lab page's query string (lists as repeated values, as its checkboxes send them)."""
+        pairs: list[tuple[str, str]] = [("strategy", self.name)]
+        for key, value in self.params.items():
+            for v in value if isinstance(value, list) else [value]:
+                pairs.append((key, v if isinstance(v, str) else json.dumps(v)))
+        return urlencode(pairs)
+
+
+def spec_parse(text: str) -> Spec:
+    """``buffered:buffer_size=5`` → Spec; StrategyError names the unknown strategy or the invalid parameter."""
+    name, _, rest = text.strip().partition(":")
+    pairs = [p for p in PARAM_SEPARATOR.split(rest.strip()) if p.strip()]
+    params = parse_param_pairs(pairs)
+    resolve_params(get_strategy(name.strip()), params)
+    return Spec(name.strip(), params)
+
+
+def spec_text(name: str, params: dict[str, Any]) -> str:
+    """The spec of a strategy with the parameters that differ from its defaults (short URLs)."""
+    model = get_strategy(name).params_model
+    parts = []
+    for key, value in params.items():
+        info = model.model_fields.get(key)
+        if info is not None and info.default == value:
+            continue
+        parts.append(f"{key}={value if isinstance(value, str) else json.dumps(value)}")
+    return name + (":" + ",".join(parts) if parts else "")
+
+
+# --- one trim as a page shows it -----------------------------------------------------------------------------
+
+# A long session's page stays small: at most this many message bodies, the first few dropped messages of each
+# run of dropped ones, and strip runs longer than STRIP_RUN folded into one labelled block.
+MAX_RENDERED = 300
+RENDERED_HEAD = 60  # when capped: the first messages (system prompt, task) and the rest from the end
+DROPPED_SHOWN = 2
+STRIP_CELLS = 240  # a list this short gets one cell per message, whatever its runs
+STRIP_RUN = 24
+
+
+@dataclass(eq=False)
+class PreviewRow:
+    status: str  # kept | dropped | inserted
+    index: int | None  # input index (None for an inserted message)
+    position: int | None  # position in the trimmed list (None for a dropped message)
+    message: Message
+    tokens: int | None
+    reason: str
+    violations: list[Violation] = field(default_factory=list)
+
+    @property
+    def text(self) -> str:
+        return content_text(self.message.content)
+
+    @property
+    def anchor(self) -> str:
+        return f"lm-{self.index}" if self.index is not None else f"lp-{self.position}"
+
+    @property
+    def calls(self) -> list[dict[str, str]]:
+        return [{"id": c.id, "name": c.function.name, "arguments": c.function.arguments} for c in self.message.tool_calls]
+
+
+@dataclass
+class Gap:
+    """Messages left out of the rendered list."""
+
+    count: int
+    status: str  # dropped | hidden
+    first: int
+    last: int
+    is_gap: bool = True
+
+
+@dataclass
+class StripRun:
+    status: str
+    rows: list[PreviewRow]  # one cell each, or empty when folded
+    count: int
+    first: int | None
+    last: int | None
+    folded: bool
+    has_violation: bool = False
+
+
+@dataclass
+class TrimPreview:
+    result: TrimResult
+    strip: list[StripRun]
+    items: list[PreviewRow | Gap]
+    rendered: int
+    total: int
+    kept: int
+    dropped: int
+    inserted: int
+    errors: list[Violation]
+    warnings: list[Violation]
+    list_violations: list[Violation]  # violations whose index is not a message of the trimmed list
+    flagged: list[tuple[Violation, PreviewRow | None]]  # each violation with the row it is on
+    newest_user: int | None
+    question_lost: bool | None
+
+
+def trim_preview(messages: Sequence[Message], counts: Sequence[int], result: TrimResult) -> TrimPreview:
+    """What the lab shows of ``result``: every input message and placeholder in order, marked and explained."""
+    kept_set = set(result.kept)
+    dropped = {d.index: d.reason for d in result.dropped}
+    by_position: dict[int, list[Violation]] = {}
+    for v in result.violations:
+        by_position.setdefault(v.index, []).append(v)
+
+    # Walk the trimmed list: its non-inserted items are the kept inputs in order. A placeholder is shown just
+    # before the next kept input (after the run it stands for), or at the end.
+    inserted_at = {x.position: x for x in result.inserted}
+    rows_kept: dict[int, PreviewRow] = {}
+    pending: list[PreviewRow] = []
+    before: dict[int, list[PreviewRow]] = {}
+    kept_iter = iter(result.kept)
+    for position in range(len(result.messages)):
+        if position in inserted_at:
+            x = inserted_at[position]
+            pending.append(
+                PreviewRow("inserted", None, position, x.message, None, x.reason, by_position.get(position, []))
+            )
+            continue
+        i = next(kept_iter)
+        if pending:
+            before[i], pending = pending, []
+        rows_kept[i] = PreviewRow(
+            "kept", i, position, result.messages[position], counts[i], result.kept_reasons.get(i, "kept"),
+            by_position.get(position, []),
+        )
+
+    sequence: list[PreviewRow] = []
+    for i, message in enumerate(messages):
+        sequence.extend(before.get(i, []))
+        if i in kept_set:
+            sequence.append(rows_kept[i])
+        else:
+            sequence.append(PreviewRow("dropped", i, None, message, counts[i], dropped.get(i, "dropped")))
+    sequence.extend(pending)
+
+    newest_user = next((i for i in range(len(messages) - 1, -1, -1) if messages[i].role == "user"), None)
+    n_out = len(result.messages)
+    items = _bounded_items(sequence)
+    at_position = {r.position: r for r in sequence if r.position is not None}
+    return TrimPreview(
+        result=result,
+        strip=_strip(sequence),
+        items=items,
+        rendered=sum(1 for x in items if isinstance(x, PreviewRow)),
+        total=len(messages),
+        kept=len(result.kept),
+        dropped=len(result.dropped),
+        inserted=len(result.inserted),
+        errors=[v for v in result.violations if v.severity == "error"],
+        warnings=[v for v in result.violations if v.severity != "error"],
+        list_violations=[v for v in result.violations if not 0 <= v.index < n_out],
+        flagged=[(v, at_position.get(v.index)) for v in result.violations],
+        newest_user=newest_user,
+        question_lost=None if newest_user is None else newest_user not in kept_set,
+    )
+
+
+def _strip(sequence: list[PreviewRow]) -> list[StripRun]:
+    runs: list[StripRun] = []
+    fold = len(sequence) > STRIP_CELLS
+    for status, group in groupby(sequence, key=lambda r: r.status):
+        rows = list(group)
+        indices = [r.index for r in rows if r.index is not None]
+        folded = fold and len(rows) > STRIP_RUN
+        runs.append(
+            StripRun(
+                status=status,
+                rows=[] if folded else rows,
+                count=len(rows),
+                first=indices[0] if indices else None,
+                last=indices[-1] if indices else None,
+                folded=folded,
+                has_violation=any(r.violations for r in rows),
+            )
+        )
+    return runs
+
+
+def _bounded_items(sequence: list[PreviewRow]) -> list[PreviewRow | Gap]:
+    # Every kept and inserted message, the first dropped ones of each dropped run; then at most MAX_RENDERED.
+    chosen: list[PreviewRow | Gap] = []
+    for status, group in groupby(sequence, key=lambda r: r.status):
+        rows = list(group)
+        if status != "dropped" or len(rows) <= DROPPED_SHOWN + 1:
+            chosen.extend(rows)
+            continue
+        chosen.extend(rows[:DROPPED_SHOWN])
+        rest = rows[DROPPED_SHOWN:]
+        chosen.append(Gap(len(rest), "dropped", rest[0].index or 0, rest[-1].index or 0))
+    bodies = [x for x in chosen if isinstance(x, PreviewRow)]
+    if len(bodies) <= MAX_RENDERED:
+        return chosen
+    first_hidden = bodies[RENDERED_HEAD]
+    last_hidden = bodies[len(bodies) - (MAX_RENDERED - RENDERED_HEAD) - 1]
+    start = next(k for k, x in enumerate(chosen) if x is first_hidden)
+    end = next(k for k, x in enumerate(chosen) if x is last_hidden)
+    hidden = chosen[start : end + 1]
+    hidden_count = sum(1 if isinstance(x, PreviewRow) else x.count for x in hidden)
+    first = next((x.index if isinstance(x, PreviewRow) else x.first) for x in hidden)
+    last = next((x.index if isinstance(x, PreviewRow) else x.last) for x in reversed(hidden))
+    return chosen[:start] + [Gap(hidden_count, "hidden", first or 0, last or 0)] + chosen[end + 1 :]
+
+
+# --- across sessions -------------------------------------------------------------------------------------------
+
+REPORT_SESSION_LIMIT = 200
+
+
+@dataclass
+class ReportCell:
+    spec: Spec
+    tokens_after: int
+    kept: int
+    errors: int
+    question_lost: bool | None
+    budget_exceeded: bool
+    error: str = ""  # the strategy failed on this session (should not happen; said rather than a 500)
+
+
+@dataclass
+class ReportRow:
+    session: models.Session
+    tokens_before: int
+    cells: list[ReportCell]
+
+
+@dataclass
+class ReportSummary:
+    spec: Spec
+    broken: int = 0
+    questions_lost: int = 0
+    tokens_after_total: int = 0
+    sessions: int = 0
+
+    @property
+    def mean_tokens_after(self) -> float:
+        return self.tokens_after_total / self.sessions if self.sessions else 0.0
+
+
+@dataclass
+class TrimmingReport:
+    specs: list[Spec]
+    rows: list[ReportRow]
+    summaries: list[ReportSummary]
+    capped: bool
+    limit: int
+
+
+def trimming_report(
+    sessions: QuerySet[models.Session], specs: Sequence[Spec], *, limit: int | None = None
+) -> TrimmingReport:
+    """Each spec over each session (at most ``limit``; ``sessions`` must already be scoped to the user)."""
+    limit = limit or REPORT_SESSION_LIMIT
+    chosen = list(sessions[: limit + 1])
+    capped = len(chosen) > limit
+    chosen = chosen[:limit]
+    summaries = [ReportSummary(spec) for spec in specs]
+    rows: list[ReportRow] = []
+    for session, messages, counts in sessions_messages_with_counts(chosen):
+        newest_user = next((i for i in range(len(messages) - 1, -1, -1) if messages[i].role == "user"), None)
+        cells: list[ReportCell] = []
+        tokens_before = 0
+        for spec, summary in zip(specs, summaries):
+            try:
+                result = trim(messages, spec.name, spec.params, counter=session.token_counter, token_counts=counts)
+            except ValueError as exc:  # StrategyError is a ValueError; a stored session is never half-read
+                cells.append(ReportCell(spec, 0, 0, 0, None, False, error=str(exc)))
+                continue
+            tokens_before = result.tokens_before
+            errors = sum(1 for v in result.violations if v.severity == "error")
+            lost = None if newest_user is None else newest_user not in set(result.kept)
+            cells.append(ReportCell(spec, result.tokens_after, len(result.kept), errors, lost, result.budget_exceeded))
+            summary.sessions += 1
+            summary.tokens_after_total += result.tokens_after
+            summary.broken += errors > 0
+            summary.questions_lost += bool(lost)
+        rows.append(ReportRow(session, tokens_before, cells))
+    return TrimmingReport(list(specs), rows, summaries, capped, limit)

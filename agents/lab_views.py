@@ -1,0 +1,140 @@
+"""The trimming lab: one session under one strategy, strategies side by side, and strategies across sessions."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlencode
+
+from django.http import HttpResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_GET
+
+from agents import lab, services
+from agents.forms import SessionFilterForm
+from agents.lab_forms import strategy_params_form
+from agents.memory.trimming import STRATEGIES, StrategyError, get_strategy, trim
+from agents.views import HtmxHttpRequest
+
+DEFAULT_STRATEGY = "buffered"
+DEFAULT_COMPARE = ["buffered", "langchain_last", "safe_token_budget"]
+DEFAULT_REPORT = ["buffered", "langchain_last", "safe_token_budget"]
+MAX_COLUMNS = 4
+
+
+@require_GET
+def session_lab(request: HtmxHttpRequest, session_id: int) -> HttpResponse:
+    session = services.session_for_user(request.user, session_id)
+    name = request.GET.get("strategy") or DEFAULT_STRATEGY
+    strategy_error = "" if name in STRATEGIES else f"unknown strategy '{name}'"
+    strategy = STRATEGIES.get(name) or get_strategy(DEFAULT_STRATEGY)
+    # The form says which strategy its parameters were for: after a switch (without JS) they start from defaults.
+    params_for = request.GET.get("params_for")
+    form = strategy_params_form(strategy, None if params_for and params_for != strategy.name else request.GET)
+    preview = None
+    if form.is_valid and not strategy_error:
+        messages, counts = lab.session_messages_with_counts(session)
+        result = trim(messages, strategy.name, form.params, counter=session.token_counter, token_counts=counts)
+        preview = lab.trim_preview(messages, counts, result)
+    spec = lab.Spec(strategy.name, form.params if form.is_valid else {})
+    other = "safe_token_budget" if strategy.name != "safe_token_budget" else "buffered"
+    context = {
+        "session": session,
+        "strategies": list(STRATEGIES.values()),
+        "strategy": strategy,
+        "strategy_error": strategy_error,
+        "form": form,
+        "preview": preview,
+        "compare_query": urlencode([("s", spec.text), ("s", other)]),
+        "dropped_shown": lab.DROPPED_SHOWN,
+        # Only the result is swapped on a parameter change: the field errors travel out of band.
+        "oob_errors": bool(request.htmx) and request.htmx.target != "lab-main",
+    }
+    template_name = "agents/lab.html"
+    status = 200
+    if request.htmx:
+        # The strategy select replaces the form and the result; any other change only the result.
+        template_name += "#lab-main" if request.htmx.target == "lab-main" else "#lab-result"
+        status = 400 if strategy_error or not form.is_valid else 200
+    return render(request, template_name, context, status=status)
+
+
+@dataclass
+class CompareColumn:
+    text: str
+    spec: lab.Spec | None
+    error: str
+    preview: lab.TrimPreview | None = None
+    remove_query: str = ""
+    lab_query: str = ""
+
+
+@require_GET
+def session_lab_compare(request: HtmxHttpRequest, session_id: int) -> HttpResponse:
+    session = services.session_for_user(request.user, session_id)
+    texts = [t.strip() for t in request.GET.getlist("s") if t.strip()]
+    added = request.GET.get("add", "").strip()
+    if added:
+        # "Add column" is a GET form too: redirect to the URL that names the columns only.
+        return redirect(f"{request.path}?{urlencode([('s', t) for t in [*texts, added][:MAX_COLUMNS]])}")
+    texts = texts or DEFAULT_COMPARE
+    too_many = max(0, len(texts) - MAX_COLUMNS)
+    texts = texts[:MAX_COLUMNS]
+    columns: list[CompareColumn] = []
+    for k, text in enumerate(texts):
+        others = urlencode([("s", t) for j, t in enumerate(texts) if j != k])
+        try:
+            spec = lab.spec_parse(text)
+        except StrategyError as exc:
+            columns.append(CompareColumn(text, None, str(exc), remove_query=others))
+            continue
+        columns.append(CompareColumn(spec.text, spec, "", remove_query=others, lab_query=spec.lab_query))
+    if any(c.spec for c in columns):
+        messages, counts = lab.session_messages_with_counts(session)
+        for column in columns:
+            if column.spec is not None:
+                result = trim(messages, column.spec.name, column.spec.params,
+                              counter=session.token_counter, token_counts=counts)
+                column.preview = lab.trim_preview(messages, counts, result)
+    context = {
+        "session": session,
+        "columns": columns,
+        "too_many": too_many,
+        "can_add": len(columns) < MAX_COLUMNS,
+        "strategies": list(STRATEGIES.values()),
+        "lab_url": reverse("agents:session_lab", args=[session.pk]),
+    }
+    template_name = "agents/lab_compare.html"
+    if request.htmx:
+        template_name += "#compare-result"
+    return render(request, template_name, context)
+
+
+@require_GET
+def trimming_report(request: HtmxHttpRequest) -> HttpResponse:
+    filter_form = SessionFilterForm(request.GET or None, user=request.user)
+    filter_form.is_valid()  # invalid filters are dropped and shown with their error, as on the session list
+    texts = [t.strip() for t in request.GET.getlist("s") if t.strip()][:MAX_COLUMNS] or DEFAULT_REPORT
+    specs: list[lab.Spec] = []
+    spec_fields: list[dict[str, Any]] = []
+    for text in texts:
+        try:
+            spec = lab.spec_parse(text)
+        except StrategyError as exc:
+            spec_fields.append({"text": text, "error": str(exc)})
+            continue
+        specs.append(spec)
+        spec_fields.append({"text": spec.text, "error": ""})
+    spec_fields += [{"text": "", "error": ""}] * (MAX_COLUMNS - len(spec_fields))
+    sessions = services.sessions_filtered(request.user, filter_form.filters())
+    report = lab.trimming_report(sessions, specs) if specs else None
+    context = {
+        "filter_form": filter_form,
+        "spec_fields": spec_fields,
+        "report": report,
+        "strategies": list(STRATEGIES.values()),
+    }
+    template_name = "agents/lab_report.html"
+    if request.htmx:
+        template_name += "#report-result"
+    return render(request, template_name, context, status=400 if request.htmx and not specs else 200)

@@ -1,0 +1,290 @@
+"""The trimming lab: one session under a strategy, strategies side by side, strategies across sessions."""
+from __future__ import annotations
+
+import re
+
+import pytest
+from django.utils.html import escape
+
+from agents import lab
+from agents.memory.trimming import StrategyError, trim
+
+SYSTEM = {"role": "system", "content": "You are a travel assistant."}
+
+
+def chat(turns: int) -> list[dict]:
+    """A system prompt then ``turns`` user questions, each answered through a tool call."""
+    messages = [SYSTEM]
+    for t in range(turns):
+        call = f"call_{t}"
+        messages += [
+            {"role": "user", "content": f"Question {t}: weather in city {t}?"},
+            {"role": "assistant", "content": None, "tool_calls": [
+                {"id": call, "type": "function", "function": {"name": "get_weather", "arguments": f'{{"city": "c{t}"}}'}}
+            ]},
+            {"role": "tool", "tool_call_id": call, "content": f"{t}°C"},
+            {"role": "assistant", "content": f"It is {t}°C in city {t}."},
+        ]
+    return messages
+
+
+def lab_url(session) -> str:
+    return f"/sessions/{session.pk}/lab/"
+
+
+def kept_in_page(html: str) -> list[int]:
+    return sorted(int(i) for i in re.findall(r'id="lm-(\d+)" class="msg role-\w+ lab-msg lab-kept', html))
+
+
+# --- the lab page --------------------------------------------------------------------------------------------
+
+
+def test_it_renders_the_lab_with_a_form_from_the_strategy_parameters(alice_client, make_session):
+    session = make_session(chat(5), title="Weather")
+    response = alice_client.get(lab_url(session), {"strategy": "buffered", "buffer_size": "4"})
+    assert response.status_code == 200
+    html = response.content.decode()
+    assert '<option value="buffered" selected>' in html
+    assert "AutoGen BufferedChatCompletionContext" in html  # what it emulates
+    assert 'type="number" id="p-buffer_size" name="buffer_size" value="4" min="1"' in html  # bound > 0
+    assert 'type="checkbox" id="p-pin_system" name="pin_system" value="true" checked' in html  # default true
+    assert "Messages AutoGen keeps" in html  # the field's help text
+    assert 'hx-trigger="change, input changed delay:400ms"' in html
+    assert 'id="lab-result"' in html and "<html" in html
+    assert "Compare with" in html
+
+
+def test_it_offers_literal_parameters_as_choices(alice_client, make_session):
+    session = make_session(chat(3))
+    html = alice_client.get(lab_url(session), {"strategy": "langchain_last", "start_on": ["human", "ai"]}).content.decode()
+    assert 'name="start_on" value="human" checked' in html
+    assert 'name="start_on" value="ai" checked' in html
+    assert 'name="start_on" value="tool">' in html
+
+
+def test_it_marks_the_same_messages_kept_as_trim_does(alice_client, make_session):
+    session = make_session(chat(12))
+    params = {"buffer_size": 7}
+    messages, counts = lab.session_messages_with_counts(session)
+    expected = trim(messages, "buffered", params, counter=session.token_counter, token_counts=counts)
+    html = alice_client.get(lab_url(session), {"strategy": "buffered", "buffer_size": "7"}).content.decode()
+    assert kept_in_page(html) == expected.kept
+    assert f'<span id="tokens-before">{expected.tokens_before:,}</span>' in html
+    assert f'<strong id="tokens-after">{expected.tokens_after:,}</strong>' in html
+    for d in expected.dropped[:2]:
+        assert escape(d.reason) in html
+
+
+def test_it_uses_the_stored_token_counts(make_session):
+    session = make_session(chat(4))
+    messages, counts = lab.session_messages_with_counts(session)
+    assert counts == list(session.messages.order_by("seq").values_list("token_count", flat=True))
+    assert len(messages) == session.message_count and all(c > 0 for c in counts)
+
+
+def test_it_shows_placeholders_notes_and_the_trimmed_lists_violations(alice_client, make_session):
+    session = make_session(chat(10))
+    html = alice_client.get(lab_url(session), {"strategy": "head_and_tail", "head_size": "2", "tail_size": "3"}).content.decode()
+    assert "lab-inserted" in html and "Skipped" in html  # AutoGen's placeholder, in place
+    assert "Framework behaviour to know" in html
+    # buffer_size=2 keeps a tool result without its call: flagged on the message and summarised.
+    html = alice_client.get(lab_url(session), {"strategy": "openmanus_window", "max_messages": "2"}).content.decode()
+    assert "The trimmed list breaks the protocol" in html
+    assert "orphan_tool_result" in html or "leading_tool_result" in html
+
+
+def test_it_says_when_the_newest_question_is_lost(alice_client, make_session):
+    session = make_session(chat(3) + [{"role": "user", "content": "And tomorrow?"}])
+    html = alice_client.get(lab_url(session), {"strategy": "clear_non_system"}).content.decode()
+    assert "lost (#13)" in html
+    html = alice_client.get(lab_url(session), {"strategy": "unbounded"}).content.decode()
+    assert "kept (#13)" in html
+
+
+def test_it_serves_only_the_result_to_htmx(alice_client, make_session):
+    session = make_session(chat(5))
+    response = alice_client.get(
+        lab_url(session), {"strategy": "buffered", "buffer_size": "3"}, HTTP_HX_REQUEST="true", HTTP_HX_TARGET="lab-result"
+    )
+    assert response.status_code == 200
+    html = response.content.decode()
+    assert html.lstrip().startswith('<section id="lab-result"')
+    assert "<html" not in html and 'id="lab-form"' not in html
+    assert 'id="error-buffer_size" role="alert" hx-swap-oob="true"></p>' in html  # clears a previous error
+
+
+def test_it_serves_the_form_and_result_when_the_strategy_changes_over_htmx(alice_client, make_session):
+    session = make_session(chat(5))
+    response = alice_client.get(
+        lab_url(session), {"strategy": "last_turns"}, HTTP_HX_REQUEST="true", HTTP_HX_TARGET="lab-main"
+    )
+    html = response.content.decode()
+    assert html.lstrip().startswith('<div id="lab-main"')
+    assert 'name="max_turns"' in html and 'id="lab-result"' in html and "hx-swap-oob" not in html
+
+
+def test_it_shows_an_invalid_parameter_next_to_its_field(alice_client, make_session):
+    session = make_session(chat(3))
+    response = alice_client.get(lab_url(session), {"strategy": "buffered", "buffer_size": "0"})
+    assert response.status_code == 200
+    html = response.content.decode()
+    assert re.search(r'id="error-buffer_size" role="alert">Input should be greater than 0</p>', html)
+    assert "No preview" in html
+
+
+def test_it_answers_an_invalid_parameter_over_htmx_with_400_and_the_error(alice_client, make_session):
+    session = make_session(chat(3))
+    for params in ({"buffer_size": "many"}, {"pin_system": "maybe"}):
+        response = alice_client.get(
+            lab_url(session), {"strategy": "buffered", **params}, HTTP_HX_REQUEST="true", HTTP_HX_TARGET="lab-result"
+        )
+        assert response.status_code == 400
+        name = next(iter(params))
+        assert re.search(rf'id="error-{name}" role="alert" hx-swap-oob="true">Input should be', response.content.decode())
+
+
+def test_it_falls_back_from_an_unknown_strategy_with_a_message(alice_client, make_session):
+    session = make_session(chat(2))
+    response = alice_client.get(lab_url(session), {"strategy": "nope"})
+    assert response.status_code == 200
+    assert "unknown strategy &#x27;nope&#x27;" in response.content.decode()
+
+
+def test_it_resets_parameters_when_the_strategy_changed_without_js(alice_client, make_session):
+    session = make_session(chat(2))
+    html = alice_client.get(
+        lab_url(session), {"strategy": "safe_token_budget", "params_for": "langchain_last", "max_tokens": "7"}
+    ).content.decode()
+    assert 'name="max_tokens" value="4000"' in html
+
+
+def test_it_hides_another_projects_session(alice_client, make_session, other_agent):
+    session = make_session(chat(2), agent=other_agent)
+    assert alice_client.get(lab_url(session)).status_code == 404
+    assert alice_client.get(f"{lab_url(session)}compare/").status_code == 404
+
+
+def test_it_requires_login(client, make_session):
+    session = make_session(chat(2))
+    assert client.get(lab_url(session)).status_code == 302
+
+
+def test_it_renders_a_long_session_compactly(alice_client, make_session):
+    session = make_session(chat(1250))  # 5,001 messages
+    messages, counts = lab.session_messages_with_counts(session)
+    result = trim(messages, "buffered", {"buffer_size": 10}, counter=session.token_counter, token_counts=counts)
+    html = alice_client.get(lab_url(session), {"strategy": "buffered", "buffer_size": "10"}).content.decode()
+    assert f"… {len(result.dropped):,} dropped …</a>" in html  # one folded run in the strip
+    assert len(re.findall(r'class="strip-cell', html)) == len(result.kept) + 4  # + the legend's cells
+    assert len(re.findall(r'<article id="l[mp]-', html)) <= lab.MAX_RENDERED
+    html = alice_client.get(lab_url(session), {"strategy": "unbounded"}).content.decode()
+    assert len(re.findall(r'<article id="l[mp]-', html)) == lab.MAX_RENDERED
+    assert "messages not shown here" in html and "5,001 kept" in html
+    assert len(html) < 600_000
+
+
+def test_it_links_the_lab_from_the_session_page(alice_client, make_session):
+    session = make_session(chat(2))
+    html = alice_client.get(f"/sessions/{session.pk}/").content.decode()
+    assert f'href="/sessions/{session.pk}/lab/"' in html
+
+
+# --- specs -----------------------------------------------------------------------------------------------------
+
+
+def test_it_reads_and_writes_strategy_specs():
+    spec = lab.spec_parse('langchain_last:max_tokens=2000,start_on=["human","ai"]')
+    assert spec.name == "langchain_last" and spec.params == {"max_tokens": 2000, "start_on": ["human", "ai"]}
+    assert lab.spec_parse(spec.text) == spec
+    assert lab.spec_parse("buffered").text == "buffered"
+    with pytest.raises(StrategyError, match="buffer_size"):
+        lab.spec_parse("buffered:buffer_size=0")
+    with pytest.raises(StrategyError, match="unknown strategy"):
+        lab.spec_parse("nope:x=1")
+
+
+# --- side by side ----------------------------------------------------------------------------------------------
+
+
+def test_it_compares_strategies_side_by_side(alice_client, make_session):
+    session = make_session(chat(8))
+    messages, counts = lab.session_messages_with_counts(session)
+    response = alice_client.get(
+        f"{lab_url(session)}compare/", {"s": ["buffered:buffer_size=5", "langchain_last:max_tokens=200", "unbounded"]}
+    )
+    assert response.status_code == 200
+    html = response.content.decode()
+    assert html.count('class="compare-column') == 3
+    for name, params in (("buffered", {"buffer_size": 5}), ("langchain_last", {"max_tokens": 200})):
+        result = trim(messages, name, params, counter=session.token_counter, token_counts=counts)
+        assert f'data-tokens-after="{result.tokens_after}"' in html
+        assert f'data-kept="{len(result.kept)}"' in html
+
+
+def test_it_shows_a_bad_column_spec_in_its_column(alice_client, make_session):
+    session = make_session(chat(3))
+    response = alice_client.get(f"{lab_url(session)}compare/", {"s": ["buffered:buffer_size=-1", "unbounded"]})
+    assert response.status_code == 200
+    assert "greater than 0" in response.content.decode()
+
+
+def test_it_adds_a_column_by_redirecting_to_the_named_columns(alice_client, make_session):
+    session = make_session(chat(3))
+    response = alice_client.get(f"{lab_url(session)}compare/", {"s": ["buffered", "unbounded"], "add": "last_turns"})
+    assert response.status_code == 302
+    assert response["Location"].endswith("?s=buffered&s=unbounded&s=last_turns")
+
+
+def test_it_serves_the_comparison_fragment_to_htmx(alice_client, make_session):
+    session = make_session(chat(3))
+    response = alice_client.get(f"{lab_url(session)}compare/", {"s": ["buffered", "unbounded"]}, HTTP_HX_REQUEST="true")
+    html = response.content.decode()
+    assert html.lstrip().startswith('<div id="compare-result"') and "<html" not in html
+
+
+# --- across sessions -------------------------------------------------------------------------------------------
+
+
+def test_it_reports_strategies_across_the_users_sessions(alice_client, make_session, other_agent):
+    make_session(chat(6), title="Six turns")
+    make_session(chat(2) + [{"role": "user", "content": "Last question?"}], title="Open question")
+    make_session(chat(2), agent=other_agent, title="Not alices")
+    response = alice_client.get("/lab/report/", {"s": ["clear_non_system", "openmanus_window:max_messages=3"]})
+    assert response.status_code == 200
+    html = response.content.decode()
+    assert "Six turns" in html and "Open question" in html and "Not alices" not in html
+    summary = re.search(r'<tr class="summary-row" data-spec="clear_non_system">(.*?)</tr>', html, re.S).group(1)
+    assert 'data-questions-lost="2"' in summary  # /clear drops every question
+    summary = re.search(r'<tr class="summary-row" data-spec="openmanus_window:max_messages=3">(.*?)</tr>', html, re.S).group(1)
+    assert 'data-broken="1"' in summary  # the 3-message slice of "Six turns" starts on a tool result
+
+
+def test_it_filters_the_report_like_the_session_list(alice_client, make_session):
+    make_session(chat(2), title="Paris trip")
+    make_session(chat(2), title="Tokyo trip")
+    html = alice_client.get("/lab/report/", {"q": "Paris", "s": "buffered"}).content.decode()
+    assert "Paris trip" in html and "Tokyo trip" not in html
+
+
+def test_it_caps_the_report_and_says_so(alice_client, make_session, monkeypatch):
+    monkeypatch.setattr(lab, "REPORT_SESSION_LIMIT", 2)
+    for _ in range(3):
+        make_session(chat(1))
+    html = alice_client.get("/lab/report/", {"s": "buffered"}).content.decode()
+    assert "first 2 sessions" in html
+
+
+def test_it_reports_with_a_bounded_number_of_queries(alice_client, make_session, django_assert_max_num_queries):
+    for _ in range(12):
+        make_session(chat(3))
+    with django_assert_max_num_queries(12):
+        response = alice_client.get("/lab/report/", {"s": ["buffered", "safe_token_budget", "langchain_last"]})
+    assert response.status_code == 200
+    assert response.content.decode().count('class="report-row"') == 12
+
+
+def test_it_serves_the_report_fragment_to_htmx(alice_client, make_session):
+    make_session(chat(2))
+    response = alice_client.get("/lab/report/", {"s": "buffered"}, HTTP_HX_REQUEST="true")
+    html = response.content.decode()
+    assert html.lstrip().startswith('<section id="report-result"') and "<html" not in html
