@@ -5,9 +5,13 @@ import re
 
 import pytest
 from django.utils.html import escape
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from agents import lab
+from agents.memory.tokens import count_messages, get_counter
 from agents.memory.trimming import StrategyError, trim
+from tests.strategies_messages import valid_conversations
 
 SYSTEM = {"role": "system", "content": "You are a travel assistant."}
 
@@ -288,3 +292,43 @@ def test_it_serves_the_report_fragment_to_htmx(alice_client, make_session):
     response = alice_client.get("/lab/report/", {"s": "buffered"}, HTTP_HX_REQUEST="true")
     html = response.content.decode()
     assert html.lstrip().startswith('<section id="report-result"') and "<html" not in html
+
+
+# --- the preview accounts for every message --------------------------------------------------------------------
+
+SMALL_PARAMS = {
+    "buffered": {"buffer_size": 3}, "head_and_tail": {"head_size": 1, "tail_size": 2},
+    "langchain_last": {"max_tokens": 60}, "openmanus_window": {"max_messages": 3}, "last_turns": {"max_turns": 1},
+    "safe_token_budget": {"max_tokens": 80}, "token_limited": {"token_limit": 60}, "clear_non_system": {},
+}
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    messages=valid_conversations(),
+    name=st.sampled_from(sorted(SMALL_PARAMS)),
+    cut=st.sampled_from([(300, 60, 2), (6, 2, 1), (3, 1, 0)]),
+)
+def test_it_shows_every_message_once_in_order_whatever_the_caps(messages, name, cut):
+    import agents.lab as lab_module
+
+    counts = count_messages(messages, get_counter("cl100k"))
+    result = trim(messages, name, SMALL_PARAMS[name], counter="cl100k", token_counts=counts)
+    saved = (lab_module.MAX_RENDERED, lab_module.RENDERED_HEAD, lab_module.DROPPED_SHOWN)
+    lab_module.MAX_RENDERED, lab_module.RENDERED_HEAD, lab_module.DROPPED_SHOWN = cut
+    try:
+        preview = lab.trim_preview(messages, counts, result)
+    finally:
+        lab_module.MAX_RENDERED, lab_module.RENDERED_HEAD, lab_module.DROPPED_SHOWN = saved
+    rows = [x for x in preview.items if isinstance(x, lab.PreviewRow)]
+    shown = sum(1 if isinstance(x, lab.PreviewRow) else x.count for x in preview.items)
+    assert shown == len(messages) + len(result.inserted)  # rendered rows plus gaps cover the whole list
+    assert len(rows) <= cut[0]  # bounded, whatever the strategy keeps
+    indices = [r.index for r in rows if r.index is not None]
+    assert indices == sorted(indices)  # input order
+    assert [r.index for r in rows if r.status == "kept"] == [i for i in result.kept if i in set(indices)]
+    assert sum(run.count for run in preview.strip) == len(messages) + len(result.inserted)
+    # Each kept row shows the message the trimmed list sends at its position.
+    for r in rows:
+        if r.position is not None:
+            assert result.messages[r.position] is r.message
