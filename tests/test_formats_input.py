@@ -127,6 +127,19 @@ def test_it_applies_keys_that_follow_the_messages_once_they_are_read(monkeypatch
     assert stream.conversation.metadata["openai"]["fields"] == {"model": "gpt-4o"}
 
 
+def test_it_reads_a_big_input_whose_preview_ends_inside_an_escape(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The first bytes of a big input tell its format; a cut inside "\\n", "\\\\" or "\\u00e9" is a string cut
+    # short, not broken JSON.
+    messages = [{"role": "user", "content": 'say "hi"\\ then\nné\t✓'}, {"role": "assistant", "content": "ok\\"}] * 3
+    data = json.dumps(messages).encode()  # ASCII escapes: \\u00e9, \\u2713
+    expected = read_data(messages)
+    monkeypatch.setattr(formats, "SMALL_INPUT", 10)
+    start = data.index(b"say", data.index(b"ok"))  # inside the third message: the first two tell the format
+    for cut in range(start, start + 40):
+        monkeypatch.setattr(formats, "PREVIEW_BYTES", cut)
+        assert read_input(io.BytesIO(data)) == expected, data[:cut]
+
+
 def test_it_reports_broken_json_in_a_big_input(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(formats, "SMALL_INPUT", 10)
     data = b'[{"role": "user", "content": "hi"}, {"role": "user", "content": "oops"' + b" " * 100

@@ -255,6 +255,23 @@ def _whole_characters(head: bytes) -> bytes:
     return head
 
 
+def _whole_escapes(head: bytes) -> bytes:
+    """The head without a string escape cut in two at its end (``\\`` or ``\\u00``): a head cut there is a string
+    cut short, not a bad escape. Backslashes only occur inside strings in JSON."""
+    last = head.rfind(b"\\", max(0, len(head) - 6))
+    if last == -1:
+        return head
+    first = last
+    while first > 0 and head[first - 1] == 0x5C:
+        first -= 1
+    if (last - first + 1) % 2 == 0:
+        return head  # the run ends with an escaped backslash: complete
+    rest = head[last + 1 :]
+    if not rest or (rest[:1] == b"u" and len(rest) < 5):
+        return head[:last]
+    return head
+
+
 def preview(head: bytes) -> Any:
     """A document built from the first bytes of a big input, arrays cut after PREVIEW_ITEMS items: enough to tell
     the format without reading the whole input. A truncated input yields what was complete so far."""
@@ -277,7 +294,7 @@ def preview(head: bytes) -> Any:
             container[keys[-1]] = value
 
     try:
-        for _prefix, event, value in ijson.parse(io.BytesIO(_whole_characters(head)), use_float=True):
+        for _prefix, event, value in ijson.parse(io.BytesIO(_whole_escapes(_whole_characters(head))), use_float=True):
             if skip_depth:
                 if event in _STARTS:
                     skip_depth += 1
