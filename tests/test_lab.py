@@ -193,6 +193,16 @@ def test_it_links_the_lab_from_the_session_page(alice_client, make_session):
     assert f'href="/sessions/{session.pk}/lab/"' in html
 
 
+def test_it_keeps_what_the_json_twin_keeps(alice_client, make_session):
+    session = make_session(chat(6))
+    query = {"strategy": "langchain_last", "max_tokens": "150", "start_on": "human"}
+    api = alice_client.get(f"/api/sessions/{session.pk}/trim/", query)
+    assert api.status_code == 200
+    html = alice_client.get(lab_url(session), query).content.decode()
+    assert kept_in_page(html) == api.json()["kept"]
+    assert f'<strong id="tokens-after">{api.json()["tokens_after"]:,}</strong>' in html
+
+
 # --- specs -----------------------------------------------------------------------------------------------------
 
 
@@ -281,7 +291,8 @@ def test_it_caps_the_report_and_says_so(alice_client, make_session, monkeypatch)
 def test_it_reports_with_a_bounded_number_of_queries(alice_client, make_session, django_assert_max_num_queries):
     for _ in range(12):
         make_session(chat(3))
-    with django_assert_max_num_queries(12):
+    # Login session, user, the sessions, their messages in one batch, the filter form's project and agent choices.
+    with django_assert_max_num_queries(6):
         response = alice_client.get("/lab/report/", {"s": ["buffered", "safe_token_budget", "langchain_last"]})
     assert response.status_code == 200
     assert response.content.decode().count('class="report-row"') == 12
