@@ -186,36 +186,6 @@ def test_it_splits_the_list_into_turns_without_loss(messages: list[Message]) -> 
     assert sum(1 for t in turns if t.user_index is not None) == sum(1 for m in messages if m.role == "user")
 
 
-def _long_history(n: int) -> list[Message]:
-    messages: list[Message] = []
-    k = 0
-    while len(messages) < n:
-        k += 1
-        calls = [f"c{k}_{j}" for j in range(1 + k % 3)]
-        messages += [U(), AC(*calls), *[T(c) for c in calls[: len(calls) - (k % 40 == 0)]], A()]
-    return messages[:n]
-
-
-def test_it_groups_and_checks_in_linear_time() -> None:
-    import time
-
-    from agents.memory.chain import find_violations
-
-    def best_of_three(messages: list[Message]) -> float:
-        times = []
-        for _ in range(3):
-            start = time.perf_counter()
-            group_blocks(messages)
-            find_violations(messages)
-            times.append(time.perf_counter() - start)
-        return min(times)
-
-    small, large = _long_history(5_000), _long_history(40_000)
-    # Eight times the messages: about 8x the time when linear, 64x when quadratic. The bound leaves room for a
-    # busy shared machine.
-    assert best_of_three(large) < 24 * best_of_three(small)
-
-
 def test_it_imports_no_django() -> None:
     import subprocess
     import sys
