@@ -294,6 +294,9 @@ def _bounded_items(sequence: list[PreviewRow]) -> list[PreviewRow | Gap]:
 # --- across sessions -------------------------------------------------------------------------------------------
 
 REPORT_SESSION_LIMIT = 200
+# Reading and trimming costs about 0.1 ms per message and strategy: past this many messages a page would take
+# too long, so the report stops there too (and says so) even before REPORT_SESSION_LIMIT sessions.
+REPORT_MESSAGE_LIMIT = 100_000
 
 
 @dataclass
@@ -344,6 +347,12 @@ def trimming_report(
     chosen = list(sessions[: limit + 1])
     capped = len(chosen) > limit
     chosen = chosen[:limit]
+    total = 0
+    for k, session in enumerate(chosen):
+        total += session.message_count
+        if total > REPORT_MESSAGE_LIMIT and k > 0:
+            chosen, capped, limit = chosen[:k], True, k
+            break
     summaries = [ReportSummary(spec) for spec in specs]
     rows: list[ReportRow] = []
     for session, messages, counts in sessions_messages_with_counts(chosen):

@@ -133,6 +133,8 @@ def trimming_report(request: HtmxHttpRequest) -> HttpResponse:
         "spec_fields": spec_fields,
         "report": report,
         "strategies": list(STRATEGIES.values()),
+        "session_limit": lab.REPORT_SESSION_LIMIT,
+        "message_limit": lab.REPORT_MESSAGE_LIMIT,
     }
     template_name = "agents/lab_report.html"
     if request.htmx:

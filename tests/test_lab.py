@@ -285,7 +285,15 @@ def test_it_caps_the_report_and_says_so(alice_client, make_session, monkeypatch)
     for _ in range(3):
         make_session(chat(1))
     html = alice_client.get("/lab/report/", {"s": "buffered"}).content.decode()
-    assert "first 2 sessions" in html
+    assert "first 2 sessions matching" in html and html.count('class="report-row"') == 2
+
+
+def test_it_caps_the_report_by_messages_too(alice_client, make_session, monkeypatch):
+    monkeypatch.setattr(lab, "REPORT_MESSAGE_LIMIT", 12)
+    for _ in range(3):
+        make_session(chat(2))  # 9 messages each
+    html = alice_client.get("/lab/report/", {"s": "buffered"}).content.decode()
+    assert "first 1 session matching" in html and html.count('class="report-row"') == 1
 
 
 def test_it_reports_with_a_bounded_number_of_queries(alice_client, make_session, django_assert_max_num_queries):
