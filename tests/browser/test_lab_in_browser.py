@@ -66,3 +66,11 @@ def test_it_compares_and_reports_in_the_browser(logged_in_page, live_server, mak
     page.wait_for_selector(".report-summary")
     assert page.locator(".report-row").count() == 2
     screenshot(page, "trimming-lab-report")
+    page.evaluate("window.__same_document = true")
+    page.fill("input[name=q]", "Open question")
+    page.fill("input[name=s] >> nth=0", "clear_non_system")
+    page.click("text=Run report")
+    page.wait_for_url(re.compile(r"q=Open"))
+    page.wait_for_function("document.querySelectorAll('.report-row').length === 1")
+    assert page.locator(".summary-row[data-spec=clear_non_system] [data-questions-lost='1']").count() == 1
+    assert page.evaluate("window.__same_document") is True
