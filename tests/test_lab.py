@@ -48,7 +48,7 @@ def test_it_renders_the_lab_with_a_form_from_the_strategy_parameters(alice_clien
     response = alice_client.get(lab_url(session), {"strategy": "buffered", "buffer_size": "4"})
     assert response.status_code == 200
     html = response.content.decode()
-    assert '<option value="buffered" selected>' in html
+    assert '<option value="buffered" selected title="Keeps the last buffer_size' in html
     assert "AutoGen BufferedChatCompletionContext" in html  # what it emulates
     assert 'type="number" id="p-buffer_size" name="buffer_size" value="4" min="1"' in html  # bound > 0
     assert 'type="checkbox" id="p-pin_system" name="pin_system" value="true" checked' in html  # default true
