@@ -19,8 +19,7 @@ from django.db.models import QuerySet
 from agents import models, services
 from agents.memory.chain import Violation
 from agents.memory.schema import Message, content_text
-from agents.memory.trimming import TrimResult, get_strategy, parse_param_pairs, resolve_params, trim
-from agents.transfer_views import PARAM_SEPARATOR  # the export form's split: JSON lists with commas stay whole
+from agents.memory.trimming import TrimResult, get_strategy, parse_param_pairs, resolve_params, split_param_text, trim
 
 # --- a stored session as the trimmer's input ---------------------------------------------------------------
 
@@ -92,7 +91,7 @@ class Spec:
 def spec_parse(text: str) -> Spec:
     """``buffered:buffer_size=5`` → Spec; StrategyError names the unknown strategy or the invalid parameter."""
     name, _, rest = text.strip().partition(":")
-    pairs = [p for p in PARAM_SEPARATOR.split(rest.strip()) if p.strip()]
+    pairs = split_param_text(rest)
     params = parse_param_pairs(pairs)
     resolve_params(get_strategy(name.strip()), params)
     return Spec(name.strip(), params)

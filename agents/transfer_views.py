@@ -24,7 +24,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from agents import exports, imports, models, services
 from agents.forms import SessionFilterForm
 from agents.memory import formats
-from agents.memory.trimming import StrategyError, parse_param_pairs
+from agents.memory.trimming import StrategyError, parse_param_pairs, split_param_text
 
 # Pasted JSON is read from the POST body, so it is kept small; big histories are uploaded as files.
 MAX_PASTE_CHARS = 5 * 1024 * 1024
@@ -266,14 +266,10 @@ def _export_response(
     return response
 
 
-PARAM_SEPARATOR = re.compile(r"[,\s]+(?=[A-Za-z_][A-Za-z0-9_]*=)")
-
-
 def _params_from(query: Any) -> dict[str, Any]:
     """Strategy parameters from ``set=key=value`` (repeatable) and ``params=key=value, key=value``."""
     pairs: list[str] = list(query.getlist("set"))
-    # Split before each "key=", so that a JSON value with commas (start_on=["human","ai"]) stays whole.
-    pairs += [p for p in PARAM_SEPARATOR.split(query.get("params", "").strip()) if p]
+    pairs += split_param_text(query.get("params", ""))
     try:
         return parse_param_pairs(pairs)
     except StrategyError as exc:

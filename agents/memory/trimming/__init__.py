@@ -32,6 +32,7 @@ from agents.memory.trimming.registry import (
     TrimResult,
     get_strategy,
     parse_param_pairs,
+    split_param_text,
     resolve_params,
     trim,
 )
@@ -49,5 +50,5 @@ STRATEGIES.update(_registered)  # any added later keep their own order
 
 __all__ = [
     "STRATEGIES", "Dropped", "Inserted", "LlamaIndexContentCount", "Strategy", "StrategyError", "StrategyParams",
-    "TrimResult", "get_strategy", "parse_param_pairs", "resolve_params", "trim",
+    "TrimResult", "get_strategy", "parse_param_pairs", "split_param_text", "resolve_params", "trim",
 ]

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
@@ -241,6 +242,15 @@ def resolve_params(strategy: str | Strategy, params: Mapping[str, Any] | None = 
             f"invalid parameters for strategy '{strat.name}': {'; '.join(problems.values())}. "
             f"Valid parameters: {_describe_params(strat)}"
         ) from None
+
+
+# Split before each "key=", so that a JSON value with commas (start_on=["human","ai"]) stays whole.
+_PARAM_SEPARATOR = re.compile(r"[,\s]+(?=[A-Za-z_][A-Za-z0-9_]*=)")
+
+
+def split_param_text(text: str) -> list[str]:
+    """``"buffer_size=5, start_on=["human","ai"]"`` -> ``["buffer_size=5", 'start_on=["human","ai"]']``."""
+    return [p for p in _PARAM_SEPARATOR.split(text.strip()) if p.strip()]
 
 
 def parse_param_pairs(pairs: Sequence[str]) -> dict[str, Any]:
