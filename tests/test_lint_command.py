@@ -114,6 +114,7 @@ def test_it_counts_each_conversation_of_a_file_holding_several(tmp_path: Path) -
     assert code == 0
     assert json.loads(out) == {
         "counter": "messages",
+        "per_message": [1] * 12,
         "conversations": [{"per_message": [1] * 10, "total": 10}, {"per_message": [1, 1], "total": 2}],
         "total": 12,
     }

@@ -172,3 +172,25 @@ def test_it_takes_more_counters_in_its_registry() -> None:
 def test_it_refuses_something_that_is_not_a_counter() -> None:
     with pytest.raises(TypeError):
         register_counter(object())  # type: ignore[arg-type]
+
+
+def test_it_keeps_the_contract_keys_for_a_file_holding_several_conversations(tmp_path) -> None:
+    import io
+
+    from django.core.management import call_command
+
+    sample = json.loads((SAMPLES / "openai" / "travel.json").read_text())
+    path = tmp_path / "histories.jsonl"
+    path.write_text("".join(json.dumps({"messages": m}) + "\n" for m in (sample, sample[:3])))
+    out = io.StringIO()
+    call_command("tokens", str(path), "--counter", "approx", stdout=out, stderr=io.StringIO())
+    data = json.loads(out.getvalue())
+    first = count_messages(parse_messages(sample), "approx")
+    second = count_messages(parse_messages(sample[:3]), "approx")
+    assert data["counter"] == "approx"
+    assert data["per_message"] == first + second
+    assert data["total"] == total_tokens(first, "approx") + total_tokens(second, "approx")
+    assert data["conversations"] == [
+        {"per_message": first, "total": total_tokens(first, "approx")},
+        {"per_message": second, "total": total_tokens(second, "approx")},
+    ]

@@ -2,8 +2,9 @@
 
 Counts a history's tokens with a named counter (see agents.memory.tokens) and prints
 ``{"counter", "per_message": [int, ...], "total": int}`` (total = the messages plus the counter's per-list tokens).
-A file holding several conversations prints ``{"counter", "conversations": [{"per_message", "total"}, ...],
-"total"}``, the grand total summing each conversation's total.
+A file holding several conversations keeps those keys (``per_message`` lists every conversation's messages in
+order, ``total`` sums each conversation's total, reply priming included once per conversation) and adds the
+breakdown ``"conversations": [{"per_message", "total"}, ...]``.
 
 Exit status: 0, or 2 when the input cannot be read or the counter is unknown (the reason on stderr).
 """
@@ -47,6 +48,13 @@ class Command(ContractCommand):
                 "counter": counter.name, "per_message": per_message, "total": total_tokens(per_message, counter)
             }
         else:
+            # The contract's keys stay (scripts read per_message and total whatever the file holds); the
+            # breakdown says where each conversation starts and what it costs on its own.
             convs = [{"per_message": pm, "total": total_tokens(pm, counter)} for pm in per_conversation]
-            out = {"counter": counter.name, "conversations": convs, "total": sum(c["total"] for c in convs)}
+            out = {
+                "counter": counter.name,
+                "per_message": [n for pm in per_conversation for n in pm],
+                "total": sum(c["total"] for c in convs),
+                "conversations": convs,
+            }
         self.stdout.write(json.dumps(out, ensure_ascii=False))
