@@ -213,10 +213,15 @@ def export_session(request: HttpRequest, session_id: int) -> HttpResponse:
 def export_sessions(request: HttpRequest) -> HttpResponse:
     """The sessions matching the list's filters (the same query string as the session list)."""
     form = SessionFilterForm(request.GET, user=request.user)
-    form.is_valid()
-    sessions = services.sessions_filtered(request.user, form.filters())
     filters = {k: v for k, v in request.GET.items() if k in form.fields and k != "sort" and v}
     scope = "sessions matching " + (", ".join(f"{k}={v}" for k, v in filters.items()) or "no filter (all)")
+    if not form.is_valid():
+        # The list page may ignore an invalid field and show its error; an export must not: dropping a filter
+        # widens what is downloaded (a project the user is not in would read as "all projects").
+        field, errors = next(iter(form.errors.items()))
+        return render(request, "agents/export_error.html", {"error": f"{field}: {errors[0]}", "scope": scope},
+                      status=400)
+    sessions = services.sessions_filtered(request.user, form.filters())
     return _export_response(request, sessions, scope=scope, filters=filters)
 
 

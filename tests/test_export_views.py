@@ -137,3 +137,30 @@ def test_it_puts_export_buttons_on_the_list_with_its_filters_and_on_the_session_
     assert '<input type="hidden" name="violations" value="on">' in fragment.content.decode()
     detail = alice_client.get(session.get_absolute_url()).content.decode()
     assert f'action="{reverse("agents:export_session", args=[session.pk])}"' in detail
+
+
+def test_it_refuses_a_project_filter_outside_the_users_projects_and_exports_nothing(
+    alice_client: Any, agent: models.Agent
+) -> None:
+    store(agent, "mine", CHAT)
+    other = models.Project.objects.create(name="Secret", slug="secret")
+    store(models.Agent.objects.create(project=other, name="Spy", slug="spy"), "hidden", CHAT)
+    response = alice_client.get(reverse("agents:export_sessions"), {"format": "native", "project": "secret"})
+    assert response.status_code == 400
+    text = response.content.decode()
+    assert not response.streaming and "project:" in text and "Nothing was exported" in text
+    assert models.ExportRecord.objects.count() == 0
+
+
+def test_it_refuses_a_bad_date_or_an_agent_of_another_project(alice_client: Any, agent: models.Agent) -> None:
+    store(agent, "mine", CHAT)
+    second = models.Project.objects.create(name="Second", slug="second")
+    models.Membership.objects.create(project=second, user=User.objects.get(username="alice"), role="viewer")
+    elsewhere = models.Agent.objects.create(project=second, name="Else", slug="else")
+    for query in ({"date_from": "2024-13-45"}, {"min_tokens": "-3"},
+                  {"project": agent.project.slug, "agent": str(elsewhere.pk)}):
+        response = alice_client.get(reverse("agents:export_sessions"), {"format": "native", **query})
+        assert response.status_code == 400, query
+        field = "agent" if "agent" in query else next(iter(query))
+        assert not response.streaming and f"{field}:" in response.content.decode()
+    assert models.ExportRecord.objects.count() == 0
