@@ -121,3 +121,22 @@ def test_it_shows_progress_when_asked(agent: models.Agent, tmp_path: Path) -> No
 def test_it_says_when_nothing_matches(db: Any) -> None:
     code, _, err = run("--format", "native")
     assert code == 2 and "no session matches" in err
+
+
+def test_it_names_an_output_folder_that_does_not_exist_and_leaves_nothing(agent: models.Agent, tmp_path: Path) -> None:
+    store(agent, "a", CHAT)
+    target = tmp_path / "nonexistent" / "dir" / "x.json"
+    code, out, err = run("--format", "native", "-o", str(target))
+    assert code == 2 and out == ""
+    assert err.strip().count("\n") == 0 and "Traceback" not in err
+    assert err.startswith("export_history: ") and str(target) in err
+    assert not (tmp_path / "nonexistent").exists() and list(tmp_path.iterdir()) == []
+    assert models.ExportRecord.objects.count() == 0
+
+
+def test_it_refuses_a_folder_as_the_output_file(agent: models.Agent, tmp_path: Path) -> None:
+    store(agent, "a", CHAT)
+    code, _, err = run("--format", "native", "-o", str(tmp_path))
+    assert code == 2 and str(tmp_path) in err and "Traceback" not in err
+    assert list(tmp_path.iterdir()) == []
+    assert models.ExportRecord.objects.count() == 0

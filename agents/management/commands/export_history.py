@@ -9,20 +9,20 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 import tempfile
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandParser
+from django.core.management.base import CommandParser
 from django.db.models import QuerySet, Sum
 
 from agents import exports, models
+from agents.management.cli import ContractCommand
 from agents.management.progress import ProgressBar
 from agents.memory import formats
 from agents.memory.trimming import StrategyError, parse_param_pairs
 
 
-class Command(BaseCommand):
+class Command(ContractCommand):
     help = "Export stored sessions (whole, filtered, or trimmed by a strategy) in any format."
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -42,6 +42,8 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         try:
+            if options["output"]:
+                _check_output(options["output"])
             params = _strategy_params(options["params"])
             sessions, scope, filters = self._sessions(options)
             plan = exports.export_plan(
@@ -65,8 +67,7 @@ class Command(BaseCommand):
             finally:
                 bar.close(completed=completed)
         except exports.ExportFailed as exc:
-            self.stderr.write(f"export_history: {exc}")
-            sys.exit(2)
+            self.fail(str(exc))
         self.stderr.write(json.dumps(result.to_dict(), indent=2, ensure_ascii=False))
 
     def _sessions(self, options: dict[str, Any]) -> tuple[QuerySet[models.Session], str, dict[str, Any]]:
@@ -107,16 +108,39 @@ class Command(BaseCommand):
             return exports.export_to(plan, self.stdout._out, interface="command", on_messages=bar.update)
         # Written next to the target and renamed at the end: a failed export never leaves half a file.
         directory = os.path.dirname(os.path.abspath(output))
-        fd, tmp = tempfile.mkstemp(prefix=".export-", dir=directory)
+        try:
+            fd, tmp = tempfile.mkstemp(prefix=".export-", dir=directory)
+        except OSError as exc:
+            raise exports.ExportFailed(f"-o {output}: {exc.strerror or exc}") from None
         try:
             with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
                 result = exports.export_to(plan, fh, interface="command", on_messages=bar.update)
             os.replace(tmp, output)
+        except OSError as exc:
+            # Disk full, the target turned into a folder...: one line naming the file, and no half file left.
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+            raise exports.ExportFailed(f"-o {output}: {exc.strerror or exc}") from None
         except BaseException:
             if os.path.exists(tmp):
                 os.unlink(tmp)
             raise
         return result
+
+
+def _check_output(output: str) -> None:
+    """Refuse a target that cannot be written before the export is planned or recorded."""
+    path = os.path.abspath(output)
+    directory = os.path.dirname(path)
+    if os.path.isdir(path):
+        raise_for = "is a directory; name a file"
+    elif not os.path.isdir(directory):
+        raise_for = f"the folder {directory} does not exist"
+    elif not os.access(directory, os.W_OK):
+        raise_for = f"the folder {directory} is not writable"
+    else:
+        return
+    raise exports.ExportFailed(f"-o {output}: {raise_for}")
 
 
 def _strategy_params(pairs: list[str]) -> dict[str, Any]:
