@@ -421,6 +421,31 @@ def test_it_explains_every_input_message(name: str) -> None:
     assert len(data["messages"]) == len(result.kept) + len(result.inserted)
 
 
+def test_it_names_a_violation_by_its_trimmed_position_and_the_input_message_it_came_from() -> None:
+    history = [S(), U(), A(None, "call_1"), T("call_1"), U("again"), A(None, "call_2"), T("call_2"), A("done")]
+    result = trim(history, "openmanus_window", {"max_messages": 2})
+    assert result.kept == [0, 6, 7]
+    (violation,) = result.to_dict()["violations"]
+    assert violation["kind"] == "leading_tool_result"
+    assert (violation["index"], violation["input_index"]) == (1, 6)  # messages[1] as the provider sees it
+    assert violation["message"].startswith("Message 1 of the trimmed list (input message 6) is a tool result")
+    # The result's own Violation objects (which the lab shows) read the same.
+    assert result.violations[0].message == violation["message"]
+
+
+def test_it_gives_no_input_index_for_a_violation_at_an_inserted_placeholder() -> None:
+    history = [S(), U(), A(None, "call_1"), T("call_1"), U("again"), A(None, "call_2"), T("call_2"), A("done")]
+    result = trim(history, "head_and_tail", {"head_size": 2, "tail_size": 2})
+    data = result.to_dict()
+    positions = [x["position"] for x in data["inserted"]]
+    assert positions
+    sources = [result.input_index(p) for p in range(len(result.messages))]
+    assert [sources[p] for p in positions] == [None] * len(positions)
+    assert [s for s in sources if s is not None] == result.kept
+    for v in data["violations"]:
+        assert v["input_index"] == sources[v["index"]]
+
+
 # --- cost: stored counts are used, text is never recounted (speed itself is measured in bench/) ---------------
 
 

@@ -3,6 +3,7 @@
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from collections.abc import Callable, Mapping, Sequence
@@ -52,6 +53,17 @@ class TrimResult:
     budget_exceeded: bool = False
     # Why each kept input message was kept (and what was changed in it, for strip_thoughts).
     kept_reasons: dict[int, str] = field(default_factory=dict)
+    # For each message of the trimmed list, the input message it came from (None for an inserted placeholder).
+    sources: list[int | None] = field(default_factory=list)
+
+    def input_index(self, position: int) -> int | None:
+        """The input index of the trimmed list's message at ``position`` (None: a placeholder, or no message)."""
+        return self.sources[position] if 0 <= position < len(self.sources) else None
+
+    def violation_dict(self, v: Violation) -> dict[str, Any]:
+        """A violation of the trimmed list: ``index`` is its position in the trimmed list (what the provider calls
+        messages[index]), ``input_index`` the input message it came from (None for an inserted placeholder)."""
+        return {**v.to_dict(), "input_index": self.input_index(v.index)}
 
     def explanation(self) -> list[dict[str, Any]]:
         """One entry per input message, in input order: kept or dropped, and why."""
@@ -76,7 +88,7 @@ class TrimResult:
             "messages": [m.to_openai() for m in self.messages],
             "tokens_before": self.tokens_before,
             "tokens_after": self.tokens_after,
-            "violations": [v.to_dict() for v in self.violations],
+            "violations": [self.violation_dict(v) for v in self.violations],
             "notes": list(self.notes),
             "budget_exceeded": self.budget_exceeded,
             "explanation": self.explanation(),
@@ -321,6 +333,13 @@ def trim(
             body_tokens.insert(pos, tc.count(msg))
             inserted.append(Inserted(n_pinned + pos, msg, reason))
         trimmed = list(messages[:n_pinned]) + body
+        sources: list[int | None] = [*range(n_pinned), *(n_pinned + i for i in out.kept)]
+        for x in inserted:
+            sources.insert(x.position, None)
+        # The trimmed list is what gets sent, so a call still waiting for its result is an error here.
+        violations = [
+            _in_input_terms(v, sources) for v in find_violations(trimmed, pending_severity="error")
+        ]
 
     return TrimResult(
         strategy=strat.name,
@@ -332,12 +351,32 @@ def trim(
         messages=trimmed,
         tokens_before=sum(counts) + tc.per_list,
         tokens_after=view.pinned_tokens + sum(body_tokens) + tc.per_list,
-        # The trimmed list is what gets sent, so a call still waiting for its result is an error here.
-        violations=find_violations(trimmed, pending_severity="error"),
+        violations=violations,
         notes=out.notes,
         budget_exceeded=out.budget_exceeded,
         kept_reasons=kept_reasons,
+        sources=sources,
     )
+
+
+_MESSAGE_AT = re.compile(r"\b([Mm]essage) (\d+)\b")
+
+
+def _in_input_terms(v: Violation, sources: Sequence[int | None]) -> Violation:
+    """The violation with each "message N" of its sentence naming both lists: "Message 1 of the trimmed list
+    (input message 8)". Its index stays the trimmed position (what the provider reports), but a reader of a trim
+    result thinks in input indices, and the two differ as soon as anything before is dropped or inserted.
+    (chain.py's sentences stay as they are for plain lint, where the two are the same.)"""
+
+    def name(match: re.Match[str]) -> str:
+        position = int(match.group(2))
+        if not 0 <= position < len(sources):
+            return match.group(0)
+        source = sources[position]
+        origin = "an inserted placeholder" if source is None else f"input message {source}"
+        return f"{match.group(1)} {position} of the trimmed list ({origin})"
+
+    return dataclasses.replace(v, message=_MESSAGE_AT.sub(name, v.message))
 
 
 # ---------------------------------------------------------------------------------------------------------------
