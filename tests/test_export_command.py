@@ -140,3 +140,34 @@ def test_it_refuses_a_folder_as_the_output_file(agent: models.Agent, tmp_path: P
     assert code == 2 and str(tmp_path) in err and "Traceback" not in err
     assert list(tmp_path.iterdir()) == []
     assert models.ExportRecord.objects.count() == 0
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_it_writes_plain_progress_lines_when_stderr_is_not_a_terminal(agent: models.Agent, tmp_path: Path) -> None:
+    store(agent, "a", CHAT)
+    code, _, err = run("--format", "native", "--progress", "-o", str(tmp_path / "x.json"))
+    assert code == 0
+    assert "\x1b" not in err and "\r" not in err
+    lines = [line for line in err.splitlines() if line.startswith("exporting [")]
+    assert lines and "100.0% 3 messages" in lines[-1]
+
+
+def test_the_progress_bar_redraws_one_line_only_on_a_terminal() -> None:
+    from agents.management.progress import ProgressBar
+
+    for stream, terminal in ((_Terminal(), True), (io.StringIO(), False)):
+        bar = ProgressBar("working", stream=stream, total=10, interval=0)
+        for n in (3, 7):
+            bar.update(n)
+        bar.close()
+        text = stream.getvalue()
+        if terminal:
+            assert text.count("\r") == 3 and text.count("\x1b[K") == 3 and text.endswith("\n")
+        else:
+            assert "\r" not in text and "\x1b" not in text
+            lines = text.splitlines()
+            assert len(lines) == 3 and lines[-1].startswith("working [") and "100.0% 7 messages" in lines[-1]

@@ -1,8 +1,10 @@
 """A progress bar on stderr for the long-running commands (import_history, export_history).
 
 Shown only when stderr is a terminal or when asked (--progress), so that scripts reading stdout and logs are
-never cluttered. No dependency: one line redrawn with a carriage return, at most five times a second. With a
-total (bytes of the file read, or messages to write) it draws a bar; without one, a counter and a rate.
+never cluttered. No dependency: on a terminal, one line redrawn with a carriage return (and erased to its end
+with ``ESC [K``), at most five times a second; elsewhere (--progress into a log or a pipe) plain lines, at most
+one every two seconds, since control codes would be litter there. With a total (bytes of the file read, or
+messages to write) it draws a bar; without one, a counter and a rate.
 """
 from __future__ import annotations
 
@@ -21,7 +23,7 @@ class ProgressBar:
         total: int | None = None,
         enabled: bool = True,
         position: Callable[[], int] | None = None,
-        interval: float = 0.2,
+        interval: float | None = None,
     ) -> None:
         """``total`` with ``position`` (e.g. a file's size and its read offset) measures the bar in bytes while the
         count stays in ``unit``; ``total`` alone measures it in ``unit``."""
@@ -31,7 +33,8 @@ class ProgressBar:
         self.total = total
         self.enabled = enabled
         self.position = position
-        self.interval = interval
+        self.terminal = _is_terminal(stream)
+        self.interval = interval if interval is not None else (0.2 if self.terminal else 2.0)
         self.start = time.monotonic()
         self.last_draw = 0.0
         self.count = 0
@@ -60,12 +63,23 @@ class ProgressBar:
         else:
             filled = int(frac * 30)
             text = f"{self.label} [{'#' * filled}{'-' * (30 - filled)}] {frac:6.1%} {tail}"
-        self.stream.write("\r" + text + "\x1b[K")
+        if self.terminal:
+            self.stream.write("\r" + text + "\x1b[K")
+        else:
+            self.stream.write(text + "\n")
         self.stream.flush()
         self.drawn = True
 
     def close(self, *, completed: bool = True) -> None:
         if self.enabled and (self.drawn or self.count):
             self._draw(time.monotonic(), final=completed)
-            self.stream.write("\n")
+            if self.terminal:
+                self.stream.write("\n")
             self.stream.flush()
+
+
+def _is_terminal(stream: TextIO) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):  # no isatty, or a closed stream
+        return False
