@@ -118,3 +118,14 @@ def test_it_rejects_an_unreadable_file_with_exit_2(tmp_path: Path) -> None:
     assert code == 2 and out == "" and "tool_call_id" in err
     code, out, err = run(str(tmp_path / "missing.json"), "--strategy", "unbounded")
     assert code == 2 and "No such file" in err
+
+
+def test_it_reads_a_comma_separated_list_parameter_like_its_json_list() -> None:
+    code, out, err = run(str(TRAVEL), "--strategy", "langchain_last", "--set", "max_tokens=60",
+                         "--set", "start_on=human,ai", "--set", "end_on=human, ai")
+    assert (code, err) == (0, "")
+    data = json.loads(out)
+    assert data["params"]["start_on"] == ["human", "ai"] and data["params"]["end_on"] == ["human", "ai"]
+    as_json = json.loads(run(str(TRAVEL), "--strategy", "langchain_last", "--set", "max_tokens=60",
+                             "--set", 'start_on=["human","ai"]', "--set", 'end_on=["human","ai"]')[1])
+    assert data == as_json

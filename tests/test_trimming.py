@@ -15,7 +15,14 @@ from hypothesis import strategies as st
 
 from agents.memory.schema import FunctionCall, Message, ToolCall
 from agents.memory.tokens import COUNTERS, cl100k_encoding, count_messages, get_counter, register_counter
-from agents.memory.trimming import STRATEGIES, StrategyError, get_strategy, LlamaIndexContentCount, trim
+from agents.memory.trimming import (
+    STRATEGIES,
+    LlamaIndexContentCount,
+    StrategyError,
+    get_strategy,
+    resolve_params,
+    trim,
+)
 
 DESIGN_TABLE = {  # name: (pin_system default, parameters besides pin_system)
     "unbounded": (False, set()),
@@ -101,6 +108,30 @@ def test_it_rejects_invalid_parameters_listing_the_valid_ones(strategy: str, par
     text = str(err.value)
     assert says in text
     assert "Valid parameters:" in text and "pin_system (boolean" in text
+
+
+@pytest.mark.parametrize(
+    "written",
+    ["human,ai", " human , ai ", ["human", "ai"], ["human,ai"], ["human", "ai,"], ("human", "ai")],
+)
+def test_it_reads_a_list_parameter_however_it_is_written(written: Any) -> None:
+    resolved = resolve_params("langchain_last", {"start_on": written, "end_on": written})
+    assert resolved.start_on == ["human", "ai"] and resolved.end_on == ["human", "ai"]
+
+
+def test_it_keeps_one_choice_of_a_list_parameter_as_one_choice() -> None:
+    assert resolve_params("langchain_first", {"end_on": "ai"}).end_on == "ai"
+
+
+def test_it_names_a_bad_item_of_a_comma_separated_list() -> None:
+    with pytest.raises(StrategyError, match=r'end_on="human,bob": Input should be'):
+        resolve_params("langchain_last", {"end_on": "human,bob"})
+
+
+def test_it_tells_how_to_write_a_list_in_the_parameter_help() -> None:
+    for name in ("langchain_last", "langchain_first"):
+        rows = {r["name"]: r["help"] for r in get_strategy(name).parameters()}
+        assert "human,ai" in rows["end_on"] and '["human", "ai"]' in rows["end_on"]
 
 
 def test_it_resolves_parameters_with_their_defaults() -> None:

@@ -30,7 +30,8 @@ class Command(ContractCommand):
         parser.add_argument("--strategy", required=True, help=f"Strategy name: {', '.join(STRATEGIES)}.")
         parser.add_argument(
             "--set", action="append", default=[], metavar="KEY=VALUE", dest="params",
-            help="A strategy parameter (repeatable); values are JSON when they parse (5, true, [\"human\",\"ai\"]).",
+            help="A strategy parameter (repeatable); values are JSON when they parse (5, true, [\"human\",\"ai\"]); "
+            "a list parameter also takes comma-separated names (end_on=human,ai).",
         )
         parser.add_argument(
             "--counter", default=DEFAULT_COUNTER,

@@ -34,12 +34,14 @@ class LangChainLastParams(StrategyParams):
     start_on: LangChainType | list[LangChainType] | None = Field(
         default=None,
         description="Drop the oldest kept messages until the first one is of this type: system, human, ai, tool "
-        "(or a list). ['human', 'ai'] removes leading tool results.",
+        "(or one of several: human,ai removes leading tool results). Several: comma-separated (human,ai), a "
+        "JSON list ([\"human\", \"ai\"]) or, in the API, the parameter repeated (start_on=human&start_on=ai).",
     )
     end_on: LangChainType | list[LangChainType] | None = Field(
         default=None,
         description="First drop trailing messages until the last one is of this type: system, human, ai, tool "
-        "(or a list).",
+        "(or one of several). Several: comma-separated (human,ai), a "
+        "JSON list ([\"human\", \"ai\"]) or, in the API, the parameter repeated (end_on=human&end_on=ai).",
     )
 
 
@@ -51,7 +53,8 @@ class LangChainFirstParams(StrategyParams):
     end_on: LangChainType | list[LangChainType] | None = Field(
         default=None,
         description="Drop trailing kept messages until the last one is of this type: system, human, ai, tool "
-        "(or a list).",
+        "(or one of several). Several: comma-separated (human,ai), a "
+        "JSON list ([\"human\", \"ai\"]) or, in the API, the parameter repeated (end_on=human&end_on=ai).",
     )
 
 

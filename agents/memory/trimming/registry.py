@@ -6,9 +6,10 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
+import types
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Union, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -233,14 +234,44 @@ def _describe_params(strategy: Strategy) -> str:
     return ", ".join(parts)
 
 
+def _accepts_list(annotation: Any) -> bool:
+    origin = get_origin(annotation)
+    if origin is list:
+        return True
+    if origin is Union or origin is types.UnionType:
+        return any(_accepts_list(a) for a in get_args(annotation))
+    return False
+
+
+def _as_list(value: Any) -> Any:
+    """A list parameter as written anywhere: ``"human,ai"`` (a command line, a lab spec, one query parameter),
+    a list whose items may themselves be comma-separated (``end_on=human&end_on=ai`` gathered by the API), or
+    JSON (``["human", "ai"]``, already a list). One name stays a name, so a single choice keeps its type."""
+    if isinstance(value, str) and "," in value:
+        return [part.strip() for part in value.split(",") if part.strip()]
+    if isinstance(value, (list, tuple)):
+        out: list[Any] = []
+        for item in value:
+            split = _as_list(item)
+            out.extend(split if isinstance(split, list) else [split])
+        return out
+    return value
+
+
 def resolve_params(strategy: str | Strategy, params: Mapping[str, Any] | None = None) -> StrategyParams:
-    """Validate parameters against the strategy's model; StrategyError says what is wrong and what is valid."""
+    """Validate parameters against the strategy's model; StrategyError says what is wrong and what is valid.
+
+    A parameter that takes a list (LangChain's start_on/end_on) also takes a comma-separated string
+    (``human,ai``) or a list of such strings (a query parameter repeated), here, so that the command line, the API,
+    the lab and the export all read lists the same way."""
     strat = get_strategy(strategy) if isinstance(strategy, str) else strategy
+    fields = strat.params_model.model_fields
+    given = dict(params or {})  # as written, for the error message
+    readable = {k: _as_list(v) if k in fields and _accepts_list(fields[k].annotation) else v for k, v in given.items()}
     try:
-        return strat.params_model.model_validate(dict(params or {}))
+        return strat.params_model.model_validate(readable)
     except ValidationError as exc:
         problems: dict[str, str] = {}  # the first error of each parameter (a union reports one per member)
-        given = dict(params or {})
         for err in exc.errors(include_url=False):
             name = str(err["loc"][0]) if err.get("loc") else "params"
             if name in problems:
