@@ -6,6 +6,7 @@ an ExportRecord; the export log page shows what each export had to drop.
 """
 from __future__ import annotations
 
+import json
 import re
 import secrets
 import tempfile
@@ -228,7 +229,11 @@ def export_sessions(request: HttpRequest) -> HttpResponse:
 @require_GET
 def export_log(request: HttpRequest) -> HttpResponse:
     """The user's exports, newest first, with what each one dropped or skipped."""
-    return render(request, "agents/export_log.html", {"records": exports.recent_exports(request.user)})
+    records = list(exports.recent_exports(request.user))
+    for record in records:
+        # Shown as the JSON the command line and the API take (true, null, "..."), not as a Python dict.
+        record.params_json = json.dumps(record.params, ensure_ascii=False, sort_keys=True) if record.params else ""
+    return render(request, "agents/export_log.html", {"records": records})
 
 
 def _export_response(

@@ -164,3 +164,16 @@ def test_it_refuses_a_bad_date_or_an_agent_of_another_project(alice_client: Any,
         field = "agent" if "agent" in query else next(iter(query))
         assert not response.streaming and f"{field}:" in response.content.decode()
     assert models.ExportRecord.objects.count() == 0
+
+
+def test_the_export_log_shows_strategy_parameters_as_json(alice_client: Any, agent: models.Agent) -> None:
+    session = store(agent, "a", CHAT)
+    alice_client.get(reverse("agents:export_session", args=[session.pk]),
+                     {"format": "native", "strategy": "langchain_last",
+                      "params": 'max_tokens=1000, start_on=["human", "ai"], include_system=false'}).getvalue()
+    page = alice_client.get(reverse("agents:export_log")).content.decode()
+    params = models.ExportRecord.objects.get().params
+    assert params["include_system"] is False
+    shown = json.dumps(params, ensure_ascii=False, sort_keys=True).replace('"', "&quot;")
+    assert shown in page
+    assert "False" not in page and "&#x27;max_tokens&#x27;" not in page
