@@ -12,6 +12,7 @@ from django_htmx.middleware import HtmxDetails
 
 from agents import models, services
 from agents.forms import SessionFilterForm
+from agents.memory import tokens
 
 SESSIONS_PER_PAGE = 50
 
@@ -62,7 +63,8 @@ class MessageView:
     over_window: bool
     violations: list[dict[str, Any]]
     in_exchange: bool  # a tool result right under the call it answers
-    call_name: str  # the called tool's name, for a result in an exchange
+    call_name: str  # the called tool's name, for a result in an exchange or a result whose call is elsewhere
+    call_href: str  # a link back to the call, for a result whose call is not right above it (else "")
     calls: list[dict[str, Any]]  # tool calls with pretty-printed arguments
     text: str
     is_json: bool
@@ -73,24 +75,63 @@ class MessageView:
 @require_GET
 def session_detail(request: HtmxHttpRequest, session_id: int) -> HttpResponse:
     session = services.session_for_user(request.user, session_id)
+    size = services.MESSAGE_PAGE_SIZE
     after = _int_or_none(request.GET.get("after"))
+    at = _int_or_none(request.GET.get("at"))
+    if after is None and at is not None and at >= 0:
+        # A permalink: the page that starts at the page boundary holding ``at`` (the first page stays the
+        # plain URL's page, so a permalink into it opens the same page the session link does).
+        boundary = (at // size) * size
+        after = boundary - 1 if boundary > 0 else None
     page = services.session_message_page(session, after=after)
+    messages = _message_views(session, page)
     violations = session.violations or []
     context = {
         "session": session,
         "page": page,
-        "messages": _message_views(session, page),
+        "messages": messages,
+        "range": _page_range(request, session, page),
         "violations": violations,
         "violation_links": [
-            {**v, "href": _permalink(session, v.get("seq", v.get("index", 0)), None)} for v in violations[:VIOLATIONS_LISTED]
+            {**v, "href": _permalink(session, v.get("seq", v.get("index", 0)))} for v in violations[:VIOLATIONS_LISTED]
         ],
         "violations_hidden": max(0, len(violations) - VIOLATIONS_LISTED),
-        "page_size": services.MESSAGE_PAGE_SIZE,
+        "page_size": size,
+        "per_list": _per_list(session.token_counter),
     }
     template_name = "agents/session_detail.html"
     if request.htmx:
         template_name += "#message-page"
     return render(request, template_name, context)
+
+
+def _per_list(counter_name: str) -> int:
+    """The tokens a counter adds once per list (reply priming), which the header total has and no message has."""
+    try:
+        return tokens.get_counter(counter_name).per_list
+    except ValueError:
+        return 0
+
+
+def _page_range(request: HtmxHttpRequest, session: models.Session, page: services.MessagePage) -> dict[str, Any]:
+    """What the paging line says and links to.
+
+    ``first`` is the first message on screen: this page's first row, or for a page appended by "load more"
+    the ``start`` the button carried (the screen then shows everything from there).
+    """
+    rows = page.rows
+    if not rows:
+        return {"empty_after": page.after if page.after is not None and page.after >= 0 else None}
+    start = _int_or_none(request.GET.get("start")) if request.htmx else None
+    first = start if start is not None and 0 <= start <= rows[0].seq else rows[0].seq
+    last = rows[-1].seq
+    earlier = ""
+    if rows[0].seq > 0:
+        # The page just before this one, landing on the message just before this page's first.
+        previous_after = rows[0].seq - services.MESSAGE_PAGE_SIZE - 1
+        base = f"?after={previous_after}" if previous_after >= 0 else session.get_absolute_url()
+        earlier = f"{base}#m-{rows[0].seq - 1}"
+    return {"first": first, "last": last, "from_start": first == 0, "earlier": earlier, "empty_after": None}
 
 
 def _int_or_none(value: str | None) -> int | None:
@@ -101,14 +142,9 @@ def _int_or_none(value: str | None) -> int | None:
     return number if number is None or number >= -1 else None
 
 
-def _permalink(session: models.Session, seq: int, page_after: int | None) -> str:
-    """A link that opens the page holding message ``seq`` and scrolls to it."""
-    size = services.MESSAGE_PAGE_SIZE
-    if page_after is not None:
-        return f"?after={page_after}#m-{seq}"
-    if seq < size:
-        return f"{session.get_absolute_url()}#m-{seq}"
-    return f"{session.get_absolute_url()}?after={seq - 1}#m-{seq}"
+def _permalink(session: models.Session, seq: int) -> str:
+    """A link that opens the page holding message ``seq`` (``?at=``) and scrolls to it."""
+    return f"{session.get_absolute_url()}?at={seq}#m-{seq}"
 
 
 def _message_views(session: models.Session, page: services.MessagePage) -> list[MessageView]:
@@ -117,11 +153,12 @@ def _message_views(session: models.Session, page: services.MessagePage) -> list[
         by_seq.setdefault(violation.get("seq", violation.get("index", -1)), []).append(violation)
     window = max(session.agent.context_window, 1)
     open_calls: dict[str, str] = {}  # call id -> tool name, of the latest assistant message with calls
+    elsewhere = _calls_elsewhere(session, page.rows)
     out: list[MessageView] = []
     for row in page.rows:
         running = row.token_running  # stored at import: this message and all before it
         in_exchange = False
-        call_name = ""
+        call_name = call_href = ""
         if row.role == "assistant" and row.tool_calls:
             open_calls = {tc.get("id", ""): (tc.get("function") or {}).get("name", "") for tc in row.tool_calls}
         elif row.role == "tool" and row.tool_call_id in open_calls:
@@ -129,17 +166,22 @@ def _message_views(session: models.Session, page: services.MessagePage) -> list[
             call_name = open_calls[row.tool_call_id]
         else:
             open_calls = {}
+            if row.role == "tool" and row.tool_call_id in elsewhere:
+                # A late result, or one whose call is on an earlier page: name the tool and link to the call.
+                call_seq, call_name = _call_for(elsewhere[row.tool_call_id], row.seq)
+                call_href = _permalink(session, call_seq)
         text, is_json = _display_text(row)
         out.append(
             MessageView(
                 row=row,
-                permalink=_permalink(session, row.seq, page.after),
+                permalink=_permalink(session, row.seq),
                 running_total=running,
                 window_percent=round(min(running / window, 1.0) * 100, 1),
                 over_window=running > window,
                 violations=by_seq.get(row.seq, []),
                 in_exchange=in_exchange,
                 call_name=call_name,
+                call_href=call_href,
                 calls=[_call_view(tc) for tc in row.tool_calls],
                 text=text,
                 is_json=is_json,
@@ -148,6 +190,37 @@ def _message_views(session: models.Session, page: services.MessagePage) -> list[
             )
         )
     return out
+
+
+def _calls_elsewhere(session: models.Session, rows: list[models.Message]) -> dict[str, list[tuple[int, str]]]:
+    """call id -> [(seq of a calling message, tool name)] for the page's tool results not right under their call.
+
+    One query, and none at all for a page whose every result follows its call (most pages).
+    """
+    open_ids: set[str] = set()
+    wanted: set[str] = set()
+    for row in rows:
+        if row.role == "assistant" and row.tool_calls:
+            open_ids = {tc.get("id", "") for tc in row.tool_calls}
+        elif row.role == "tool" and row.tool_call_id in open_ids:
+            continue
+        else:
+            open_ids = set()
+            if row.role == "tool" and row.tool_call_id:
+                wanted.add(row.tool_call_id)
+    if not wanted:
+        return {}
+    found: dict[str, list[tuple[int, str]]] = {}
+    calls = models.ToolCall.objects.filter(session=session, call_id__in=wanted).order_by("message__seq", "position")
+    for call_id, name, seq in calls.values_list("call_id", "name", "message__seq"):
+        found.setdefault(call_id, []).append((seq, name))
+    return found
+
+
+def _call_for(candidates: list[tuple[int, str]], result_seq: int) -> tuple[int, str]:
+    """The latest call before the result (ids repeat across turns in some agents), else the first one."""
+    before = [c for c in candidates if c[0] < result_seq]
+    return before[-1] if before else candidates[0]
 
 
 def _display_text(row: models.Message) -> tuple[str, bool]:

@@ -53,7 +53,7 @@ def test_it_summarises_violations_and_links_to_the_messages(alice_client, exchan
     content = alice_client.get(exchange.get_absolute_url()).content.decode()
     assert 'id="violations"' in content
     for violation in exchange.violations:
-        assert f'href="{exchange.get_absolute_url()}#m-{violation["seq"]}"' in content
+        assert f'href="{exchange.get_absolute_url()}?at={violation["seq"]}#m-{violation["seq"]}"' in content
         assert violation["kind"] in content
     assert 'id="m-5" class="msg role-tool has-violation"' in content
 
@@ -89,7 +89,7 @@ def test_it_shows_tool_calls_errors_and_reasoning(alice_client, exchange):
 def test_it_gives_each_message_a_permalink(alice_client, exchange):
     content = alice_client.get(exchange.get_absolute_url()).content.decode()
     for seq in range(len(EXCHANGE)):
-        assert f'href="{exchange.get_absolute_url()}#m-{seq}"' in content
+        assert f'href="{exchange.get_absolute_url()}?at={seq}#m-{seq}"' in content
 
 
 def test_it_shows_the_first_page_of_a_long_session(alice_client, make_session):
@@ -98,18 +98,19 @@ def test_it_shows_the_first_page_of_a_long_session(alice_client, make_session):
     content = response.content.decode()
     assert [m.row.seq for m in response.context["messages"]] == list(range(300))
     assert "300 of 650 shown" in content
-    assert 'href="?after=299"' in content and 'hx-get="?after=299"' in content
+    assert 'href="?after=299"' in content and 'hx-get="?after=299&amp;start=0"' in content
     assert 'id="m-300"' not in content
+    assert "load-earlier" not in content
 
 
 def test_it_loads_the_next_page_as_an_htmx_fragment(alice_client, make_session):
     session = make_session(_long(650))
-    response = alice_client.get(session.get_absolute_url(), {"after": 299}, headers={"HX-Request": "true"})
+    response = alice_client.get(session.get_absolute_url(), {"after": 299, "start": 0}, headers={"HX-Request": "true"})
     content = response.content.decode()
     assert "<html" not in content and "session-header" not in content
     assert 'id="m-300"' in content and 'id="m-599"' in content and 'id="m-299"' not in content
-    assert "600 of 650 shown" in content
-    assert 'hx-get="?after=599"' in content
+    assert "600 of 650 shown" in content  # appended under the first page: the screen shows 0-599
+    assert 'hx-get="?after=599&amp;start=0"' in content
     first_page_tokens = sum(session.messages.filter(seq__lt=300).values_list("token_count", flat=True))
     first = session.messages.get(seq=300)
     article = content[content.index('id="m-300"'):content.index('id="m-301"')]
@@ -118,7 +119,9 @@ def test_it_loads_the_next_page_as_an_htmx_fragment(alice_client, make_session):
 
 def test_it_loads_the_last_page_without_a_load_more(alice_client, make_session):
     session = make_session(_long(650))
-    content = alice_client.get(session.get_absolute_url(), {"after": 599}, headers={"HX-Request": "true"}).content.decode()
+    content = alice_client.get(
+        session.get_absolute_url(), {"after": 599, "start": 0}, headers={"HX-Request": "true"}
+    ).content.decode()
     assert "650 of 650 shown" in content
     assert "Load" not in content
 
@@ -127,13 +130,16 @@ def test_it_serves_a_later_page_without_javascript(alice_client, make_session):
     session = make_session(_long(650))
     content = alice_client.get(session.get_absolute_url(), {"after": 299}).content.decode()
     assert "<html" in content and "Showing from message #300" in content
-    assert 'href="?after=299#m-300"' in content
+    assert f'href="{session.get_absolute_url()}?at=300#m-300"' in content
 
 
 def test_it_links_a_violation_beyond_the_first_page_to_its_page(alice_client, make_session):
     session = make_session(_long(400) + [{"role": "tool", "tool_call_id": "gone", "content": "x"}])
     content = alice_client.get(session.get_absolute_url()).content.decode()
-    assert f'href="{session.get_absolute_url()}?after=399#m-400"' in content
+    assert f'href="{session.get_absolute_url()}?at=400#m-400"' in content
+    # ... and that link opens the page holding it.
+    response = alice_client.get(session.get_absolute_url(), {"at": 400})
+    assert 'id="m-400"' in response.content.decode()
 
 
 def test_it_reads_a_page_of_a_long_session_in_as_many_queries_as_a_short_one(alice_client, make_session):
@@ -164,3 +170,80 @@ def test_it_shows_a_session_without_messages(alice_client, agent):
 def test_it_only_answers_get(alice_client, exchange):
     assert alice_client.post(exchange.get_absolute_url()).status_code == 405
     assert alice_client.post(reverse("agents:session_list")).status_code == 405
+
+
+def test_it_opens_the_page_holding_a_permalinked_message(alice_client, make_session):
+    session = make_session(_long(700))
+    response = alice_client.get(session.get_absolute_url(), {"at": 650})
+    seqs = [m.row.seq for m in response.context["messages"]]
+    # The page starts at the page boundary holding message 650, so every permalink into it opens the same page.
+    assert seqs == list(range(600, 700))
+    content = response.content.decode()
+    assert 'id="m-650"' in content
+    assert f'href="{session.get_absolute_url()}?at=650#m-650"' in content
+    assert [m.row.seq for m in alice_client.get(session.get_absolute_url(), {"at": 299}).context["messages"]][-1] == 299
+    assert [m.row.seq for m in alice_client.get(session.get_absolute_url(), {"at": 300}).context["messages"]][0] == 300
+
+
+def test_it_counts_a_later_page_from_its_first_message(alice_client, make_session):
+    session = make_session(_long(650))
+    content = alice_client.get(session.get_absolute_url(), {"after": 400}).content.decode()
+    assert "messages 401–649 of 650" in content
+    assert "650 of 650 shown" not in content
+    # Load more from there keeps counting from where the screen starts.
+    content = alice_client.get(session.get_absolute_url(), {"after": 100}).content.decode()
+    assert "messages 101–400 of 650" in content and 'hx-get="?after=400&amp;start=101"' in content
+    fragment = alice_client.get(
+        session.get_absolute_url(), {"after": 400, "start": 101}, headers={"HX-Request": "true"}
+    ).content.decode()
+    assert "messages 101–649 of 650" in fragment
+
+
+def test_it_says_there_is_nothing_after_the_last_message(alice_client, make_session):
+    session = make_session(_long(650))
+    content = alice_client.get(session.get_absolute_url(), {"after": 999999}).content.decode()
+    assert "No messages after #999,999" in content
+    assert "650 of 650 shown" not in content
+    assert f'<a href="{session.get_absolute_url()}">Back to the start of the session</a>' in content
+
+
+def test_it_links_to_earlier_messages_from_a_later_page(alice_client, make_session):
+    session = make_session(_long(1000))
+    content = alice_client.get(session.get_absolute_url(), {"at": 700}).content.decode()
+    assert 'class="load-earlier" href="?after=299#m-599"' in content
+    content = alice_client.get(session.get_absolute_url(), {"after": 100}).content.decode()
+    assert f'class="load-earlier" href="{session.get_absolute_url()}#m-100"' in content
+
+
+def test_it_names_the_tool_of_a_result_whose_call_is_elsewhere(alice_client, make_session):
+    call = {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [{"id": "call_far", "type": "function", "function": {"name": "lookup_order", "arguments": "{}"}}],
+    }
+    # The call is the last message of the first page; its result opens the second page.
+    session = make_session(_long(299) + [call, {"role": "tool", "tool_call_id": "call_far", "content": "ok"}])
+    content = alice_client.get(session.get_absolute_url(), {"at": 300}).content.decode()
+    article = content[content.index('id="m-300"'):]
+    assert "result of" in article and "lookup_order" in article
+    assert f'href="{session.get_absolute_url()}?at=299#m-299"' in article
+
+
+def test_it_names_the_tool_of_a_late_result(alice_client, make_session):
+    call = {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [{"id": "call_late", "type": "function", "function": {"name": "get_weather", "arguments": "{}"}}],
+    }
+    session = make_session([{"role": "user", "content": "hi"}, call, {"role": "user", "content": "and?"},
+                            {"role": "tool", "tool_call_id": "call_late", "content": "sunny"}])
+    content = alice_client.get(session.get_absolute_url()).content.decode()
+    article = content[content.index('id="m-3"'):]
+    assert "result of" in article and "get_weather" in article and "?at=1#m-1" in article
+
+
+def test_it_explains_the_reply_priming_in_the_header_total(alice_client, exchange):
+    content = alice_client.get(exchange.get_absolute_url()).content.decode()
+    assert "+3 tokens of reply priming per list under cl100k" in content
+    last = exchange.messages.order_by("-seq").first()
+    assert exchange.token_total == last.token_running + 3

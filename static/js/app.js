@@ -11,3 +11,13 @@ document.addEventListener("htmx:configRequest", (event) => {
     if (data.getAll(key).every((value) => value === "")) data.delete(key);
   }
 });
+
+// A permalink (#m-N) to a message that is not on this page: open the page holding it (?at=N), which the server
+// starts at that message's page boundary; the browser then scrolls to the anchor itself.
+(() => {
+  const match = /^#m-(\d+)$/.exec(location.hash);
+  if (!match || document.getElementById(`m-${match[1]}`) || !document.querySelector(".messages")) return;
+  const params = new URLSearchParams(location.search);
+  if (params.get("at") === match[1]) return; // already asked for it: the message does not exist, stay here
+  location.replace(`${location.pathname}?at=${match[1]}${location.hash}`);
+})();

@@ -109,3 +109,23 @@ def test_it_shows_agent_content_as_text_and_never_runs_it(logged_in_page, live_s
     page.goto(f"{live_server.url}/sessions/{session.pk}/")
     assert evil in page.locator("#m-0").inner_text()
     assert page.locator("#m-1 b").count() == 0
+
+
+def test_it_opens_a_permalink_past_the_first_page_and_scrolls_to_it(logged_in_page, live_server, make_session):
+    page = logged_in_page
+    messages = [{"role": "user" if i % 2 == 0 else "assistant", "content": f"message number {i}"} for i in range(700)]
+    long = make_session(messages, title="Seven hundred")
+    page.goto(f"{live_server.url}/sessions/{long.pk}/#m-650")
+    # The first page has no #m-650: the page script opens the page holding it (?at=650) and the browser scrolls.
+    page.wait_for_url(re.compile(r"\?at=650#m-650$"))
+    target = page.locator("#m-650")
+    target.wait_for()
+    page.wait_for_function(
+        "() => { const r = document.getElementById('m-650').getBoundingClientRect();"
+        " return r.top >= 0 && r.top < window.innerHeight; }"
+    )
+    assert "messages 600–699 of 700" in page.locator(".load-more").inner_text()
+    assert page.locator("a.load-earlier").count() == 1
+    # The message's own permalink is the ?at= link, which works without the script too.
+    assert target.locator("a.seq").get_attribute("href") == f"/sessions/{long.pk}/?at=650#m-650"
+    screenshot(page, "session-permalink")
