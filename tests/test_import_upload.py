@@ -11,6 +11,7 @@ from django.urls import reverse
 
 from agents import models
 from agents.transfer_views import _upload_dir
+from tests.paths import SAMPLES
 
 WEATHER: list[dict[str, Any]] = [
     {"role": "user", "content": "Weather in Paris?"},
@@ -223,3 +224,38 @@ def test_it_keeps_uploads_in_the_configured_folder(alice_client: Any, project: m
     assert [p.name.endswith(f"-{token}.upload") for p in (tmp_path / "shared-uploads").iterdir()] == [True]
     alice_client.post(reverse("agents:import_confirm"), confirm_fields(response.content.decode()))
     assert list((tmp_path / "shared-uploads").iterdir()) == []
+
+
+def section(html: str, label: str) -> str | None:
+    """The text of the page section with this aria-label, or None when there is none."""
+    match = re.search(rf'<section[^>]*aria-label="{label}"[^>]*>(.*?)</section>', html, re.S)
+    return match.group(1) if match else None
+
+
+def test_it_lists_warnings_apart_from_what_will_not_be_imported(alice_client: Any, project: models.Project) -> None:
+    orphan = [{"role": "tool", "tool_call_id": "zz", "content": "x"}, {"role": "user", "content": "hi"}]
+    response = preview(alice_client, project, new_agent="bot", text=json.dumps(orphan))
+    html = response.content.decode()
+    warnings = section(html, "Warnings")
+    assert warnings is not None and "imported and flagged" in warnings
+    assert section(html, "Will not be imported") is None and "Will not be imported" not in html
+    done = alice_client.post(reverse("agents:import_confirm"), confirm_fields(html)).content.decode()
+    assert "imported and flagged" in (section(done, "Warnings") or "")
+    assert section(done, "Not imported") is None and "Not imported" not in done
+
+
+def test_it_lists_dropped_messages_under_will_not_be_imported(alice_client: Any, project: models.Project) -> None:
+    msgs = [dict(WEATHER[0], external_id="same"), dict(WEATHER[0], external_id="same")]
+    doc = {"format": "memoryviz", "version": 1, "sessions": [{"external_id": "s", "messages": msgs}]}
+    html = preview(alice_client, project, new_agent="bot", file=upload("dup.json", doc)).content.decode()
+    assert "1 message(s) not added" in (section(html, "Will not be imported") or "")
+    assert section(html, "Warnings") is None
+    done = alice_client.post(reverse("agents:import_confirm"), confirm_fields(html)).content.decode()
+    assert "1 message(s) not added" in (section(done, "Not imported") or "")
+
+
+def test_it_warns_that_timestamps_without_a_zone_are_read_as_utc(alice_client: Any, project: models.Project) -> None:
+    raw = (SAMPLES / "agentscope" / "travel.json").read_bytes()
+    html = preview(alice_client, project, new_agent="bot", file=upload("scope.json", raw)).content.decode()
+    assert "read as UTC" in (section(html, "Warnings") or "")
+    assert "read as UTC" not in (section(html, "Will not be imported") or "")
