@@ -11,19 +11,31 @@ from typing import Any
 
 from django.contrib.auth.decorators import login_not_required
 from django.urls import reverse
-from rest_framework.decorators import api_view
+from rest_framework.authentication import BasicAuthentication, SessionAuthentication
+from rest_framework.decorators import api_view, authentication_classes
+from rest_framework.exceptions import NotFound
 from rest_framework.pagination import PageNumberPagination
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
-from agents import models, services
+from agents import lab, models, services
 from agents.forms import SessionFilterForm
 from agents.memory.formats import FORMATS
-from agents.memory.tokens import COUNTERS
-from agents.memory.trimming import STRATEGIES, StrategyError, trim
+from agents.memory.tokens import COUNTERS, get_counter
+from agents.memory.trimming import STRATEGIES, StrategyError, resolve_params, trim
 
 MAX_MESSAGE_PAGE = 1000
+
+# Basic first: DRF answers an unauthenticated request with the first class's challenge, so a script without
+# credentials gets 401 with ``WWW-Authenticate: Basic`` (it can retry with them), not a bare 403. A browser
+# that is logged in still gets in through its session.
+AUTHENTICATION = [BasicAuthentication, SessionAuthentication]
+
+
+def api(view: Any) -> Any:
+    """A GET endpoint of this API: open to the login middleware (DRF checks access), Basic or session auth."""
+    return login_not_required(api_view(["GET"])(authentication_classes(AUTHENTICATION)(view)))
 
 
 def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
@@ -71,11 +83,24 @@ def _message_dict(row: models.Message) -> dict[str, Any]:
     out = {"seq": row.seq, **message.model_dump(mode="json", exclude_defaults=True), "token_count": row.token_count,
            "token_running": row.token_running}
     out["role"] = row.role
+    if message.tool_calls:
+        # Whole, "type": "function" included (exclude_defaults would drop it), so a page is valid OpenAI input.
+        out["tool_calls"] = [tc.model_dump(mode="json") for tc in message.tool_calls]
     return out
 
 
-@login_not_required
-@api_view(["GET"])
+class _Pages(PageNumberPagination):
+    def paginate_queryset(self, queryset: Any, request: Any, view: Any = None) -> Any:
+        try:
+            return super().paginate_queryset(queryset, request, view)
+        except NotFound:
+            # DRF says only "Invalid page."; say what was asked and what exists.
+            asked = request.query_params.get(self.page_query_param, "")
+            count = self.django_paginator_class(queryset, self.get_page_size(request)).num_pages
+            raise NotFound(f"page {asked}: no such page; there are {count} (page=1 to page={count})") from None
+
+
+@api
 def api_root(request: Request) -> Response:
     return Response(
         {
@@ -87,8 +112,7 @@ def api_root(request: Request) -> Response:
     )
 
 
-@login_not_required
-@api_view(["GET"])
+@api
 def session_list(request: Request) -> Response:
     """The session list with the page's filters (project, agent, q, tool, violations, errors, dates, tokens, sort)."""
     form = SessionFilterForm(request.query_params or None, user=request.user)
@@ -96,13 +120,12 @@ def session_list(request: Request) -> Response:
         field, errors = next(iter(form.errors.items()))
         return _bad_request(f"{field}: {errors[0]}")
     sessions = services.sessions_filtered(request.user, form.filters())
-    paginator = PageNumberPagination()
+    paginator = _Pages()
     page = paginator.paginate_queryset(sessions, request)
     return paginator.get_paginated_response([_session_summary(request, s) for s in page])
 
 
-@login_not_required
-@api_view(["GET"])
+@api
 def session_detail(request: Request, session_id: int) -> Response:
     session = services.session_for_user(request.user, session_id)
     data = _session_summary(request, session)
@@ -113,8 +136,7 @@ def session_detail(request: Request, session_id: int) -> Response:
     return Response(data)
 
 
-@login_not_required
-@api_view(["GET"])
+@api
 def session_messages(request: Request, session_id: int) -> Response:
     """One page of messages in order: ``?after=<seq>&limit=<n>`` (keyset paging: every page costs the same)."""
     session = services.session_for_user(request.user, session_id)
@@ -141,23 +163,61 @@ def session_messages(request: Request, session_id: int) -> Response:
     )
 
 
-@login_not_required
-@api_view(["GET"])
+@api
 def session_trim(request: Request, session_id: int) -> Response:
     """``?strategy=NAME&<param>=<value>...``: the session as the strategy would trim it (the stored session is
-    unchanged). Uses the token counts stored at import, so nothing is recounted."""
+    unchanged). A parameter given twice is a list (``end_on=human&end_on=ai``), like ``end_on=human,ai``.
+
+    ``counter=NAME``: the session's own counter (the default) uses the counts stored at import, so nothing is
+    recounted; another counter recounts every message, and the response says ``"recounted": true``.
+
+    The answer is compact by default, sized by what is kept rather than by the session: ``dropped`` as runs
+    ``{"from", "to", "reason"}`` of consecutive input indices, no per-message ``explanation``, and the trimmed
+    ``messages`` only with ``?messages=1``. ``?detail=full`` gives the ``trim`` command's whole JSON instead
+    (per-index ``dropped``, ``explanation``, ``messages``)."""
     session = services.session_for_user(request.user, session_id)
-    params = {k: v for k, v in request.query_params.items() if k not in {"strategy", "format"}}
-    name = request.query_params.get("strategy", "")
+    query = request.query_params
+    name = query.get("strategy", "")
+    detail = query.get("detail", "compact")
+    if detail not in TRIM_DETAILS:
+        return _bad_request(f"detail={detail}: expected {' or '.join(TRIM_DETAILS)}")
+    with_messages = query.get("messages", "0").strip().lower()
+    if with_messages not in _YES | _NO:
+        return _bad_request(f"messages={with_messages}: expected 1 or 0")
+    counter = query.get("counter") or session.token_counter
     try:
-        parsed = {k: _query_value(v) for k, v in params.items()}
-        rows = list(session.messages.order_by("seq"))
-        messages = [services.message_to_schema(r) for r in rows]
-        counts = [r.token_count for r in rows]
-        result = trim(messages, name, parsed, counter=session.token_counter, token_counts=counts)
+        get_counter(counter)
+    except ValueError as exc:
+        return _bad_request(f"counter: {exc}")
+    params: dict[str, Any] = {}
+    for key in query:
+        if key in TRIM_QUERY_KEYS:
+            continue
+        values = [_query_value(v) for v in query.getlist(key)]
+        params[key] = values if len(values) > 1 else values[0]
+    try:
+        # Cheap checks before a large session is read.
+        resolve_params(name, params)
+        messages, counts = lab.session_messages_with_counts(session)
+        recounted = counter != session.token_counter
+        result = trim(messages, name, params, counter=counter, token_counts=None if recounted else counts)
     except StrategyError as exc:
         return _bad_request(str(exc))
-    return Response(result.to_dict())
+    del messages, counts  # the input list can go before the answer is built (200,000 messages: hundreds of MB)
+    if detail == "full":
+        data = result.to_dict()
+    else:
+        data = result.to_compact_dict(messages=with_messages in _YES)
+    data["detail"] = detail
+    data["recounted"] = recounted
+    return Response(data)
+
+
+# Query keys of the trim endpoint that are not strategy parameters (format: DRF's ?format=json).
+TRIM_QUERY_KEYS = frozenset({"strategy", "format", "counter", "detail", "messages"})
+TRIM_DETAILS = ("compact", "full")
+_YES = frozenset({"1", "true", "yes", "on"})
+_NO = frozenset({"0", "false", "no", "off", ""})
 
 
 def _query_value(value: str) -> Any:
@@ -167,8 +227,7 @@ def _query_value(value: str) -> Any:
         return value
 
 
-@login_not_required
-@api_view(["GET"])
+@api
 def strategy_list(request: Request) -> Response:
     return Response(
         {
@@ -185,8 +244,7 @@ def strategy_list(request: Request) -> Response:
     )
 
 
-@login_not_required
-@api_view(["GET"])
+@api
 def format_list(request: Request) -> Response:
     return Response(
         {"formats": [{"name": f.name, "label": f.label, "description": f.description} for f in FORMATS.values()]}

@@ -33,9 +33,24 @@ def _schema_and_counts(rows: Iterable[models.Message]) -> tuple[list[Message], l
     return messages, counts
 
 
+# What message_to_schema reads, and the stored count: a trim needs no more (token_running, ids and the session
+# key stay in the database).
+TRIM_FIELDS = (
+    "role", "content", "content_parts", "name", "tool_call_id", "tool_calls", "is_error", "reasoning",
+    "external_id", "created_at", "usage", "marks", "extra", "token_count",
+)
+# Rows fetched per round trip when a whole session is read: a 200,000-message session streams through in bounded
+# batches instead of being held twice (rows and schema messages) at once.
+SESSION_ROWS_PER_FETCH = 2_000
+
+
 def session_messages_with_counts(session: models.Session) -> tuple[list[Message], list[int]]:
-    """The session's messages in order, and the token counts stored with them (under ``session.token_counter``)."""
-    return _schema_and_counts(session.messages.order_by("seq"))
+    """The session's messages in order, and the token counts stored with them (under ``session.token_counter``).
+
+    Used by the lab and the trim API. Only the columns a trim needs are read, and the rows are streamed, so each
+    row object is dropped once its schema Message is built."""
+    rows = session.messages.order_by("seq").only(*TRIM_FIELDS).iterator(chunk_size=SESSION_ROWS_PER_FETCH)
+    return _schema_and_counts(rows)
 
 
 # Message rows per query when the report loads many sessions: few queries, bounded memory.

@@ -75,6 +75,43 @@ class TrimResult:
             rows[d.index] = {"index": d.index, "kept": False, "reason": d.reason}
         return [rows[i] for i in sorted(rows)]
 
+    def dropped_runs(self) -> list[dict[str, Any]]:
+        """``dropped`` as runs of consecutive input indices with the same reason: ``{"from", "to", "reason"}``
+        (both ends included). A long session trimmed to a short window drops most of its messages for one reason,
+        so this stays small where the per-index list has one entry per input message."""
+        runs: list[dict[str, Any]] = []
+        for d in self.dropped:
+            last = runs[-1] if runs else None
+            if last is not None and last["to"] == d.index - 1 and last["reason"] == d.reason:
+                last["to"] = d.index
+            else:
+                runs.append({"from": d.index, "to": d.index, "reason": d.reason})
+        return runs
+
+    def to_compact_dict(self, *, messages: bool = False) -> dict[str, Any]:
+        """The result in a size bounded by what is kept, not by the input: ``dropped`` as runs
+        (``dropped_runs``), no ``explanation``, and the trimmed ``messages`` only when asked for."""
+        out: dict[str, Any] = {
+            "strategy": self.strategy,
+            "params": self.params,
+            "counter": self.counter,
+            "kept": list(self.kept),
+            "dropped": self.dropped_runs(),
+            "inserted": [
+                {"position": x.position, "message": x.message.to_openai(), "reason": x.reason} for x in self.inserted
+            ],
+        }
+        if messages:
+            out["messages"] = [m.to_openai() for m in self.messages]
+        out.update(
+            tokens_before=self.tokens_before,
+            tokens_after=self.tokens_after,
+            violations=[self.violation_dict(v) for v in self.violations],
+            notes=list(self.notes),
+            budget_exceeded=self.budget_exceeded,
+        )
+        return out
+
     def to_dict(self) -> dict[str, Any]:
         """The ``trim`` command's JSON (DESIGN.md), plus notes, budget_exceeded and the per-message explanation."""
         return {
