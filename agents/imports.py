@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
+import io
 import os
 import re
 import sys
@@ -134,6 +135,7 @@ def import_file(
     counter: str = DEFAULT_COUNTER,
     label: str | None = None,
     on_messages: ProgressCallback | None = None,
+    name: str | None = None,
 ) -> ImportReport:
     """Import every conversation of one file, in one transaction.
 
@@ -141,6 +143,8 @@ def import_file(
     else ``imported``. ``agent``: an Agent, a name or slug in that project (found or created), or None: the agent
     the file names, else an agent named after the source format (``openai``, ``autogen``...).
     ``on_messages(n)`` is called after each batch with the number of messages read so far (progress bars).
+    ``name``: the file's own name when ``source`` is a copy stored under another (an upload): detection reads
+    its extension (``.jsonl``) as the command line reads the path's.
     Raises :class:`ImportFailed` naming the place; then nothing of the file is saved.
     """
     get_counter(counter)  # an unknown counter is refused before anything is read
@@ -148,7 +152,7 @@ def import_file(
     try:
         with transaction.atomic():
             _import_streams(source, report, project=project, agent=agent, format=format, counter=counter,
-                            on_messages=on_messages)
+                            on_messages=on_messages, name=name)
     except ImportFailed:
         raise
     except formats.FormatError as exc:
@@ -171,12 +175,13 @@ def preview_file(
     agent: models.Agent | str | None = None,
     format: str | None = None,
     label: str | None = None,
+    name: str | None = None,
 ) -> ImportReport:
     """What :func:`import_file` would do, without saving: detected format, sessions, messages, violations,
     sessions already imported and messages already stored. Reads the file streaming, like the import."""
     report = ImportReport(file=label or _source_label(source))
     try:
-        handle, close, file_format = _open(source, format)
+        handle, close, file_format = _open(source, format, name)
         for index, stream in enumerate(_closing(formats.open_stream(handle, format), handle if close else None)):
             conv = _stream_meta(stream)
             report.format = report.format or (file_format or conv.source_format or "")
@@ -263,10 +268,11 @@ def _import_streams(
     format: str | None,
     counter: str,
     on_messages: ProgressCallback | None,
+    name: str | None = None,
 ) -> None:
     progress = _Progress(on_messages)
     projects: dict[str | None, models.Project] = {}
-    handle, close, file_format = _open(source, format)
+    handle, close, file_format = _open(source, format, name)
     for index, stream in enumerate(_closing(formats.open_stream(handle, format), handle if close else None)):
         conv = _stream_meta(stream)
         report.format = report.format or (file_format or conv.source_format or "")
@@ -619,7 +625,20 @@ def _agent_label(row: models.Agent | None, agent: models.Agent | str | None, con
 _NATIVE_MARK = re.compile(rb'"format"\s*:\s*"memoryviz"')
 
 
-def _open(source: Source, format: str | None) -> tuple[IO[bytes], bool, str | None]:
+class _NamedReader(io.BufferedReader):
+    """A file read under another name: an upload kept as ``<user>-<token>.upload`` still reads as ``x.jsonl``
+    (``formats.open_stream`` takes a ``.jsonl`` name to mean JSON Lines, whatever the first line holds)."""
+
+    def __init__(self, path: str | os.PathLike[str], name: str) -> None:
+        super().__init__(io.FileIO(path, "rb"))
+        self._shown_name = name
+
+    @property
+    def name(self) -> str:  # type: ignore[override]
+        return self._shown_name
+
+
+def _open(source: Source, format: str | None, name: str | None = None) -> tuple[IO[bytes], bool, str | None]:
     """The input as a buffered binary stream, whether to close it, and the file's format when it is native.
 
     A native file's sessions say the format they were first imported from (``source_format``); the report
@@ -627,7 +646,9 @@ def _open(source: Source, format: str | None) -> tuple[IO[bytes], bool, str | No
     """
     if isinstance(source, (str, os.PathLike)) and os.fspath(source) != "-":
         try:
-            handle: IO[bytes] = open(source, "rb")  # noqa: SIM115 - closed by _closing
+            handle: IO[bytes] = (
+                _NamedReader(source, name) if name else open(source, "rb")  # noqa: SIM115 - closed by _closing
+            )
         except OSError as exc:
             raise ImportFailed(f"{os.fspath(source)}: {exc.strerror or exc}") from None
         close = True

@@ -33,6 +33,8 @@ MAX_PASTE_CHARS = 5 * 1024 * 1024
 UPLOAD_TTL_SECONDS = 6 * 3600
 _TOKEN = re.compile(r"^[A-Za-z0-9_-]{20,64}$")
 EDIT_ROLES = (models.Membership.Level.EDITOR, models.Membership.Level.ADMIN)
+# The label of pasted JSON (it has no file name to read a kind from).
+PASTED_LABEL = "pasted JSON"
 
 
 def editable_projects(user: Any) -> QuerySet[models.Project]:
@@ -94,31 +96,46 @@ def import_upload(request: HttpRequest) -> HttpResponse:
     project = form.cleaned_data["project"]
     _require_editor(request.user, project)
     upload, text = form.cleaned_data.get("file"), form.cleaned_data.get("text") or ""
-    if upload is None and not text.strip():
-        form.add_error(None, "Choose a file or paste JSON.")
-        return _render_form(request, form, status=400)
-    if upload is not None and upload.size > settings.MEMORYVIZ_MAX_UPLOAD_BYTES:
-        form.add_error("file", f"The file is {upload.size:,} bytes; the limit is "
-                               f"{settings.MEMORYVIZ_MAX_UPLOAD_BYTES:,}.")
-        return _render_form(request, form, status=400)
-    _purge_old_uploads()
-    token = secrets.token_urlsafe(24)
-    path = _upload_path(request.user, token)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "wb") as fh:
-        if upload is not None:
-            for chunk in upload.chunks():
-                fh.write(chunk)
-        else:
-            fh.write(text.encode("utf-8"))
-    label = upload.name if upload is not None else "pasted JSON"
+    token = request.POST.get("token", "")
+    again = upload is None and not text.strip() and bool(_TOKEN.match(token))
+    if again:
+        # The preview's "read it as another format": the same stored upload, previewed again (nothing re-sent).
+        path = _upload_path(request.user, token)
+        label = request.POST.get("label", "upload")[:200]
+        if not path.exists():
+            return _render_form(request, form, status=400,
+                                error="This upload has expired or was already imported; upload the file again.")
+    else:
+        if upload is None and not text.strip():
+            form.add_error(None, "Choose a file or paste JSON.")
+            return _render_form(request, form, status=400)
+        if upload is not None and text.strip():
+            # Both given: importing one and silently dropping the other would surprise; say so instead.
+            form.add_error(None, "Choose one: a file or pasted JSON, not both.")
+            return _render_form(request, form, status=400)
+        if upload is not None and upload.size > settings.MEMORYVIZ_MAX_UPLOAD_BYTES:
+            form.add_error("file", f"The file is {upload.size:,} bytes; the limit is "
+                                   f"{settings.MEMORYVIZ_MAX_UPLOAD_BYTES:,}.")
+            return _render_form(request, form, status=400)
+        _purge_old_uploads()
+        token = secrets.token_urlsafe(24)
+        path = _upload_path(request.user, token)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(path, "wb") as fh:
+            if upload is not None:
+                for chunk in upload.chunks():
+                    fh.write(chunk)
+            else:
+                fh.write(text.encode("utf-8"))
+        label = upload.name if upload is not None else PASTED_LABEL
     agent = form.agent_choice()
+    chosen = form.cleaned_data.get("format") or None
     try:
-        preview = imports.preview_file(path, project=project, agent=agent,
-                                       format=form.cleaned_data.get("format") or None, label=label)
+        preview = imports.preview_file(path, project=project, agent=agent, format=chosen, label=label,
+                                       name=_detection_name(label))
     except imports.ImportFailed as exc:
         path.unlink(missing_ok=True)
-        form.add_error(None, f"{label}: {exc}")
+        form.add_error(None, f"{label}: {web_message(str(exc))}")
         return _render_form(request, form, status=400)
     context = {
         "form": form,
@@ -128,7 +145,9 @@ def import_upload(request: HttpRequest) -> HttpResponse:
         "project": project,
         "agent_value": agent.pk if isinstance(agent, models.Agent) else "",
         "new_agent_value": agent if isinstance(agent, str) else "",
-        "format_value": form.cleaned_data.get("format") or "",
+        "format_value": chosen or "",
+        "format_chosen": bool(chosen),
+        "format_choices": form.fields["format"].choices,
         "nothing_new": preview.sessions_imported == 0,
     }
     return render(request, "agents/import_preview.html", context)
@@ -153,13 +172,36 @@ def import_confirm(request: HttpRequest) -> HttpResponse:
     label = request.POST.get("label", "upload")[:200]
     try:
         report = imports.import_file(path, project=project, agent=form.agent_choice(),
-                                     format=form.cleaned_data.get("format") or None, label=label)
+                                     format=form.cleaned_data.get("format") or None, label=label,
+                                     name=_detection_name(label))
     except imports.ImportFailed as exc:
         return _render_form(request, ImportForm(user=request.user, initial={"project": project.slug}),
-                            status=400, error=f"{label}: {exc} Nothing was imported.")
+                            status=400, error=f"{label}: {web_message(str(exc))} Nothing was imported.")
     finally:
         path.unlink(missing_ok=True)
     return render(request, "agents/import_report.html", {"report": report, "project": project})
+
+
+def _detection_name(label: str) -> str | None:
+    """The name detection reads (``x.jsonl`` means JSON Lines, as on the command line); pasted text has none."""
+    return None if label == PASTED_LABEL else label
+
+
+# Command-line wording in messages from the shared readers and parsers, said as the page says it.
+_WEB_WORDING = (
+    (re.compile(r"name the format with --format"), "choose the format in the Format list"),
+    (re.compile(r"name one with --format"), "choose one in the Format list"),
+    (re.compile(r"--format NAME"), "the Format list"),
+    (re.compile(r"--set ('[^']*'|\"[^\"]*\")"), r"\1"),
+    (re.compile(r"\(use --on-invalid skip[^)]*\)"), "(choose 'skip' to leave them out)"),
+)
+
+
+def web_message(text: str) -> str:
+    """An error message for a page: the same facts, without command-line options the page does not have."""
+    for pattern, replacement in _WEB_WORDING:
+        text = pattern.sub(replacement, text)
+    return text
 
 
 def _render_form(request: HttpRequest, form: ImportForm, *, status: int = 200, error: str = "") -> HttpResponse:
@@ -263,7 +305,8 @@ def _export_response(
                     + (f"; and {len(invalid) - 20} more" if len(invalid) > 20 else "")
                 )
     except exports.ExportFailed as exc:
-        return render(request, "agents/export_error.html", {"error": str(exc), "scope": scope}, status=400)
+        return render(request, "agents/export_error.html", {"error": web_message(str(exc)), "scope": scope},
+                      status=400)
     spec = formats.FORMATS[plan.format]
     response = StreamingHttpResponse(
         exports.export_chunks(plan, user=request.user, interface="web"),

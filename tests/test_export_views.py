@@ -177,3 +177,12 @@ def test_the_export_log_shows_strategy_parameters_as_json(alice_client: Any, age
     shown = json.dumps(params, ensure_ascii=False, sort_keys=True).replace('"', "&quot;")
     assert shown in page
     assert "False" not in page and "&#x27;max_tokens&#x27;" not in page
+
+
+def test_export_errors_speak_of_the_page_not_of_command_line_options(alice_client: Any, agent: models.Agent) -> None:
+    session = store(agent, "a", CHAT)
+    response = alice_client.get(reverse("agents:export_session", args=[session.pk]),
+                                {"format": "native", "strategy": "buffered", "params": "garbage"})
+    assert response.status_code == 400
+    text = response.content.decode()
+    assert "params: &#x27;garbage&#x27;: expected key=value" in text and "--set" not in text

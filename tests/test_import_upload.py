@@ -259,3 +259,66 @@ def test_it_warns_that_timestamps_without_a_zone_are_read_as_utc(alice_client: A
     html = preview(alice_client, project, new_agent="bot", file=upload("scope.json", raw)).content.decode()
     assert "read as UTC" in (section(html, "Warnings") or "")
     assert "read as UTC" not in (section(html, "Will not be imported") or "")
+
+
+def detected_format(html: str) -> str:
+    match = re.search(r"<dt>Format</dt><dd[^>]*>([^<]*)<", html)
+    assert match, "the preview names the format"
+    return match.group(1).strip()
+
+
+def test_it_detects_an_uploaded_jsonl_file_as_the_command_line_does(alice_client: Any,
+                                                                    project: models.Project) -> None:
+    raw = (SAMPLES / "openai_jsonl" / "travel.jsonl").read_bytes()
+    response = preview(alice_client, project, new_agent="bot", file=upload("travel.jsonl", raw))
+    assert response.status_code == 200
+    html = response.content.decode()
+    assert detected_format(html) == "openai_jsonl"
+    done = alice_client.post(reverse("agents:import_confirm"), confirm_fields(html))
+    assert done.status_code == 200 and detected_format(done.content.decode()) == "openai_jsonl"
+    assert models.Session.objects.get(agent__slug="bot").source_format == "openai_jsonl"
+
+
+def test_it_reads_several_pasted_json_lines_as_jsonl(alice_client: Any, project: models.Project) -> None:
+    rows = [json.dumps({"messages": WEATHER}), json.dumps({"messages": WEATHER[:1]})]
+    for newline in ("\n", "\r\n"):  # a browser sends a textarea's lines with CRLF
+        html = preview(alice_client, project, new_agent="bot", text=newline.join(rows) + newline).content.decode()
+        assert detected_format(html) == "openai_jsonl"
+        assert "<dt>Conversations</dt><dd>2</dd>" in html
+
+
+def test_the_preview_says_the_format_was_detected_and_offers_another(alice_client: Any,
+                                                                    project: models.Project) -> None:
+    one_line = json.dumps({"messages": WEATHER})
+    html = preview(alice_client, project, new_agent="bot", text=one_line).content.decode()
+    assert detected_format(html) == "openai" and "detected" in html
+    # The preview offers the format select again, for the same upload (its token), without pasting again.
+    form = html[html.index('id="reformat"'):]
+    form = form[:form.index("</form>")]
+    assert 'name="format"' in form and 'value="openai_jsonl"' in form
+    fields = dict(re.findall(r'<input type="hidden" name="([a-z_]+)" value="([^"]*)">', form))
+    again = alice_client.post(reverse("agents:import_upload"), fields | {"format": "openai_jsonl"})
+    assert again.status_code == 200
+    html = again.content.decode()
+    assert detected_format(html) == "openai_jsonl" and "chosen" in html
+    done = alice_client.post(reverse("agents:import_confirm"), confirm_fields(html))
+    assert done.status_code == 200
+    assert models.Session.objects.get(agent__slug="bot").source_format == "openai_jsonl"
+
+
+def test_it_refuses_a_file_and_pasted_json_together(alice_client: Any, project: models.Project) -> None:
+    before, stored = counts(), set(_upload_dir().glob("*.upload"))
+    response = preview(alice_client, project, new_agent="bot", file=upload("weather.json", WEATHER),
+                       text=json.dumps(WEATHER))
+    assert response.status_code == 400
+    assert "Choose one: a file or pasted JSON, not both." in response.content.decode()
+    assert counts() == before
+    assert set(_upload_dir().glob("*.upload")) <= stored  # nothing kept for a confirm
+
+
+def test_its_errors_speak_of_the_page_not_of_command_line_options(alice_client: Any,
+                                                                  project: models.Project) -> None:
+    response = preview(alice_client, project, new_agent="bot", text=json.dumps([{"shape": "unknown"}]))
+    assert response.status_code == 400
+    html = response.content.decode()
+    assert "unknown format" in html and "--format" not in html and "Format list" in html
