@@ -416,8 +416,14 @@ def sessions_filtered(user: User, filters: SessionFilters) -> QuerySet[models.Se
         # Title and external id first; message content through EXISTS so that a session matches once, and
         # each database stops at the first matching message.
         in_content = models.Message.objects.filter(session=OuterRef("pk"), content__icontains=filters.q)
+        # A tool call id (as pasted from a log) names the session too; exact match serves the (session,
+        # call_id) index.
+        with_call = models.ToolCall.objects.filter(session=OuterRef("pk"), call_id=filters.q.strip())
         qs = qs.filter(
-            Q(title__icontains=filters.q) | Q(external_id__icontains=filters.q) | Exists(in_content)
+            Q(title__icontains=filters.q)
+            | Q(external_id__icontains=filters.q)
+            | Exists(in_content)
+            | Exists(with_call)
         )
     if filters.tool:
         qs = qs.filter(Exists(models.ToolCall.objects.filter(session=OuterRef("pk"), name=filters.tool)))

@@ -159,3 +159,22 @@ def test_it_ignores_an_agent_of_another_project_than_the_chosen_one(alice_client
     Membership.objects.create(project=other_project, user=alice)
     response = alice_client.get(URL, {"project": project.slug, "agent": other_agent.pk})
     assert len(_titles(response)) == 3
+
+
+def test_it_finds_a_session_by_a_tool_call_id(alice_client, sessions):
+    # "c1" is in no title, external id or message text: only the call's id names the session.
+    assert _titles(alice_client.get(URL, {"q": "c1"})) == ["Flights"]
+    assert _titles(alice_client.get(URL, {"q": " c1 "})) == ["Flights"]
+
+
+def test_it_cuts_a_long_external_id_and_keeps_it_in_a_tooltip(alice_client, make_session):
+    long_id = "sha256:" + "ab" * 32
+    make_session(CHAT, title="Hashed", external_id=long_id)
+    content = alice_client.get(URL).content.decode()
+    assert f'class="muted small mono ext-id" title="{long_id}"' in content
+
+
+def test_it_sends_search_keystrokes_with_a_valid_htmx_trigger(alice_client, sessions):
+    content = alice_client.get(URL).content.decode()
+    # htmx 2 reads a selector with spaces only inside parentheses ("from:(...)"); unwrapped it is a syntax error.
+    assert "from:(#session-filters input[type=search])" in content

@@ -129,3 +129,47 @@ def test_it_opens_a_permalink_past_the_first_page_and_scrolls_to_it(logged_in_pa
     # The message's own permalink is the ?at= link, which works without the script too.
     assert target.locator("a.seq").get_attribute("href") == f"/sessions/{long.pk}/?at=650#m-650"
     screenshot(page, "session-permalink")
+
+
+def test_it_filters_as_you_type_without_htmx_syntax_errors(logged_in_page, live_server, make_session):
+    page = logged_in_page
+    make_session(TRAVEL, title="Paris and Tokyo")
+    make_session([{"role": "user", "content": "hi"}], title="Just hello")
+    errors: list[str] = []
+    page.on("console", lambda message: errors.append(message.text) if message.type == "error" else None)
+    page.add_init_script(
+        "document.addEventListener('htmx:syntax:error', () => { window.__htmx_syntax_errors = (window.__htmx_syntax_errors || 0) + 1; });"
+    )
+    page.goto(f"{live_server.url}/")
+    page.wait_for_load_state("networkidle")
+    assert page.evaluate("window.__htmx_syntax_errors || 0") == 0
+    assert not [e for e in errors if "htmx" in e.lower() or "syntax" in e.lower()]
+    page.evaluate("window.__same_document = true")
+    page.locator("#id_q").press_sequentially("Tokyo")  # typing, no submit: the input trigger sends it
+    page.wait_for_url(re.compile(r"q=Tokyo"))
+    page.wait_for_function("!document.querySelector('#session-table').innerText.includes('Just hello')")
+    assert page.evaluate("window.__same_document") is True
+
+
+def test_it_keeps_a_long_external_id_from_widening_the_table(logged_in_page, live_server, agent):
+    from agents import services
+    from agents.memory.schema import Conversation, Message
+
+    page = logged_in_page
+    page.set_viewport_size({"width": 1280, "height": 800})
+    long_id = "sha256:" + "9f" * 32
+    for title in ("", "Titled"):
+        services.session_store(
+            agent=agent,
+            conversation=Conversation(external_id=long_id + title, title=title or None,
+                                      messages=[Message(role="user", content="hi")]),
+        )
+    page.goto(f"{live_server.url}/")
+    page.wait_for_selector("table.data")
+    fits = page.evaluate(
+        "() => { const t = document.querySelector('table.data');"
+        " return t.getBoundingClientRect().right <= document.documentElement.clientWidth; }"
+    )
+    assert fits
+    assert page.locator(f".ext-id[title='{long_id}Titled']").count() == 1
+    assert page.locator("th", has_text="Started").is_visible()
