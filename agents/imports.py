@@ -227,6 +227,7 @@ def preview_file(
             outcome.violations = [v.to_dict() | {"seq": v.index} for v in checker.finish()]
             if existing is not None:
                 outcome.session_id = existing.pk
+                outcome.title = existing.title or outcome.title
                 outcome.status = "updated" if new_with_id else "already imported"
                 outcome.added = new_with_id
                 outcome.skipped = outcome.messages - new_with_id
@@ -237,6 +238,7 @@ def preview_file(
                         dup = models.Session.objects.filter(agent=agent_row, external_id=outcome.external_id).first()
                         if dup is not None:
                             outcome.status, outcome.session_id = "already imported", dup.pk
+                            outcome.title = dup.title or outcome.title
                             outcome.skipped, outcome.added = outcome.messages, 0
                             report.sessions.append(outcome)
                             continue
@@ -335,6 +337,8 @@ def _import_conversation(
             # The same messages are already stored for this agent: undo this session, keep the other.
             transaction.savepoint_rollback(sid)
             outcome.status, outcome.session_id, outcome.external_id = "already imported", duplicate.pk, content_id
+            # The report names the stored session as the session list does (the file may give no title).
+            outcome.title = duplicate.title or outcome.title
             outcome.skipped, outcome.added, outcome.violations = outcome.messages, 0, []
             return outcome
         session.external_id = content_id
@@ -355,6 +359,7 @@ def _append_to_existing(
 ) -> SessionOutcome:
     """Add to a session already stored the messages whose id it does not have (as AgentScope's memory does)."""
     outcome.session_id = session.pk
+    outcome.title = session.title or outcome.title
     known = set(
         models.Message.objects.filter(session=session).exclude(external_id="").values_list("external_id", flat=True)
     )

@@ -322,3 +322,14 @@ def test_its_errors_speak_of_the_page_not_of_command_line_options(alice_client: 
     assert response.status_code == 400
     html = response.content.decode()
     assert "unknown format" in html and "--format" not in html and "Format list" in html
+
+
+def test_the_report_names_an_already_imported_session_by_its_title(alice_client: Any,
+                                                                   project: models.Project) -> None:
+    for _ in range(2):
+        html = preview(alice_client, project, new_agent="bot", text=json.dumps(WEATHER)).content.decode()
+        done = alice_client.post(reverse("agents:import_confirm"), confirm_fields(html)).content.decode()
+    session = models.Session.objects.get(agent__slug="bot")
+    assert session.title == "Weather in Paris?" and "already imported" in done
+    link = re.search(rf'<a href="{session.get_absolute_url()}">([^<]*)</a>', done)
+    assert link and link.group(1) == "Weather in Paris?"
