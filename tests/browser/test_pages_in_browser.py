@@ -173,3 +173,16 @@ def test_it_keeps_a_long_external_id_from_widening_the_table(logged_in_page, liv
     assert fits
     assert page.locator(f".ext-id[title='{long_id}Titled']").count() == 1
     assert page.locator("th", has_text="Started").is_visible()
+
+
+def test_it_keeps_the_user_and_log_out_on_screen_on_a_phone(logged_in_page, live_server, make_session):
+    page = logged_in_page
+    make_session(TRAVEL, title="Paris and Tokyo")
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.goto(f"{live_server.url}/")
+    for locator in (page.locator(".topbar-user .muted"), page.get_by_role("button", name="Log out"),
+                    page.get_by_role("link", name="Trimming lab")):
+        box = locator.bounding_box()
+        assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= 390, locator
+    assert page.evaluate("document.querySelector('.topbar').scrollWidth <= 390")
+    screenshot(page, "session-list-390px")
