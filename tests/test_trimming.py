@@ -407,12 +407,53 @@ def test_it_drops_whole_tool_exchanges_oldest_first() -> None:
     assert not result.violations
 
 
-def test_it_keeps_the_newest_user_turn_and_says_the_budget_is_exceeded() -> None:
+def test_it_keeps_the_newest_user_message_and_newest_unit_and_says_the_budget_is_exceeded() -> None:
     result = trim(SK_HISTORY, "safe_token_budget", {"max_tokens": 5})
-    assert result.kept == [0, 6, 7, 8, 9, 10]
+    # The pinned system message, the newest user message (6) and the newest unit after it (10, the answer):
+    # the tool exchange between them is dropped like any older unit.
+    assert result.kept == [0, 6, 10]
     assert result.budget_exceeded
-    assert any("Budget exceeded" in n for n in result.notes)
+    (note,) = [n for n in result.notes if "Budget exceeded" in n]
+    assert "the newest user message (message 6) and the newest assistant message after it (message 10)" in note
+    reasons = {d.index: d.reason for d in result.dropped}
+    assert reasons[7] == "oldest tool exchange of the newest turn dropped to fit 5 tokens"
     assert result.to_dict()["budget_exceeded"] is True
+    assert not result.violations
+
+
+def _agent_loop(steps: int, result_text: str = "r" * 400) -> list[Message]:
+    """One user message, then an agent working alone: call, result, call, result, ..., a final answer."""
+    out = [S(), U("Plan my trip")]
+    for k in range(steps):
+        out += [A(None, f"c{k}"), T(f"c{k}", result_text)]
+    return out + [A("Here is your plan.")]
+
+
+def test_it_drops_the_oldest_steps_of_a_single_turn_agent_loop_to_fit() -> None:
+    history = _agent_loop(50)  # 0 system, 1 user, 2..101 call/result pairs, 102 answer
+    counts = count_messages(history, "approx")
+    # Budget for: system, user, the last 3 exchanges and the answer, plus reply priming.
+    need = counts[0] + counts[1] + sum(counts[96:]) + 3
+    result = trim(history, "safe_token_budget", {"max_tokens": need}, counter="approx", token_counts=counts)
+    assert result.kept == [0, 1, 96, 97, 98, 99, 100, 101, 102]
+    assert result.tokens_after == need and not result.budget_exceeded
+    assert not result.violations and result.notes == []
+    reasons = {d.index: d.reason for d in result.dropped}
+    assert reasons[2] == f"oldest tool exchange of the newest turn dropped to fit {need:,} tokens"
+    assert reasons[3] == f"dropped with its call (message 2) to fit {need:,} tokens"
+    assert result.explanation()[1]["reason"] == "the newest user message: always kept"
+    # One token less and the oldest kept exchange goes too, never half of it.
+    tighter = trim(history, "safe_token_budget", {"max_tokens": need - 1}, counter="approx", token_counts=counts)
+    assert tighter.kept == [0, 1, 98, 99, 100, 101, 102]
+
+
+def test_it_goes_over_budget_only_for_the_newest_user_message_and_newest_unit() -> None:
+    history = _agent_loop(5)[:-1]  # ends on a tool result: the newest unit is the last exchange
+    result = trim(history, "safe_token_budget", {"max_tokens": 10}, counter="approx")
+    assert result.kept == [0, 1, 10, 11]
+    assert result.budget_exceeded
+    assert any("the newest tool exchange after it (messages 10-11)" in n for n in result.notes)
+    assert not result.violations
 
 
 def test_it_drops_what_would_break_the_protocol() -> None:

@@ -96,15 +96,27 @@ def test_it_never_produces_a_violation_with_safe_token_budget(
     assert result.violations == []
     body = [i for i in result.kept if i >= _pinned(messages, pin)]
     assert not body or messages[body[0]].role != "tool"
+    n = _pinned(messages, pin)
+    assert result.kept[:n] == list(range(n))
+    users = [i for i in range(n, len(messages)) if messages[i].role == "user"]
+    newest_user = users[-1] if users else None
+    if newest_user is not None:
+        assert newest_user in result.kept  # never dropped, however small the budget
+
+    # What is kept besides the newest user message is the newest part of what an unlimited budget keeps: the
+    # oldest units are dropped first, inside the newest turn too.
+    everything = trim(messages, "safe_token_budget", {"max_tokens": 10**9, "pin_system": pin},
+                      counter=counter, token_counts=counts)
+    assert set(result.kept) <= set(everything.kept)
+    rest = [i for i in everything.kept if i >= n and i != newest_user]
+    kept_rest = [i for i in result.kept if i >= n and i != newest_user]
+    assert kept_rest == rest[len(rest) - len(kept_rest):]
     if result.budget_exceeded:
         assert any("Budget exceeded" in n for n in result.notes)
-        # The newest user message that an unlimited budget sends is still sent: never an empty context.
-        everything = trim(messages, "safe_token_budget", {"max_tokens": 10**9, "pin_system": pin},
-                          counter=counter, token_counts=counts)
-        users = [i for i in everything.kept if messages[i].role == "user"]
-        if users:
-            newest_turn = everything.kept[everything.kept.index(users[-1]):]
-            assert result.kept[-len(newest_turn):] == newest_turn
+        # Only the floors are kept: the newest user message and at most one unit (a message, or a call with its
+        # results) after it, or the newest unit alone when there is no user message.
+        assert all(i > newest_user for i in kept_rest) if newest_user is not None else True
+        assert sum(1 for i in kept_rest if messages[i].role != "tool") <= 1
     else:
         assert result.tokens_after <= budget
 

@@ -110,8 +110,10 @@ def _check_unit(msgs: Sequence[Message], unit: list[int], newer_ids: set[str]) -
 
 @register(
     "safe_token_budget", SafeTokenBudgetParams,
-    "Drops the oldest whole units (user message, assistant message, tool exchange) until everything fits; "
-    "never breaks the tool protocol.",
+    "Drops the oldest whole units (user message, assistant message, tool exchange) until everything sent, pinned "
+    "system included, fits; never breaks the tool protocol. The newest user message is always kept; inside its "
+    "turn the oldest steps go first like any other unit, so a long single-turn agent loop keeps its newest steps. "
+    "Over budget only when the pinned messages, the newest user message and the newest unit alone exceed it.",
     "memoryviz's own recommendation",
 )
 def _safe_token_budget(view: View, p: SafeTokenBudgetParams) -> Outcome:
@@ -119,51 +121,79 @@ def _safe_token_budget(view: View, p: SafeTokenBudgetParams) -> Outcome:
     budget = p.max_tokens
     units = _safe_units(msgs)
     newest_user = next((i for i in range(len(msgs) - 1, -1, -1) if msgs[i].role == "user"), None)
+    user_unit = next(u for u, unit in enumerate(units) if unit[0] == newest_user) if newest_user is not None else None
     reasons: dict[int, str] = {}
     kept_units: list[list[int]] = []
-    total = view.pinned_tokens + view.per_list  # everything sent counts, pinned system messages included
+    # Everything sent counts, pinned system messages included; the newest user message is always sent, so it is
+    # counted first and the rest competes for what is left.
+    total = view.pinned_tokens + view.per_list + (view.counts[newest_user] if newest_user is not None else 0)
     newer_ids: set[str] = set()
-    # From the newest unit back: keep what fits; the first unit that does not fit ends the walk, so what is kept is
-    # the longest run of newest units that fits (dropping the oldest until everything fits), and only the units
-    # looked at are checked.
-    u_no = len(units) - 1
-    while u_no >= 0:
+    newest_kept: list[int] | None = None  # the newest unit kept besides the newest user message
+    to_fit: list[int] = []  # unit numbers dropped to fit the budget
+    full = False
+    # From the newest unit back: keep what fits. The first unit that does not fit fills the budget: every older
+    # unit is dropped (the newest user message excepted), so what is kept is the newest user message plus the
+    # longest run of newest units that fits: the oldest units go first, inside the newest turn too.
+    for u_no in range(len(units) - 1, -1, -1):
+        if u_no == user_unit:
+            kept_units.append(units[u_no])
+            continue
+        if full:
+            to_fit.append(u_no)
+            continue
         members, problem, extra = _check_unit(msgs, units[u_no], newer_ids)
         for k in extra:
             reasons[k] = "tool result that answers no call of the message before it: dropped, providers reject it"
         if problem:
             for k in members:
                 reasons[k] = problem
-            u_no -= 1
             continue
         size = sum(view.counts[k] for k in members)
-        # The newest user turn is never dropped; without a user message, the newest unit that can be sent.
-        floor = members[0] >= newest_user if newest_user is not None else not kept_units
+        # The newest unit that can be sent is kept with the newest user message whatever it costs, when it comes
+        # after it (the agent's latest step); without a user message, it is kept alone.
+        floor = newest_kept is None and (user_unit is None or u_no > user_unit)
         if not floor and total + size > budget:
-            break
+            full = True
+            to_fit.append(u_no)
+            continue
         total += size
         kept_units.append(members)
+        if newest_kept is None:
+            newest_kept = members
         if is_call(msgs[members[0]]):
             newer_ids.update(tc.id for tc in msgs[members[0]].tool_calls)
-        u_no -= 1
-    for unit in units[: u_no + 1]:
+    for u_no in to_fit:
+        unit = units[u_no]
         first = msgs[unit[0]]
         what = "tool exchange" if is_call(first) else f"{first.role} message"
+        where = " of the newest turn" if user_unit is not None and u_no > user_unit else ""
         for k in unit:
             reasons[k] = (
-                f"oldest {what} dropped to fit {budget:,} tokens" if k == unit[0]
+                f"oldest {what}{where} dropped to fit {budget:,} tokens" if k == unit[0]
                 else f"dropped with its call (message {view.offset + unit[0]}) to fit {budget:,} tokens"
             )
     kept = sorted(k for unit in kept_units for k in unit)
     out = outcome(view, kept, reasons.__getitem__, f"newest whole units that fit {budget:,} tokens")
+    if newest_user is not None:
+        out.kept_reasons[newest_user] = "the newest user message: always kept"
     if total > budget:
+        # Only the floors can overflow: once they exceed the budget nothing else fits, so they are all that is kept.
         out.budget_exceeded = True
-        turn = [k for k in kept if newest_user is not None and k >= newest_user]
-        what = "the newest user turn" if turn else "what is left"
+        parts = []
+        if newest_user is not None:
+            parts.append(f"the newest user message (message {view.offset + newest_user})")
+            out.kept_reasons[newest_user] = "the newest user message, kept although the budget is exceeded"
+        if newest_kept is not None:
+            first = msgs[newest_kept[0]]
+            what = "tool exchange" if is_call(first) else f"{first.role} message"
+            a, b = view.offset + newest_kept[0], view.offset + newest_kept[-1]
+            span = f"message {a}" if a == b else f"messages {a}-{b}"
+            parts.append(f"the newest {what}{' after it' if newest_user is not None else ''} ({span})")
+            for k in newest_kept:
+                out.kept_reasons[k] = f"the newest {what}, kept although the budget is exceeded"
+        what = " and ".join(parts) if parts else "the pinned system messages"
         out.notes.append(
-            f"Budget exceeded: {what} needs {total:,} tokens with the pinned system messages, more than "
-            f"max_tokens={budget:,}; it is kept anyway rather than sending an empty context."
+            f"Budget exceeded: {what} need{'s' if len(parts) < 2 else ''} {total:,} tokens with the pinned system "
+            f"messages, more than max_tokens={budget:,}; kept anyway rather than sending the request without them."
         )
-        for k in turn:
-            out.kept_reasons[k] = "the newest user turn, kept although the budget is exceeded"
     return out
