@@ -20,6 +20,7 @@ from django.core.exceptions import PermissionDenied
 from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import render
+from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from agents import exports, imports, models, services
@@ -53,15 +54,35 @@ class ImportForm(forms.Form):
     format = forms.ChoiceField(required=False, label="Format")
     file = forms.FileField(required=False, label="File (JSON or JSONL)")
     text = forms.CharField(required=False, label="or paste JSON", max_length=MAX_PASTE_CHARS,
-                           widget=forms.Textarea(attrs={"rows": 8, "spellcheck": "false", "class": "mono"}))
+                           widget=forms.Textarea(attrs={"rows": 18, "cols": 100, "spellcheck": "false",
+                                                        "class": "mono paste-box", "style": "width: 100%"}))
 
     def __init__(self, *args: Any, user: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         # Every project the user is in is accepted here; the role is checked in the view, which answers 403.
         self.fields["project"].queryset = services.user_projects(user)
         self.fields["project"].label_from_instance = lambda p: p.name
-        self.fields["agent"].queryset = services.agents_for_user(user)
-        self.fields["agent"].label_from_instance = lambda a: f"{a.name} ({a.project.name})"
+        # Any agent of the user's projects is accepted, so that one of another project is explained by clean()
+        # ("X is not an agent of Y") rather than refused as an unknown choice; but the select offers only the
+        # agents of the project shown as chosen. With htmx, changing the project fetches this form for it and
+        # swaps in its agent select.
+        agents = services.agents_for_user(user)
+        self.fields["agent"].queryset = agents
+        project_slug = (self.data.get("project") if self.is_bound else None) or self.initial.get("project")
+        if not project_slug:
+            first = self.fields["project"].queryset.first()
+            project_slug = first.slug if first is not None else ""
+        offered = forms.ModelChoiceField(queryset=agents.filter(project__slug=project_slug),
+                                         empty_label=self.fields["agent"].empty_label)
+        offered.label_from_instance = lambda a: a.name
+        self.fields["agent"].widget.choices = offered.choices
+        self.fields["project"].widget.attrs.update({
+            "hx-get": reverse("agents:import_upload"),
+            "hx-trigger": "change",
+            "hx-target": "#id_agent",
+            "hx-select": "#id_agent",
+            "hx-swap": "outerHTML",
+        })
         self.fields["format"].choices = [("", "Detect automatically")] + [
             (name, getattr(spec, "label", name)) for name, spec in formats.FORMATS.items()
         ]

@@ -333,3 +333,35 @@ def test_the_report_names_an_already_imported_session_by_its_title(alice_client:
     assert session.title == "Weather in Paris?" and "already imported" in done
     link = re.search(rf'<a href="{session.get_absolute_url()}">([^<]*)</a>', done)
     assert link and link.group(1) == "Weather in Paris?"
+
+
+def agent_options(html: str) -> list[str]:
+    select = re.search(r'<select name="agent"[^>]*>(.*?)</select>', html, re.S)
+    assert select, "the page has the agent select"
+    return [label.strip() for label in re.findall(r"<option[^>]*>([^<]*)</option>", select.group(1))]
+
+
+def test_the_agent_select_offers_only_the_chosen_projects_agents(alice_client: Any, project: models.Project) -> None:
+    other = models.Project.objects.create(name="Beta", slug="beta")
+    models.Membership.objects.create(project=other, user=project.memberships.get().user, role="admin")
+    models.Agent.objects.create(project=project, name="Mine", slug="mine")
+    models.Agent.objects.create(project=other, name="Theirs", slug="theirs")
+    alpha = alice_client.get(reverse("agents:import_upload"), {"project": "alpha"}).content.decode()
+    assert agent_options(alpha)[1:] == ["Mine"]
+    beta = alice_client.get(reverse("agents:import_upload"), {"project": "beta"}).content.decode()
+    assert agent_options(beta)[1:] == ["Theirs"]
+    # Without a project named, the select shows the first project (Alpha) and so its agents.
+    assert agent_options(alice_client.get(reverse("agents:import_upload")).content.decode())[1:] == ["Mine"]
+    # A form sent back with errors keeps offering the agents of the project it names.
+    bad = preview(alice_client, other, new_agent="x", text="").content.decode()
+    assert agent_options(bad)[1:] == ["Theirs"]
+    # With htmx, changing the project fetches this page for that project and swaps in its agent select.
+    project_select = re.search(r'<select name="project"[^>]*>', alpha).group(0)
+    assert f'hx-get="{reverse("agents:import_upload")}"' in project_select
+    assert 'hx-select="#id_agent"' in project_select and 'hx-target="#id_agent"' in project_select
+
+
+def test_the_paste_box_is_big_enough_to_read(alice_client: Any, project: models.Project) -> None:
+    html = alice_client.get(reverse("agents:import_upload")).content.decode()
+    textarea = re.search(r'<textarea[^>]*name="text"[^>]*>', html).group(0)
+    assert int(re.search(r'rows="(\d+)"', textarea).group(1)) >= 16
