@@ -56,7 +56,8 @@ class SessionAdmin(admin.ModelAdmin):
 class MessageAdmin(admin.ModelAdmin):
     list_display = ["session", "seq", "role", "name", "tool_call_id", "is_error", "token_count", "short_content"]
     list_filter = ["role", "is_error"]
-    search_fields = ["=session__external_id", "tool_call_id", "external_id"]
+    # Content is the column people look for ("which message said 'quota'?"); the others are exact-ish ids.
+    search_fields = ["=session__external_id", "tool_call_id", "external_id", "content"]
     list_select_related = ["session"]
     raw_id_fields = ["session"]
     ordering = ["session", "seq"]

@@ -102,3 +102,26 @@ def test_it_generates_the_same_conversations_from_the_same_seed():
 def test_it_generates_sessions_with_unique_external_ids_per_agent():
     keys = [(s.agent, s.conversation.external_id) for s in demo_data.demo_sessions()]
     assert len(keys) == len(set(keys))
+
+
+def test_it_lets_the_demo_user_browse_the_admin_read_only(db, client):
+    _seed()
+    demo = User.objects.get(username="demo")
+    assert demo.is_staff and not demo.is_superuser
+    assert client.login(username="demo", password="memoryviz-demo")
+    assert client.get("/admin/").status_code == 200
+    for model in ("project", "agent", "session", "message", "toolcall"):
+        assert client.get(f"/admin/agents/{model}/").status_code == 200, model
+        assert demo.has_perm(f"agents.view_{model}") and not demo.has_perm(f"agents.change_{model}")
+    assert client.get("/admin/auth/user/").status_code == 403
+    session = Session.objects.first()
+    assert client.post(f"/admin/agents/session/{session.pk}/delete/", {"post": "yes"}).status_code == 403
+    _seed()  # a second run keeps it so, with no duplicate permissions
+    assert User.objects.get(username="demo").user_permissions.count() == demo.user_permissions.count()
+
+
+def test_it_searches_message_content_in_the_admin(db, admin_client, make_session):
+    make_session([{"role": "user", "content": "my quota ran out yesterday"}, {"role": "assistant", "content": "ok"}])
+    response = admin_client.get("/admin/agents/message/", {"q": "quota ran out"})
+    assert response.status_code == 200
+    assert [m.content for m in response.context["cl"].result_list] == ["my quota ran out yesterday"]

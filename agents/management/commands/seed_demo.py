@@ -10,11 +10,15 @@ import time
 from typing import Any
 
 from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Permission
 from django.core.management.base import BaseCommand, CommandParser
 from django.db import transaction
 
 from agents import demo_data, services
 from agents.models import Agent, Membership, Project, Session
+
+# The demo user may browse the agents app in the admin, read-only: staff (not superuser) with "view" permissions.
+ADMIN_VIEW_MODELS = ("project", "membership", "agent", "session", "message", "toolcall", "exportrecord")
 
 DEMO_USERNAME = "demo"
 DEMO_PASSWORD = "memoryviz-demo"
@@ -79,5 +83,10 @@ class Command(BaseCommand):
         user, created = User.objects.get_or_create(username=DEMO_USERNAME)
         if created:
             user.set_password(DEMO_PASSWORD)
-            user.save(update_fields=["password"])
+        # Never a superuser: the demo login must not be able to change users or delete data from the admin.
+        user.is_staff, user.is_superuser = True, False
+        user.save()
+        user.user_permissions.add(*Permission.objects.filter(
+            content_type__app_label="agents", content_type__model__in=ADMIN_VIEW_MODELS, codename__startswith="view_"
+        ))
         return user, created
