@@ -5,6 +5,8 @@ import json
 import re
 
 from django.contrib.auth.models import User
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from django.core.management import call_command
 
 from agents import demo_data
@@ -125,3 +127,96 @@ def test_it_searches_message_content_in_the_admin(db, admin_client, make_session
     response = admin_client.get("/admin/agents/message/", {"q": "quota ran out"})
     assert response.status_code == 200
     assert [m.content for m in response.context["cl"].result_list] == ["my quota ran out yesterday"]
+
+
+# --- the demo data reads as real ------------------------------------------------------------------------------
+
+# IATA designators, independent of the generator's table: a flight number starts with its airline's code.
+IATA = {"TAP Air Portugal": "TP", "Lufthansa": "LH", "Iberia": "IB", "KLM": "KL", "United": "UA", "Delta": "DL",
+        "Air France": "AF", "Icelandair": "FI", "Turkish Airlines": "TK"}
+WINTER = {12, 1, 2}
+
+
+def _tool_results(conversation, name: str) -> list[dict]:
+    calls = {tc.id: tc for m in conversation.messages for tc in (m.tool_calls or [])}
+    return [json.loads(m.content) for m in conversation.messages
+            if m.role == "tool" and m.tool_call_id in calls and calls[m.tool_call_id].function.name == name
+            and not m.is_error]
+
+
+def _travel(seed: int, day: int):
+    import datetime as dt
+    import random
+
+    start = demo_data.EPOCH + dt.timedelta(days=day)
+    return demo_data._travel_session(random.Random(seed), 1, start)
+
+
+@settings(max_examples=150, deadline=None)
+@given(seed=st.integers(0, 10**6), day=st.integers(0, 300))
+def test_it_forecasts_highs_that_fit_the_city_and_the_season(seed, day):
+    conversation = _travel(seed, day)
+    for forecast in _tool_results(conversation, "get_weather"):
+        for d in forecast["days"]:
+            month = int(d["date"][5:7])
+            assert d["low"] < d["high"]
+            assert -15 <= d["high"] <= 38
+            if forecast["city"] in ("Oslo", "Montréal") and month in WINTER:
+                assert d["high"] < 5, (forecast["city"], d)
+            if forecast["city"] in ("Oslo", "Edinburgh", "Reykjavík", "Vienna", "Montréal") and month in WINTER:
+                assert d["high"] < 12, (forecast["city"], d)
+            if forecast["city"] in ("Cape Town", "Hanoi", "Mexico City") and month in WINTER:
+                assert d["high"] >= 15, (forecast["city"], d)
+
+
+@settings(max_examples=150, deadline=None)
+@given(seed=st.integers(0, 10**6))
+def test_it_numbers_flights_with_the_airlines_own_code(seed):
+    conversation = _travel(seed, 3)
+    flights = [f for result in _tool_results(conversation, "search_flights") for f in result["results"]]
+    assert flights
+    for flight in flights:
+        assert re.fullmatch(r"[A-Z]{2}\d{3,4}", flight["flight"])
+        assert flight["flight"][:2] == IATA[flight["airline"]], flight
+    # The assistant quotes the cheapest flight as it was found.
+    cheapest = min(flights, key=lambda f: f["price"]["amount"])
+    assert f"{cheapest['airline']} {cheapest['flight']}" in " ".join(
+        m.content for m in conversation.messages if m.role == "assistant" and m.content)
+
+
+# Words only one of the languages uses (the demo's own vocabulary is small, so a handful each decides).
+MARKERS = {
+    "en": {"the", "your", "you", "shall", "want", "thank", "sorry", "have", "with"},
+    "fr": {"vous", "est", "nuit", "nuits", "je", "pour", "quel", "bonjour", "réservé", "voulez-vous", "petit-déjeuner", "plutôt", "bon"},
+    "es": {"por", "noche", "noches", "quiero", "hola", "qué", "tiempo", "reservado", "quiere", "hará", "desayuno", "buen", "presupuesto"},
+    "de": {"ist", "ihre", "sie", "gern", "geschehen", "einen", "tag", "noch", "hallo", "meine", "die", "der", "bestellung", "nicht", "vielen", "dank", "wir", "bei"},
+}
+
+
+def _language(text: str) -> str:
+    if re.search(r"[\u3040-\u30ff\u4e00-\u9fff]", text):
+        return "ja"
+    words = re.findall(r"[\w'-]+", text.lower())
+    scores = {lang: sum(w in markers for w in words) for lang, markers in MARKERS.items()}
+    return max(scores, key=scores.get)
+
+
+def test_it_answers_in_the_language_the_user_writes():
+    languages = set()
+    for demo in demo_data.demo_sessions():
+        messages = demo.conversation.messages
+        first_user = next((m.content for m in messages if m.role == "user"), None)
+        if not first_user or first_user.startswith("Summary of earlier"):
+            continue
+        expected = _language(first_user)
+        languages.add(expected)
+        for m in messages:
+            if m.role == "assistant" and m.content and not m.tool_calls:
+                assert _language(m.content) == expected, (demo.conversation.title, m.content)
+    assert {"en", "fr", "de", "ja"} <= languages
+
+
+def test_it_gives_every_session_its_own_title():
+    for seed in (demo_data.DEFAULT_SEED, 1, 2):
+        titles = [s.conversation.title for s in demo_data.demo_sessions(seed)]
+        assert all(titles) and len(titles) == len(set(titles)), [t for t in titles if titles.count(t) > 1]
