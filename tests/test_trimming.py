@@ -359,7 +359,10 @@ def test_it_drops_the_oldest_non_system_message_with_the_tool_messages_after_it(
     # Q0 goes (10 left), then the call with its two results (7 left), then A0 (6).
     assert result.kept == [0, 6, 7, 8, 9, 10]
     reasons = {d.index: d.reason for d in result.dropped}
-    assert reasons[3] == "dropped with message 2 (tool messages right after it go with it)"
+    assert reasons[1] == reasons[2] == reasons[3] == (
+        "oldest non-system messages dropped to keep at most 6 messages "
+        "(the tool messages right after a dropped message go with it)"
+    )
     assert not result.violations
     assert trim(SK_HISTORY, "safe_window", {"max_messages": 5}).kept == [0, 7, 8, 9, 10]
     assert trim(SK_HISTORY, "safe_window", {"max_messages": 4}).kept == [0, 10]
@@ -402,8 +405,9 @@ def test_it_drops_whole_tool_exchanges_oldest_first() -> None:
     assert result.kept == [0, 6, 7, 8, 9, 10]
     assert result.tokens_after == need and not result.budget_exceeded
     reasons = {d.index: d.reason for d in result.dropped}
-    assert reasons[2] == f"oldest tool exchange dropped to fit {need:,} tokens"
-    assert reasons[3] == f"dropped with its call (message 2) to fit {need:,} tokens"
+    assert reasons[2] == reasons[3] == (
+        f"oldest whole units dropped to fit {need:,} tokens (a tool exchange goes with its results)"
+    )
     assert not result.violations
 
 
@@ -416,7 +420,9 @@ def test_it_keeps_the_newest_user_message_and_newest_unit_and_says_the_budget_is
     (note,) = [n for n in result.notes if "Budget exceeded" in n]
     assert "the newest user message (message 6) and the newest assistant message after it (message 10)" in note
     reasons = {d.index: d.reason for d in result.dropped}
-    assert reasons[7] == "oldest tool exchange of the newest turn dropped to fit 5 tokens"
+    assert reasons[7] == (
+        "oldest steps of the newest turn dropped to fit 5 tokens (a tool exchange goes with its results)"
+    )
     assert result.to_dict()["budget_exceeded"] is True
     assert not result.violations
 
@@ -439,8 +445,11 @@ def test_it_drops_the_oldest_steps_of_a_single_turn_agent_loop_to_fit() -> None:
     assert result.tokens_after == need and not result.budget_exceeded
     assert not result.violations and result.notes == []
     reasons = {d.index: d.reason for d in result.dropped}
-    assert reasons[2] == f"oldest tool exchange of the newest turn dropped to fit {need:,} tokens"
-    assert reasons[3] == f"dropped with its call (message 2) to fit {need:,} tokens"
+    assert reasons[2] == reasons[3] == (
+        f"oldest steps of the newest turn dropped to fit {need:,} tokens (a tool exchange goes with its results)"
+    )
+    # However long the loop, its dropped messages make one run.
+    assert result.dropped_runs() == [{"from": 2, "to": 95, "reason": reasons[2]}]
     assert result.explanation()[1]["reason"] == "the newest user message: always kept"
     # One token less and the oldest kept exchange goes too, never half of it.
     tighter = trim(history, "safe_token_budget", {"max_tokens": need - 1}, counter="approx", token_counts=counts)
@@ -568,3 +577,21 @@ def test_it_never_recounts_stored_messages(counting_counter) -> None:
         result = trim(history, name, params.get(name, {}), counter=counting_counter.name, token_counts=counts)
         # Only what the strategy inserts (a placeholder) is new text to count.
         assert counting_counter.calls == len(result.inserted), name
+
+
+@pytest.mark.parametrize("shape", ["agent_loop", "chat"])
+@pytest.mark.parametrize("name", sorted(set(DESIGN_TABLE) - {"unbounded", "strip_thoughts"}))
+def test_it_sums_up_a_long_sessions_dropped_messages_in_a_few_runs(name: str, shape: str) -> None:
+    history = _agent_loop(2000, "r" * 40) if shape == "agent_loop" else _history(800)
+    counts = count_messages(history, "approx")
+    params = {"openmanus_window": {"max_messages": 20}, "buffered": {"buffer_size": 20},
+              "head_and_tail": {"head_size": 5, "tail_size": 5}, "token_limited": {"token_limit": 3000},
+              "langchain_last": {"max_tokens": 3000}, "langchain_first": {"max_tokens": 3000},
+              "safe_window": {"max_messages": 20}, "last_turns": {"max_turns": 2},
+              "sk_truncation": {"target_count": 20}, "llamaindex_buffer": {"token_limit": 3000},
+              "safe_token_budget": {"max_tokens": 3000}}
+    result = trim(history, name, params.get(name, {}), counter="approx", token_counts=counts)
+    runs = result.dropped_runs()
+    expanded = [(i, r["reason"]) for r in runs for i in range(r["from"], r["to"] + 1)]
+    assert expanded == [(d.index, d.reason) for d in result.dropped]
+    assert len(runs) <= 4, [(r["from"], r["to"], r["reason"][:60]) for r in runs[:6]]

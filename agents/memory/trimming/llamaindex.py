@@ -106,11 +106,19 @@ def _llamaindex_buffer(view: View, p: LlamaIndexParams) -> Outcome:
     current = count(n)
     outside = f"outside the newest messages whose content fits {limit:,} tokens (LlamaIndex counts content only)"
     skipped = "dropped so the window does not start on an assistant or tool message (LlamaIndex skips those)"
+    pending: list[int] = []  # skipped in the last round
     while current > limit and n > 1:
+        # The window after the messages skipped last round did not fit, so a window starting at them (longer)
+        # would not have fitted either: they are outside the budget, not merely skipped. Only the last round's
+        # skips are "skipped"; this also keeps a long session's dropped messages in few runs.
+        for i in pending:
+            reasons[i] = outside
+        pending = []
         reasons[total - n] = outside
         n -= 1
         while n > 1 and msgs[total - n].role in ("tool", "assistant"):
             reasons[total - n] = skipped
+            pending.append(total - n)
             n -= 1
         current = count(n)
     out_notes: list[str] = []

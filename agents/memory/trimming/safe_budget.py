@@ -162,16 +162,16 @@ def _safe_token_budget(view: View, p: SafeTokenBudgetParams) -> Outcome:
             newest_kept = members
         if is_call(msgs[members[0]]):
             newer_ids.update(tc.id for tc in msgs[members[0]].tool_calls)
+    # One reason for all the units dropped to fit (one for those inside the newest turn), not one per unit: a
+    # long session's dropped messages then read as one or two runs (TrimResult.dropped_runs).
+    older = f"oldest whole units dropped to fit {budget:,} tokens (a tool exchange goes with its results)"
+    in_turn = (
+        f"oldest steps of the newest turn dropped to fit {budget:,} tokens (a tool exchange goes with its results)"
+    )
     for u_no in to_fit:
-        unit = units[u_no]
-        first = msgs[unit[0]]
-        what = "tool exchange" if is_call(first) else f"{first.role} message"
-        where = " of the newest turn" if user_unit is not None and u_no > user_unit else ""
-        for k in unit:
-            reasons[k] = (
-                f"oldest {what}{where} dropped to fit {budget:,} tokens" if k == unit[0]
-                else f"dropped with its call (message {view.offset + unit[0]}) to fit {budget:,} tokens"
-            )
+        why = in_turn if user_unit is not None and u_no > user_unit else older
+        for k in units[u_no]:
+            reasons[k] = why
     kept = sorted(k for unit in kept_units for k in unit)
     out = outcome(view, kept, reasons.__getitem__, f"newest whole units that fit {budget:,} tokens")
     if newest_user is not None:

@@ -37,17 +37,23 @@ def _safe_window(view: View, p: SafeWindowParams) -> Outcome:
     # The article's loop deletes from the front; the same result in one pass.
     remaining = len(view)
     reasons: dict[int, str] = {}
+    # One reason for every message the window drops (not "dropped with message N"), so that a long session's
+    # dropped messages read as one run (TrimResult.dropped_runs) instead of one entry each.
+    why = (
+        f"oldest non-system messages dropped to keep at most {plural(p.max_messages, 'message')} "
+        "(the tool messages right after a dropped message go with it)"
+    )
     i = 0
     while remaining > p.max_messages and i < len(view):
         m = view.messages[i]
         if m.role in SYSTEM_ROLES:
             i += 1
             continue
-        reasons[i] = f"oldest non-system message dropped to keep at most {plural(p.max_messages, 'message')}"
+        reasons[i] = why
         remaining -= 1
         j = i + 1
         while j < len(view) and view.messages[j].role == "tool":
-            reasons[j] = f"dropped with message {view.offset + i} (tool messages right after it go with it)"
+            reasons[j] = why
             remaining -= 1
             j += 1
         i = j
