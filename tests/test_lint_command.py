@@ -134,7 +134,7 @@ BAD_INPUTS = {
     "whitespace only": ("  \n ", "empty"),
     "a number": ("42", "history.json"),
     "a list of strings": ('["hello", "world"]', "history.json"),
-    "an unknown role": ('[{"role": "robot", "content": "hi"}]', "unknown format"),
+    "an unknown role": ('[{"role": "robot", "content": "hi"}]', "messages[0].role"),  # detected as openai (QA #4)
     "an unknown role read as openai": ('[{"role": "robot", "content": "hi"}]', "[0].role"),
     "a number as content": ('[{"role": "user", "content": 7}]', "[0].content"),
     "tool_calls not a list": ('[{"role": "assistant", "tool_calls": "get_weather"}]', "[0].tool_calls"),

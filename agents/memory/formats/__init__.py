@@ -5,9 +5,12 @@ Public API (the commands, views, API and importer all call these):
 - ``FORMATS``: name -> ``FormatSpec`` (name, label, description, extension, media_type).
 - ``detect_format(data)``: the format of a parsed document; ``FormatError`` when unknown or ambiguous.
 - ``read_data(data, format=None)``: conversations from parsed JSON (or a list of JSONL rows).
-- ``read_input(source, format=None)``: conversations from a path, ``"-"`` (stdin) or a binary file object.
-- ``iter_conversations(source, format=None)``: the same, one conversation at a time.
-- ``open_stream(source, format=None)``: ``ConversationStream``s whose messages are read as they are consumed,
+- ``read_input(source, format=None, *, name=None)``: conversations from a path, ``"-"`` (stdin) or a binary file
+  object. ``name`` is the file name to judge the input by when ``source`` does not carry it (an upload stored
+  under another name, pasted text): ``travel.jsonl`` means JSON Lines, as the path does on the command line.
+  Without it the name is the path's, or the file object's ``name`` attribute.
+- ``iter_conversations(source, format=None, *, name=None)``: the same, one conversation at a time.
+- ``open_stream(source, format=None, *, name=None)``: ``ConversationStream``s whose messages are read as they are consumed,
   so that a single conversation of a million messages never sits in memory (openai and native stream message by
   message; JSONL line by line; an array of documents in any format document by document; any other big
   document is read whole).
@@ -38,6 +41,10 @@ Detection rules (a file can always name its format instead, ``--format NAME``):
 - A JSON array of documents (lists, or objects with ``messages`` / ``input`` / ``llm_context`` / ...) holds several
   conversations of one format.
 When more than one format fits, the error lists the candidates and says to name one with ``--format``.
+When none fits these rules, detection goes by shape alone: a list (or an object with ``messages``) whose objects
+look like chat messages (a ``role`` key, whatever its value, or only Chat Completions keys) is ``openai``
+(``openmanus``, ``anthropic`` or ambiguous by the same marks as above), so that its reader names the bad place
+(``messages[0].role: ...``) instead of the input being called an unknown format. Validation is the reader's.
 """
 from __future__ import annotations
 
@@ -122,6 +129,23 @@ def _candidates(doc: Any) -> list[str]:
     return found
 
 
+def _loose_candidates(doc: Any) -> list[str]:
+    """When no format matches strictly: the formats whose shape (keys) the document has, whatever its values, so
+    that a message with a bad role, a missing key or a stray number in the list is read by its format's reader,
+    which names the place, rather than reported as an unknown format. Validation is the reader's job."""
+    messages = openai.loose_messages_of(doc)
+    if messages is None:
+        return []
+    objects = [m for m in messages[:200] if isinstance(m, dict)]
+    if (isinstance(doc, dict) and "system" in doc) or openai.has_anthropic_blocks(objects):
+        return ["anthropic"]  # a top-level system or tool_use/tool_result blocks: Anthropic's, as in strict detection
+    if isinstance(doc, list) and all(agentscope.looks_like_msg(m) for m in objects):
+        return ["openai", "agentscope"]  # a list of Msg dicts reads as both, as in strict detection
+    if isinstance(doc, list) and openmanus.clearly(objects):
+        return ["openmanus"]
+    return ["openai"]
+
+
 def describe_shape(data: Any, depth: int = 0) -> str:
     if isinstance(data, dict):
         keys = ", ".join(list(map(str, data))[:8]) or "no keys"
@@ -139,7 +163,7 @@ def detect_format(data: Any) -> str:
     """The format of a parsed document. FormatError when it is none of them or could be several."""
     docs = _documents(data)
     doc = docs[0] if docs else data
-    found = _candidates(doc)
+    found = _candidates(doc) or _loose_candidates(doc)
     if len(found) == 1:
         return found[0]
     if not found:
@@ -170,20 +194,30 @@ def read_data(data: Any, format: str | None = None) -> list[Conversation]:
         raise FormatError("input", "nested too deeply") from None
 
 
-def read_input(source: str | os.PathLike[str] | IO[bytes], format: str | None = None) -> list[Conversation]:
-    return list(iter_conversations(source, format))
+def read_input(
+    source: str | os.PathLike[str] | IO[bytes], format: str | None = None, *, name: str | None = None
+) -> list[Conversation]:
+    return list(iter_conversations(source, format, name=name))
 
 
-def iter_conversations(source: str | os.PathLike[str] | IO[bytes], format: str | None = None) -> Iterator[Conversation]:
-    for stream in open_stream(source, format):
+def iter_conversations(
+    source: str | os.PathLike[str] | IO[bytes], format: str | None = None, *, name: str | None = None
+) -> Iterator[Conversation]:
+    for stream in open_stream(source, format, name=name):
         messages = list(stream.messages)
         yield stream.conversation.model_copy(update={"messages": messages})
 
 
-def open_stream(source: str | os.PathLike[str] | IO[bytes], format: str | None = None) -> Iterator[ConversationStream]:
+def open_stream(
+    source: str | os.PathLike[str] | IO[bytes], format: str | None = None, *, name: str | None = None
+) -> Iterator[ConversationStream]:
+    """``name``: the file name detection goes by (``.jsonl`` is JSON Lines) when ``source`` does not carry it,
+    e.g. an upload stored under another name or pasted text that came from a file; only the name is used."""
     if format is not None:
         _codec(format)
     src = open_source(source)
+    if name:
+        src.name = name
     try:
         head = read_head(src.stream, SMALL_INPUT + 1)
         if not head.strip():

@@ -58,6 +58,12 @@ def _is_msg(item: Any) -> bool:
             and ("id" in item or "timestamp" in item) and "type" not in item)
 
 
+def looks_like_msg(item: Any) -> bool:
+    """A Msg dict by its keys alone (whatever its role): for detection when nothing matches strictly."""
+    return (isinstance(item, dict) and {"role", "name", "content"} <= set(item)
+            and ("id" in item or "timestamp" in item) and "type" not in item)
+
+
 def _is_entry(item: Any) -> bool:
     return (isinstance(item, list) and len(item) == 2 and _is_msg(item[0]) and isinstance(item[1], list)) or _is_msg(item)
 

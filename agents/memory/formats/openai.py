@@ -100,6 +100,39 @@ def detect(doc: Any) -> bool:
     return chat_messages_of(doc) is not None
 
 
+# Every key a Chat Completions message may carry (the legacy function_call and providers' reasoning_content too).
+_MESSAGE_KEYS = _CHAT_KEYS | {"function_call", "reasoning_content"}
+
+
+def looks_like_message(item: Any) -> bool:
+    """A message by its keys alone: an object with a ``role`` (whatever its value), or one made only of Chat
+    Completions keys. Detection uses this when no format matches strictly, so that a message with a bad role or a
+    missing key is read as openai and the reader names the place, instead of "unknown format"."""
+    if not isinstance(item, dict) or "type" in item or "data" in item:
+        return False
+    if "role" in item:
+        return True
+    return bool(item) and set(item) <= _MESSAGE_KEYS and ("content" in item or "tool_calls" in item)
+
+
+def loose_messages_of(doc: Any) -> list[Any] | None:
+    """The message list of a document shaped like a chat history (a list, or an object with messages) whose
+    objects all look like messages, whatever their values; items that are not objects are the reader's to
+    report. None when nothing in it looks like a message."""
+    if isinstance(doc, list):
+        messages = doc
+    elif isinstance(doc, dict) and isinstance(doc.get("messages"), list) and "format" not in doc:
+        if "input" in doc or "llm_context" in doc:
+            return None
+        messages = doc["messages"]
+    else:
+        return None
+    objects = [m for m in messages[:200] if isinstance(m, dict)]
+    if not objects or not all(looks_like_message(m) for m in objects):
+        return None
+    return messages
+
+
 # --- reading ----------------------------------------------------------------------------------------------------
 
 def read_call(item: Any, place: str) -> tuple[dict[str, Any], dict[str, Any]]:

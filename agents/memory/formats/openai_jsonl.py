@@ -40,7 +40,15 @@ def detect(doc: Any) -> bool:
 
 
 def detect_row(row: Any) -> bool:
-    return isinstance(row, dict) and isinstance(row.get("messages"), list) and openai.chat_messages_of(row) is not None
+    if not isinstance(row, dict) or not isinstance(row.get("messages"), list):
+        return False
+    if openai.chat_messages_of(row) is not None:
+        return True
+    # A row shaped like one (messages that look like chat messages) with a bad value in it: read as a row, so that
+    # the error names the line and the place rather than the format being unknown. Anthropic rows stay Anthropic.
+    objects = [m for m in row["messages"][:200] if isinstance(m, dict)]
+    return (openai.loose_messages_of(row) is not None and "system" not in row
+            and not openai.has_anthropic_blocks(objects))
 
 
 def read_row(row: Any, place: str = "") -> Conversation:

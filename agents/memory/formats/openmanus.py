@@ -40,7 +40,12 @@ def detect(doc: Any) -> bool:
     content. Anything less is read as openai (the two differ only there)."""
     if not isinstance(doc, list) or openai.chat_messages_of(doc) is None:
         return False
-    sample = doc[:200]
+    return clearly(doc[:200])
+
+
+def clearly(sample: list[Any]) -> bool:
+    """The OpenManus marks in messages (the objects of the list; anything else is the reader's to report)."""
+    sample = [m for m in sample if isinstance(m, dict)]
     if any("base64_image" in m for m in sample):
         return True
     tools = [m for m in sample if m.get("role") == "tool"]
