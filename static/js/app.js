@@ -21,3 +21,17 @@ document.addEventListener("htmx:configRequest", (event) => {
   if (params.get("at") === match[1]) return; // already asked for it: the message does not exist, stay here
   location.replace(`${location.pathname}?at=${match[1]}${location.hash}`);
 })();
+
+// A permalink to a message already on this page scrolls to it without reloading the page; the address bar
+// still shows the ?at= form, so that copying it gives a link that works from anywhere.
+document.addEventListener("click", (event) => {
+  if (event.defaultPrevented || event.button !== 0 || event.metaKey || event.ctrlKey || event.shiftKey || event.altKey) return;
+  const link = event.target.closest && event.target.closest("a[href*='?at=']");
+  if (!link) return;
+  const url = new URL(link.href, location.href);
+  const match = /^#m-(\d+)$/.exec(url.hash);
+  if (url.pathname !== location.pathname || !match || !document.getElementById(`m-${match[1]}`)) return;
+  event.preventDefault();
+  location.hash = url.hash; // scrolls and moves :target (the highlight)
+  history.replaceState(history.state, "", url.href);
+});

@@ -63,9 +63,14 @@ def test_it_shows_a_session_with_calls_results_and_violations(logged_in_page, li
     summary = page.locator("#violations")
     assert summary.is_visible()
     assert "interrupted_exchange" in summary.inner_text()
-    # The summary links to the message where the problem is.
+    # The summary links to the message where the problem is: on this page, it scrolls there without a reload
+    # and leaves the ?at= permalink in the address bar.
+    page.evaluate("window.__same_document = true")
     summary.locator("a[href*='#m-']").first.click()
-    assert re.search(r"#m-\d+$", page.url)
+    page.wait_for_url(re.compile(r"\?at=(\d+)#m-\1$"))
+    assert page.evaluate("window.__same_document") is True
+    seq = page.url.rsplit("#m-", 1)[1]
+    assert page.evaluate("document.querySelector(':target') && document.querySelector(':target').id") == f"m-{seq}"
     flagged = page.locator("article.has-violation")
     assert flagged.count() >= 1
     assert page.locator("#m-2 .call").count() == 2
