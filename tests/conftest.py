@@ -67,6 +67,13 @@ def make_session(agent):
     return make
 
 
+@pytest.fixture(autouse=True)
+def _private_upload_dir(settings, tmp_path_factory):
+    """Each test keeps its pending uploads in a folder of its own, so that runs side by side never see each
+    other's files."""
+    settings.MEMORYVIZ_UPLOAD_DIR = str(tmp_path_factory.mktemp("uploads"))
+
+
 def pytest_collection_modifyitems(config, items):
     """Browser tests run last: Playwright's sync API keeps an event loop running in the main thread while its
     browser is open, and tests that call ``asyncio.run`` (the autogen-core references) cannot run under it."""
