@@ -171,3 +171,9 @@ def test_the_progress_bar_redraws_one_line_only_on_a_terminal() -> None:
             assert "\r" not in text and "\x1b" not in text
             lines = text.splitlines()
             assert len(lines) == 3 and lines[-1].startswith("working [") and "100.0% 7 messages" in lines[-1]
+    # A log never gets the same line twice: closing after a line that already said 100% adds nothing.
+    stream = io.StringIO()
+    bar = ProgressBar("working", stream=stream, total=10, interval=0)
+    bar.update(10)
+    bar.close()
+    assert len(stream.getvalue().splitlines()) == 1

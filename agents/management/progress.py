@@ -39,6 +39,7 @@ class ProgressBar:
         self.last_draw = 0.0
         self.count = 0
         self.drawn = False
+        self.last_line = ""  # what was drawn last, less the rate and time (a log gets no repeated line)
 
     def update(self, count: int) -> None:
         self.count = count
@@ -57,12 +58,16 @@ class ProgressBar:
         elapsed = max(now - self.start, 1e-9)
         rate = self.count / elapsed
         frac = 1.0 if final and self.total else self._fraction()
-        tail = f"{self.count:,} {self.unit} ({rate:,.0f}/s, {elapsed:.0f}s)"
+        done = f"{self.count:,} {self.unit}"
         if frac is None:
-            text = f"{self.label}: {tail}"
+            line = f"{self.label}: {done}"
         else:
             filled = int(frac * 30)
-            text = f"{self.label} [{'#' * filled}{'-' * (30 - filled)}] {frac:6.1%} {tail}"
+            line = f"{self.label} [{'#' * filled}{'-' * (30 - filled)}] {frac:6.1%} {done}"
+        if not self.terminal and final and line == self.last_line:
+            return  # the closing line would say again what the last line said
+        self.last_line = line
+        text = f"{line} ({rate:,.0f}/s, {elapsed:.0f}s)"
         if self.terminal:
             self.stream.write("\r" + text + "\x1b[K")
         else:
