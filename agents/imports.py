@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
-import io
 import os
 import re
 import sys
@@ -181,8 +180,9 @@ def preview_file(
     sessions already imported and messages already stored. Reads the file streaming, like the import."""
     report = ImportReport(file=label or _source_label(source))
     try:
-        handle, close, file_format = _open(source, format, name)
-        for index, stream in enumerate(_closing(formats.open_stream(handle, format), handle if close else None)):
+        handle, close, file_format = _open(source, format)
+        streams = formats.open_stream(handle, format, name=name)
+        for index, stream in enumerate(_closing(streams, handle if close else None)):
             conv = _stream_meta(stream)
             report.format = report.format or (file_format or conv.source_format or "")
             agent_row = _existing_agent(project, agent, conv)
@@ -274,8 +274,9 @@ def _import_streams(
 ) -> None:
     progress = _Progress(on_messages)
     projects: dict[str | None, models.Project] = {}
-    handle, close, file_format = _open(source, format, name)
-    for index, stream in enumerate(_closing(formats.open_stream(handle, format), handle if close else None)):
+    handle, close, file_format = _open(source, format)
+    streams = formats.open_stream(handle, format, name=name)
+    for index, stream in enumerate(_closing(streams, handle if close else None)):
         conv = _stream_meta(stream)
         report.format = report.format or (file_format or conv.source_format or "")
         key = conv.project if project is None else None
@@ -630,20 +631,7 @@ def _agent_label(row: models.Agent | None, agent: models.Agent | str | None, con
 _NATIVE_MARK = re.compile(rb'"format"\s*:\s*"memoryviz"')
 
 
-class _NamedReader(io.BufferedReader):
-    """A file read under another name: an upload kept as ``<user>-<token>.upload`` still reads as ``x.jsonl``
-    (``formats.open_stream`` takes a ``.jsonl`` name to mean JSON Lines, whatever the first line holds)."""
-
-    def __init__(self, path: str | os.PathLike[str], name: str) -> None:
-        super().__init__(io.FileIO(path, "rb"))
-        self._shown_name = name
-
-    @property
-    def name(self) -> str:  # type: ignore[override]
-        return self._shown_name
-
-
-def _open(source: Source, format: str | None, name: str | None = None) -> tuple[IO[bytes], bool, str | None]:
+def _open(source: Source, format: str | None) -> tuple[IO[bytes], bool, str | None]:
     """The input as a buffered binary stream, whether to close it, and the file's format when it is native.
 
     A native file's sessions say the format they were first imported from (``source_format``); the report
@@ -651,9 +639,7 @@ def _open(source: Source, format: str | None, name: str | None = None) -> tuple[
     """
     if isinstance(source, (str, os.PathLike)) and os.fspath(source) != "-":
         try:
-            handle: IO[bytes] = (
-                _NamedReader(source, name) if name else open(source, "rb")  # noqa: SIM115 - closed by _closing
-            )
+            handle: IO[bytes] = open(source, "rb")  # noqa: SIM115 - closed by _closing
         except OSError as exc:
             raise ImportFailed(f"{os.fspath(source)}: {exc.strerror or exc}") from None
         close = True
