@@ -91,6 +91,7 @@ def session_detail(request: HtmxHttpRequest, session_id: int) -> HttpResponse:
         "page": page,
         "messages": messages,
         "range": _page_range(request, session, page),
+        "missing_at": at if at is not None and at >= session.message_count else None,
         "violations": violations,
         "violation_links": [
             {**v, "href": _permalink(session, v.get("seq", v.get("index", 0)))} for v in violations[:VIOLATIONS_LISTED]

@@ -247,3 +247,10 @@ def test_it_explains_the_reply_priming_in_the_header_total(alice_client, exchang
     assert "+3 tokens of reply priming per list under cl100k" in content
     last = exchange.messages.order_by("-seq").first()
     assert exchange.token_total == last.token_running + 3
+
+
+def test_it_says_when_a_permalinked_message_does_not_exist(alice_client, make_session):
+    session = make_session(_long(650))
+    response = alice_client.get(session.get_absolute_url(), {"at": 5000})
+    assert response.status_code == 200
+    assert "There is no message #5,000: the session has 650 messages." in response.content.decode()
