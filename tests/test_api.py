@@ -5,21 +5,8 @@ import base64
 
 import pytest
 
-TRAVEL = [
-    {"role": "system", "content": "You are a travel assistant."},
-    {"role": "user", "content": "Weather in Paris and Tokyo?"},
-    {
-        "role": "assistant",
-        "content": None,
-        "tool_calls": [
-            {"id": "c1", "type": "function", "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'}},
-            {"id": "c2", "type": "function", "function": {"name": "get_weather", "arguments": '{"city": "Tokyo"}'}},
-        ],
-    },
-    {"role": "tool", "tool_call_id": "c1", "content": "18°C"},
-    {"role": "tool", "tool_call_id": "c2", "content": "timeout", "is_error": True},
-    {"role": "assistant", "content": "Paris is 18°C; Tokyo timed out."},
-]
+from tests.conversations import TRAVEL
+
 ORPHAN = [{"role": "user", "content": "hi"}, {"role": "tool", "tool_call_id": "zz", "content": "stray"}]
 
 

@@ -6,24 +6,10 @@ import re
 import pytest
 
 from tests.browser.conftest import screenshot
+from tests.conversations import TRAVEL
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
-TRAVEL = [
-    {"role": "system", "content": "You are a travel assistant."},
-    {"role": "user", "content": "Weather in Paris and Tokyo?"},
-    {
-        "role": "assistant",
-        "content": None,
-        "tool_calls": [
-            {"id": "c1", "type": "function", "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'}},
-            {"id": "c2", "type": "function", "function": {"name": "get_weather", "arguments": '{"city": "Tokyo"}'}},
-        ],
-    },
-    {"role": "tool", "tool_call_id": "c1", "content": "18°C"},
-    {"role": "tool", "tool_call_id": "c2", "content": "timeout", "is_error": True},
-    {"role": "assistant", "content": "Paris is 18°C; Tokyo timed out."},
-]
 
 
 def test_it_logs_in_and_lists_sessions(page, live_server, alice, make_session):
