@@ -11,7 +11,6 @@ from tests.conversations import TRAVEL
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 
-
 def test_it_logs_in_and_lists_sessions(page, live_server, alice, make_session):
     make_session(TRAVEL, title="Paris and Tokyo")
     page.goto(f"{live_server.url}/")
