@@ -177,3 +177,22 @@ def test_the_progress_bar_redraws_one_line_only_on_a_terminal() -> None:
     bar.update(10)
     bar.close()
     assert len(stream.getvalue().splitlines()) == 1
+
+
+def test_it_writes_into_a_pipe_instead_of_replacing_it(agent: models.Agent, tmp_path: Path) -> None:
+    # -o /dev/stdout or a named pipe: renaming a finished temporary file over it would replace the device.
+    import os
+    import stat
+    import threading
+
+    store(agent, "a", CHAT)
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    received: list[bytes] = []
+    reader = threading.Thread(target=lambda: received.append(fifo.read_bytes()), daemon=True)
+    reader.start()
+    code, _, err = run("--format", "openai", "-o", str(fifo))
+    reader.join(timeout=30)
+    assert code == 0, err
+    assert stat.S_ISFIFO(os.stat(fifo).st_mode)
+    assert json.loads(received[0])[1]["content"] == "hi"

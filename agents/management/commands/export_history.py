@@ -106,6 +106,13 @@ class Command(ContractCommand):
         if not output:
             # The raw stream: OutputWrapper.write would add a newline after every piece the writer emits.
             return exports.export_to(plan, self.stdout._out, interface="command", on_messages=bar.update)
+        if os.path.exists(output) and not os.path.isfile(output) and not os.path.isdir(output):
+            # A device or a pipe (/dev/stdout, /dev/null, a FIFO): write into it; renaming over it would replace it.
+            try:
+                with open(output, "w", encoding="utf-8", newline="") as fh:
+                    return exports.export_to(plan, fh, interface="command", on_messages=bar.update)
+            except OSError as exc:
+                raise exports.ExportFailed(f"-o {output}: {exc.strerror or exc}") from None
         # Written next to the target and renamed at the end: a failed export never leaves half a file.
         directory = os.path.dirname(os.path.abspath(output))
         try:
