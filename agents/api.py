@@ -19,7 +19,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
-from agents import lab, models, services
+from agents import models, services
 from agents.forms import SessionFilterForm
 from agents.memory.formats import FORMATS
 from agents.memory.tokens import COUNTERS, get_counter
@@ -198,7 +198,7 @@ def session_trim(request: Request, session_id: int) -> Response:
     try:
         # Cheap checks before a large session is read.
         resolve_params(name, params)
-        messages, counts = lab.session_messages_with_counts(session)
+        messages, counts = services.session_messages_with_counts(session)
         recounted = counter != session.token_counter
         result = trim(messages, name, params, counter=counter, token_counts=None if recounted else counts)
     except StrategyError as exc:

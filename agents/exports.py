@@ -321,16 +321,9 @@ class SessionMessages(Sequence[Message]):
 
 
 def _trim_session(session: models.Session, plan: ExportPlan) -> Any:
-    rows = list(models.Message.objects.filter(session=session).order_by("seq"))
-    messages = [services.message_to_schema(r) for r in rows]
+    messages, counts = services.session_messages_with_counts(session)
     # The stored counts were made by the session's counter: the strategy uses them and never recounts.
-    return trim(
-        messages,
-        plan.strategy,
-        plan.params,
-        counter=session.token_counter,
-        token_counts=[r.token_count for r in rows],
-    )
+    return trim(messages, plan.strategy, plan.params, counter=session.token_counter, token_counts=counts)
 
 
 def _conversations(plan: ExportPlan, counter: _Counter) -> Iterator[Any]:

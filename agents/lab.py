@@ -8,7 +8,7 @@ bounded number of queries. A strategy is written ``name:key=value,key=value`` (a
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import groupby
 from typing import Any
@@ -22,35 +22,6 @@ from agents.memory.schema import Message, content_text
 from agents.memory.trimming import TrimResult, get_strategy, parse_param_pairs, resolve_params, split_param_text, trim
 
 # --- a stored session as the trimmer's input ---------------------------------------------------------------
-
-
-def _schema_and_counts(rows: Iterable[models.Message]) -> tuple[list[Message], list[int]]:
-    messages: list[Message] = []
-    counts: list[int] = []
-    for row in rows:
-        messages.append(services.message_to_schema(row))
-        counts.append(row.token_count)
-    return messages, counts
-
-
-# What message_to_schema reads, and the stored count: a trim needs no more (token_running, ids and the session
-# key stay in the database).
-TRIM_FIELDS = (
-    "role", "content", "content_parts", "name", "tool_call_id", "tool_calls", "is_error", "reasoning",
-    "external_id", "created_at", "usage", "marks", "extra", "token_count",
-)
-# Rows fetched per round trip when a whole session is read: a 200,000-message session streams through in bounded
-# batches instead of being held twice (rows and schema messages) at once.
-SESSION_ROWS_PER_FETCH = 2_000
-
-
-def session_messages_with_counts(session: models.Session) -> tuple[list[Message], list[int]]:
-    """The session's messages in order, and the token counts stored with them (under ``session.token_counter``).
-
-    Used by the lab and the trim API. Only the columns a trim needs are read, and the rows are streamed, so each
-    row object is dropped once its schema Message is built."""
-    rows = session.messages.order_by("seq").only(*TRIM_FIELDS).iterator(chunk_size=SESSION_ROWS_PER_FETCH)
-    return _schema_and_counts(rows)
 
 
 # Message rows per query when the report loads many sessions: few queries, bounded memory.
@@ -74,10 +45,14 @@ def sessions_messages_with_counts(
 
 
 def _load_batch(batch: list[models.Session]) -> Iterator[tuple[models.Session, list[Message], list[int]]]:
-    rows = models.Message.objects.filter(session__in=[s.pk for s in batch]).order_by("session_id", "seq")
+    rows = (
+        models.Message.objects.filter(session__in=[s.pk for s in batch])
+        .order_by("session_id", "seq")
+        .only("session_id", *services.MESSAGE_FIELDS)
+    )
     by_session = {pk: list(group) for pk, group in groupby(rows, key=lambda r: r.session_id)}
     for session in batch:
-        messages, counts = _schema_and_counts(by_session.get(session.pk, []))
+        messages, counts = services.schema_and_counts(by_session.get(session.pk, []))
         yield session, messages, counts
 
 

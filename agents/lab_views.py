@@ -33,7 +33,7 @@ def session_lab(request: HtmxHttpRequest, session_id: int) -> HttpResponse:
     form = strategy_params_form(strategy, None if params_for and params_for != strategy.name else request.GET)
     preview = None
     if form.is_valid and not strategy_error:
-        messages, counts = lab.session_messages_with_counts(session)
+        messages, counts = services.session_messages_with_counts(session)
         result = trim(messages, strategy.name, form.params, counter=session.token_counter, token_counts=counts)
         preview = lab.trim_preview(messages, counts, result)
     spec = lab.Spec(strategy.name, form.params if form.is_valid else {})
@@ -90,7 +90,7 @@ def session_lab_compare(request: HtmxHttpRequest, session_id: int) -> HttpRespon
             continue
         columns.append(CompareColumn(spec.text, spec, "", remove_query=others, lab_query=spec.lab_query))
     if any(c.spec for c in columns):
-        messages, counts = lab.session_messages_with_counts(session)
+        messages, counts = services.session_messages_with_counts(session)
         for column in columns:
             if column.spec is not None:
                 result = trim(messages, column.spec.name, column.spec.params,

@@ -332,9 +332,36 @@ def _first_created_at(messages: Iterable[schema.Message]) -> dt.datetime | None:
 # --- reading ------------------------------------------------------------------------------------------------
 
 
+# What message_to_schema reads, and the stored count: reading a session needs no more (token_running, ids and
+# the session key stay in the database).
+MESSAGE_FIELDS = (
+    "role", "content", "content_parts", "name", "tool_call_id", "tool_calls", "is_error", "reasoning",
+    "external_id", "created_at", "usage", "marks", "extra", "token_count",
+)
+# Rows fetched per round trip when a whole session is read: a 200,000-message session streams through in bounded
+# batches instead of being held twice (rows and schema messages) at once.
+SESSION_ROWS_PER_FETCH = 2_000
+
+
+def schema_and_counts(rows: Iterable[models.Message]) -> tuple[list[schema.Message], list[int]]:
+    messages: list[schema.Message] = []
+    counts: list[int] = []
+    for row in rows:
+        messages.append(message_to_schema(row))
+        counts.append(row.token_count)
+    return messages, counts
+
+
+def session_messages_with_counts(session: models.Session) -> tuple[list[schema.Message], list[int]]:
+    """The session's messages in order, and the token counts stored with them (under ``session.token_counter``),
+    so that a trim (lab, API, export) never recounts text."""
+    rows = session.messages.order_by("seq").only(*MESSAGE_FIELDS).iterator(chunk_size=SESSION_ROWS_PER_FETCH)
+    return schema_and_counts(rows)
+
+
 def session_messages(session: models.Session) -> list[schema.Message]:
     """The stored conversation as schema Messages, in order (for trimming and export)."""
-    return [message_to_schema(row) for row in session.messages.order_by("seq").iterator(chunk_size=2000)]
+    return session_messages_with_counts(session)[0]
 
 
 @dataclass

@@ -8,7 +8,7 @@ from django.utils.html import escape
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agents import lab
+from agents import lab, services
 from agents.memory.tokens import count_messages, get_counter
 from agents.memory.trimming import StrategyError, trim
 from tests.strategies_messages import valid_conversations
@@ -69,7 +69,7 @@ def test_it_offers_literal_parameters_as_choices(alice_client, make_session):
 def test_it_marks_the_same_messages_kept_as_trim_does(alice_client, make_session):
     session = make_session(chat(12))
     params = {"buffer_size": 7}
-    messages, counts = lab.session_messages_with_counts(session)
+    messages, counts = services.session_messages_with_counts(session)
     expected = trim(messages, "buffered", params, counter=session.token_counter, token_counts=counts)
     html = alice_client.get(lab_url(session), {"strategy": "buffered", "buffer_size": "7"}).content.decode()
     assert kept_in_page(html) == expected.kept
@@ -81,7 +81,7 @@ def test_it_marks_the_same_messages_kept_as_trim_does(alice_client, make_session
 
 def test_it_uses_the_stored_token_counts(make_session):
     session = make_session(chat(4))
-    messages, counts = lab.session_messages_with_counts(session)
+    messages, counts = services.session_messages_with_counts(session)
     assert counts == list(session.messages.order_by("seq").values_list("token_count", flat=True))
     assert len(messages) == session.message_count and all(c > 0 for c in counts)
 
@@ -175,7 +175,7 @@ def test_it_requires_login(client, make_session):
 
 def test_it_renders_a_long_session_compactly(alice_client, make_session):
     session = make_session(chat(1250))  # 5,001 messages
-    messages, counts = lab.session_messages_with_counts(session)
+    messages, counts = services.session_messages_with_counts(session)
     result = trim(messages, "buffered", {"buffer_size": 10}, counter=session.token_counter, token_counts=counts)
     html = alice_client.get(lab_url(session), {"strategy": "buffered", "buffer_size": "10"}).content.decode()
     assert f"… {len(result.dropped):,} dropped …</a>" in html  # one folded run in the strip
@@ -222,7 +222,7 @@ def test_it_reads_and_writes_strategy_specs():
 
 def test_it_compares_strategies_side_by_side(alice_client, make_session):
     session = make_session(chat(8))
-    messages, counts = lab.session_messages_with_counts(session)
+    messages, counts = services.session_messages_with_counts(session)
     response = alice_client.get(
         f"{lab_url(session)}compare/", {"s": ["buffered:buffer_size=5", "langchain_last:max_tokens=200", "unbounded"]}
     )

@@ -5,7 +5,7 @@ import re
 
 import pytest
 
-from agents import lab
+from agents import services
 from agents.memory.trimming import trim
 from tests.browser.conftest import screenshot
 from tests.test_lab import chat
@@ -16,7 +16,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 def test_it_updates_the_preview_when_a_parameter_changes(logged_in_page, live_server, make_session):
     page = logged_in_page
     session = make_session(chat(12), title="Weather in twelve cities")
-    messages, counts = lab.session_messages_with_counts(session)
+    messages, counts = services.session_messages_with_counts(session)
     expected = trim(messages, "buffered", {"buffer_size": 3}, counter=session.token_counter, token_counts=counts)
 
     page.goto(f"{live_server.url}/sessions/{session.pk}/")
