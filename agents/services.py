@@ -41,6 +41,23 @@ def user_projects(user: User) -> QuerySet[models.Project]:
     return models.Project.objects.filter(memberships__user=user)
 
 
+# The roles that may change a project's data (import, edit agents); ADMIN alone manages its members.
+EDIT_ROLES = (models.Membership.Level.EDITOR, models.Membership.Level.ADMIN)
+ADMIN_ROLES = (models.Membership.Level.ADMIN,)
+
+
+def projects_with_role(user: User, roles: Iterable[str]) -> QuerySet[models.Project]:
+    """The projects where the user's membership has one of ``roles`` (none for an anonymous user)."""
+    if not user.is_authenticated:
+        return models.Project.objects.none()
+    return models.Project.objects.filter(memberships__user=user, memberships__role__in=list(roles))
+
+
+def editable_projects(user: User) -> QuerySet[models.Project]:
+    """The projects where the user may change data: import, edit agents (editor or admin)."""
+    return projects_with_role(user, EDIT_ROLES)
+
+
 def agents_for_user(user: User) -> QuerySet[models.Agent]:
     return models.Agent.objects.filter(project__in=user_projects(user)).select_related("project")
 

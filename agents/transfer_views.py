@@ -33,14 +33,13 @@ MAX_PASTE_CHARS = 5 * 1024 * 1024
 # Uploads waiting for their confirm are removed after this long.
 UPLOAD_TTL_SECONDS = 6 * 3600
 _TOKEN = re.compile(r"^[A-Za-z0-9_-]{20,64}$")
-EDIT_ROLES = (models.Membership.Level.EDITOR, models.Membership.Level.ADMIN)
 # The label of pasted JSON (it has no file name to read a kind from).
 PASTED_LABEL = "pasted JSON"
 
 
 def editable_projects(user: Any) -> QuerySet[models.Project]:
     """The projects where the user may import (editor or admin)."""
-    return services.user_projects(user).filter(memberships__user=user, memberships__role__in=EDIT_ROLES).distinct()
+    return services.editable_projects(user)
 
 
 class ImportForm(forms.Form):
