@@ -12,12 +12,42 @@ from agents.memory.diff import (
 )
 from agents.memory.schema import FunctionCall, Message, ToolCall
 from agents.memory.tokens import count_messages
-from agents.memory.trimming import trim
+from agents.memory.trimming import STRATEGIES, trim
 from tests.strategies_messages import texts, valid_conversations
-from tests.test_trimming_properties import strategy_and_params
-from tests.test_trimming_reference import conversations
 
 SETTINGS = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@st.composite
+def broken(draw: st.DrawFn) -> list[Message]:
+    """A conversation with some messages lost (orphan results, unanswered calls) and some thoughts recorded."""
+    messages = draw(valid_conversations(system=None, pending=None, max_turns=4))
+    out = []
+    for m in messages:
+        choice = draw(st.integers(0, 9))
+        if choice == 0:
+            continue
+        if choice == 1 and m.role == "assistant":
+            m = m.model_copy(update={"reasoning": draw(texts)})
+        out.append(m)
+    return out
+
+
+conversations = st.one_of(valid_conversations(system=None, pending=None, max_turns=5), broken())
+
+
+@st.composite
+def strategy_and_params(draw: st.DrawFn, budget: int) -> tuple[str, dict[str, Any]]:
+    """Any registered strategy, its numbers drawn up to ``budget`` and its switches drawn (other params default)."""
+    name = draw(st.sampled_from(sorted(STRATEGIES)))
+    params: dict[str, Any] = {}
+    for p in STRATEGIES[name].parameters():
+        if p["type"] == "integer":
+            low = p["minimum"] if "minimum" in p else p.get("exclusiveMinimum", -1) + 1
+            params[p["name"]] = draw(st.integers(low, max(low, budget)))
+        elif p["type"] == "boolean":
+            params[p["name"]] = draw(st.booleans())
+    return name, params
 
 
 def rerun(messages: list[Message], tag: str = "run2_") -> list[Message]:
