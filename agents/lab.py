@@ -112,17 +112,34 @@ STRIP_RUN = 24
 
 @dataclass(eq=False)
 class PreviewRow:
-    status: str  # kept | dropped | inserted
+    status: str  # kept | edited | dropped | inserted
     index: int | None  # input index (None for an inserted message)
     position: int | None  # position in the trimmed list (None for a dropped message)
     message: Message
     tokens: int | None
     reason: str
     violations: list[Violation] = field(default_factory=list)
+    original: Message | None = None  # an edited message as stored (``message`` is what is sent)
 
     @property
     def text(self) -> str:
         return content_text(self.message.content)
+
+    @property
+    def original_text(self) -> str:
+        return content_text(self.original.content) if self.original is not None else ""
+
+    @property
+    def original_calls(self) -> list[dict[str, str]]:
+        """The calls whose arguments the edit changed, as stored."""
+        if self.original is None:
+            return []
+        sent = {c.id: c.function.arguments for c in self.message.tool_calls}
+        return [
+            {"id": c.id, "name": c.function.name, "arguments": c.function.arguments}
+            for c in self.original.tool_calls
+            if sent.get(c.id) != c.function.arguments
+        ]
 
     @property
     def anchor(self) -> str:
@@ -165,6 +182,7 @@ class TrimPreview:
     kept: int
     dropped: int
     inserted: int
+    edited: int
     errors: list[Violation]
     warnings: list[Violation]
     list_violations: list[Violation]  # violations whose index is not a message of the trimmed list
@@ -176,6 +194,7 @@ class TrimPreview:
 def trim_preview(messages: Sequence[Message], counts: Sequence[int], result: TrimResult) -> TrimPreview:
     """What the lab shows of ``result``: every input message and placeholder in order, marked and explained."""
     kept_set = set(result.kept)
+    edited = {e.index for e in result.edited}
     dropped = {d.index: d.reason for d in result.dropped}
     by_position: dict[int, list[Violation]] = {}
     for v in result.violations:
@@ -199,8 +218,9 @@ def trim_preview(messages: Sequence[Message], counts: Sequence[int], result: Tri
         if pending:
             before[i], pending = pending, []
         rows_kept[i] = PreviewRow(
-            "kept", i, position, result.messages[position], counts[i], result.kept_reasons.get(i, "kept"),
-            by_position.get(position, []),
+            "edited" if i in edited else "kept", i, position, result.messages[position], counts[i],
+            result.kept_reasons.get(i, "kept"), by_position.get(position, []),
+            original=messages[i] if i in edited else None,
         )
 
     sequence: list[PreviewRow] = []
@@ -225,6 +245,7 @@ def trim_preview(messages: Sequence[Message], counts: Sequence[int], result: Tri
         kept=len(result.kept),
         dropped=len(result.dropped),
         inserted=len(result.inserted),
+        edited=len(result.edited),
         errors=[v for v in result.violations if v.severity == "error"],
         warnings=[v for v in result.violations if v.severity != "error"],
         list_violations=[v for v in result.violations if not 0 <= v.index < n_out],

@@ -97,6 +97,18 @@ def test_it_shows_placeholders_notes_and_the_trimmed_lists_violations(alice_clie
     assert "orphan_tool_result" in html or "leading_tool_result" in html
 
 
+def test_it_marks_an_edited_message_and_shows_it_as_stored(alice_client, make_session):
+    messages = chat(2)
+    messages[2] = {**messages[2], "content": "Let me check <b>the weather</b>."}  # text sent with the call
+    session = make_session(messages)
+    html = alice_client.get(lab_url(session), {"strategy": "strip_thoughts"}).content.decode()
+    assert re.search(r'id="lm-2" class="msg role-assistant lab-msg lab-edited', html)
+    assert '<span class="lab-mark lab-mark-edited">edited</span>' in html
+    assert "1 sent edited" in html and 'class="strip-cell strip-edited' in html
+    # The stored text is shown beside the edit, escaped.
+    assert "As stored (before the edit)" in html and "Let me check &lt;b&gt;the weather&lt;/b&gt;." in html
+
+
 def test_it_says_when_the_newest_question_is_lost(alice_client, make_session):
     session = make_session(chat(3) + [{"role": "user", "content": "And tomorrow?"}])
     html = alice_client.get(lab_url(session), {"strategy": "clear_non_system"}).content.decode()
@@ -179,7 +191,7 @@ def test_it_renders_a_long_session_compactly(alice_client, make_session):
     result = trim(messages, "buffered", {"buffer_size": 10}, counter=session.token_counter, token_counts=counts)
     html = alice_client.get(lab_url(session), {"strategy": "buffered", "buffer_size": "10"}).content.decode()
     assert f"… {len(result.dropped):,} dropped …</a>" in html  # one folded run in the strip
-    assert len(re.findall(r'class="strip-cell', html)) == len(result.kept) + 4  # + the legend's cells
+    assert len(re.findall(r'class="strip-cell', html)) == len(result.kept) + 5  # + the legend's cells
     assert len(re.findall(r'<article id="l[mp]-', html)) <= lab.MAX_RENDERED
     html = alice_client.get(lab_url(session), {"strategy": "unbounded"}).content.decode()
     assert len(re.findall(r'<article id="l[mp]-', html)) == lab.MAX_RENDERED

@@ -395,6 +395,20 @@ def test_it_strips_thoughts_as_autogens_reasoning_example_does() -> None:
     assert result.tokens_after < result.tokens_before
 
 
+def test_it_marks_messages_sent_changed_as_edited() -> None:
+    history = [U(), A("checking", "c1").model_copy(update={"reasoning": "think"}), T("c1"), A("done")]
+    result = trim(history, "strip_thoughts", counter="approx")
+    assert [e.index for e in result.edited] == [1]
+    assert result.edited[0].reason == result.kept_reasons[1]
+    assert [row["status"] for row in result.explanation()] == ["kept", "edited", "kept", "kept"]
+    data = result.to_dict()
+    assert data["edited"] == [{"index": 1, "reason": result.kept_reasons[1]}]
+    assert data["kept"] == [0, 1, 2, 3]  # an edited message is still sent: DESIGN.md's kept keeps it
+    assert result.to_compact_dict()["edited"] == data["edited"]
+    # The edited message is recounted: what is sent costs less than what is stored.
+    assert result.tokens_after < result.tokens_before
+
+
 # --- safe_token_budget --------------------------------------------------------------------------------------
 
 

@@ -2,8 +2,10 @@
 
 Trims a history (any format memoryviz reads, a path or - for standard input) with a named strategy and prints
 DESIGN.md's JSON: ``{"strategy", "params", "counter", "kept", "dropped", "inserted", "messages", "tokens_before",
-"tokens_after", "violations"}`` plus ``notes`` (framework bugs that show in this result), ``budget_exceeded`` and
-``explanation`` (each input message, kept or dropped, and why). ``messages`` is the trimmed list in OpenAI format.
+"tokens_after", "violations"}`` plus ``edited`` (kept messages sent changed: ``{"index", "reason"}``), ``notes``
+(framework bugs that show in this result), ``budget_exceeded`` and ``explanation`` (each input message, kept, edited
+or dropped, and why). ``messages`` is the trimmed list in OpenAI format; an inserted summary lists the input
+indices it ``summarizes``.
 
 A file with several conversations: the first is trimmed (said on stderr) unless ``--conversation N`` (0-based).
 Exit status: 0, or 2 for an unreadable input, an unknown strategy, counter or parameter, or an invalid value

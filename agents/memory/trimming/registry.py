@@ -36,6 +36,12 @@ class Inserted(NamedTuple):
     position: int  # index in the trimmed list
     message: Message
     reason: str
+    summarizes: tuple[int, ...] = ()  # a summary: the input indices it stands for (empty for other placeholders)
+
+
+class Edited(NamedTuple):
+    index: int  # input index of a kept message that the strategy changed (a cleared result, cleared arguments...)
+    reason: str  # what was changed and why
 
 
 @dataclass
@@ -56,6 +62,8 @@ class TrimResult:
     kept_reasons: dict[int, str] = field(default_factory=dict)
     # For each message of the trimmed list, the input message it came from (None for an inserted placeholder).
     sources: list[int | None] = field(default_factory=list)
+    # Kept input messages that go out changed (their new form is in ``messages``), in input order.
+    edited: list[Edited] = field(default_factory=list)
 
     def input_index(self, position: int) -> int | None:
         """The input index of the trimmed list's message at ``position`` (None: a placeholder, or no message)."""
@@ -67,13 +75,28 @@ class TrimResult:
         return {**v.to_dict(), "input_index": self.input_index(v.index)}
 
     def explanation(self) -> list[dict[str, Any]]:
-        """One entry per input message, in input order: kept or dropped, and why."""
+        """One entry per input message, in input order: kept or dropped, and why; ``status`` says kept, edited
+        (kept, but sent changed) or dropped."""
         rows: dict[int, dict[str, Any]] = {}
+        edited = {e.index for e in self.edited}
         for i in self.kept:
-            rows[i] = {"index": i, "kept": True, "reason": self.kept_reasons.get(i, "kept")}
+            status = "edited" if i in edited else "kept"
+            rows[i] = {"index": i, "kept": True, "status": status, "reason": self.kept_reasons.get(i, "kept")}
         for d in self.dropped:
-            rows[d.index] = {"index": d.index, "kept": False, "reason": d.reason}
+            rows[d.index] = {"index": d.index, "kept": False, "status": "dropped", "reason": d.reason}
         return [rows[i] for i in sorted(rows)]
+
+    def inserted_dicts(self) -> list[dict[str, Any]]:
+        out = []
+        for x in self.inserted:
+            row: dict[str, Any] = {"position": x.position, "message": x.message.to_openai(), "reason": x.reason}
+            if x.summarizes:
+                row["summarizes"] = list(x.summarizes)
+            out.append(row)
+        return out
+
+    def edited_dicts(self) -> list[dict[str, Any]]:
+        return [{"index": e.index, "reason": e.reason} for e in self.edited]
 
     def dropped_runs(self) -> list[dict[str, Any]]:
         """``dropped`` as runs of consecutive input indices with the same reason: ``{"from", "to", "reason"}``
@@ -97,9 +120,8 @@ class TrimResult:
             "counter": self.counter,
             "kept": list(self.kept),
             "dropped": self.dropped_runs(),
-            "inserted": [
-                {"position": x.position, "message": x.message.to_openai(), "reason": x.reason} for x in self.inserted
-            ],
+            "edited": self.edited_dicts(),
+            "inserted": self.inserted_dicts(),
         }
         if messages:
             out["messages"] = [m.to_openai() for m in self.messages]
@@ -120,9 +142,8 @@ class TrimResult:
             "counter": self.counter,
             "kept": list(self.kept),
             "dropped": [{"index": d.index, "reason": d.reason} for d in self.dropped],
-            "inserted": [
-                {"position": x.position, "message": x.message.to_openai(), "reason": x.reason} for x in self.inserted
-            ],
+            "edited": self.edited_dicts(),
+            "inserted": self.inserted_dicts(),
             "messages": [m.to_openai() for m in self.messages],
             "tokens_before": self.tokens_before,
             "tokens_after": self.tokens_after,
@@ -152,14 +173,24 @@ class View:
         return len(self.messages)
 
 
+class Insert(NamedTuple):
+    """A message a strategy inserts: a placeholder, or a summary of some of the view's messages."""
+
+    position: int  # in the strategy's output (its kept messages with the inserts)
+    message: Message
+    reason: str
+    summarizes: tuple[int, ...] = ()  # view positions a summary stands for
+    tokens: int | None = None  # its count when not the counter's: a placeholder summary counts summary_tokens
+
+
 @dataclass
 class Outcome:
     kept: list[int]  # view positions, ascending
     dropped: dict[int, str]  # view position -> reason, for every position not kept
     kept_reason: str
-    kept_reasons: dict[int, str] = field(default_factory=dict)
-    inserted: list[tuple[int, Message, str]] = field(default_factory=list)  # (position in the strategy's output)
-    replaced: dict[int, Message] = field(default_factory=dict)  # view position -> changed copy
+    kept_reasons: dict[int, str] = field(default_factory=dict)  # for an edited message: what changed and why
+    inserted: list[Insert | tuple[int, Message, str]] = field(default_factory=list)
+    replaced: dict[int, Message] = field(default_factory=dict)  # view position -> changed copy (an edit)
     notes: list[str] = field(default_factory=list)
     budget_exceeded: bool = False
 
@@ -396,10 +427,15 @@ def trim(
             view.counter.count(out.replaced[i]) if i in out.replaced else view.counts[i] for i in out.kept
         ]
         inserted: list[Inserted] = []
-        for pos, msg, reason in sorted(out.inserted, key=lambda x: x[0]):
-            body.insert(pos, msg)
-            body_tokens.insert(pos, tc.count(msg))
-            inserted.append(Inserted(n_pinned + pos, msg, reason))
+        for item in sorted(out.inserted, key=lambda x: x[0]):
+            x = Insert(*item)
+            body.insert(x.position, x.message)
+            body_tokens.insert(x.position, tc.count(x.message) if x.tokens is None else x.tokens)
+            summarizes = tuple(n_pinned + i for i in x.summarizes)
+            inserted.append(Inserted(n_pinned + x.position, x.message, x.reason, summarizes))
+        edited = [
+            Edited(n_pinned + i, kept_reasons[n_pinned + i]) for i in out.kept if i in out.replaced
+        ]
         trimmed = list(messages[:n_pinned]) + body
         sources: list[int | None] = [*range(n_pinned), *(n_pinned + i for i in out.kept)]
         for x in inserted:
@@ -424,6 +460,7 @@ def trim(
         budget_exceeded=out.budget_exceeded,
         kept_reasons=kept_reasons,
         sources=sources,
+        edited=edited,
     )
 
 
