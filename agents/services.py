@@ -372,7 +372,14 @@ def schema_and_counts(rows: Iterable[models.Message]) -> tuple[list[schema.Messa
 def session_messages_with_counts(session: models.Session) -> tuple[list[schema.Message], list[int]]:
     """The session's messages in order, and the token counts stored with them (under ``session.token_counter``),
     so that a trim (lab, API, export) never recounts text."""
-    rows = session.messages.order_by("seq").only(*MESSAGE_FIELDS).iterator(chunk_size=SESSION_ROWS_PER_FETCH)
+    # Not ``session.messages``: a related manager sets each row's session from its session_id, which only() left
+    # out, so every row would cost one more query.
+    rows = (
+        models.Message.objects.filter(session_id=session.pk)
+        .order_by("seq")
+        .only(*MESSAGE_FIELDS)
+        .iterator(chunk_size=SESSION_ROWS_PER_FETCH)
+    )
     return schema_and_counts(rows)
 
 

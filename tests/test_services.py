@@ -252,6 +252,14 @@ def test_it_reads_a_page_in_the_same_number_of_queries_for_any_session_length(ma
     assert len(services.session_message_page(long, after=599).rows) == 300
 
 
+def test_it_reads_a_whole_session_in_one_query(make_session):
+    session = make_session(_long(50))
+    with CaptureQueriesContext(connection) as ctx:
+        messages, counts = services.session_messages_with_counts(session)
+    assert len(messages) == len(counts) == 50
+    assert len(ctx.captured_queries) == 1
+
+
 def test_it_gives_back_the_conversation_it_stored(make_session):
     session = make_session(WEATHER)
     assert services.session_messages(session) == parse_messages(WEATHER)
