@@ -6,7 +6,7 @@ PIP := $(VENV)/bin/pip
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: run test setup test-setup browser-deps migrate demo bench system-deps clean
+.PHONY: run test setup test-setup otel-clients browser-deps migrate demo bench system-deps clean
 
 $(VENV)/.runtime: requirements.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -29,7 +29,24 @@ run: demo
 	@echo "memoryviz: http://$(HOST):$(PORT)/  (log in as demo / memoryviz-demo)"
 	$(PY) manage.py runserver $(HOST):$(PORT)
 
-test-setup: $(VENV)/.test
+# The OpenTelemetry instrumentation packages conflict with our pins: each set gets a virtualenv of its own, in
+# which tests/test_otel_clients.py runs real instrumented agents as subprocesses.
+OTEL_VENV := .venv-otel
+OTEL_LEGACY_VENV := .venv-otel-legacy
+
+$(OTEL_VENV)/.installed: tests/otel_clients/requirements-current.txt
+	rm -rf $(OTEL_VENV) && $(PYTHON) -m venv $(OTEL_VENV)
+	$(OTEL_VENV)/bin/pip install --disable-pip-version-check -q -r $<
+	touch $@
+
+$(OTEL_LEGACY_VENV)/.installed: tests/otel_clients/requirements-legacy.txt
+	rm -rf $(OTEL_LEGACY_VENV) && $(PYTHON) -m venv $(OTEL_LEGACY_VENV)
+	$(OTEL_LEGACY_VENV)/bin/pip install --disable-pip-version-check -q -r $<
+	touch $@
+
+otel-clients: $(OTEL_VENV)/.installed $(OTEL_LEGACY_VENV)/.installed
+
+test-setup: $(VENV)/.test otel-clients
 
 # Browser tests need Debian's chromium: installed here when missing and running as root,
 # otherwise `sudo make system-deps` once.
@@ -47,4 +64,4 @@ bench: test-setup
 	$(PY) bench/run.py
 
 clean:
-	rm -rf $(VENV) staticfiles .pytest_cache .hypothesis
+	rm -rf $(VENV) $(OTEL_VENV) $(OTEL_LEGACY_VENV) staticfiles .pytest_cache .hypothesis
