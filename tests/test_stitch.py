@@ -7,7 +7,8 @@ from dataclasses import dataclass
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agents.memory.llm_calls import CapturedCall
+from agents.memory.llm_calls import CapturedCall, call_from_events
+from agents.memory.otlp import LogRecord
 from agents.memory.schema import Message
 from agents.memory.stitch import MemoryChain, Stitcher, message_key, place_call, stitch
 
@@ -216,9 +217,6 @@ def test_placing_a_call_looks_up_only_the_keys_it_carries():
 
 def test_it_places_a_call_again_when_the_rest_of_its_log_events_arrives():
     """An exporter may send one call's log events in two batches: the inputs first, the reply later."""
-    from agents.memory.llm_calls import call_from_events
-    from agents.memory.otlp import LogRecord
-
     def record(n: int, name: str, body: dict) -> LogRecord:
         return LogRecord(trace_id="f" * 32, span_id="2" * 16, time_ns=5_000 + n, event_name=name, body=body,
                          attributes={}, resource={}, scope="x", order=n)
