@@ -129,3 +129,15 @@ def test_it_refuses_a_body_over_the_limit_before_or_after_decompressing():
     with pytest.raises(OtlpError, match="once decompressed") as caught:
         decode(bomb, signal="traces", content_type="application/json", content_encoding="gzip", max_bytes=1_000_000)
     assert caught.value.status == 413
+
+
+def test_the_capture_core_imports_no_django():
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    code = ("import sys, agents.memory.otlp, agents.memory.llm_calls, agents.memory.stitch; "
+            "assert not [m for m in sys.modules if m.split('.')[0] == 'django'], 'django imported'")
+    done = subprocess.run([sys.executable, "-c", code], cwd=Path(__file__).resolve().parent.parent,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
