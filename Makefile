@@ -3,6 +3,8 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 PIP := $(VENV)/bin/pip
+# The 2026 frameworks' libraries, which the exactness tests run as a reference: they cannot live beside the pins.
+REF_VENV := .venv-ref-2026
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
@@ -15,6 +17,11 @@ $(VENV)/.runtime: requirements.txt
 
 $(VENV)/.test: $(VENV)/.runtime requirements-test.txt
 	$(PIP) install --disable-pip-version-check -q -r requirements-test.txt
+	touch $@
+
+$(REF_VENV)/.installed: requirements-ref-2026.txt
+	test -x $(REF_VENV)/bin/python || $(PYTHON) -m venv $(REF_VENV)
+	$(REF_VENV)/bin/python -m pip install --disable-pip-version-check -q -r requirements-ref-2026.txt
 	touch $@
 
 setup: $(VENV)/.runtime
@@ -46,7 +53,7 @@ $(OTEL_LEGACY_VENV)/.installed: tests/otel_clients/requirements-legacy.txt
 
 otel-clients: $(OTEL_VENV)/.installed $(OTEL_LEGACY_VENV)/.installed
 
-test-setup: $(VENV)/.test otel-clients
+test-setup: $(VENV)/.test otel-clients $(REF_VENV)/.installed
 
 # Browser tests need Debian's chromium: installed here when missing and running as root,
 # otherwise `sudo make system-deps` once.
@@ -64,4 +71,4 @@ bench: test-setup
 	$(PY) bench/run.py
 
 clean:
-	rm -rf $(VENV) $(OTEL_VENV) $(OTEL_LEGACY_VENV) staticfiles .pytest_cache .hypothesis
+	rm -rf $(VENV) $(OTEL_VENV) $(OTEL_LEGACY_VENV) $(REF_VENV) staticfiles .pytest_cache .hypothesis

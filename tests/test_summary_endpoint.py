@@ -20,14 +20,14 @@ def test_it_writes_the_placeholder_without_asking_anything() -> None:
     assert placeholder_text(1) == "[summary of 1 message]"
     assert placeholder_text(7) == "[summary of 7 messages]"
     summary = summary_text(n=7, params=SummaryParams(), prompt=never_built, framework="LangChain")
-    assert (summary.text, summary.from_endpoint, summary.note) == ("[summary of 7 messages]", False, None)
+    assert (summary.text, summary.placeholder, summary.note) == ("[summary of 7 messages]", True, None)
 
 
 def test_it_asks_the_configured_endpoint_with_the_prompt_and_summary_tokens(summary_endpoint: StubEndpoint) -> None:
     summary = summary_text(n=3, params=ENDPOINT, prompt=lambda: PROMPT, framework="LangChain",
                            shape=lambda text: "Here is a summary:\n\n" + text)
     assert summary.text == "Here is a summary:\n\n" + summary_endpoint.text
-    assert summary.from_endpoint
+    assert not summary.placeholder
     assert "stub-model" in summary.note and "LangChain's own prompt" in summary.note
     [request] = summary_endpoint.requests
     assert request["path"] == "/v1/chat/completions"
@@ -40,7 +40,7 @@ def test_it_falls_back_to_the_placeholder_when_no_endpoint_is_configured(monkeyp
     monkeypatch.delenv("MEMORYVIZ_SUMMARY_BASE_URL", raising=False)
     monkeypatch.setenv("MEMORYVIZ_SUMMARY_MODEL", "m")
     summary = summary_text(n=2, params=ENDPOINT, prompt=lambda: PROMPT, framework="MAF")
-    assert summary.text == "[summary of 2 messages]" and not summary.from_endpoint
+    assert summary.text == "[summary of 2 messages]" and summary.placeholder
     assert summary.note == ("summarize_with=endpoint: no summary endpoint is configured "
                             "(MEMORYVIZ_SUMMARY_BASE_URL not set); the placeholder summary was used instead.")
 
@@ -59,7 +59,7 @@ def test_it_falls_back_to_the_placeholder_when_the_endpoint_fails(
 ) -> None:
     setup(summary_endpoint)
     summary = summary_text(n=4, params=ENDPOINT, prompt=lambda: PROMPT, framework="Strands")
-    assert summary.text == "[summary of 4 messages]" and not summary.from_endpoint
+    assert summary.text == "[summary of 4 messages]" and summary.placeholder
     assert why in summary.note and summary.note.endswith("the placeholder summary was used instead.")
     assert len(summary_endpoint.requests) == 1
 

@@ -39,20 +39,32 @@ DEFAULT_TIMEOUT = 30.0
 MAX_ANSWER_BYTES = 1 << 20
 
 
-class SummaryParams(StrategyParams):
-    """The parameters every summarizing strategy adds to its framework's."""
+SummarizeWith = Literal["placeholder", "endpoint"]
 
-    summarize_with: Literal["placeholder", "endpoint"] = Field(
+
+def summarize_with_field() -> Any:
+    return Field(
         default="placeholder",
         description="placeholder: the summary reads '[summary of N messages]'; endpoint: a real summary from the "
         "OpenAI-compatible server set in the environment (MEMORYVIZ_SUMMARY_BASE_URL, MEMORYVIZ_SUMMARY_MODEL), "
         "asked with the framework's own prompt. Any failure falls back to the placeholder and says why.",
     )
-    summary_tokens: int = Field(
+
+
+def summary_tokens_field() -> Any:
+    return Field(
         default=500, ge=1,
         description="What a placeholder summary counts under a token counter (1 under 'messages'); also the "
         "max_tokens of a request to the endpoint.",
     )
+
+
+class SummaryParams(StrategyParams):
+    """The two parameters every summarizing strategy adds after its framework's own (declared there with
+    ``summarize_with_field()`` and ``summary_tokens_field()``, so that forms list the framework's first)."""
+
+    summarize_with: SummarizeWith = summarize_with_field()
+    summary_tokens: int = summary_tokens_field()
 
 
 def placeholder_text(n: int) -> str:
@@ -123,14 +135,14 @@ def endpoint_complete(prompt: Sequence[dict[str, Any]], *, max_tokens: int, conf
 @dataclass(frozen=True)
 class SummaryText:
     text: str
-    from_endpoint: bool
+    placeholder: bool  # the placeholder text, counted as summary_tokens (False: a real text, counted by the counter)
     note: str | None  # what the notes say about how the text was had (None for a plain placeholder)
 
 
 def summary_text(
     *,
     n: int,
-    params: SummaryParams,
+    params: Any,  # a strategy's parameters with summarize_with and summary_tokens
     prompt: Callable[[], list[dict[str, Any]]],
     framework: str,
     shape: Callable[[str], str] = lambda text: text,
@@ -138,17 +150,17 @@ def summary_text(
     """The summary of ``n`` input messages: the placeholder, or the endpoint's answer to ``prompt()`` (built only
     then). ``shape`` wraps a text as the framework wraps its model's answer (LangChain's preamble)."""
     if params.summarize_with != "endpoint":
-        return SummaryText(shape(placeholder_text(n)), False, None)
+        return SummaryText(shape(placeholder_text(n)), True, None)
     try:
         config = endpoint_config()
         answer = endpoint_complete(prompt(), max_tokens=params.summary_tokens, config=config)
     except EndpointUnavailable as exc:
         return SummaryText(
-            shape(placeholder_text(n)), False,
+            shape(placeholder_text(n)), True,
             f"summarize_with=endpoint: {exc}; the placeholder summary was used instead.",
         )
     return SummaryText(
-        shape(answer), True,
+        shape(answer), False,
         f"The summary was written by {config.model} at the configured summary endpoint, asked with "
         f"{framework}'s own prompt (max_tokens={params.summary_tokens}).",
     )
@@ -156,7 +168,7 @@ def summary_text(
 
 def summary_insert(
     view: View,
-    params: SummaryParams,
+    params: Any,
     *,
     position: int,
     role: Role,
@@ -167,6 +179,6 @@ def summary_insert(
     """The Insert of a summary message: a placeholder counts summary_tokens (1 under ``messages``), a real
     summary what the counter says."""
     message = Message(role=role, content=summary.text)
-    tokens = None if summary.from_endpoint or view.counter.name == "messages" else params.summary_tokens
+    tokens = params.summary_tokens if summary.placeholder and view.counter.name != "messages" else None
     return Insert(position, message, reason, tuple(covers), tokens)
 

@@ -1,0 +1,173 @@
+"""The reference oracle for the 2026 strategies: runs the real libraries on a batch of cases.
+
+Run by the tests in the reference virtualenv (``.venv-ref-2026``, made by ``make test`` from
+``requirements-ref-2026.txt``): those libraries cannot be installed beside the pinned environment. Reads a JSON
+list of cases on standard input and writes a JSON list of answers on standard output, one per case:
+
+    case   {"strategy", "params", "counter": "messages" | "approx", "messages": [the view, OpenAI dicts]}
+    answer {"messages": [{"source": view index or null, "message": OpenAI dict}], "error": text or null, ...}
+
+``source`` is the view message an output message came from (null for a message the library inserted). The counter
+is memoryviz's own (agents.memory.tokens, pure Python, imported from the checkout), handed to the library as its
+token counter; library messages are turned back into memoryviz messages to be counted, so an edited message is
+recounted exactly as memoryviz recounts it.
+"""
+from __future__ import annotations
+
+import json
+import sys
+import traceback
+from pathlib import Path
+from typing import Any, Callable
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from agents.memory.schema import FunctionCall, Message, ToolCall  # noqa: E402
+from agents.memory.tokens import get_counter  # noqa: E402
+
+SUMMARY_MARK = "<<SUMMARY>>"
+
+
+class Case:
+    def __init__(self, data: dict[str, Any]) -> None:
+        self.strategy: str = data["strategy"]
+        self.params: dict[str, Any] = data.get("params", {})
+        self.counter = get_counter(data.get("counter", "messages"))
+        self.messages = [Message.model_validate(m) for m in data["messages"]]
+
+    def count(self, messages: list[Message]) -> int:
+        return sum(self.counter.count(m) for m in messages) + self.counter.per_list
+
+
+def _args(arguments: str) -> dict[str, Any]:
+    try:
+        value = json.loads(arguments)
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+# --- LangChain ------------------------------------------------------------------------------------------------
+
+
+def _to_langchain(case: Case) -> list[Any]:
+    from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
+
+    out: list[Any] = []
+    for i, m in enumerate(case.messages):
+        content: Any = m.content if m.content is not None else ""
+        common = {"id": str(i), **({"name": m.name} if m.name else {})}
+        if m.role in ("system", "developer"):
+            out.append(SystemMessage(content=content, **common))
+        elif m.role == "user":
+            out.append(HumanMessage(content=content, **common))
+        elif m.role == "tool":
+            out.append(ToolMessage(content=content, tool_call_id=m.tool_call_id or "",
+                                   status="error" if m.is_error else "success", **common))
+        else:
+            calls = [{"name": tc.function.name, "args": _args(tc.function.arguments), "id": tc.id, "type": "tool_call"}
+                     for tc in m.tool_calls]
+            out.append(AIMessage(content=content, tool_calls=calls, **common))
+    return out
+
+
+def _from_langchain(case: Case, lc: Any) -> Message:
+    """A LangChain message as memoryviz's (for counting and for the answer): the original's role and fields, the
+    library's content and arguments (unchanged arguments keep their original string)."""
+    if lc.id is None or not str(lc.id).isdigit() or int(lc.id) >= len(case.messages):
+        return Message(role="user" if lc.type == "human" else "assistant", content=lc.content)
+    original = case.messages[int(lc.id)]
+    # LangChain holds a missing content as "": it stays missing.
+    update: dict[str, Any] = {"content": None if lc.content == "" and original.content is None else lc.content}
+    if original.role == "assistant":
+        calls = []
+        for tc, lc_call in zip(original.tool_calls, lc.tool_calls):
+            same = lc_call["args"] == _args(tc.function.arguments)
+            arguments = tc.function.arguments if same else json.dumps(lc_call["args"])
+            calls.append(ToolCall(id=tc.id, function=FunctionCall(name=tc.function.name, arguments=arguments)))
+        update["tool_calls"] = calls
+    return original.model_copy(update=update)
+
+
+def _langchain_answer(case: Case, messages: list[Any]) -> list[dict[str, Any]]:
+    out = []
+    for lc in messages:
+        source = int(lc.id) if lc.id is not None and str(lc.id).isdigit() else None
+        if lc.type == "human" and lc.additional_kwargs.get("lc_source") == "summarization":
+            source = None
+        message = _from_langchain(case, lc) if source is not None else Message(role="user", content=lc.content)
+        out.append({"source": source, "message": message.to_openai()})
+    return out
+
+
+def langchain_summarization(case: Case) -> dict[str, Any]:
+    from langchain.agents.middleware.summarization import DEFAULT_SUMMARY_PROMPT, SummarizationMiddleware
+    from langchain_core.language_models.fake_chat_models import FakeListChatModel
+    from langchain_core.messages.utils import get_buffer_string
+
+    p = case.params
+    messages = _to_langchain(case)
+
+    def counter(batch: Any) -> int:
+        return case.count([_from_langchain(case, m) for m in batch])
+
+    read: list[Any] = []
+
+    def summarizer(trimmed: list[Any]) -> str:
+        read.extend(trimmed)
+        return SUMMARY_MARK
+
+    trigger: Any = None
+    clauses = {k: p[v] for k, v in (("tokens", "trigger_tokens"), ("messages", "trigger_messages"))
+               if p.get(v) is not None}
+    if clauses:
+        trigger = dict(clauses) if p.get("trigger_all") else [(k, v) for k, v in clauses.items()]
+    keep = ("tokens", p["keep_tokens"]) if p.get("keep_tokens") is not None else ("messages", p.get("keep_messages", 20))
+    middleware = SummarizationMiddleware(
+        FakeListChatModel(responses=["unused"]), trigger=trigger, keep=keep, token_counter=counter,
+        trim_tokens_to_summarize=p.get("trim_tokens_to_summarize", 4000), summarizer=summarizer,
+    )
+    update = middleware.before_model({"messages": messages}, None)
+    result = messages if update is None else [m for m in update["messages"] if m.type != "remove"]
+    answer: dict[str, Any] = {"messages": _langchain_answer(case, result), "error": None}
+    if read:
+        answer["read"] = [
+            {"source": int(m.id), "message": _from_langchain(case, m).to_openai()} for m in read
+        ]
+        answer["prompt"] = DEFAULT_SUMMARY_PROMPT.format(messages=get_buffer_string(read, format="xml")).rstrip()
+    return answer
+
+
+def langchain_clear_tool_uses(case: Case) -> dict[str, Any]:
+    from langchain.agents.middleware.context_editing import ClearToolUsesEdit
+
+    p = case.params
+    messages = _to_langchain(case)
+    edit = ClearToolUsesEdit(
+        trigger=p.get("trigger", 100_000), clear_at_least=p.get("clear_at_least", 0), keep=p.get("keep", 3),
+        clear_tool_inputs=p.get("clear_tool_inputs", False), exclude_tools=p.get("exclude_tools", []),
+        placeholder=p.get("placeholder", "[cleared]"),
+    )
+    edit.apply(messages, count_tokens=lambda batch: case.count([_from_langchain(case, m) for m in batch]))
+    return {"messages": _langchain_answer(case, messages), "error": None}
+
+
+ORACLES: dict[str, Callable[[Case], dict[str, Any]]] = {
+    "langchain_summarization": langchain_summarization,
+    "langchain_clear_tool_uses": langchain_clear_tool_uses,
+}
+
+
+def main() -> None:
+    cases = json.load(sys.stdin)
+    answers = []
+    for data in cases:
+        try:
+            answers.append(ORACLES[data["strategy"]](Case(data)))
+        except Exception:  # one case's crash is that case's answer, not the batch's
+            answers.append({"messages": None, "error": None, "crash": traceback.format_exc()})
+    json.dump(answers, sys.stdout, ensure_ascii=False)
+
+
+if __name__ == "__main__":
+    main()
