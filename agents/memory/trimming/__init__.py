@@ -15,6 +15,7 @@ from agents.memory.trimming import (  # noqa: F401  (importing a module register
     agents_cookbook,
     autogen,
     langchain,
+    langchain_middleware,
     llamaindex,
     openmanus,
     safe_budget,
@@ -42,6 +43,8 @@ _ORDER = (
     "unbounded", "openmanus_window", "buffered", "head_and_tail", "token_limited", "langchain_last",
     "langchain_first", "safe_window", "last_turns", "sk_truncation", "llamaindex_buffer", "safe_token_budget",
     "clear_non_system", "strip_thoughts",
+    # The context managers of 2026's frameworks (reference/trimming-2026.md), grouped by framework.
+    "langchain_summarization", "langchain_clear_tool_uses",
 )
 _registered = dict(STRATEGIES)
 STRATEGIES.clear()
