@@ -363,3 +363,13 @@ def test_it_shows_every_message_once_in_order_whatever_the_caps(messages, name, 
     for r in rows:
         if r.position is not None:
             assert result.messages[r.position] is r.message
+
+
+def test_it_renders_the_lab_for_every_registered_strategy_with_its_defaults(alice_client, make_session):
+    from agents.memory.trimming import STRATEGIES
+
+    session = make_session(chat(3))
+    for name in STRATEGIES:
+        response = alice_client.get(lab_url(session), {"strategy": name})
+        assert response.status_code == 200, name
+        assert f'<option value="{name}" selected' in response.content.decode(), name

@@ -40,6 +40,13 @@ DESIGN_TABLE = {  # name: (pin_system default, parameters besides pin_system)
     "clear_non_system": (False, set()),
     "strip_thoughts": (False, set()),
 }
+SUMMARY_PARAMS = {"summarize_with", "summary_tokens"}
+TABLE_2026 = {  # reference/trimming-2026.md, issue 14
+    "langchain_summarization": (True, {"trigger_tokens", "trigger_messages", "trigger_all", "keep_messages",
+                                       "keep_tokens", "trim_tokens_to_summarize"} | SUMMARY_PARAMS),
+    "langchain_clear_tool_uses": (True, {"trigger", "clear_at_least", "keep", "clear_tool_inputs", "exclude_tools",
+                                         "placeholder"}),
+}
 
 
 def S(text: str = "You are a travel assistant.") -> Message:
@@ -72,8 +79,8 @@ def roles(result: Any) -> list[str]:
 
 
 def test_it_registers_every_strategy_of_the_design_table_with_its_pin_default() -> None:
-    assert set(STRATEGIES) == set(DESIGN_TABLE)
-    for name, (pin, params) in DESIGN_TABLE.items():
+    assert list(STRATEGIES) == [*DESIGN_TABLE, *TABLE_2026]  # the design table's order, then 2026's
+    for name, (pin, params) in {**DESIGN_TABLE, **TABLE_2026}.items():
         strategy = get_strategy(name)
         assert strategy.pin_system is pin, name
         assert set(strategy.params_model.model_fields) == params | {"pin_system"}, name

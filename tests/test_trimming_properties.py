@@ -36,6 +36,10 @@ def strategy_and_params(draw: st.DrawFn, total_tokens: int) -> tuple[str, dict[s
         "sk_truncation": lambda: {"target_count": draw(small), "threshold_count": draw(st.integers(0, 3))},
         "llamaindex_buffer": lambda: {"token_limit": budget},
         "safe_token_budget": lambda: {"max_tokens": budget},
+        "langchain_summarization": lambda: {"trigger_tokens": budget, "keep_messages": draw(small),
+                                            "trim_tokens_to_summarize": budget},
+        "langchain_clear_tool_uses": lambda: {"trigger": budget // 2, "keep": draw(st.integers(0, 3)),
+                                              "clear_tool_inputs": draw(st.booleans())},
     }.get(name, dict)())
     return name, params
 
@@ -66,13 +70,20 @@ def test_it_keeps_a_subsequence_and_explains_every_message(messages: list[Messag
     inserted_at = {x.position for x in result.inserted}
     originals = [m for pos, m in enumerate(result.messages) if pos not in inserted_at]
     assert len(originals) == len(result.kept)
+    edited = {e.index for e in result.edited}
+    assert edited <= set(result.kept)
     for i, m in zip(result.kept, originals):
-        if name == "strip_thoughts":
-            assert m.reasoning is None and m.role == messages[i].role and m.tool_calls == messages[i].tool_calls
+        if i in edited:  # sent changed (stripped reasoning, a cleared result or arguments): the same message still
+            assert m != messages[i] and m.role == messages[i].role and m.tool_call_id == messages[i].tool_call_id
+            assert [c.id for c in m.tool_calls] == [c.id for c in messages[i].tool_calls]
+            assert result.kept_reasons[i] and result.explanation()[i]["status"] == "edited"
         else:
             assert m == messages[i]
+    dropped_reasons = {d.index: d.reason for d in result.dropped}
+    for x in result.inserted:  # a summary stands for dropped messages, each marked summarized
+        assert all(dropped_reasons[i].startswith("summarized") for i in x.summarizes)
     assert result.tokens_before == sum(counts) + (3 if counter != "messages" else 0)
-    if name != "strip_thoughts" and not result.inserted:
+    if not result.edited and not result.inserted:
         assert result.tokens_after == sum(counts[i] for i in result.kept) + (3 if counter != "messages" else 0)
 
 
