@@ -46,6 +46,8 @@ TABLE_2026 = {  # reference/trimming-2026.md, issue 14
                                        "keep_tokens", "trim_tokens_to_summarize"} | SUMMARY_PARAMS),
     "langchain_clear_tool_uses": (True, {"trigger", "clear_at_least", "keep", "clear_tool_inputs", "exclude_tools",
                                          "placeholder"}),
+    "openai_session_limit": (True, {"limit"}),
+    "openai_tool_output_trimmer": (True, {"recent_turns", "max_output_chars", "preview_chars", "trimmable_tools"}),
 }
 
 

@@ -40,6 +40,10 @@ def strategy_and_params(draw: st.DrawFn, total_tokens: int) -> tuple[str, dict[s
                                             "trim_tokens_to_summarize": budget},
         "langchain_clear_tool_uses": lambda: {"trigger": budget // 2, "keep": draw(st.integers(0, 3)),
                                               "clear_tool_inputs": draw(st.booleans())},
+        "openai_session_limit": lambda: {"limit": draw(st.one_of(st.none(), st.integers(0, 12)))},
+        "openai_tool_output_trimmer": lambda: {"recent_turns": draw(st.integers(1, 3)),
+                                               "max_output_chars": draw(st.integers(1, 40)),
+                                               "preview_chars": draw(st.integers(0, 10))},
     }.get(name, dict)())
     return name, params
 
@@ -73,9 +77,9 @@ def test_it_keeps_a_subsequence_and_explains_every_message(messages: list[Messag
     edited = {e.index for e in result.edited}
     assert edited <= set(result.kept)
     for i, m in zip(result.kept, originals):
-        if i in edited:  # sent changed (stripped reasoning, a cleared result or arguments): the same message still
+        if i in edited:  # sent changed (stripped reasoning, cleared or trimmed text, a call cut off): the same message
             assert m != messages[i] and m.role == messages[i].role and m.tool_call_id == messages[i].tool_call_id
-            assert [c.id for c in m.tool_calls] == [c.id for c in messages[i].tool_calls]
+            assert {c.id for c in m.tool_calls} <= {c.id for c in messages[i].tool_calls}  # some may be gone
             assert result.kept_reasons[i] and result.explanation()[i]["status"] == "edited"
         else:
             assert m == messages[i]

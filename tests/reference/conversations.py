@@ -28,7 +28,8 @@ def long_texts(draw: st.DrawFn) -> str:
     return text or "x"
 
 
-MUTATIONS = ("drop_result", "drop_call", "split_calls", "user_inside", "long_text", "long_text", "tool_names")
+MUTATIONS = ("drop_result", "drop_call", "split_calls", "user_inside", "long_text", "long_results", "long_results",
+             "tool_names")
 
 
 @st.composite
@@ -57,6 +58,9 @@ def sessions(draw: st.DrawFn, *, max_turns: int = 5, mutations: int = 3) -> list
             i = draw(st.integers(0, len(messages) - 1))
             if messages[i].role != "assistant" or not messages[i].tool_calls or draw(st.booleans()):
                 messages[i] = messages[i].model_copy(update={"content": draw(long_texts())})
+        elif kind == "long_results":
+            messages = [m.model_copy(update={"content": draw(long_texts())})
+                        if m.role == "tool" and draw(st.booleans()) else m for m in messages]
         elif kind == "tool_names" and tools:
             names = {tc.id: tc.function.name for m in messages for tc in m.tool_calls}
             messages = [
@@ -67,15 +71,21 @@ def sessions(draw: st.DrawFn, *, max_turns: int = 5, mutations: int = 3) -> list
 
 
 @st.composite
-def messy(draw: st.DrawFn) -> list[Message]:
-    """Any order of roles: leading and orphan tool results, interrupted and pending exchanges, system mid-list."""
+def messy(draw: st.DrawFn, *, unique_calls: bool = False) -> list[Message]:
+    """Any order of roles: leading and orphan tool results, interrupted and pending exchanges, system mid-list.
+    ``unique_calls``: no call id in two calls (results may still repeat one)."""
     ids = [f"call_{k}" for k in range(6)]
+    used: set[str] = set()
     out: list[Message] = []
     for _ in range(draw(st.integers(0, 14))):
         kind = draw(st.sampled_from(["system", "user", "user", "assistant", "call", "call", "tool", "tool"]))
         text = draw(st.sampled_from(["", "ok", "hello there", "a longer message\nwith two lines", "x" * 450]))
         if kind == "call":
-            picked = draw(st.lists(st.sampled_from(ids), min_size=1, max_size=3, unique=True))
+            free = [c for c in ids if c not in used] if unique_calls else ids
+            if not free:
+                continue
+            picked = draw(st.lists(st.sampled_from(free), min_size=1, max_size=3, unique=True))
+            used.update(picked)
             out.append(Message(
                 role="assistant", content=text or None,
                 tool_calls=[ToolCall(id=c, function=FunctionCall(name=draw(st.sampled_from(["f", "g"])),
@@ -89,6 +99,8 @@ def messy(draw: st.DrawFn) -> list[Message]:
 
 
 conversations = st.one_of(sessions(), sessions(max_turns=8, mutations=1), messy())
+# For frameworks that key calls by id across messages (the Agents SDK keeps one call per id): no id in two calls.
+conversations_unique_calls = st.one_of(sessions(), sessions(max_turns=8, mutations=1), messy(unique_calls=True))
 
 
 def counters() -> Any:

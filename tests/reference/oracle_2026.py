@@ -20,10 +20,25 @@ import traceback
 from pathlib import Path
 from typing import Any, Callable
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from agents.memory.schema import FunctionCall, Message, ToolCall  # noqa: E402
-from agents.memory.tokens import get_counter  # noqa: E402
+
+def _import_memoryviz_core() -> tuple[Any, Any]:
+    """memoryviz's schema and counters from the checkout. Its package is named ``agents``, like the Agents SDK's:
+    import ours, then take it out of the way so that ``import agents`` finds the SDK."""
+    root = str(Path(__file__).resolve().parents[2])
+    sys.path.insert(0, root)
+    try:
+        from agents.memory import schema, tokens
+    finally:
+        sys.path.remove(root)
+        for name in [n for n in sys.modules if n == "agents" or n.startswith("agents.")]:
+            del sys.modules[name]
+    return schema, tokens
+
+
+_schema, _tokens = _import_memoryviz_core()
+FunctionCall, Message, ToolCall = _schema.FunctionCall, _schema.Message, _schema.ToolCall
+get_counter = _tokens.get_counter
 
 SUMMARY_MARK = "<<SUMMARY>>"
 
@@ -152,7 +167,91 @@ def langchain_clear_tool_uses(case: Case) -> dict[str, Any]:
     return {"messages": _langchain_answer(case, messages), "error": None}
 
 
+# --- OpenAI Agents SDK ----------------------------------------------------------------------------------------
+
+
+def _to_responses_items(case: Case) -> list[dict[str, Any]]:
+    """reference/trimming-2026.md §0: an assistant message's text (when not empty) is a message item, then one
+    function_call per call; a tool message one function_call_output; any other message one message item. Each item
+    carries an id naming its message (m3) or its call (m3c1), which the SDK passes through."""
+    items: list[dict[str, Any]] = []
+    for i, m in enumerate(case.messages):
+        if m.role == "assistant":
+            if m.text:
+                items.append({"role": "assistant", "content": m.text, "id": f"m{i}"})
+            for k, tc in enumerate(m.tool_calls):
+                items.append({"type": "function_call", "call_id": tc.id, "name": tc.function.name,
+                              "arguments": tc.function.arguments, "id": f"m{i}c{k}"})
+        elif m.role == "tool":
+            items.append({"type": "function_call_output", "call_id": m.tool_call_id, "output": m.text, "id": f"m{i}"})
+        else:
+            items.append({"role": m.role, "content": m.text, "id": f"m{i}"})
+    return items
+
+
+def _from_responses_items(case: Case, items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Items back into messages, in the order of their first item; a message keeps only its items sent."""
+    order: list[int] = []
+    parts: dict[int, list[dict[str, Any]]] = {}
+    for item in items:
+        i = int(item["id"][1:].split("c")[0])
+        if i not in parts:
+            order.append(i)
+            parts[i] = []
+        parts[i].append(item)
+    out = []
+    for i in order:
+        original = case.messages[i]
+        if original.role == "assistant":
+            text = next((p["content"] for p in parts[i] if p.get("role") == "assistant"), None)
+            calls = [ToolCall(id=p["call_id"], function=FunctionCall(name=p["name"], arguments=p["arguments"]))
+                     for p in parts[i] if p.get("type") == "function_call"]
+            message = original.model_copy(update={
+                "content": original.content if text is not None else None, "tool_calls": calls})
+        elif original.role == "tool":
+            [p] = parts[i]
+            message = original.model_copy(update={"content": p["output"] if p["output"] != original.text
+                                                  else original.content})
+        else:
+            message = original
+        out.append({"source": i, "message": message.to_openai()})
+    return out
+
+
+def openai_session_limit(case: Case) -> dict[str, Any]:
+    import asyncio
+
+    from agents.memory import SessionSettings, SQLiteSession
+    from agents.run_internal.session_persistence import prepare_input_with_session
+
+    async def run() -> list[dict[str, Any]]:
+        session = SQLiteSession("memoryviz")
+        try:
+            await session.add_items(_to_responses_items(case))
+            prepared, _ = await prepare_input_with_session(
+                [], session, None, SessionSettings(limit=case.params.get("limit")))
+        finally:
+            session.close()
+        return prepared
+
+    return {"messages": _from_responses_items(case, asyncio.run(run())), "error": None}
+
+
+def openai_tool_output_trimmer(case: Case) -> dict[str, Any]:
+    from agents.extensions import ToolOutputTrimmer
+    from agents.run_config import CallModelData, ModelInputData
+
+    p = case.params
+    trimmer = ToolOutputTrimmer(recent_turns=p.get("recent_turns", 2), max_output_chars=p.get("max_output_chars", 500),
+                                preview_chars=p.get("preview_chars", 200), trimmable_tools=p.get("trimmable_tools"))
+    data = trimmer(CallModelData(model_data=ModelInputData(input=_to_responses_items(case), instructions=None),
+                                 agent=None, context=None))
+    return {"messages": _from_responses_items(case, data.input), "error": None}
+
+
 ORACLES: dict[str, Callable[[Case], dict[str, Any]]] = {
+    "openai_session_limit": openai_session_limit,
+    "openai_tool_output_trimmer": openai_tool_output_trimmer,
     "langchain_summarization": langchain_summarization,
     "langchain_clear_tool_uses": langchain_clear_tool_uses,
 }

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from agents.memory.trimming import (  # noqa: F401  (importing a module registers its strategies)
     agents_cookbook,
+    agents_sdk,
     autogen,
     langchain,
     langchain_middleware,
@@ -45,6 +46,7 @@ _ORDER = (
     "clear_non_system", "strip_thoughts",
     # The context managers of 2026's frameworks (reference/trimming-2026.md), grouped by framework.
     "langchain_summarization", "langchain_clear_tool_uses",
+    "openai_session_limit", "openai_tool_output_trimmer",
 )
 _registered = dict(STRATEGIES)
 STRATEGIES.clear()

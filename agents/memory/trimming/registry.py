@@ -433,8 +433,10 @@ def trim(
             body_tokens.insert(x.position, tc.count(x.message) if x.tokens is None else x.tokens)
             summarizes = tuple(n_pinned + i for i in x.summarizes)
             inserted.append(Inserted(n_pinned + x.position, x.message, x.reason, summarizes))
+        # An edit that changes nothing (arguments already {}, a result already the placeholder) is not an edit.
         edited = [
-            Edited(n_pinned + i, kept_reasons[n_pinned + i]) for i in out.kept if i in out.replaced
+            Edited(n_pinned + i, kept_reasons[n_pinned + i])
+            for i in out.kept if i in out.replaced and out.replaced[i] != view.messages[i]
         ]
         trimmed = list(messages[:n_pinned]) + body
         sources: list[int | None] = [*range(n_pinned), *(n_pinned + i for i in out.kept)]
