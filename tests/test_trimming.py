@@ -48,6 +48,9 @@ TABLE_2026 = {  # reference/trimming-2026.md, issue 14
                                          "placeholder"}),
     "openai_session_limit": (True, {"limit"}),
     "openai_tool_output_trimmer": (True, {"recent_turns", "max_output_chars", "preview_chars", "trimmable_tools"}),
+    "anthropic_clear_tool_uses": (False, {"trigger_input_tokens", "trigger_tool_uses", "keep_tool_uses",
+                                          "clear_at_least", "exclude_tools", "clear_tool_inputs"}),
+    "anthropic_clear_thinking": (False, {"keep_thinking_turns"}),
 }
 
 

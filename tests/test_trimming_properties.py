@@ -44,6 +44,10 @@ def strategy_and_params(draw: st.DrawFn, total_tokens: int) -> tuple[str, dict[s
         "openai_tool_output_trimmer": lambda: {"recent_turns": draw(st.integers(1, 3)),
                                                "max_output_chars": draw(st.integers(1, 40)),
                                                "preview_chars": draw(st.integers(0, 10))},
+        "anthropic_clear_tool_uses": lambda: {"trigger_tool_uses": draw(st.integers(0, 3)),
+                                              "keep_tool_uses": draw(st.integers(0, 3)),
+                                              "clear_tool_inputs": draw(st.sampled_from([True, False, ["f"]]))},
+        "anthropic_clear_thinking": lambda: {"keep_thinking_turns": draw(st.sampled_from([1, 2, "all"]))},
     }.get(name, dict)())
     return name, params
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 from agents.memory.trimming import (  # noqa: F401  (importing a module registers its strategies)
     agents_cookbook,
     agents_sdk,
+    anthropic_context,
     autogen,
     langchain,
     langchain_middleware,
@@ -47,6 +48,7 @@ _ORDER = (
     # The context managers of 2026's frameworks (reference/trimming-2026.md), grouped by framework.
     "langchain_summarization", "langchain_clear_tool_uses",
     "openai_session_limit", "openai_tool_output_trimmer",
+    "anthropic_clear_tool_uses", "anthropic_clear_thinking",
 )
 _registered = dict(STRATEGIES)
 STRATEGIES.clear()

@@ -15,6 +15,7 @@ from pydantic import Field
 
 from agents.memory.schema import Message
 from agents.memory.trimming.registry import Outcome, StrategyParams, View, pin_field, plural, register
+from agents.memory.trimming.tool_names import ToolNames
 
 
 class OpenAISessionLimitParams(StrategyParams):
@@ -34,7 +35,7 @@ class OpenAIToolOutputTrimmerParams(StrategyParams):
     )
     max_output_chars: int = Field(default=500, ge=1, description="Older outputs longer than this are trimmed.")
     preview_chars: int = Field(default=200, ge=0, description="The characters of a trimmed output kept as a preview.")
-    trimmable_tools: list[str] | None = Field(
+    trimmable_tools: ToolNames | None = Field(
         default=None, description="Only these tools' outputs are trimmed (null: every tool's).",
     )
 

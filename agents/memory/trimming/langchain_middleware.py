@@ -33,6 +33,7 @@ from agents.memory.trimming.summaries import (
     summary_text,
     summary_tokens_field,
 )
+from agents.memory.trimming.tool_names import ToolNames
 
 
 class LangChainSummarizationParams(StrategyParams):
@@ -82,7 +83,7 @@ class LangChainClearToolUsesParams(StrategyParams):
     )
     keep: int = Field(default=3, ge=0, description="The most recent tool results never cleared.")
     clear_tool_inputs: bool = Field(default=False, description="Also set the cleared calls' arguments to {}.")
-    exclude_tools: list[str] = Field(default=[], description="Tool names never cleared.")
+    exclude_tools: ToolNames = Field(default=[], description="Tool names never cleared.")
     placeholder: str = Field(default="[cleared]", description="The text that replaces a cleared tool result.")
 
 
