@@ -20,6 +20,7 @@ from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
 from agents import models, services
+from agents.api_auth import ApiKeyAuthentication
 from agents.forms import SessionFilterForm
 from agents.memory.formats import FORMATS
 from agents.memory.tokens import COUNTERS, get_counter
@@ -29,8 +30,8 @@ MAX_MESSAGE_PAGE = 1000
 
 # Basic first: DRF answers an unauthenticated request with the first class's challenge, so a script without
 # credentials gets 401 with ``WWW-Authenticate: Basic`` (it can retry with them), not a bare 403. A browser
-# that is logged in still gets in through its session.
-AUTHENTICATION = [BasicAuthentication, SessionAuthentication]
+# that is logged in still gets in through its session; a script or an agent with a project key, by Bearer.
+AUTHENTICATION = [BasicAuthentication, ApiKeyAuthentication, SessionAuthentication]
 
 
 def api(view: Any) -> Any:

@@ -92,6 +92,8 @@ class Session(models.Model):
     violations = models.JSONField(default=list, blank=True)
     # Tool schemas sent with the messages, where the format carried them (kept for a lossless export).
     tools = models.JSONField(null=True, blank=True)
+    # When messages last arrived (import, API or live capture): the list sorts by it, the page shows "live".
+    last_activity_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-started_at", "-id"]
@@ -108,6 +110,7 @@ class Session(models.Model):
             models.Index(fields=["violation_count"], name="session_violations"),
             models.Index(fields=["has_errors"], name="session_has_errors"),
             models.Index(fields=["token_total"], name="session_tokens"),
+            models.Index(fields=["-last_activity_at", "-id"], name="session_last_activity"),
         ]
 
     def __str__(self) -> str:
@@ -141,6 +144,9 @@ class Message(models.Model):
     usage = models.JSONField(null=True, blank=True, help_text="Token usage the provider reported, where kept.")
     marks = models.JSONField(default=list, blank=True)
     extra = models.JSONField(default=dict, blank=True)
+    # memory.stitch.message_key, for sessions captured live: finds the stored copy of a message a call resends
+    # with one indexed lookup instead of reading the session.
+    content_key = models.CharField(max_length=32, blank=True)
 
     class Meta:
         ordering = ["session", "seq"]
@@ -168,7 +174,10 @@ class Message(models.Model):
             ),
         ]
         # The unique (session, seq) index serves reading a session in order.
-        indexes = [models.Index(fields=["session", "role"], name="message_session_role")]
+        indexes = [
+            models.Index(fields=["session", "role"], name="message_session_role"),
+            models.Index(fields=["session", "content_key"], name="message_session_content_key"),
+        ]
 
     def __str__(self) -> str:
         return f"{self.session_id}#{self.seq} {self.role}"
@@ -228,3 +237,90 @@ class ExportRecord(models.Model):
 
     def __str__(self) -> str:
         return f"{self.format} export of {self.scope}"
+
+
+class ApiKey(models.Model):
+    """A project's key for scripts and OpenTelemetry exporters. It acts as an editor of its one project.
+
+    The key is shown once; only its prefix (to find it) and a SHA-256 of the whole key (to check it) are kept.
+    A plain hash suffices: the secret is 32 random bytes, not a password that a dictionary could guess.
+    """
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="api_keys")
+    name = models.CharField(max_length=200)
+    prefix = models.CharField(max_length=16, unique=True)
+    hashed_secret = models.CharField(max_length=64)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="api_keys"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["project", "-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.prefix}...)"
+
+    @property
+    def is_active(self) -> bool:
+        return self.revoked_at is None
+
+
+class LlmCall(models.Model):
+    """One model call seen live: which stored messages it was sent (``sent``, seqs in the order it received
+    them) and which message it produced (``reply_seq``)."""
+
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="llm_calls")
+    trace_id = models.CharField(max_length=32)
+    span_id = models.CharField(max_length=16)
+    parent_span_id = models.CharField(max_length=16, blank=True)
+    convention = models.CharField(max_length=40, blank=True, help_text="How the call was described: genai, openinference, ...")
+    model = models.CharField(max_length=200, blank=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    duration = models.DurationField(null=True, blank=True)
+    usage = models.JSONField(default=dict, blank=True)
+    error = models.TextField(blank=True)
+    # Where the call stands among the session's calls (its start, in ns): calls are stitched in this order.
+    order_ns = models.BigIntegerField(default=0)
+    placed = models.BooleanField(default=False, help_text="False while only the span came, without its content.")
+    sent = models.JSONField(default=list, blank=True)
+    reply_seq = models.PositiveIntegerField(null=True, blank=True)
+    # Where the chain stood before this call's new messages: rolling back to it undoes this call and later ones.
+    chain_start = models.PositiveIntegerField(default=0)
+    # Log events only: when each input was emitted, to join a call whose events came in two batches.
+    input_times = models.JSONField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["session", "order_ns", "trace_id", "span_id"]
+        constraints = [
+            models.UniqueConstraint(fields=["session", "trace_id", "span_id"], name="llmcall_unique_session_span"),
+        ]
+        indexes = [
+            models.Index(fields=["session", "order_ns"], name="llmcall_session_order"),
+            models.Index(fields=["session", "reply_seq"], name="llmcall_session_reply"),
+            models.Index(fields=["trace_id", "span_id"], name="llmcall_trace_span"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.model or 'call'} {self.span_id}"
+
+
+class CapturedTrace(models.Model):
+    """Which session a trace's calls belong to, once a span of the trace named one (an agent span may arrive
+    after the calls under it: they wait in the trace's own session and move when it comes)."""
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="captured_traces")
+    trace_id = models.CharField(max_length=32)
+    session_external_id = models.CharField(max_length=255, blank=True)
+    agent_name = models.CharField(max_length=200, blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["project", "trace_id"], name="capturedtrace_unique_project_trace"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.trace_id} -> {self.session_external_id or '?'}"

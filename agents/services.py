@@ -8,6 +8,9 @@ sessions in batches while a ``ProtocolChecker`` streams over them.
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
+import hmac
+import secrets
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -23,7 +26,39 @@ from agents.memory import schema
 from agents.memory.chain import ProtocolChecker, Violation
 from agents.memory.tokens import DEFAULT_COUNTER, count_messages, get_counter, total_tokens
 
-User = AbstractBaseUser | AnonymousUser
+
+
+class KeyUser:
+    """Who a request authenticated by an API key is: an editor of the key's one project, and no one else.
+
+    Not a database user: the access functions below recognise it, and anything that records who did something
+    takes ``acting_user`` (the key's creator, or None)."""
+
+    is_authenticated = True
+    is_anonymous = False
+    is_active = True
+    is_staff = False
+    is_superuser = False
+    pk = None
+    id = None
+
+    def __init__(self, api_key: models.ApiKey) -> None:
+        self.api_key = api_key
+        self.project_id = api_key.project_id
+        self.username = f"api key {api_key.prefix}"
+        self.acting_user = api_key.created_by
+
+    def __str__(self) -> str:
+        return self.username
+
+    def has_perm(self, perm: str, obj: object = None) -> bool:
+        return False
+
+    def has_module_perms(self, app_label: str) -> bool:
+        return False
+
+
+User = AbstractBaseUser | AnonymousUser | KeyUser
 
 # Rows per INSERT: keeps each statement well under SQLite's variable limit and PostgreSQL's packet sizes.
 BULK_BATCH = 500
@@ -35,7 +70,9 @@ MESSAGE_PAGE_SIZE = 300
 
 
 def user_projects(user: User) -> QuerySet[models.Project]:
-    """The projects the user is a member of (none for an anonymous user)."""
+    """The projects the user is a member of (none for an anonymous user; its one project for an API key)."""
+    if isinstance(user, KeyUser):
+        return models.Project.objects.filter(pk=user.project_id)
     if not user.is_authenticated:
         return models.Project.objects.none()
     return models.Project.objects.filter(memberships__user=user)
@@ -47,7 +84,12 @@ ADMIN_ROLES = (models.Membership.Level.ADMIN,)
 
 
 def projects_with_role(user: User, roles: Iterable[str]) -> QuerySet[models.Project]:
-    """The projects where the user's membership has one of ``roles`` (none for an anonymous user)."""
+    """The projects where the user's membership has one of ``roles`` (none for an anonymous user). An API key
+    acts as an editor of its one project."""
+    if isinstance(user, KeyUser):
+        if models.Membership.Level.EDITOR not in roles:
+            return models.Project.objects.none()
+        return models.Project.objects.filter(pk=user.project_id)
     if not user.is_authenticated:
         return models.Project.objects.none()
     return models.Project.objects.filter(memberships__user=user, memberships__role__in=list(roles))
@@ -174,6 +216,7 @@ def message_rows(
     start_seq: int = 0,
     token_counts: Sequence[int] | None = None,
     tokens_before: int = 0,
+    content_keys: Sequence[str] | None = None,
 ) -> tuple[list[models.Message], list[models.ToolCall]]:
     """Unsaved Message rows (seq from ``start_seq``) and their ToolCall rows, ready for bulk_create.
 
@@ -195,6 +238,8 @@ def message_rows(
         count = token_counts[i] if token_counts else 0
         running += count
         row = message_from_schema(message, session=session, seq=start_seq + i, token_count=count, token_running=running)
+        if content_keys is not None:
+            row.content_key = content_keys[i]
         rows.append(row)
         for position, tc in enumerate(message.tool_calls):
             calls.append(
@@ -250,6 +295,7 @@ def messages_append(
     start_seq: int,
     counter: str | None = None,
     tokens_before: int | None = None,
+    content_keys: Sequence[str] | None = None,
 ) -> StoredBatch:
     """Count tokens and bulk-insert one batch of messages (and their tool calls) from ``start_seq`` on.
 
@@ -261,7 +307,8 @@ def messages_append(
         tokens_before = stored_tokens_before(session, start_seq)
     counts = count_messages(messages, counter or session.token_counter) if messages else []
     rows, calls = message_rows(
-        messages, session=session, start_seq=start_seq, token_counts=counts, tokens_before=tokens_before
+        messages, session=session, start_seq=start_seq, token_counts=counts, tokens_before=tokens_before,
+        content_keys=content_keys,
     )
     models.Message.objects.bulk_create(rows, batch_size=BULK_BATCH)
     if calls:
@@ -506,3 +553,69 @@ def tool_names_for_user(user: User) -> list[str]:
         .values_list("name", flat=True)
         .distinct()[:200]
     )
+
+
+# --- API keys -----------------------------------------------------------------------------------------------
+
+API_KEY_PREFIX = "mvz"
+# Writing last_used_at on every request would turn each span batch into a write on the key: once a minute is
+# enough to tell a key in use from a forgotten one.
+API_KEY_TOUCH_EVERY = dt.timedelta(minutes=1)
+
+
+@dataclass
+class CreatedKey:
+    api_key: models.ApiKey
+    key: str  # shown once, never stored
+
+
+def _key_hash(key: str) -> str:
+    return hashlib.sha256(key.encode()).hexdigest()
+
+
+def api_key_create(*, project: models.Project, name: str, created_by: AbstractBaseUser | None = None) -> CreatedKey:
+    """A new key for ``project``: ``mvz_<prefix>_<secret>``. The whole key is in the result and nowhere else."""
+    name = name.strip()
+    if not name:
+        raise ValueError("name: a key needs a name (what uses it, e.g. 'travel-agent in production')")
+    prefix = secrets.token_hex(6)
+    key = f"{API_KEY_PREFIX}_{prefix}_{secrets.token_urlsafe(32)}"
+    api_key = models.ApiKey.objects.create(
+        project=project, name=name[:200], prefix=prefix, hashed_secret=_key_hash(key), created_by=created_by
+    )
+    return CreatedKey(api_key=api_key, key=key)
+
+
+def api_key_revoke(*, api_key: models.ApiKey) -> models.ApiKey:
+    if api_key.revoked_at is None:
+        api_key.revoked_at = timezone.now()
+        api_key.save(update_fields=["revoked_at"])
+    return api_key
+
+
+class ApiKeyError(Exception):
+    """A key that cannot be used; the message says why (to the caller, who holds the key)."""
+
+
+def api_key_authenticate(*, key: str) -> models.ApiKey:
+    """The active key that ``key`` is, or ApiKeyError. Touches ``last_used_at`` (at most once a minute)."""
+    parts = key.strip().split("_", 2)
+    if len(parts) != 3 or parts[0] != API_KEY_PREFIX or not parts[1]:
+        raise ApiKeyError("not a memoryviz API key (they look like mvz_<prefix>_<secret>)")
+    api_key = models.ApiKey.objects.select_related("project", "created_by").filter(prefix=parts[1]).first()
+    if api_key is None or not hmac.compare_digest(api_key.hashed_secret, _key_hash(key.strip())):
+        raise ApiKeyError("unknown API key")
+    if api_key.revoked_at is not None:
+        raise ApiKeyError(f"API key {api_key.prefix} was revoked on {api_key.revoked_at:%Y-%m-%d %H:%M} UTC")
+    now = timezone.now()
+    if api_key.last_used_at is None or now - api_key.last_used_at >= API_KEY_TOUCH_EVERY:
+        models.ApiKey.objects.filter(pk=api_key.pk).update(last_used_at=now)
+        api_key.last_used_at = now
+    return api_key
+
+
+def api_keys_for_admin(user: User, project: models.Project) -> QuerySet[models.ApiKey]:
+    """The project's keys, for one of its admins (Http404 for anyone else: the project is not theirs to see)."""
+    if not projects_with_role(user, ADMIN_ROLES).filter(pk=project.pk).exists():
+        raise Http404("No such project.")
+    return models.ApiKey.objects.filter(project=project).select_related("created_by")

@@ -129,6 +129,8 @@ STORAGES = {
 # Uploads: big histories are streamed from a temporary file, never held whole in memory.
 FILE_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024
 DATA_UPLOAD_MAX_MEMORY_SIZE = 20 * 1024 * 1024
+# The largest OTLP/HTTP request body, after gzip (every call span of an agent carries its whole history).
+MEMORYVIZ_OTLP_MAX_BYTES = int(os.environ.get("MEMORYVIZ_OTLP_MAX_BYTES", str(32 * 1024 * 1024)))
 MEMORYVIZ_MAX_UPLOAD_BYTES = int(os.environ.get("MEMORYVIZ_MAX_UPLOAD_BYTES", str(512 * 1024 * 1024)))
 # Where an upload waits between its preview and the confirmation. Several application servers behind one
 # database need a folder they all share; by default, the system's temporary folder.
@@ -138,6 +140,7 @@ REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "rest_framework.authentication.SessionAuthentication",
         "rest_framework.authentication.BasicAuthentication",
+        "agents.api_auth.ApiKeyAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",

@@ -1,0 +1,28 @@
+"""Project API keys as a DRF authentication class, in a module of its own: DRF's settings import it while
+``agents.api`` is still loading."""
+from __future__ import annotations
+
+from rest_framework.authentication import BaseAuthentication
+from rest_framework.exceptions import AuthenticationFailed
+from rest_framework.request import Request
+
+from agents import models, services
+
+
+class ApiKeyAuthentication(BaseAuthentication):
+    """``Authorization: Bearer <key>``: the request acts as an editor of the key's one project."""
+
+    def authenticate(self, request: Request) -> tuple[services.KeyUser, models.ApiKey] | None:
+        scheme, _, key = request.META.get("HTTP_AUTHORIZATION", "").partition(" ")
+        if scheme.lower() != "bearer":
+            return None
+        if not key.strip():
+            raise AuthenticationFailed("missing API key after Bearer")
+        try:
+            api_key = services.api_key_authenticate(key=key)
+        except services.ApiKeyError as exc:
+            raise AuthenticationFailed(str(exc)) from None
+        return services.KeyUser(api_key), api_key
+
+    def authenticate_header(self, request: Request) -> str:
+        return 'Bearer realm="api"'
