@@ -30,3 +30,14 @@ urlpatterns += [
     path("sessions/<int:session_id>/lab/compare/", lab_views.session_lab_compare, name="session_lab_compare"),
     path("lab/report/", lab_views.trimming_report, name="trimming_report"),
 ]
+
+# Live capture (agents.capture_views): the OTLP/HTTP receiver and the project's API keys.
+from agents import capture_views  # noqa: E402
+
+urlpatterns += [
+    path("otlp/v1/traces", capture_views.otlp_traces, name="otlp_traces"),
+    path("otlp/v1/logs", capture_views.otlp_logs, name="otlp_logs"),
+    path("projects/<slug:slug>/settings/", capture_views.project_settings, name="project_settings"),
+    path("projects/<slug:slug>/api-keys/", capture_views.api_key_create, name="api_key_create"),
+    path("projects/<slug:slug>/api-keys/<str:prefix>/revoke/", capture_views.api_key_revoke, name="api_key_revoke"),
+]

@@ -95,7 +95,7 @@ class CapturedCall:
         fields: dict[str, Any] = {}
         for name in self.__dataclass_fields__:
             mine, theirs = getattr(self, name), getattr(other, name)
-            fields[name] = mine if mine not in (None, "", {}) else theirs
+            fields[name] = mine if mine not in (None, "", {}, []) else theirs
         if self.input_times is not None and other.input_times is not None and self.inputs is not None and other.inputs is not None:
             timed = {(t, m.model_dump_json()): (t, m) for t, m in zip(self.input_times + other.input_times, self.inputs + other.inputs)}
             joined = sorted(timed.values(), key=lambda pair: pair[0])

@@ -1,0 +1,416 @@
+"""Live capture: the calls that OTLP batches describe become sessions, messages and LlmCall rows.
+
+The core reads the bodies (``memory.otlp``), the calls (``memory.llm_calls``) and places each call in its
+session's chain (``memory.stitch``); this module keeps the chain in the database. ``StoredChain`` answers the
+stitcher's questions with indexed lookups (``Message.content_key``), new messages go through the services' one
+row writer, and the session's summaries (counts, running totals, violations) are brought up to date once per
+batch. A call that belongs before calls already placed (it arrived late, or the rest of its log events did)
+rolls the session back to where it belongs and replays the later calls, as ``memory.stitch.Stitcher`` does.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import threading
+from collections import OrderedDict, defaultdict
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from django.db import IntegrityError, connection, transaction
+from django.utils import timezone
+from django.utils.text import slugify
+
+from agents import models, services
+from agents.memory import schema
+from agents.memory.chain import ProtocolChecker
+from agents.memory.llm_calls import CapturedCall, Extraction, SpanLink, extract, merge_calls
+from agents.memory.otlp import Batch
+from agents.memory.stitch import call_order, message_key, place_call
+
+SOURCE_FORMAT = "otlp"
+DEFAULT_AGENT = "OpenTelemetry"
+
+
+@dataclass
+class IngestResult:
+    calls: int = 0  # calls stored or completed
+    rejected: int = 0  # spans or log records that could not be read
+    problems: list[str] = field(default_factory=list)
+    sessions: set[int] = field(default_factory=set)
+
+    @property
+    def error_message(self) -> str:
+        shown = "; ".join(self.problems[:5])
+        more = f" (and {len(self.problems) - 5} more)" if len(self.problems) > 5 else ""
+        return shown + more
+
+
+# An exporter sends traces and logs from two threads, and several processes of one agent export at once: two
+# requests may write one session together. PostgreSQL serialises them on the session row (select_for_update)
+# and a lost race for a new row is retried whole; SQLite takes one writer at a time anyway, so this process
+# queues its own writers rather than have them fail on the database lock.
+_SQLITE_WRITER = threading.Lock()
+ATTEMPTS = 3
+
+
+def otlp_ingest(*, api_key: models.ApiKey, batch: Batch) -> IngestResult:
+    """Store what one decoded OTLP request says about model calls, in the key's project."""
+    extraction = extract(batch)
+    for attempt in range(ATTEMPTS):
+        try:
+            if connection.vendor == "sqlite":
+                with _SQLITE_WRITER:
+                    return _ingest(api_key.project, extraction)
+            return _ingest(api_key.project, extraction)
+        except IntegrityError:
+            _CHECKERS.clear()  # they may hold what the rolled-back transaction fed them
+            if attempt == ATTEMPTS - 1:
+                raise
+        except Exception:
+            _CHECKERS.clear()
+            raise
+    raise AssertionError("unreachable")
+
+
+def _ingest(project: models.Project, extraction: Extraction) -> IngestResult:
+    result = IngestResult(rejected=len(extraction.rejected), problems=[r.reason for r in extraction.rejected])
+    with transaction.atomic():
+        named = _remember_trace_names(project, extraction)
+        groups: dict[tuple[str, str], list[CapturedCall]] = defaultdict(list)
+        links = {link.span_id: link for link in extraction.links}
+        for call in merge_calls(extraction.calls):
+            groups[_where(project, call, links, named)].append(call)
+        for (external_id, agent_name), calls in groups.items():
+            session = _session(project, external_id, agent_name, calls)
+            for call in sorted(calls, key=call_order):
+                if call_capture(session=session, call=call):
+                    result.calls += 1
+            session_refresh(session=session)
+            result.sessions.add(session.pk)
+        for trace_id, (external_id, agent_name) in named.items():
+            moved = _move_trace_session(project, trace_id, external_id, agent_name)
+            if moved is not None:
+                result.sessions.add(moved.pk)
+    return result
+
+
+# --- which session --------------------------------------------------------------------------------------------
+
+
+def _remember_trace_names(project: models.Project, extraction: Extraction) -> dict[str, tuple[str, str]]:
+    """Traces whose spans in this batch name a session (an ``invoke_agent`` span, say): remembered, so that
+    calls of the trace arriving later, and those that already came, go to that session."""
+    named: dict[str, tuple[str, str]] = {}
+    for link in extraction.links:
+        if link.session_id and link.trace_id not in named:
+            named[link.trace_id] = (link.session_id, link.agent_name or "")
+    for trace_id, (external_id, agent_name) in named.items():
+        models.CapturedTrace.objects.update_or_create(
+            project=project, trace_id=trace_id,
+            defaults={"session_external_id": external_id[:255], "agent_name": agent_name[:200]},
+        )
+    return named
+
+
+def _where(project: models.Project, call: CapturedCall, links: Mapping[str, SpanLink],
+           named: Mapping[str, tuple[str, str]]) -> tuple[str, str]:
+    """(session external id, agent name) of a call: its own span or resource, its ancestors in this batch, a
+    span of its trace seen before, else the trace itself."""
+    session, agent = call.session_id, call.agent_name
+    span_id, seen = call.parent_span_id, set()
+    while span_id and span_id in links and span_id not in seen:
+        seen.add(span_id)
+        session = session or links[span_id].session_id
+        agent = agent or links[span_id].agent_name
+        span_id = links[span_id].parent_span_id
+    if session is None:
+        known = named.get(call.trace_id) or models.CapturedTrace.objects.filter(
+            project=project, trace_id=call.trace_id).exclude(session_external_id="").values_list(
+            "session_external_id", "agent_name").first()
+        if known is not None:
+            session, agent = known[0], agent or known[1] or None
+    return session or f"trace:{call.trace_id}", agent or call.service_name or DEFAULT_AGENT
+
+
+def _agent(project: models.Project, name: str, model: str | None) -> models.Agent:
+    slug = slugify(name)[:100] or "agent"
+    agent, _ = models.Agent.objects.get_or_create(
+        project=project, slug=slug, defaults={"name": name[:200], "model": (model or "")[:200]}
+    )
+    return agent
+
+
+def _session(project: models.Project, external_id: str, agent_name: str, calls: Sequence[CapturedCall]) -> models.Session:
+    agent = _agent(project, agent_name, next((c.model for c in calls if c.model), None))
+    session = models.Session.objects.filter(agent__project=project, external_id=external_id).select_related("agent").first()
+    if session is None:
+        session = models.Session.objects.create(
+            agent=agent, external_id=external_id[:255], source_format=SOURCE_FORMAT,
+            started_at=min((_when(c) for c in calls if _when(c)), default=None),
+            title=_title(calls),
+        )
+    # One writer per session at a time: concurrent batches of one agent queue here (a no-op on SQLite, which
+    # serialises writers anyway).
+    return models.Session.objects.select_for_update().select_related("agent").get(pk=session.pk)
+
+
+def _title(calls: Sequence[CapturedCall]) -> str:
+    for call in sorted(calls, key=call_order):
+        for message in call.inputs or ():
+            if message.role == "user" and message.text.strip():
+                return message.text.strip()[:120]
+    return ""
+
+
+def _move_trace_session(project: models.Project, trace_id: str, external_id: str, agent_name: str) -> models.Session | None:
+    """Calls that waited in their trace's own session go to the session a span of the trace has now named."""
+    waiting = models.Session.objects.filter(agent__project=project, external_id=f"trace:{trace_id}").first()
+    if waiting is None:
+        return None
+    calls = stored_calls(waiting)
+    target = _session(project, external_id, agent_name or waiting.agent.name, calls)
+    for call in sorted(calls, key=call_order):
+        call_capture(session=target, call=call)
+    waiting.delete()
+    session_refresh(session=target)
+    return target
+
+
+# --- the chain in the database ----------------------------------------------------------------------------------
+
+
+class StoredChain:
+    """``memory.stitch.ChainIndex`` over a stored session: each question is one indexed query."""
+
+    def __init__(self, session: models.Session) -> None:
+        self.session = session
+        self._size = session.message_count  # kept up to date by _place and _truncate within a batch
+        self._last: str | None = None
+        self._last_known = False
+
+    def size(self) -> int:
+        return self._size
+
+    def last_key(self) -> str | None:
+        if not self._last_known:
+            self._last = (
+                models.Message.objects.filter(session=self.session, seq=self._size - 1)
+                .values_list("content_key", flat=True).first()
+            ) if self._size else None
+            self._last_known = True
+        return self._last
+
+    def positions(self, keys: Collection[str]) -> Mapping[str, Sequence[int]]:
+        found: dict[str, list[int]] = defaultdict(list)
+        rows = (models.Message.objects.filter(session=self.session, content_key__in=list(keys))
+                .order_by("seq").values_list("content_key", "seq"))
+        for key, seq in rows:
+            found[key].append(seq)
+        return found
+
+    def appended(self, keys: Sequence[str]) -> None:
+        if keys:
+            self._size += len(keys)
+            self._last, self._last_known = keys[-1], True
+
+
+def call_capture(*, session: models.Session, call: CapturedCall) -> bool:
+    """Store one call in ``session``: place it (and replay the calls after it, if it belongs before them), or
+    complete the call it is the other half of. False when it added nothing."""
+    row = models.LlmCall.objects.filter(session=session, trace_id=call.trace_id, span_id=call.span_id).first()
+    if row is not None:
+        before = call_from_row(row, _messages_at(session, _seqs_of(row)))
+        merged = before.merged(call)
+        if (_keys(merged.inputs), _keys(merged.outputs)) == (_keys(before.inputs), _keys(before.outputs)):
+            _write_metadata(row, merged)
+            row.save()
+            return False
+        call = merged
+    elif not call.has_content:
+        row = models.LlmCall(session=session, trace_id=call.trace_id, span_id=call.span_id)
+        _write_metadata(row, call)
+        row.placed = False
+        row.save()
+        return True
+    # Where the chain must be rolled back to: this call's old place, or that of the first call after it.
+    order = call_order(call)
+    starts = [row.chain_start] if row is not None and row.placed else []
+    after = next((r for r in models.LlmCall.objects.filter(session=session, placed=True, order_ns__gte=order[0])
+                  .order_by("order_ns", "trace_id", "span_id").only("order_ns", "trace_id", "span_id", "chain_start")
+                  if (r.order_ns, r.trace_id, r.span_id) > order), None)
+    if after is not None:
+        starts.append(after.chain_start)
+    replay = [call]
+    if starts:
+        start = min(starts)
+        later = [r for r in models.LlmCall.objects.filter(session=session, placed=True, chain_start__gte=start)
+                 if (r.trace_id, r.span_id) != (call.trace_id, call.span_id)]
+        messages = _messages_at(session, [s for r in later for s in _seqs_of(r)])
+        replay += [call_from_row(r, messages) for r in later]
+        _truncate(session, start, [r.pk for r in later] + ([row.pk] if row is not None else []))
+    chain = StoredChain(session)
+    for each in sorted(replay, key=call_order):
+        _place(session, chain, each)
+    return True
+
+
+def _place(session: models.Session, chain: StoredChain, call: CapturedCall) -> None:
+    placement = place_call(chain, call.inputs or [], call.outputs or [])
+    new = [_stamped(m, call, i == len(placement.new) - 1 and placement.reply is not None) for i, m in enumerate(placement.new)]
+    keys = [message_key(m) for m in new]
+    if new:
+        stored = services.messages_append(session=session, messages=new, start_seq=placement.start, content_keys=keys)
+        session.has_errors = session.has_errors or stored.has_errors
+        _checker_feed(session, placement.start, new)
+    chain.appended(keys)
+    session.message_count = chain.size()
+    row = models.LlmCall.objects.filter(session=session, trace_id=call.trace_id, span_id=call.span_id).first() \
+        or models.LlmCall(session=session, trace_id=call.trace_id, span_id=call.span_id)
+    _write_metadata(row, call)
+    row.placed = True
+    row.sent = placement.sent
+    row.reply_seq = placement.reply
+    row.chain_start = placement.start
+    row.save()
+
+
+def _stamped(message: schema.Message, call: CapturedCall, is_reply: bool) -> schema.Message:
+    when = _when(call, end=is_reply)
+    if message.created_at is None and when is not None:
+        return message.model_copy(update={"created_at": when})
+    return message
+
+
+def _truncate(session: models.Session, start: int, call_pks: Sequence[int]) -> None:
+    models.Message.objects.filter(session=session, seq__gte=start).delete()
+    models.LlmCall.objects.filter(pk__in=call_pks).update(placed=False, sent=[], reply_seq=None)
+    session.message_count = start
+    session.has_errors = models.Message.objects.filter(session=session, is_error=True).exists()
+    _CHECKERS.forget(session.pk)
+
+
+def _seqs_of(row: models.LlmCall) -> list[int]:
+    return [*row.sent, *([row.reply_seq] if row.reply_seq is not None else [])]
+
+
+def _messages_at(session: models.Session, seqs: Sequence[int]) -> dict[int, schema.Message]:
+    rows = models.Message.objects.filter(session=session, seq__in=list(set(seqs)))
+    return {row.seq: services.message_to_schema(row) for row in rows}
+
+
+def call_from_row(row: models.LlmCall, messages: Mapping[int, schema.Message]) -> CapturedCall:
+    """The call a stored row stands for, its messages read back from the chain (what it was sent, its reply)."""
+    placed = row.placed
+    started = row.started_at
+    started_ns = _ns(started) if started else None
+    return CapturedCall(
+        trace_id=row.trace_id, span_id=row.span_id, parent_span_id=row.parent_span_id or None,
+        convention=row.convention, model=row.model or None, started_ns=started_ns,
+        ended_ns=started_ns + int(row.duration.total_seconds() * 1e9) if started_ns and row.duration else None,
+        observed_ns=row.order_ns if not started_ns else None,
+        input_times=row.input_times, usage=dict(row.usage or {}),
+        inputs=[messages[s] for s in row.sent] if placed else None,
+        # No reply yet is None, not []: the other half of the call's log events may bring it.
+        outputs=[messages[row.reply_seq]] if placed and row.reply_seq is not None else None,
+        error=row.error or None,
+    )
+
+
+def stored_calls(session: models.Session) -> list[CapturedCall]:
+    rows = list(models.LlmCall.objects.filter(session=session))
+    messages = _messages_at(session, [s for r in rows for s in _seqs_of(r)])
+    return [call_from_row(r, messages) for r in rows]
+
+
+def _write_metadata(row: models.LlmCall, call: CapturedCall) -> None:
+    row.parent_span_id = call.parent_span_id or ""
+    row.convention = call.convention[:40]
+    row.model = (call.model or "")[:200]
+    row.started_at = _when(call)
+    row.duration = (dt.timedelta(microseconds=(call.ended_ns - call.started_ns) / 1000)
+                    if call.started_ns and call.ended_ns and call.ended_ns >= call.started_ns else None)
+    row.usage = dict(call.usage)
+    row.error = call.error or ""
+    row.order_ns = call_order(call)[0]
+    row.input_times = call.input_times
+
+
+def _keys(messages: Sequence[schema.Message] | None) -> list[str] | None:
+    return None if messages is None else [message_key(m) for m in messages]
+
+
+def _when(call: CapturedCall, *, end: bool = False) -> dt.datetime | None:
+    ns = (call.ended_ns if end else None) or call.started_ns or call.observed_ns
+    return dt.datetime.fromtimestamp(ns / 1e9, tz=dt.UTC) if ns else None
+
+
+def _ns(when: dt.datetime) -> int:
+    return int(when.timestamp() * 1_000_000) * 1000
+
+
+# --- summaries ------------------------------------------------------------------------------------------------
+
+
+class _CheckerCache:
+    """Protocol checkers of sessions receiving live, fed up to the session's stored count, so that a batch only
+    checks what it appended. A miss (another process wrote, or a rollback) rebuilds from the stored messages."""
+
+    def __init__(self, size: int = 256) -> None:
+        self._items: OrderedDict[int, tuple[int, ProtocolChecker]] = OrderedDict()
+        self._lock = threading.Lock()
+        self._size = size
+
+    def get(self, session_pk: int, count: int) -> ProtocolChecker | None:
+        with self._lock:
+            item = self._items.get(session_pk)
+            if item is None or item[0] != count:
+                return None
+            self._items.move_to_end(session_pk)
+            return item[1]
+
+    def put(self, session_pk: int, count: int, checker: ProtocolChecker) -> None:
+        with self._lock:
+            self._items[session_pk] = (count, checker)
+            self._items.move_to_end(session_pk)
+            while len(self._items) > self._size:
+                self._items.popitem(last=False)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._items.clear()
+
+    def forget(self, session_pk: int) -> None:
+        with self._lock:
+            self._items.pop(session_pk, None)
+
+
+_CHECKERS = _CheckerCache()
+
+
+def _checker(session: models.Session, count: int) -> ProtocolChecker:
+    checker = _CHECKERS.get(session.pk, count)
+    if checker is None:
+        checker = ProtocolChecker()
+        rows = models.Message.objects.filter(session=session, seq__lt=count).order_by("seq")
+        for row in rows.iterator(chunk_size=services.SESSION_ROWS_PER_FETCH):
+            checker.feed(services.message_to_schema(row))
+    return checker
+
+
+def _checker_feed(session: models.Session, start: int, messages: Sequence[schema.Message]) -> None:
+    checker = _checker(session, start)
+    checker.feed_many(messages)
+    _CHECKERS.put(session.pk, start + len(messages), checker)
+
+
+def session_refresh(*, session: models.Session) -> models.Session:
+    """Summaries after live messages arrived: count, tokens (from the last running total), errors, violations."""
+    last = (models.Message.objects.filter(session=session).order_by("-seq")
+            .values_list("seq", "token_running").first())
+    count = last[0] + 1 if last else 0
+    checker = _checker(session, count)
+    _CHECKERS.put(session.pk, count, checker)
+    services.session_finish(session=session, message_count=count, token_counts_sum=last[1] if last else 0,
+                            has_errors=session.has_errors, violations=checker.finish())
+    session.last_activity_at = timezone.now()
+    session.save(update_fields=["last_activity_at"])
+    return session

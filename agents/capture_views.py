@@ -1,0 +1,153 @@
+"""Live capture over HTTP: the OTLP/HTTP receiver and the project's API keys page.
+
+The receiver answers as the OTLP/HTTP specification says: 200 with an Export*ServiceResponse in the request's
+encoding (``partial_success`` says how many spans or log records could not be used, and why), and for a request
+it refuses a 4xx whose body is a ``google.rpc.Status`` (``{"code", "message"}`` in JSON), stored nothing.
+"""
+from __future__ import annotations
+
+import json
+
+from django.conf import settings
+from django.contrib import messages as flash
+from django.contrib.auth.decorators import login_not_required
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.csrf import csrf_exempt
+from django.views.decorators.http import require_GET, require_POST
+from google.protobuf import json_format
+from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceResponse
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
+
+from agents import capture, models, services
+from agents.memory import otlp
+
+# google.rpc.Code numbers for the Status body of a refusal.
+_RPC_CODES = {400: 3, 401: 16, 403: 7, 413: 8, 415: 3, 405: 12}
+
+
+def _status_body(status: int, message: str, as_json: bool) -> tuple[bytes, str]:
+    code = _RPC_CODES.get(status, 2)
+    if as_json:
+        return json.dumps({"code": code, "message": message}).encode(), otlp.JSON
+    # google.rpc.Status { int32 code = 1; string message = 2; }: two fields, encoded by hand (the package that
+    # ships the message is not worth a dependency).
+    text = message.encode()
+    return bytes([0x08, code, 0x12]) + _varint(len(text)) + text, otlp.PROTOBUF
+
+
+def _varint(n: int) -> bytes:
+    out = bytearray()
+    while True:
+        byte, n = n & 0x7F, n >> 7
+        out.append(byte | (0x80 if n else 0))
+        if not n:
+            return bytes(out)
+
+
+def _refuse(status: int, message: str, as_json: bool) -> HttpResponse:
+    body, content_type = _status_body(status, message, as_json)
+    response = HttpResponse(body, status=status, content_type=content_type)
+    if status == 401:
+        response["WWW-Authenticate"] = 'Bearer realm="otlp"'
+    return response
+
+
+def _receive(request: HttpRequest, signal: otlp.Signal) -> HttpResponse:
+    content_type = request.META.get("CONTENT_TYPE", "")
+    as_json = content_type.split(";", 1)[0].strip().lower() == otlp.JSON
+    if request.method != "POST":
+        return _refuse(405, "OTLP/HTTP takes POST", as_json)
+    scheme, _, key = request.META.get("HTTP_AUTHORIZATION", "").partition(" ")
+    if scheme.lower() != "bearer" or not key.strip():
+        return _refuse(401, "missing API key: send the header Authorization: Bearer <key> "
+                            "(OTEL_EXPORTER_OTLP_HEADERS=Authorization=Bearer%20<key>)", as_json)
+    try:
+        api_key = services.api_key_authenticate(key=key)
+    except services.ApiKeyError as exc:
+        return _refuse(401, str(exc), as_json)
+    limit = settings.MEMORYVIZ_OTLP_MAX_BYTES
+    declared = request.META.get("CONTENT_LENGTH") or "0"
+    if declared.isdigit() and int(declared) > limit:
+        return _refuse(413, f"body too large: {declared} bytes, the limit is {limit}", as_json)
+    body = request.read(limit + 1)
+    try:
+        batch = otlp.decode(body, signal=signal, content_type=content_type,
+                            content_encoding=request.META.get("HTTP_CONTENT_ENCODING", ""), max_bytes=limit)
+    except otlp.OtlpError as exc:
+        return _refuse(exc.status, str(exc), as_json)
+    result = capture.otlp_ingest(api_key=api_key, batch=batch)
+    reply: ExportTraceServiceResponse | ExportLogsServiceResponse
+    if signal == "traces":
+        reply = ExportTraceServiceResponse()
+        if result.rejected:
+            reply.partial_success.rejected_spans = result.rejected
+            reply.partial_success.error_message = result.error_message
+    else:
+        reply = ExportLogsServiceResponse()
+        if result.rejected:
+            reply.partial_success.rejected_log_records = result.rejected
+            reply.partial_success.error_message = result.error_message
+    if as_json:
+        return HttpResponse(json_format.MessageToJson(reply), content_type=otlp.JSON)
+    return HttpResponse(reply.SerializeToString(), content_type=otlp.PROTOBUF)
+
+
+@csrf_exempt
+@login_not_required
+def otlp_traces(request: HttpRequest) -> HttpResponse:
+    return _receive(request, "traces")
+
+
+@csrf_exempt
+@login_not_required
+def otlp_logs(request: HttpRequest) -> HttpResponse:
+    return _receive(request, "logs")
+
+
+# --- the project's API keys -------------------------------------------------------------------------------------
+
+
+def _project_for_admin(request: HttpRequest, slug: str) -> models.Project:
+    project = get_object_or_404(services.user_projects(request.user), slug=slug)
+    services.api_keys_for_admin(request.user, project)  # Http404 unless an admin of it
+    return project
+
+
+@require_GET
+def project_settings(request: HttpRequest, slug: str) -> HttpResponse:
+    project = _project_for_admin(request, slug)
+    return _render_settings(request, project)
+
+
+def _render_settings(request: HttpRequest, project: models.Project, *, new_key: str = "", error: str = "",
+                     status: int = 200) -> HttpResponse:
+    keys = services.api_keys_for_admin(request.user, project)
+    endpoint = request.build_absolute_uri("/otlp")
+    template = "agents/project_settings.html"
+    if getattr(request, "htmx", False):
+        template += "#api-keys"
+    return render(request, template, {"project": project, "keys": keys, "new_key": new_key, "error": error,
+                                      "endpoint": endpoint}, status=status)
+
+
+@require_POST
+def api_key_create(request: HttpRequest, slug: str) -> HttpResponse:
+    project = _project_for_admin(request, slug)
+    try:
+        created = services.api_key_create(project=project, name=request.POST.get("name", ""), created_by=request.user)
+    except ValueError as exc:
+        return _render_settings(request, project, error=str(exc).removeprefix("name: "), status=400)
+    # The key is in this response and nowhere else: no redirect, no flash message that a log could keep.
+    return _render_settings(request, project, new_key=created.key)
+
+
+@require_POST
+def api_key_revoke(request: HttpRequest, slug: str, prefix: str) -> HttpResponse:
+    project = _project_for_admin(request, slug)
+    api_key = get_object_or_404(models.ApiKey, project=project, prefix=prefix)
+    services.api_key_revoke(api_key=api_key)
+    if getattr(request, "htmx", False):
+        return _render_settings(request, project)
+    flash.success(request, f"Key {api_key.name!r} revoked.")
+    return redirect("agents:project_settings", slug=project.slug)

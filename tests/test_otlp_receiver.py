@@ -1,0 +1,249 @@
+"""The OTLP/HTTP receiver: real instrumented agents export to the live test server; the stored session must be
+the conversation, once, whatever the span order; refused requests store nothing."""
+from __future__ import annotations
+
+import gzip
+import json
+
+import pytest
+from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest, ExportLogsServiceResponse
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+    ExportTraceServiceRequest,
+    ExportTraceServiceResponse,
+)
+
+from agents import models, services
+from agents.memory.schema import parse_messages
+from agents.memory.stitch import message_key
+from tests.otel_clients.capture import OtlpCapture
+from tests.otel_clients.runner import ensure_venvs, run_agent
+
+
+@pytest.fixture(scope="session")
+def pythons():
+    return ensure_venvs()
+
+
+@pytest.fixture
+def key(project) -> str:
+    return services.api_key_create(project=project, name="travel-agent").key
+
+
+def stored_keys(session: models.Session) -> list[str]:
+    return [message_key(m) for m in services.session_messages(session)]
+
+
+def keys(messages) -> list[str]:
+    return [message_key(m) for m in messages]
+
+
+def assert_conversation_stored(session: models.Session, run) -> None:
+    assert stored_keys(session) == keys(parse_messages(run.history))
+    calls = list(session.llm_calls.order_by("order_ns"))
+    assert len(calls) == len(run.requests) == 7
+    stored = services.session_messages(session)
+    for call, request in zip(calls, run.requests):
+        assert keys(stored[i] for i in call.sent) == keys(parse_messages(request["messages"]))
+        assert stored[call.reply_seq].role == "assistant"
+    assert session.message_count == len(run.history)
+    assert session.token_total > 0 and session.violation_count == 0
+
+
+@pytest.mark.parametrize("instrumentation", [
+    "otel-genai", "otel-genai-events", "openinference", "openllmetry", "openllmetry-legacy", "langchain-openinference",
+])
+def test_it_stores_the_conversation_a_real_instrumented_agent_exports(pythons, live_server, project, key, instrumentation):
+    run = run_agent(pythons, instrumentation, endpoint=f"{live_server.url}/otlp",
+                    headers=f"Authorization=Bearer%20{key}", args=["--session", "trip-7"])
+    session = models.Session.objects.get(external_id="trip-7", agent__project=project)
+    assert session.source_format == "otlp"
+    assert_conversation_stored(session, run)
+    assert session.last_activity_at is not None
+    assert models.ApiKey.objects.get().last_used_at is not None
+
+
+def test_it_shows_the_trimming_a_framework_did_on_the_calls_that_did_it(pythons, live_server, project, key):
+    run = run_agent(pythons, "openinference", endpoint=f"{live_server.url}/otlp",
+                    headers=f"Authorization=Bearer%20{key}", args=["--session", "trip-8", "--keep", "3"],
+                    env={"OTEL_EXPORTER_OTLP_COMPRESSION": "gzip"})
+    session = models.Session.objects.get(external_id="trip-8")
+    assert stored_keys(session) == keys(parse_messages(run.history))
+    calls = list(session.llm_calls.order_by("order_ns"))
+    assert [call.reply_seq - len(call.sent) for call in calls] == [0, 1, 3, 5, 7, 9, 11]
+    assert calls[-1].sent == [0, 12, 13, 14]
+
+
+def real_trace_request(pythons, **options) -> ExportTraceServiceRequest:
+    """The spans a real agent exported, as one request (the exporter may have sent several)."""
+    with OtlpCapture() as capture:
+        run = run_agent(pythons, "otel-genai", endpoint=capture.endpoint, headers="Authorization=Bearer%20x", **options)
+    merged = ExportTraceServiceRequest()
+    for request in capture.requests:
+        part = ExportTraceServiceRequest()
+        part.ParseFromString(request.body)
+        merged.resource_spans.extend(part.resource_spans)
+    return run, merged
+
+
+def one_request_per_span(request: ExportTraceServiceRequest) -> list[bytes]:
+    bodies = []
+    for resource_spans in request.resource_spans:
+        for scope_spans in resource_spans.scope_spans:
+            for span in scope_spans.spans:
+                single = ExportTraceServiceRequest()
+                rs = single.resource_spans.add()
+                rs.resource.CopyFrom(resource_spans.resource)
+                ss = rs.scope_spans.add()
+                ss.scope.CopyFrom(scope_spans.scope)
+                ss.spans.add().CopyFrom(span)
+                bodies.append((span.name, single.SerializeToString()))
+    return bodies
+
+
+def post(client, body: bytes, key: str, *, path="/otlp/v1/traces", content_type="application/x-protobuf", **headers):
+    return client.post(path, data=body, content_type=content_type, HTTP_AUTHORIZATION=f"Bearer {key}", **headers)
+
+
+def test_it_stores_the_same_session_whatever_order_and_repetition_the_spans_arrive_in(pythons, client, project, key):
+    run, request = real_trace_request(pythons, args=["--session", "trip-9"])
+    bodies = one_request_per_span(request)
+    # The agent span (with the session id) first, then the calls newest first, each twice.
+    agent_span = [b for name, b in bodies if name.startswith("invoke_agent")]
+    calls = [b for name, b in bodies if not name.startswith("invoke_agent")]
+    for body in agent_span + calls[::-1] + calls[::2]:
+        assert post(client, body, key).status_code == 200
+    session = models.Session.objects.get(external_id="trip-9")
+    assert_conversation_stored(session, run)
+    assert models.Session.objects.count() == 1
+
+
+def test_it_moves_calls_to_their_session_when_the_agent_span_naming_it_comes_after_them(pythons, client, project, key):
+    run, request = real_trace_request(pythons, args=["--session", "trip-10"])
+    bodies = one_request_per_span(request)
+    agent_span = [b for name, b in bodies if name.startswith("invoke_agent")]
+    calls = [b for name, b in bodies if not name.startswith("invoke_agent")]
+    for body in calls[:4]:
+        post(client, body, key)
+    waiting = models.Session.objects.get()
+    assert waiting.external_id.startswith("trace:") and waiting.llm_calls.count() == 4
+    post(client, agent_span[0], key)
+    for body in calls[4:]:
+        post(client, body, key)
+    session = models.Session.objects.get()
+    assert session.external_id == "trip-10" and session.agent.slug == "travel-agent"
+    assert_conversation_stored(session, run)
+
+
+def genai_span(span_id: str, attributes: dict) -> dict:
+    return {"traceId": "ab" * 16, "spanId": span_id, "name": "chat gpt-4o", "startTimeUnixNano": "1000",
+            "endTimeUnixNano": "2000",
+            "attributes": [{"key": k, "value": {"stringValue": v}} for k, v in attributes.items()]}
+
+
+def test_it_answers_partial_success_for_spans_it_could_not_read_and_keeps_the_others(client, project, key):
+    good = genai_span("01" * 8, {
+        "gen_ai.operation.name": "chat", "session.id": "s1",
+        "gen_ai.input.messages": json.dumps([{"role": "user", "parts": [{"type": "text", "content": "Hi"}]}]),
+        "gen_ai.output.messages": json.dumps([{"role": "assistant", "parts": [{"type": "text", "content": "Hello"}]}]),
+    })
+    bad = genai_span("02" * 8, {"gen_ai.operation.name": "chat", "gen_ai.input.messages": "[{oops"})
+    body = {"resourceSpans": [{"resource": {}, "scopeSpans": [{"spans": [good, bad]}]}]}
+    response = post(client, json.dumps(body).encode(), key, content_type="application/json")
+    assert response.status_code == 200 and response["Content-Type"] == "application/json"
+    answer = json.loads(response.content)
+    assert answer["partialSuccess"]["rejectedSpans"] == "1"
+    assert "gen_ai.input.messages: not JSON" in answer["partialSuccess"]["errorMessage"]
+    session = models.Session.objects.get(external_id="s1")
+    assert [m.content for m in services.session_messages(session)] == ["Hi", "Hello"]
+    assert session.agent.name == "OpenTelemetry"  # no agent name and no service.name
+
+
+def test_it_answers_protobuf_with_an_empty_response_when_everything_was_used(client, project, key):
+    request = ExportTraceServiceRequest()
+    request.resource_spans.add().resource.attributes.add(key="service.name").value.string_value = "idle"
+    response = post(client, request.SerializeToString(), key)
+    assert response.status_code == 200 and response["Content-Type"] == "application/x-protobuf"
+    answer = ExportTraceServiceResponse()
+    answer.ParseFromString(response.content)
+    assert not answer.HasField("partial_success")
+    logs_request = ExportLogsServiceRequest()
+    logs_request.resource_logs.add().resource.attributes.add(key="service.name").value.string_value = "idle"
+    logs = post(client, logs_request.SerializeToString(), key, path="/otlp/v1/logs")
+    assert logs.status_code == 200
+    parsed = ExportLogsServiceResponse()
+    parsed.ParseFromString(logs.content)
+    assert not parsed.HasField("partial_success")
+    assert models.Session.objects.count() == 0
+
+
+def decode_status(response) -> tuple[int, str]:
+    if response["Content-Type"] == "application/json":
+        body = json.loads(response.content)
+        return body["code"], body["message"]
+    data = response.content
+    assert data[0] == 0x08 and data[2] == 0x12
+    return data[1], data[4:].decode() if data[3] < 0x80 else data[5:].decode()
+
+
+@pytest.mark.parametrize("case, status, words", [
+    ("no key", 401, "missing API key"),
+    ("unknown key", 401, "unknown API key"),
+    ("revoked key", 401, "was revoked"),
+    ("wrong content type", 415, "unsupported content type text/plain"),
+    ("malformed protobuf", 400, "malformed protobuf"),
+    ("malformed json", 400, "malformed JSON at line 1"),
+    ("malformed gzip", 400, "malformed gzip body"),
+    ("too large", 413, "body too large"),
+    ("too large once inflated", 413, "once decompressed"),
+    ("get", 405, "takes POST"),
+])
+def test_it_refuses_a_bad_request_with_a_status_that_says_why_and_stores_nothing(client, project, key, settings, case, status, words):
+    settings.MEMORYVIZ_OTLP_MAX_BYTES = 10_000
+    valid = json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": [genai_span("01" * 8, {
+        "gen_ai.operation.name": "chat", "gen_ai.input.messages": "[]",
+        "gen_ai.output.messages": json.dumps([{"role": "assistant", "parts": [{"type": "text", "content": "x"}]}])})]}]}]})
+    kwargs = {"data": valid.encode(), "content_type": "application/json", "HTTP_AUTHORIZATION": f"Bearer {key}"}
+    if case == "no key":
+        del kwargs["HTTP_AUTHORIZATION"]
+    elif case == "unknown key":
+        kwargs["HTTP_AUTHORIZATION"] = f"Bearer {key[:-4]}abcd"
+    elif case == "revoked key":
+        services.api_key_revoke(api_key=models.ApiKey.objects.get())
+    elif case == "wrong content type":
+        kwargs["content_type"] = "text/plain"
+    elif case == "malformed protobuf":
+        kwargs.update(data=b"\x0a\xff\xff\xff\xff\x0f", content_type="application/x-protobuf")
+    elif case == "malformed json":
+        kwargs["data"] = valid.encode()[:-3]
+    elif case == "malformed gzip":
+        kwargs["HTTP_CONTENT_ENCODING"] = "gzip"
+    elif case == "too large":
+        kwargs["data"] = valid.encode() + b" " * 10_000
+    elif case == "too large once inflated":
+        kwargs.update(data=gzip.compress(valid.encode() + b" " * 100_000), HTTP_CONTENT_ENCODING="gzip")
+    if case == "get":
+        response = client.get("/otlp/v1/traces", HTTP_AUTHORIZATION=f"Bearer {key}")
+    else:
+        response = client.post("/otlp/v1/traces", **kwargs)
+    assert response.status_code == status
+    code, message = decode_status(response)
+    assert words in message
+    assert models.Session.objects.count() == 0 and models.Message.objects.count() == 0
+    assert models.LlmCall.objects.count() == 0
+
+
+def test_it_answers_a_protobuf_refusal_in_protobuf(client, project):
+    response = client.post("/otlp/v1/traces", data=b"", content_type="application/x-protobuf")
+    assert response.status_code == 401 and response["Content-Type"] == "application/x-protobuf"
+    code, message = decode_status(response)
+    assert code == 16 and "missing API key" in message
+    assert response["WWW-Authenticate"] == 'Bearer realm="otlp"'
+
+
+def test_it_stores_a_key_s_calls_only_in_its_own_project(client, project, other_project):
+    other_key = services.api_key_create(project=other_project, name="beta").key
+    body = {"resourceSpans": [{"scopeSpans": [{"spans": [genai_span("01" * 8, {
+        "gen_ai.operation.name": "chat", "session.id": "s1", "gen_ai.input.messages": "[]",
+        "gen_ai.output.messages": json.dumps([{"role": "assistant", "parts": [{"type": "text", "content": "x"}]}])})]}]}]}
+    post(client, json.dumps(body).encode(), other_key, content_type="application/json")
+    assert models.Session.objects.get().agent.project == other_project
