@@ -51,6 +51,8 @@ TABLE_2026 = {  # reference/trimming-2026.md, issue 14
     "anthropic_clear_tool_uses": (False, {"trigger_input_tokens", "trigger_tool_uses", "keep_tool_uses",
                                           "clear_at_least", "exclude_tools", "clear_tool_inputs"}),
     "anthropic_clear_thinking": (False, {"keep_thinking_turns"}),
+    "strands_sliding_window": (True, {"window_size", "pin_first", "should_truncate_results", "context_overflow"}),
+    "strands_summarizing": (True, {"summary_ratio", "preserve_recent_messages", "pin_first"} | SUMMARY_PARAMS),
 }
 
 

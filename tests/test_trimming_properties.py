@@ -48,6 +48,11 @@ def strategy_and_params(draw: st.DrawFn, total_tokens: int) -> tuple[str, dict[s
                                               "keep_tool_uses": draw(st.integers(0, 3)),
                                               "clear_tool_inputs": draw(st.sampled_from([True, False, ["f"]]))},
         "anthropic_clear_thinking": lambda: {"keep_thinking_turns": draw(st.sampled_from([1, 2, "all"]))},
+        "strands_sliding_window": lambda: {"window_size": draw(st.integers(0, 12)),
+                                           "pin_first": draw(st.sampled_from([None, 1, 2])),
+                                           "context_overflow": draw(st.booleans())},
+        "strands_summarizing": lambda: {"summary_ratio": draw(st.sampled_from([0.1, 0.3, 0.8])),
+                                        "preserve_recent_messages": draw(st.integers(0, 6))},
     }.get(name, dict)())
     return name, params
 

@@ -249,7 +249,119 @@ def openai_tool_output_trimmer(case: Case) -> dict[str, Any]:
     return {"messages": _from_responses_items(case, data.input), "error": None}
 
 
+# --- Strands ------------------------------------------------------------------------------------------------
+
+
+def _to_strands(case: Case) -> tuple[list[dict[str, Any]], list[list[int]]]:
+    """§0: a run of tool messages is one user message of toolResult blocks; an assistant message is its text and
+    toolUse blocks; any other message a plain user message. Returns the messages and the view indices of each."""
+    out: list[dict[str, Any]] = []
+    members: list[list[int]] = []
+    for i, m in enumerate(case.messages):
+        if m.role == "tool":
+            block = {"toolResult": {"toolUseId": m.tool_call_id, "content": [{"text": m.text}],
+                                    "status": "error" if m.is_error else "success"}}
+            if out and members[-1] and case.messages[members[-1][-1]].role == "tool":
+                out[-1]["content"].append(block)
+                members[-1].append(i)
+                continue
+            out.append({"role": "user", "content": [block]})
+        elif m.role == "assistant":
+            content: list[dict[str, Any]] = [{"text": m.text}] if m.text else []
+            content += [{"toolUse": {"toolUseId": tc.id, "name": tc.function.name, "input": _args(tc.function.arguments)}}
+                        for tc in m.tool_calls]
+            out.append({"role": "assistant", "content": content})
+        else:
+            out.append({"role": "user", "content": [{"text": m.text}]})
+        members.append([i])
+    return out, members
+
+
+def _from_strands(case: Case, originals: list[dict[str, Any]], members: list[list[int]],
+                  result: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    where = {id(m): u for u, m in enumerate(originals)}
+    out = []
+    for message in result:
+        u = where.get(id(message))
+        if u is None:  # the summary
+            text = "".join(b["text"] for b in message["content"] if "text" in b)
+            out.append({"source": None, "message": {"role": message["role"], "content": text}})
+            continue
+        if case.messages[members[u][0]].role == "tool":
+            for i, block in zip(members[u], message["content"]):
+                text = "".join(item.get("text", "") for item in block["toolResult"]["content"])
+                original = case.messages[i]
+                changed = original if text == original.text else original.model_copy(update={"content": text})
+                out.append({"source": i, "message": changed.to_openai()})
+        else:
+            out.append({"source": members[u][0], "message": case.messages[members[u][0]].to_openai()})
+    return out
+
+
+def strands_sliding_window(case: Case) -> dict[str, Any]:
+    from types import SimpleNamespace
+
+    from strands.agent.conversation_manager import SlidingWindowConversationManager
+    from strands.types.exceptions import ContextWindowOverflowException
+
+    p = case.params
+    messages, members = _to_strands(case)
+    agent = SimpleNamespace(messages=list(messages))
+    manager = SlidingWindowConversationManager(window_size=p.get("window_size", 40),
+                                               should_truncate_results=p.get("should_truncate_results", True),
+                                               pin_first=p.get("pin_first"))
+    try:
+        if p.get("context_overflow"):
+            manager.reduce_context(agent, e=RuntimeError("context overflow"))
+        else:
+            manager.apply_management(agent)
+    except ContextWindowOverflowException as exc:
+        return {"messages": None, "error": str(exc)}
+    return {"messages": _from_strands(case, messages, members, agent.messages), "error": None}
+
+
+def strands_summarizing(case: Case) -> dict[str, Any]:
+    from types import SimpleNamespace
+
+    from strands.agent.conversation_manager import SummarizingConversationManager
+    from strands.types.exceptions import ContextWindowOverflowException
+
+    read: list[Any] = []
+
+    class Recording(SummarizingConversationManager):
+        def _generate_summary(self, messages: list[Any], agent: Any) -> Any:  # the model call, recorded
+            read.extend(messages)
+            return {"role": "user", "content": [{"text": SUMMARY_MARK}]}
+
+    p = case.params
+    messages, members = _to_strands(case)
+    agent = SimpleNamespace(messages=list(messages))
+    manager = Recording(summary_ratio=p.get("summary_ratio", 0.3),
+                        preserve_recent_messages=p.get("preserve_recent_messages", 10), pin_first=p.get("pin_first"))
+    try:
+        manager.reduce_context(agent, e=RuntimeError("context overflow"))
+    except ContextWindowOverflowException as exc:
+        return {"messages": None, "error": str(exc)}
+    where = {id(m): u for u, m in enumerate(messages)}
+    return {"messages": _from_strands(case, messages, members, agent.messages), "error": None,
+            "summarized": [i for m in read for i in members[where[id(m)]]]}
+
+
+# --- the frameworks' own summary prompts ---------------------------------------------------------------------
+
+
+def prompts(case: Case) -> dict[str, Any]:
+    from langchain.agents.middleware.summarization import DEFAULT_SUMMARY_PROMPT
+    from strands.agent.conversation_manager.compression.context_compression import DEFAULT_SUMMARIZATION_PROMPT
+
+    return {"messages": [], "error": None, "prompts": {
+        "langchain": DEFAULT_SUMMARY_PROMPT, "strands": DEFAULT_SUMMARIZATION_PROMPT}}
+
+
 ORACLES: dict[str, Callable[[Case], dict[str, Any]]] = {
+    "prompts": prompts,
+    "strands_sliding_window": strands_sliding_window,
+    "strands_summarizing": strands_summarizing,
     "openai_session_limit": openai_session_limit,
     "openai_tool_output_trimmer": openai_tool_output_trimmer,
     "langchain_summarization": langchain_summarization,

@@ -23,6 +23,7 @@ from agents.memory.trimming import (  # noqa: F401  (importing a module register
     safe_budget,
     seed_article,
     semantic_kernel,
+    strands,
 )
 from agents.memory.trimming.llamaindex import LlamaIndexContentCount
 from agents.memory.trimming.registry import (
@@ -49,6 +50,7 @@ _ORDER = (
     "langchain_summarization", "langchain_clear_tool_uses",
     "openai_session_limit", "openai_tool_output_trimmer",
     "anthropic_clear_tool_uses", "anthropic_clear_thinking",
+    "strands_sliding_window", "strands_summarizing",
 )
 _registered = dict(STRATEGIES)
 STRATEGIES.clear()

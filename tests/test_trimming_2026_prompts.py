@@ -1,0 +1,13 @@
+"""The summary prompts memoryviz sends to the endpoint are the frameworks' own, word for word."""
+from __future__ import annotations
+
+from agents.memory.trimming.langchain_middleware import LANGCHAIN_SUMMARY_PROMPT
+from agents.memory.trimming.strands import STRANDS_SUMMARY_PROMPT
+from tests.reference.harness import oracle
+
+
+def test_it_sends_the_frameworks_own_summary_prompts() -> None:
+    [answer] = oracle([{"strategy": "prompts", "messages": []}])
+    library = answer["prompts"]
+    assert LANGCHAIN_SUMMARY_PROMPT == library["langchain"]
+    assert STRANDS_SUMMARY_PROMPT == library["strands"]
