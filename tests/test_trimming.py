@@ -53,6 +53,11 @@ TABLE_2026 = {  # reference/trimming-2026.md, issue 14
     "anthropic_clear_thinking": (False, {"keep_thinking_turns"}),
     "strands_sliding_window": (True, {"window_size", "pin_first", "should_truncate_results", "context_overflow"}),
     "strands_summarizing": (True, {"summary_ratio", "preserve_recent_messages", "pin_first"} | SUMMARY_PARAMS),
+    "maf_sliding_window": (False, {"keep_last_groups", "preserve_system"}),
+    "maf_truncation": (False, {"max_n", "compact_to", "count_tokens", "preserve_system", "preserve_first_user_group"}),
+    "maf_selective_tool_calls": (False, {"keep_last_tool_call_groups"}),
+    "maf_tool_result_compaction": (False, {"keep_last_tool_call_groups"}),
+    "maf_summarization": (False, {"target_count", "threshold", "max_summary_input_tokens"} | SUMMARY_PARAMS),
 }
 
 

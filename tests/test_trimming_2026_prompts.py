@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from agents.memory.trimming.langchain_middleware import LANGCHAIN_SUMMARY_PROMPT
+from agents.memory.trimming.maf import MAF_SUMMARY_PROMPT
 from agents.memory.trimming.strands import STRANDS_SUMMARY_PROMPT
 from tests.reference.harness import oracle
 
@@ -11,3 +12,4 @@ def test_it_sends_the_frameworks_own_summary_prompts() -> None:
     library = answer["prompts"]
     assert LANGCHAIN_SUMMARY_PROMPT == library["langchain"]
     assert STRANDS_SUMMARY_PROMPT == library["strands"]
+    assert MAF_SUMMARY_PROMPT == library["maf"]

@@ -53,6 +53,11 @@ def strategy_and_params(draw: st.DrawFn, total_tokens: int) -> tuple[str, dict[s
                                            "context_overflow": draw(st.booleans())},
         "strands_summarizing": lambda: {"summary_ratio": draw(st.sampled_from([0.1, 0.3, 0.8])),
                                         "preserve_recent_messages": draw(st.integers(0, 6))},
+        "maf_sliding_window": lambda: {"keep_last_groups": draw(small), "preserve_system": draw(st.booleans())},
+        "maf_truncation": lambda: {"max_n": 6, "compact_to": draw(st.integers(1, 6))},
+        "maf_selective_tool_calls": lambda: {"keep_last_tool_call_groups": draw(st.integers(0, 2))},
+        "maf_tool_result_compaction": lambda: {"keep_last_tool_call_groups": draw(st.integers(0, 2))},
+        "maf_summarization": lambda: {"target_count": draw(st.integers(1, 4)), "threshold": draw(st.integers(0, 2))},
     }.get(name, dict)())
     return name, params
 

@@ -347,19 +347,128 @@ def strands_summarizing(case: Case) -> dict[str, Any]:
             "summarized": [i for m in read for i in members[where[id(m)]]]}
 
 
+# --- Microsoft Agent Framework -------------------------------------------------------------------------------
+
+
+def _to_maf(case: Case) -> list[Any]:
+    from agent_framework import Content
+    from agent_framework import Message as MafMessage
+
+    out = []
+    for i, m in enumerate(case.messages):
+        contents: list[Any] = [m.text] if m.text and m.role != "tool" else []
+        if m.role == "assistant":
+            contents += [Content.from_function_call(call_id=tc.id, name=tc.function.name, arguments=tc.function.arguments)
+                         for tc in m.tool_calls]
+        if m.role == "tool":
+            contents = [Content.from_function_result(call_id=m.tool_call_id, result=m.text)]
+        out.append(MafMessage(role=m.role, contents=contents, message_id=f"m{i}"))
+    return out
+
+
+def _from_maf(case: Case, messages: list[Any]) -> list[dict[str, Any]]:
+    out = []
+    for message in messages:
+        mid = message.message_id or ""
+        if mid.startswith("m") and mid[1:].isdigit():
+            out.append({"source": int(mid[1:]), "message": case.messages[int(mid[1:])].to_openai()})
+        else:
+            out.append({"source": None, "message": {"role": message.role, "content": message.text}})
+    return out
+
+
+def _run_maf(case: Case, strategy: Any, tokenizer: Any = None) -> list[dict[str, Any]]:
+    import asyncio
+
+    from agent_framework._compaction import apply_compaction
+
+    messages = _to_maf(case)
+    return _from_maf(case, asyncio.run(apply_compaction(messages, strategy=strategy, tokenizer=tokenizer)))
+
+
+def maf_sliding_window(case: Case) -> dict[str, Any]:
+    from agent_framework._compaction import SlidingWindowStrategy
+
+    p = case.params
+    strategy = SlidingWindowStrategy(keep_last_groups=p.get("keep_last_groups", 20),
+                                     preserve_system=p.get("preserve_system", True))
+    return {"messages": _run_maf(case, strategy), "error": None}
+
+
+def maf_truncation(case: Case) -> dict[str, Any]:
+    from agent_framework._compaction import TruncationStrategy, _serialize_message
+
+    p = case.params
+    tokenizer = None
+    if p.get("count_tokens"):
+        counts = {_serialize_message(m): case.counter.count(case.messages[k]) for k, m in enumerate(_to_maf(case))}
+
+        class CounterTokenizer:  # memoryviz's counter, per message, as MAF's tokenizer
+            def count_tokens(self, text: str) -> int:
+                return counts[text]
+
+        tokenizer = CounterTokenizer()
+    strategy = TruncationStrategy(max_n=p.get("max_n", 40), compact_to=p.get("compact_to", 20), tokenizer=tokenizer,
+                                  preserve_system=p.get("preserve_system", True),
+                                  preserve_first_user_group=p.get("preserve_first_user_group", False))
+    return {"messages": _run_maf(case, strategy), "error": None}
+
+
+def maf_selective_tool_calls(case: Case) -> dict[str, Any]:
+    from agent_framework._compaction import SelectiveToolCallCompactionStrategy
+
+    strategy = SelectiveToolCallCompactionStrategy(keep_last_tool_call_groups=case.params.get("keep_last_tool_call_groups", 1))
+    return {"messages": _run_maf(case, strategy), "error": None}
+
+
+def maf_tool_result_compaction(case: Case) -> dict[str, Any]:
+    from agent_framework._compaction import ToolResultCompactionStrategy
+
+    strategy = ToolResultCompactionStrategy(keep_last_tool_call_groups=case.params.get("keep_last_tool_call_groups", 1))
+    return {"messages": _run_maf(case, strategy), "error": None}
+
+
+def maf_summarization(case: Case) -> dict[str, Any]:
+    from agent_framework import ChatResponse
+    from agent_framework import Message as MafMessage
+    from agent_framework._compaction import SummarizationStrategy
+
+    asked: list[Any] = []
+
+    class Client:  # the summarizing model, recorded
+        async def get_response(self, messages: Any, stream: bool = False, **kwargs: Any) -> Any:
+            asked.extend(messages)
+            return ChatResponse(messages=[MafMessage(role="assistant", contents=[SUMMARY_MARK])])
+
+    p = case.params
+    strategy = SummarizationStrategy(client=Client(), target_count=p.get("target_count", 4),
+                                     threshold=p.get("threshold", 2),
+                                     max_summary_input_tokens=p.get("max_summary_input_tokens", 8000))
+    answer: dict[str, Any] = {"messages": _run_maf(case, strategy), "error": None}
+    if asked:
+        answer["prompt"] = [{"role": m.role, "content": m.text} for m in asked]
+    return answer
+
+
 # --- the frameworks' own summary prompts ---------------------------------------------------------------------
 
 
 def prompts(case: Case) -> dict[str, Any]:
     from langchain.agents.middleware.summarization import DEFAULT_SUMMARY_PROMPT
+    from agent_framework._compaction import DEFAULT_SUMMARIZATION_PROMPT as MAF_PROMPT
     from strands.agent.conversation_manager.compression.context_compression import DEFAULT_SUMMARIZATION_PROMPT
 
     return {"messages": [], "error": None, "prompts": {
-        "langchain": DEFAULT_SUMMARY_PROMPT, "strands": DEFAULT_SUMMARIZATION_PROMPT}}
+        "langchain": DEFAULT_SUMMARY_PROMPT, "strands": DEFAULT_SUMMARIZATION_PROMPT, "maf": MAF_PROMPT}}
 
 
 ORACLES: dict[str, Callable[[Case], dict[str, Any]]] = {
     "prompts": prompts,
+    "maf_sliding_window": maf_sliding_window,
+    "maf_truncation": maf_truncation,
+    "maf_selective_tool_calls": maf_selective_tool_calls,
+    "maf_tool_result_compaction": maf_tool_result_compaction,
+    "maf_summarization": maf_summarization,
     "strands_sliding_window": strands_sliding_window,
     "strands_summarizing": strands_summarizing,
     "openai_session_limit": openai_session_limit,

@@ -19,6 +19,7 @@ from agents.memory.trimming import (  # noqa: F401  (importing a module register
     langchain,
     langchain_middleware,
     llamaindex,
+    maf,
     openmanus,
     safe_budget,
     seed_article,
@@ -51,6 +52,8 @@ _ORDER = (
     "openai_session_limit", "openai_tool_output_trimmer",
     "anthropic_clear_tool_uses", "anthropic_clear_thinking",
     "strands_sliding_window", "strands_summarizing",
+    "maf_sliding_window", "maf_truncation", "maf_selective_tool_calls", "maf_tool_result_compaction",
+    "maf_summarization",
 )
 _registered = dict(STRATEGIES)
 STRATEGIES.clear()
