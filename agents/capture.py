@@ -268,9 +268,18 @@ def _place(session: models.Session, chain: StoredChain, call: CapturedCall) -> N
     _write_metadata(row, call)
     row.placed = True
     row.sent = placement.sent
+    row.sent_violations = sent_violations(call.inputs or [], placement.sent)
     row.reply_seq = placement.reply
     row.chain_start = placement.start
     row.save()
+
+
+def sent_violations(inputs: Sequence[schema.Message], sent: Sequence[int]) -> list[dict[str, object]]:
+    """What a provider would refuse in the list a call was really sent (a list that was sent: a call left
+    unanswered at its end is an error, not an agent mid-loop). Checked once, when the call is stored."""
+    checker = ProtocolChecker(pending_severity="error")
+    checker.feed_many(inputs)
+    return [{**v.to_dict(), "seq": sent[v.index] if v.index < len(sent) else None} for v in checker.finish()]
 
 
 def _stamped(message: schema.Message, call: CapturedCall, is_reply: bool) -> schema.Message:

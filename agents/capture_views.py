@@ -115,6 +115,14 @@ def _project_for_admin(request: HttpRequest, slug: str) -> models.Project:
 
 
 @require_GET
+def project_list(request: HttpRequest) -> HttpResponse:
+    """The user's projects, with a link to the settings of those they administer."""
+    admin_of = set(services.projects_with_role(request.user, services.ADMIN_ROLES).values_list("pk", flat=True))
+    projects = [{"project": p, "admin": p.pk in admin_of} for p in services.user_projects(request.user).distinct()]
+    return render(request, "agents/project_list.html", {"projects": projects})
+
+
+@require_GET
 def project_settings(request: HttpRequest, slug: str) -> HttpResponse:
     project = _project_for_admin(request, slug)
     return _render_settings(request, project)

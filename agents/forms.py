@@ -16,6 +16,8 @@ SORT_CHOICES = [
     ("tokens", "Fewest tokens"),
     ("-violations", "Most violations"),
     ("violations", "Fewest violations"),
+    ("-activity", "Latest activity first"),
+    ("activity", "Earliest activity first"),
 ]
 
 

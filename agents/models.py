@@ -1,11 +1,14 @@
 """The data model of DESIGN.md: projects, agents, sessions and their messages."""
 from __future__ import annotations
 
+import datetime as dt
+
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import models
 from django.db.models import Q
 from django.urls import reverse
+from django.utils import timezone
 
 
 class Role(models.TextChoices):
@@ -118,6 +121,13 @@ class Session(models.Model):
 
     def get_absolute_url(self) -> str:
         return reverse("agents:session_detail", args=[self.pk])
+
+    # A session whose messages arrived this recently is shown as receiving: its page polls for more.
+    LIVE_FOR = dt.timedelta(minutes=2)
+
+    @property
+    def is_live(self) -> bool:
+        return self.last_activity_at is not None and timezone.now() - self.last_activity_at < self.LIVE_FOR
 
 
 class Message(models.Model):
@@ -286,6 +296,8 @@ class LlmCall(models.Model):
     order_ns = models.BigIntegerField(default=0)
     placed = models.BooleanField(default=False, help_text="False while only the span came, without its content.")
     sent = models.JSONField(default=list, blank=True)
+    # The protocol violations of the list this call was sent (index: position in that list; seq: the message).
+    sent_violations = models.JSONField(default=list, blank=True)
     reply_seq = models.PositiveIntegerField(null=True, blank=True)
     # Where the chain stood before this call's new messages: rolling back to it undoes this call and later ones.
     chain_start = models.PositiveIntegerField(default=0)

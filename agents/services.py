@@ -18,6 +18,7 @@ from typing import Any
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.db import transaction
 from django.db.models import Exists, F, OuterRef, Q, QuerySet
+from django.db.models.functions import Coalesce
 from django.http import Http404
 from django.utils import timezone
 
@@ -484,6 +485,9 @@ SESSION_SORTS: dict[str, tuple[Any, ...]] = {
     "-tokens": ("-token_total", "-id"),
     "violations": ("violation_count", "id"),
     "-violations": ("-violation_count", "-id"),
+    # Sessions that never received live messages sort by their import, which is when their messages came.
+    "activity": (Coalesce("last_activity_at", "imported_at").asc(), "id"),
+    "-activity": (Coalesce("last_activity_at", "imported_at").desc(), "-id"),
 }
 DEFAULT_SESSION_SORT = "-started"
 
@@ -619,3 +623,30 @@ def api_keys_for_admin(user: User, project: models.Project) -> QuerySet[models.A
     if not projects_with_role(user, ADMIN_ROLES).filter(pk=project.pk).exists():
         raise Http404("No such project.")
     return models.ApiKey.objects.filter(project=project).select_related("created_by")
+
+
+# --- live capture: what each call was sent ------------------------------------------------------------------
+
+
+def llm_calls_by_reply(session: models.Session, seqs: Iterable[int]) -> dict[int, models.LlmCall]:
+    """The calls whose replies are among ``seqs`` (the messages on a page), by reply seq: one indexed query."""
+    wanted = list(seqs)
+    if not wanted:
+        return {}
+    rows = models.LlmCall.objects.filter(session=session, reply_seq__in=wanted).defer("input_times")
+    return {row.reply_seq: row for row in rows if row.reply_seq is not None}
+
+
+def llm_call_for_user(user: User, session_id: int, call_id: int) -> tuple[models.Session, models.LlmCall]:
+    session = session_for_user(user, session_id)
+    call = models.LlmCall.objects.filter(session=session, pk=call_id).first()
+    if call is None:
+        raise Http404("No such call in this session.")
+    return session, call
+
+
+def llm_call_sent_messages(call: models.LlmCall) -> list[models.Message]:
+    """The stored messages the call was sent, in the order it received them (a message it received twice is
+    listed twice)."""
+    rows = {row.seq: row for row in models.Message.objects.filter(session_id=call.session_id, seq__in=set(call.sent))}
+    return [rows[seq] for seq in call.sent if seq in rows]

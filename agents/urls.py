@@ -9,6 +9,7 @@ app_name = "agents"
 urlpatterns = [
     path("", views.session_list, name="session_list"),
     path("sessions/<int:session_id>/", views.session_detail, name="session_detail"),
+    path("sessions/<int:session_id>/calls/<int:call_id>/", views.llm_call, name="llm_call"),
 ]
 
 # Import and export (agents.transfer_views).
@@ -37,6 +38,7 @@ from agents import capture_views  # noqa: E402
 urlpatterns += [
     path("otlp/v1/traces", capture_views.otlp_traces, name="otlp_traces"),
     path("otlp/v1/logs", capture_views.otlp_logs, name="otlp_logs"),
+    path("projects/", capture_views.project_list, name="project_list"),
     path("projects/<slug:slug>/settings/", capture_views.project_settings, name="project_settings"),
     path("projects/<slug:slug>/api-keys/", capture_views.api_key_create, name="api_key_create"),
     path("projects/<slug:slug>/api-keys/<str:prefix>/revoke/", capture_views.api_key_revoke, name="api_key_revoke"),

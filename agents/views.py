@@ -7,6 +7,7 @@ from typing import Any
 from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
+from django.urls import reverse
 from django.views.decorators.http import require_GET
 from django_htmx.middleware import HtmxDetails
 
@@ -70,6 +71,7 @@ class MessageView:
     is_json: bool
     fold: bool
     preview: str
+    llm_call: dict[str, Any] | None = None  # live capture: what the call that produced this message was sent
 
 
 @require_GET
@@ -85,7 +87,9 @@ def session_detail(request: HtmxHttpRequest, session_id: int) -> HttpResponse:
         after = boundary - 1 if boundary > 0 else None
     page = services.session_message_page(session, after=after)
     messages = _message_views(session, page)
+    _add_llm_calls(session, messages)
     violations = session.violations or []
+    live = session.is_live
     context = {
         "session": session,
         "page": page,
@@ -99,11 +103,54 @@ def session_detail(request: HtmxHttpRequest, session_id: int) -> HttpResponse:
         "violations_hidden": max(0, len(violations) - VIOLATIONS_LISTED),
         "page_size": size,
         "per_list": _per_list(session.token_counter),
+        "live": live,
+        "last_seq": page.rows[-1].seq if page.rows else (after if after is not None else -1),
     }
     template_name = "agents/session_detail.html"
     if request.htmx:
-        template_name += "#message-page"
+        template_name += "#live-tail" if request.GET.get("live") else "#message-page"
     return render(request, template_name, context)
+
+
+def _add_llm_calls(session: models.Session, messages: list[MessageView]) -> None:
+    """On each message a captured call produced: how much of the chain before it the call was sent."""
+    calls = services.llm_calls_by_reply(session, (m.row.seq for m in messages if m.row.role == "assistant"))
+    for m in messages:
+        call = calls.get(m.row.seq)
+        if call is None:
+            continue
+        received = len(set(call.sent))
+        m.llm_call = {
+            "sent": received,
+            "before": call.reply_seq,
+            "left_out": max(call.reply_seq - received, 0),
+            "violations": [v for v in call.sent_violations if v.get("severity") == "error"],
+            "href": reverse("agents:llm_call", args=[session.pk, call.pk]),
+            "model": call.model,
+        }
+
+
+@require_GET
+def llm_call(request: HtmxHttpRequest, session_id: int, call_id: int) -> HttpResponse:
+    """Exactly what one captured call was sent, in its order, with the violations of that list."""
+    session, call = services.llm_call_for_user(request.user, session_id, call_id)
+    sent = services.llm_call_sent_messages(call)
+    by_position: dict[int, list[dict[str, Any]]] = {}
+    for violation in call.sent_violations:
+        by_position.setdefault(violation.get("index", -1), []).append(violation)
+    rows = []
+    previous = -1
+    for position, row in enumerate(sent):
+        gap = row.seq - previous - 1 if row.seq > previous else 0
+        rows.append({"row": row, "position": position, "gap": gap, "violations": by_position.get(position, []),
+                     "permalink": _permalink(session, row.seq), "text": _display_text(row)[0],
+                     "calls": [_call_view(tc) for tc in row.tool_calls]})
+        previous = max(previous, row.seq)
+    before = call.reply_seq if call.reply_seq is not None else session.message_count
+    context = {"session": session, "call": call, "rows": rows, "received": len(set(call.sent)), "before": before,
+               "left_out": max(before - len(set(call.sent)), 0),
+               "reply_href": _permalink(session, call.reply_seq) if call.reply_seq is not None else ""}
+    return render(request, "agents/llm_call.html", context)
 
 
 def _per_list(counter_name: str) -> int:

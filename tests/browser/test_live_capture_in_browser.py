@@ -1,0 +1,49 @@
+"""Live capture in a real browser: a receiving session shows new messages within two seconds, without a reload."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from agents import capture, models, services
+from agents.memory.otlp import Batch, Span
+from tests.browser.conftest import screenshot
+
+pytestmark = pytest.mark.browser
+
+TRACE = "ef" * 16
+
+
+def text(role: str, content: str) -> dict:
+    return {"role": role, "parts": [{"type": "text", "content": content}]}
+
+
+def chat_span(n: int, inputs: list[dict], output: dict) -> Span:
+    return Span(trace_id=TRACE, span_id=f"{n:016x}", parent_span_id=None, name="chat gpt-4o", start_ns=n * 1_000_000_000,
+                end_ns=n * 1_000_000_000 + 5_000_000, scope="test", resource={"service.name": "travel-agent"},
+                attributes={"gen_ai.operation.name": "chat", "session.id": "live-1",
+                            "gen_ai.input.messages": json.dumps(inputs), "gen_ai.output.messages": json.dumps([output])})
+
+
+def test_a_receiving_session_shows_new_messages_within_two_seconds_without_a_reload(logged_in_page, live_server, project):
+    api_key = services.api_key_create(project=project, name="agent").api_key
+    system = {"role": "system", "parts": [{"type": "text", "content": "Be brief."}]}
+    hello, hi = text("user", "Hello"), text("assistant", "Hi! How can I help?")
+    capture.otlp_ingest(api_key=api_key, batch=Batch(spans=[chat_span(1, [system, hello], hi)]))
+    session = models.Session.objects.get(external_id="live-1")
+    page = logged_in_page
+    page.goto(f"{live_server.url}{session.get_absolute_url()}")
+    assert page.locator(".badge-live").first.is_visible()
+    assert page.locator(".sent-note").first.inner_text().startswith("sent with 2 of 2 messages")
+    page.evaluate("window.__notReloaded = true")
+    ask, answer = text("user", "Weather in Rome?"), text("assistant", "24°C and clear.")
+    capture.otlp_ingest(api_key=api_key, batch=Batch(spans=[chat_span(2, [system, ask], answer)]))  # trimmed
+    page.wait_for_selector("#m-4", timeout=2_000)
+    assert page.evaluate("window.__notReloaded") is True
+    assert "24°C and clear." in page.locator("#m-4").inner_text()
+    assert "sent with 2 of 4 messages; 2 left out by the framework" in page.locator("#m-4 .sent-note").inner_text()
+    screenshot(page, "live-session")
+    page.click("#m-4 .sent-note a")
+    page.wait_for_load_state()
+    assert "… 2 stored messages not sent …" in page.content()
+    screenshot(page, "live-call-sent")
