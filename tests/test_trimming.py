@@ -58,6 +58,7 @@ TABLE_2026 = {  # reference/trimming-2026.md, issue 14
     "maf_selective_tool_calls": (False, {"keep_last_tool_call_groups"}),
     "maf_tool_result_compaction": (False, {"keep_last_tool_call_groups"}),
     "maf_summarization": (False, {"target_count", "threshold", "max_summary_input_tokens"} | SUMMARY_PARAMS),
+    "adk_compaction": (True, {"compaction_interval", "overlap_size"} | SUMMARY_PARAMS),
 }
 
 

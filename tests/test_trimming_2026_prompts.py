@@ -1,6 +1,7 @@
 """The summary prompts memoryviz sends to the endpoint are the frameworks' own, word for word."""
 from __future__ import annotations
 
+from agents.memory.trimming.adk import ADK_PROMPT, ADK_TOOL_CAP
 from agents.memory.trimming.langchain_middleware import LANGCHAIN_SUMMARY_PROMPT
 from agents.memory.trimming.maf import MAF_SUMMARY_PROMPT
 from agents.memory.trimming.strands import STRANDS_SUMMARY_PROMPT
@@ -13,3 +14,4 @@ def test_it_sends_the_frameworks_own_summary_prompts() -> None:
     assert LANGCHAIN_SUMMARY_PROMPT == library["langchain"]
     assert STRANDS_SUMMARY_PROMPT == library["strands"]
     assert MAF_SUMMARY_PROMPT == library["maf"]
+    assert (ADK_PROMPT, ADK_TOOL_CAP) == (library["adk"], library["adk_tool_cap"])

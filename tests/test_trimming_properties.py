@@ -58,6 +58,7 @@ def strategy_and_params(draw: st.DrawFn, total_tokens: int) -> tuple[str, dict[s
         "maf_selective_tool_calls": lambda: {"keep_last_tool_call_groups": draw(st.integers(0, 2))},
         "maf_tool_result_compaction": lambda: {"keep_last_tool_call_groups": draw(st.integers(0, 2))},
         "maf_summarization": lambda: {"target_count": draw(st.integers(1, 4)), "threshold": draw(st.integers(0, 2))},
+        "adk_compaction": lambda: {"compaction_interval": draw(st.integers(1, 3)), "overlap_size": draw(st.integers(0, 2))},
     }.get(name, dict)())
     return name, params
 

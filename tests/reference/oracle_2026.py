@@ -450,16 +450,114 @@ def maf_summarization(case: Case) -> dict[str, Any]:
     return answer
 
 
+# --- Google ADK ----------------------------------------------------------------------------------------------
+
+
+def adk_compaction(case: Case) -> dict[str, Any]:
+    """Replays ADK's sliding-window compaction: the session grows invocation by invocation, ADK's
+    _run_compaction_for_sliding_window runs after each, and the request is assembled by
+    _process_compaction_events. The summarizer writes memoryviz's placeholder (ADK compares sizes)."""
+    import asyncio
+
+    from google.adk.agents import LlmAgent
+    from google.adk.apps.app import App
+    from google.adk.apps._configs import EventsCompactionConfig
+    from google.adk.apps.base_events_summarizer import BaseEventsSummarizer
+    from google.adk.apps.compaction import _run_compaction_for_sliding_window
+    from google.adk.events import Event, EventActions
+    from google.adk.events.event_actions import EventCompaction
+    from google.adk.flows.llm_flows.context._compaction import _process_compaction_events
+    from google.adk.sessions import Session
+    from google.genai import types
+
+    messages = case.messages
+    names = {tc.id: tc.function.name for m in messages for tc in m.tool_calls}
+    events: list[Any] = []
+    members: dict[int, list[int]] = {}
+    invocation = 0
+    i = 0
+    while i < len(messages):
+        m = messages[i]
+        if m.role == "user" and i > 0:
+            invocation += 1
+        if m.role == "tool":
+            j = i
+            parts = []
+            while j < len(messages) and messages[j].role == "tool":
+                r = messages[j]
+                parts.append(types.Part(function_response=types.FunctionResponse(
+                    id=r.tool_call_id, name=names.get(r.tool_call_id), response={"result": r.text})))
+                j += 1
+            content = types.Content(role="user", parts=parts)
+            span = list(range(i, j))
+            author = "agent"
+            i = j
+        else:
+            if m.role == "assistant":
+                parts = [types.Part(text=m.text)] if m.text else []
+                parts += [types.Part(function_call=types.FunctionCall(id=tc.id, name=tc.function.name,
+                                                                      args=_args(tc.function.arguments)))
+                          for tc in m.tool_calls]
+                content, author = types.Content(role="model", parts=parts), "agent"
+            else:
+                content, author = types.Content(role="user", parts=[types.Part(text=m.text)]), "user"
+            span = [i]
+            i += 1
+        event = Event(author=author, invocation_id=f"inv{invocation}", content=content,
+                      timestamp=float(len(events) + 1))
+        members[id(event)] = span
+        events.append(event)
+
+    covered: dict[tuple[float, float], int] = {}
+
+    class Placeholder(BaseEventsSummarizer):
+        async def maybe_summarize_events(self, *, events: list[Any]) -> Any:
+            n = sum(len(members[id(e)]) for e in events)
+            text = f"[summary of {n} message]" if n == 1 else f"[summary of {n} messages]"
+            covered[(events[0].timestamp, events[-1].timestamp)] = n
+            return Event(author="user", invocation_id=Event.new_id(), actions=EventActions(compaction=EventCompaction(
+                start_timestamp=events[0].timestamp, end_timestamp=events[-1].timestamp,
+                compacted_content=types.Content(role="model", parts=[types.Part(text=text)]))))
+
+    p = case.params
+    config = EventsCompactionConfig(summarizer=Placeholder(), compaction_interval=p.get("compaction_interval", 3),
+                                    overlap_size=p.get("overlap_size", 1))
+    app = App(name="memoryviz", root_agent=LlmAgent(name="agent", model="gemini-2.5-flash"),
+              events_compaction_config=config)
+    session = Session(id="s", app_name="memoryviz", user_id="u", events=[])
+
+    async def replay() -> None:
+        for k, event in enumerate(events):
+            session.events.append(event)
+            if k + 1 < len(events) and events[k + 1].invocation_id == event.invocation_id:
+                continue  # the invocation is still running
+            async for compaction in _run_compaction_for_sliding_window(app, session, None):
+                session.events.append(compaction)
+
+    asyncio.run(replay())
+    out = []
+    for event in _process_compaction_events(session.events, "agent"):
+        span = members.get(id(event))
+        if span is None:
+            out.append({"source": None, "message": {"role": "assistant", "content": event.content.parts[0].text}})
+            continue
+        for k in span:
+            out.append({"source": k, "message": messages[k].to_openai()})
+    return {"messages": out, "error": None}
+
+
 # --- the frameworks' own summary prompts ---------------------------------------------------------------------
 
 
 def prompts(case: Case) -> dict[str, Any]:
     from langchain.agents.middleware.summarization import DEFAULT_SUMMARY_PROMPT
     from agent_framework._compaction import DEFAULT_SUMMARIZATION_PROMPT as MAF_PROMPT
+    from google.adk.apps.llm_event_summarizer import LlmEventSummarizer
     from strands.agent.conversation_manager.compression.context_compression import DEFAULT_SUMMARIZATION_PROMPT
 
     return {"messages": [], "error": None, "prompts": {
-        "langchain": DEFAULT_SUMMARY_PROMPT, "strands": DEFAULT_SUMMARIZATION_PROMPT, "maf": MAF_PROMPT}}
+        "langchain": DEFAULT_SUMMARY_PROMPT, "strands": DEFAULT_SUMMARIZATION_PROMPT, "maf": MAF_PROMPT,
+        "adk": LlmEventSummarizer._DEFAULT_PROMPT_TEMPLATE, "adk_tool_cap": LlmEventSummarizer._MAX_TOOL_CONTENT_CHARS}}
 
 
 ORACLES: dict[str, Callable[[Case], dict[str, Any]]] = {
@@ -469,6 +567,7 @@ ORACLES: dict[str, Callable[[Case], dict[str, Any]]] = {
     "maf_selective_tool_calls": maf_selective_tool_calls,
     "maf_tool_result_compaction": maf_tool_result_compaction,
     "maf_summarization": maf_summarization,
+    "adk_compaction": adk_compaction,
     "strands_sliding_window": strands_sliding_window,
     "strands_summarizing": strands_summarizing,
     "openai_session_limit": openai_session_limit,

@@ -12,6 +12,7 @@ One module per framework registers its strategies; ``registry`` holds what they 
 from __future__ import annotations
 
 from agents.memory.trimming import (  # noqa: F401  (importing a module registers its strategies)
+    adk,
     agents_cookbook,
     agents_sdk,
     anthropic_context,
@@ -54,6 +55,7 @@ _ORDER = (
     "strands_sliding_window", "strands_summarizing",
     "maf_sliding_window", "maf_truncation", "maf_selective_tool_calls", "maf_tool_result_compaction",
     "maf_summarization",
+    "adk_compaction",
 )
 _registered = dict(STRATEGIES)
 STRATEGIES.clear()
