@@ -111,6 +111,17 @@ def scale_params(name: str, total_tokens: int, n: int) -> dict[str, Any]:
         "sk_truncation": {"target_count": n // 10, "threshold_count": 5},
         "llamaindex_buffer": {"token_limit": budget // 2},
         "safe_token_budget": {"max_tokens": budget},
+        # 2026's frameworks: parameters that make each one act (their defaults often do nothing at this size).
+        "langchain_summarization": {"trigger_tokens": budget, "keep_tokens": budget // 2},
+        "langchain_clear_tool_uses": {"trigger": budget, "clear_at_least": budget},
+        "openai_session_limit": {"limit": n // 10},
+        "openai_tool_output_trimmer": {"max_output_chars": 20, "preview_chars": 10},
+        "anthropic_clear_tool_uses": {"trigger_input_tokens": budget, "clear_tool_inputs": True},
+        "strands_sliding_window": {"window_size": n // 10},
+        "strands_summarizing": {"preserve_recent_messages": n // 10},
+        "maf_truncation": {"max_n": n // 5, "compact_to": n // 10},
+        "maf_summarization": {"target_count": n // 10},
+        "adk_compaction": {"compaction_interval": 3, "overlap_size": 1},
     }.get(name, {})
 
 

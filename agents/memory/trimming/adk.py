@@ -143,33 +143,6 @@ def _self_contained(events: list[AdkEvent], window: list[int], newest: int, answ
     return window[: max(safe, run(dead))]
 
 
-def _retained(summaries: list[AdkSummary]) -> list[int]:
-    """``_get_compaction_ranges``: the summaries no other contains (of equal ranges the later), in append order."""
-    order = sorted(range(len(summaries)), key=lambda s: (summaries[s].start, -summaries[s].end, -s))
-    kept: set[int] = set()
-    max_end: int | None = None
-    for s in order:
-        if max_end is None or summaries[s].end > max_end:
-            kept.add(s)
-            max_end = summaries[s].end
-    return sorted(kept)
-
-
-def _coverage(summaries: list[AdkSummary], retained: list[int]) -> list[tuple[int, int]]:
-    spans: list[tuple[int, int]] = []
-    for start, end in sorted((summaries[s].start, summaries[s].end) for s in retained):
-        if spans and start <= spans[-1][1]:
-            spans[-1] = (spans[-1][0], max(spans[-1][1], end))
-        else:
-            spans.append((start, end))
-    return spans
-
-
-def _covered(spans: list[tuple[int, int]], e: int) -> bool:
-    k = bisect_right([s for s, _ in spans], e) - 1
-    return k >= 0 and e <= spans[k][1]
-
-
 @register(
     "adk_compaction", AdkCompactionParams,
     "Replays ADK's sliding-window compaction after each invocation: every compaction_interval new invocations "
@@ -188,29 +161,41 @@ def _adk_compaction(view: View, p: AdkCompactionParams) -> Outcome:
     summaries: list[AdkSummary] = []
     declined = 0
     notes: list[str] = []
+    # The kept (non-contained) summaries, sorted by start; their ends then increase too. Kept incrementally, with
+    # a covered flag per event, so a replay over n events stays about linear.
+    r_starts: list[int] = []
+    r_ends: list[int] = []
+    r_ids: list[int] = []
+    covered = [False] * len(events)
+    latest: int | None = None  # the kept summary appended last (ADK's "previous summary")
+    last_ends = [inv[-1] for inv in invocations]
+    answered: set[str] = set()
     for k in range(len(invocations)):
-        present = invocations[k][-1] + 1  # events 0..present-1 are in the session now
+        for e in invocations[k]:
+            answered.update(events[e].responses)
         last_end = summaries[-1].end if summaries else -1
-        new = [inv for inv in range(k + 1) if invocations[inv][-1] > last_end]
-        if len(new) < p.compaction_interval:
+        first_new = bisect_right(last_ends, last_end, 0, k + 1)
+        if k + 1 - first_new < p.compaction_interval:
             continue
-        start_inv = max(0, new[0] - p.overlap_size)
-        window = list(range(invocations[start_inv][0], invocations[new[-1]][-1] + 1))
-        answered = {r for e in range(present) for r in events[e].responses}
+        start_inv = max(0, first_new - p.overlap_size)
+        window = list(range(invocations[start_inv][0], invocations[k][-1] + 1))
         window = _self_contained(events, window, k, answered)
         if not window:
             continue
         start, end = window[0], window[-1]
-        retained = _retained(summaries)
-        spans = _coverage(summaries, retained)
-        if any(summaries[s].start <= start and end <= summaries[s].end and not (
-                summaries[s].start == start and summaries[s].end == end) for s in retained):
+        pos = bisect_right(r_starts, start) - 1
+        inside = pos >= 0 and r_ends[pos] >= end and not (r_starts[pos] == start and r_ends[pos] == end)
+        first = bisect_right(r_starts, start - 1)
+        last = first
+        while last < len(r_starts) and r_ends[last] <= end:
+            last += 1
+        if inside:
             removable = 0  # a kept summary already contains this range: nothing changes
         else:
-            raw = sum(events[e].size for e in window if not _covered(spans, e))
-            contained = sum(summaries[s].size for s in retained if start <= summaries[s].start and summaries[s].end <= end)
+            raw = sum(events[e].size for e in window if not covered[e])
+            contained = sum(summaries[r_ids[j]].size for j in range(first, last))
             removable = raw + contained - EMPTY_SUMMARY_SIZE
-        previous = summaries[retained[-1]].size if retained else 0
+        previous = summaries[latest].size if latest is not None else 0
         if removable <= previous:
             declined += 1
             continue
@@ -222,21 +207,29 @@ def _adk_compaction(view: View, p: AdkCompactionParams) -> Outcome:
         summaries.append(AdkSummary(start, end, summary, 36 + _json_len(summary.text), covers))
         if summary.note and summary.note not in notes:
             notes.append(summary.note)
+        if not inside:
+            r_starts[first:last] = [start]
+            r_ends[first:last] = [end]
+            r_ids[first:last] = [len(summaries) - 1]
+            latest = len(summaries) - 1
+            for e in window:
+                covered[e] = True
+            for e in range(start, end + 1):
+                covered[e] = True
 
     if not summaries:
         out = keep_all(view, "kept: no compaction ran")
         out.notes = [f"{plural(len(invocations), 'invocation')}: fewer than compaction_interval={p.compaction_interval} "
                      "new ones ever completed, or no window was worth a summary."] + notes
         return out
-    retained = _retained(summaries)
-    spans = _coverage(summaries, retained)
+    retained = sorted(r_ids)
     covered_by: dict[int, int] = {}
-    for s in retained:
+    for s in r_ids:
         for e in range(summaries[s].start, summaries[s].end + 1):
             covered_by.setdefault(e, s)
     dropped: dict[int, str] = {}
     for e, ev in enumerate(events):
-        if _covered(spans, e):
+        if covered[e]:
             s = covered_by.get(e)
             for i in ev.members:
                 dropped[i] = (f"summarized: in the window of an ADK summary (invocations up to the "
