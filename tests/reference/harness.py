@@ -150,3 +150,22 @@ def check_all(cases_and_inputs: list[tuple[list[Message], dict[str, Any]]]) -> l
         pairs.append((result, answer))
     assert not problems, f"{len(problems)} of {len(answers)} cases differ; the first:\n{problems[0]}"
     return pairs
+
+
+def result_from_command_json(data: dict[str, Any], messages: Sequence[Message]) -> TrimResult:
+    """The ``trim`` command's JSON as a TrimResult, enough for ``mismatch``: the trimmed list, where each message
+    came from, what summaries stand for, and the notes."""
+    from agents.memory.schema import parse_messages
+    from agents.memory.trimming.registry import Inserted
+
+    trimmed = parse_messages(data["messages"])
+    inserted_at = {x["position"]: x for x in data["inserted"]}
+    kept = iter(data["kept"])
+    sources = [None if pos in inserted_at else next(kept) for pos in range(len(trimmed))]
+    inserted = [Inserted(x["position"], trimmed[x["position"]], x["reason"], tuple(x.get("summarizes", ())))
+                for x in data["inserted"]]
+    return TrimResult(
+        strategy=data["strategy"], params=data["params"], counter=data["counter"], kept=data["kept"],
+        dropped=[], inserted=inserted, messages=trimmed, tokens_before=data["tokens_before"],
+        tokens_after=data["tokens_after"], violations=[], notes=data["notes"], sources=sources, edited=[],
+    )
