@@ -6,22 +6,33 @@ form as the session list. One error shape: ``{"error": "..."}``.
 """
 from __future__ import annotations
 
+import io
 import json
+import uuid
 from typing import Any
 
 from django.contrib.auth.decorators import login_not_required
+from django.db import transaction
+from django.db.models import Q
+from django.utils import timezone
+from django.utils.text import slugify
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from django.urls import reverse
 from rest_framework.authentication import BasicAuthentication, SessionAuthentication
-from rest_framework.decorators import api_view, authentication_classes
-from rest_framework.exceptions import NotFound
+from rest_framework.decorators import api_view, authentication_classes, parser_classes
+from rest_framework.exceptions import NotFound, PermissionDenied
+from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.pagination import PageNumberPagination
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
-from agents import models, services
+from agents import capture, imports, models, services
 from agents.api_auth import ApiKeyAuthentication
 from agents.forms import SessionFilterForm
+from agents.memory import schema
 from agents.memory.formats import FORMATS
 from agents.memory.tokens import COUNTERS, get_counter
 from agents.memory.trimming import STRATEGIES, StrategyError, resolve_params, trim
@@ -37,6 +48,43 @@ AUTHENTICATION = [BasicAuthentication, ApiKeyAuthentication, SessionAuthenticati
 def api(view: Any) -> Any:
     """A GET endpoint of this API: open to the login middleware (DRF checks access), Basic or session auth."""
     return login_not_required(api_view(["GET"])(authentication_classes(AUTHENTICATION)(view)))
+
+
+class ApiError(BaseModel):
+    """Every error of this API."""
+
+    error: str
+
+
+class SessionCreate(BaseModel):
+    """A new session: in the key's project (or ``project``, a slug where the caller is an editor), under an agent
+    found or created by ``agent`` (a name or slug)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    agent: str = Field(min_length=1, max_length=200)
+    project: str | None = None
+    external_id: str | None = Field(default=None, max_length=255)
+    title: str = Field(default="", max_length=500)
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    messages: list[dict[str, Any]] = Field(default_factory=list)
+
+
+class MessagesAppend(BaseModel):
+    """Messages to append, OpenAI-shaped; ``id`` (or ``external_id``) makes a retry safe."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    messages: list[dict[str, Any]] = Field(min_length=1)
+
+
+def write_api(methods: list[str]) -> Any:
+    """An endpoint that also writes: same authentication; writes need the editor role on the project."""
+
+    def decorate(view: Any) -> Any:
+        return login_not_required(api_view(methods)(authentication_classes(AUTHENTICATION)(view)))
+
+    return decorate
 
 
 def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
@@ -101,6 +149,7 @@ class _Pages(PageNumberPagination):
             raise NotFound(f"page {asked}: no such page; there are {count} (page=1 to page={count})") from None
 
 
+@extend_schema(operation_id="api_root", summary="Links to the API's lists", responses={200: OpenApiTypes.OBJECT})
 @api
 def api_root(request: Request) -> Response:
     return Response(
@@ -113,9 +162,17 @@ def api_root(request: Request) -> Response:
     )
 
 
-@api
+@extend_schema(methods=["GET"], operation_id="sessions_list", summary="The sessions of your projects, filtered and sorted",
+               parameters=[OpenApiParameter(name, str, description=name) for name in ("project", "agent", "q", "tool", "sort", "page")],
+               responses={200: OpenApiTypes.OBJECT, 400: ApiError, 401: ApiError, 404: ApiError})
+@extend_schema(methods=["POST"], operation_id="sessions_create", summary="Create a session", request=SessionCreate,
+               responses={201: OpenApiTypes.OBJECT, 400: ApiError, 403: ApiError, 409: ApiError})
+@write_api(["GET", "POST"])
 def session_list(request: Request) -> Response:
-    """The session list with the page's filters (project, agent, q, tool, violations, errors, dates, tokens, sort)."""
+    """GET: the session list with the page's filters (project, agent, q, tool, violations, errors, dates, tokens,
+    sort). POST: create a session (``SessionCreate``), with its first messages if given."""
+    if request.method == "POST":
+        return _session_create(request)
     form = SessionFilterForm(request.query_params or None, user=request.user)
     if form.is_bound and not form.is_valid():
         field, errors = next(iter(form.errors.items()))
@@ -126,6 +183,7 @@ def session_list(request: Request) -> Response:
     return paginator.get_paginated_response([_session_summary(request, s) for s in page])
 
 
+@extend_schema(operation_id="session_retrieve", summary="One session's summary", responses={200: OpenApiTypes.OBJECT, 400: ApiError, 401: ApiError, 404: ApiError})
 @api
 def session_detail(request: Request, session_id: int) -> Response:
     session = services.session_for_user(request.user, session_id)
@@ -137,10 +195,18 @@ def session_detail(request: Request, session_id: int) -> Response:
     return Response(data)
 
 
-@api
+@extend_schema(methods=["GET"], operation_id="session_messages_list", summary="A page of a session's messages",
+               parameters=[OpenApiParameter("after", int), OpenApiParameter("limit", int)], responses={200: OpenApiTypes.OBJECT, 400: ApiError, 401: ApiError, 404: ApiError})
+@extend_schema(methods=["POST"], operation_id="session_messages_append", summary="Append messages (idempotent by id)",
+               request=MessagesAppend, responses={200: OpenApiTypes.OBJECT, 201: OpenApiTypes.OBJECT, 400: ApiError, 403: ApiError})
+@write_api(["GET", "POST"])
 def session_messages(request: Request, session_id: int) -> Response:
-    """One page of messages in order: ``?after=<seq>&limit=<n>`` (keyset paging: every page costs the same)."""
+    """GET: one page of messages in order: ``?after=<seq>&limit=<n>`` (keyset paging: every page costs the same).
+    POST: append messages (``MessagesAppend``); a message whose id the session already has is skipped, so a
+    retried request appends nothing twice."""
     session = services.session_for_user(request.user, session_id)
+    if request.method == "POST":
+        return _messages_append(request, session)
     try:
         after = int(request.query_params["after"]) if "after" in request.query_params else None
         limit = int(request.query_params.get("limit", services.MESSAGE_PAGE_SIZE))
@@ -164,6 +230,7 @@ def session_messages(request: Request, session_id: int) -> Response:
     )
 
 
+@extend_schema(operation_id="session_trim", summary="The session as a strategy would trim it", parameters=[OpenApiParameter("strategy", str, required=True), OpenApiParameter("counter", str), OpenApiParameter("detail", str, enum=["compact", "full"]), OpenApiParameter("messages", str)], responses={200: OpenApiTypes.OBJECT, 400: ApiError, 401: ApiError, 404: ApiError})
 @api
 def session_trim(request: Request, session_id: int) -> Response:
     """``?strategy=NAME&<param>=<value>...``: the session as the strategy would trim it (the stored session is
@@ -228,6 +295,7 @@ def _query_value(value: str) -> Any:
         return value
 
 
+@extend_schema(operation_id="strategies_list", summary="Trimming strategies and their parameters", responses={200: OpenApiTypes.OBJECT})
 @api
 def strategy_list(request: Request) -> Response:
     return Response(
@@ -245,9 +313,146 @@ def strategy_list(request: Request) -> Response:
     )
 
 
+@extend_schema(operation_id="formats_list", summary="Formats memoryviz reads and writes", responses={200: OpenApiTypes.OBJECT})
 @api
 def format_list(request: Request) -> Response:
     return Response(
         {"formats": [{"name": f.name, "label": f.label, "description": f.description} for f in FORMATS.values()]}
     )
 
+
+
+# --- writing ------------------------------------------------------------------------------------------------
+
+
+def _body(request: Request, model: type[BaseModel]) -> Any:
+    if not isinstance(request.data, dict):
+        raise _Invalid("body: expected a JSON object")
+    try:
+        return model.model_validate(request.data)
+    except ValidationError as exc:
+        raise _Invalid(schema.describe_validation_error(exc, prefix="")) from None
+
+
+class _Invalid(Exception):
+    pass
+
+
+def _parsed_messages(raw: list[dict[str, Any]]) -> list[schema.Message]:
+    """OpenAI-shaped messages; ``id`` is the message's id (``external_id``)."""
+    items = []
+    for item in raw:
+        if isinstance(item, dict) and "id" in item and "external_id" not in item:
+            item = {**item, "external_id": str(item["id"])}
+            del item["id"]
+        items.append(item)
+    return schema.parse_messages(items)
+
+
+def _editable_project(request: Request, slug: str | None) -> models.Project:
+    projects = services.editable_projects(request.user)
+    if slug:
+        project = projects.filter(slug=slug).first()
+        if project is None:
+            raise PermissionDenied(f"project {slug}: no such project where you may write (editor or admin)")
+        return project
+    choices = list(projects.distinct()[:2])
+    if len(choices) != 1:
+        raise _Invalid("project: name the project's slug (you may write to several, or to none)")
+    return choices[0]
+
+
+def _session_create(request: Request) -> Response:
+    try:
+        body = _body(request, SessionCreate)
+        project = _editable_project(request, body.project)
+        messages = _parsed_messages(body.messages)
+    except (_Invalid, ValueError) as exc:
+        return _bad_request(str(exc))
+    agent = models.Agent.objects.filter(project=project).filter(Q(slug=body.agent) | Q(name=body.agent)).first()
+    if agent is None:
+        agent, _ = models.Agent.objects.get_or_create(
+            project=project, slug=slugify(body.agent)[:100] or "agent", defaults={"name": body.agent})
+    external_id = body.external_id or uuid.uuid4().hex
+    if models.Session.objects.filter(agent=agent, external_id=external_id).exists():
+        return Response({"error": f"external_id {external_id}: agent {agent.slug} already has this session"}, status=409)
+    conversation = schema.Conversation(messages=messages, external_id=external_id, title=body.title or None,
+                                       source_format="api", metadata=body.metadata)
+    try:
+        session = services.session_store(agent=agent, conversation=conversation)
+    except ValueError as exc:
+        return _bad_request(str(exc))
+    session.last_activity_at = timezone.now()
+    session.save(update_fields=["last_activity_at"])
+    return Response(_session_summary(request, session), status=201)
+
+
+def _messages_append(request: Request, session: models.Session) -> Response:
+    if not services.editable_projects(request.user).filter(pk=session.agent.project_id).exists():
+        raise PermissionDenied("appending messages needs the editor or admin role in this session's project")
+    try:
+        messages = _parsed_messages(_body(request, MessagesAppend).messages)
+    except (_Invalid, ValueError) as exc:
+        return _bad_request(str(exc))
+    with capture.session_writer(), transaction.atomic():
+        session = models.Session.objects.select_for_update().select_related("agent__project").get(pk=session.pk)
+        ids = [m.external_id for m in messages if m.external_id]
+        known = set(models.Message.objects.filter(session=session, external_id__in=ids).values_list("external_id", flat=True))
+        new: list[schema.Message] = []
+        skipped = []
+        for message in messages:
+            if message.external_id and message.external_id in known:
+                skipped.append(message.external_id)
+                continue
+            if message.external_id:
+                known.add(message.external_id)
+            new.append(message)
+        start = session.message_count
+        try:
+            capture.session_append(session=session, messages=new)
+        except ValueError as exc:
+            transaction.set_rollback(True)
+            return _bad_request(str(exc))
+        capture.session_refresh(session=session)
+    return Response({"session": session.pk, "added": len(new), "skipped": skipped,
+                     "seqs": list(range(start, start + len(new))), "message_count": session.message_count},
+                    status=201 if new else 200)
+
+
+class ImportUpload(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    project: str | None = None
+    agent: str | None = None
+    format: str | None = None
+
+
+@extend_schema(operation_id="import_create", summary="Import a history file in any format",
+               request={"multipart/form-data": {"type": "object", "properties": {
+                   "file": {"type": "string", "format": "binary"}, "project": {"type": "string"},
+                   "agent": {"type": "string"}, "format": {"type": "string", "enum": sorted(FORMATS)}}, "required": ["file"]}},
+               responses={201: OpenApiTypes.OBJECT, 400: ApiError, 403: ApiError})
+@write_api(["POST"])
+@parser_classes([MultiPartParser, FormParser])
+def import_upload(request: Request) -> Response:
+    """A file in any format memoryviz reads, as the import page takes it (multipart: ``file``; optional
+    ``project``, ``agent``, ``format``). Answers the import report; nothing is stored when it fails."""
+    upload = request.FILES.get("file")
+    if upload is None:
+        return _bad_request("file: send the history as a multipart file field named file")
+    try:
+        options = ImportUpload.model_validate({k: request.data.get(k) or None for k in ("project", "agent", "format")})
+        project = _editable_project(request, options.project)
+    except (_Invalid, ValueError) as exc:
+        return _bad_request(str(exc))
+    if options.format and options.format not in FORMATS:
+        return _bad_request(f"format: unknown format {options.format!r}; valid: {', '.join(sorted(FORMATS))}")
+    source: Any = upload.temporary_file_path() if hasattr(upload, "temporary_file_path") else io.BufferedReader(upload.file)
+    try:
+        report = imports.import_file(source, project=project, agent=options.agent, format=options.format,
+                                     label=upload.name, name=upload.name)
+    except imports.ImportFailed as exc:
+        return _bad_request(f"{upload.name}: {exc} Nothing was imported.")
+    models.Session.objects.filter(pk__in=[s.session_id for s in report.sessions if s.session_id and s.added]).update(
+        last_activity_at=timezone.now())
+    return Response(report.to_dict(), status=201)

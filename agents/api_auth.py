@@ -2,6 +2,7 @@
 ``agents.api`` is still loading."""
 from __future__ import annotations
 
+from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from rest_framework.authentication import BaseAuthentication
 from rest_framework.exceptions import AuthenticationFailed
 from rest_framework.request import Request
@@ -26,3 +27,14 @@ class ApiKeyAuthentication(BaseAuthentication):
 
     def authenticate_header(self, request: Request) -> str:
         return 'Bearer realm="api"'
+
+
+class ApiKeyScheme(OpenApiAuthenticationExtension):  # type: ignore[no-untyped-call]
+    """How the OpenAPI schema documents the key."""
+
+    target_class = ApiKeyAuthentication
+    name = "projectApiKey"
+
+    def get_security_definition(self, auto_schema: object) -> dict[str, str]:
+        return {"type": "http", "scheme": "bearer", "bearerFormat": "mvz_<prefix>_<secret>",
+                "description": "A project API key: an editor of its one project."}

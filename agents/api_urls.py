@@ -1,6 +1,8 @@
 from __future__ import annotations
 
+from django.contrib.auth.decorators import login_not_required
 from django.urls import path
+from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
 
 from agents import api
 
@@ -14,4 +16,9 @@ urlpatterns = [
     path("sessions/<int:session_id>/trim/", api.session_trim, name="session_trim"),
     path("strategies/", api.strategy_list, name="strategy_list"),
     path("formats/", api.format_list, name="format_list"),
+    path("import/", api.import_upload, name="import_upload"),
+    # Open to the login middleware: SPECTACULAR_SETTINGS lets in a logged-in user or an API client only.
+    path("schema/", login_not_required(SpectacularAPIView.as_view()), name="schema"),
+    path("docs/", SpectacularSwaggerView.as_view(url_name="api:schema"), name="docs"),
+    path("redoc/", SpectacularRedocView.as_view(url_name="api:schema"), name="redoc"),
 ]

@@ -12,7 +12,8 @@ from __future__ import annotations
 import datetime as dt
 import threading
 from collections import OrderedDict, defaultdict
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from django.db import IntegrityError, connection, transaction
@@ -57,10 +58,8 @@ def otlp_ingest(*, api_key: models.ApiKey, batch: Batch) -> IngestResult:
     extraction = extract(batch)
     for attempt in range(ATTEMPTS):
         try:
-            if connection.vendor == "sqlite":
-                with _SQLITE_WRITER:
-                    return _ingest(api_key.project, extraction)
-            return _ingest(api_key.project, extraction)
+            with session_writer():
+                return _ingest(api_key.project, extraction)
         except IntegrityError:
             _CHECKERS.clear()  # they may hold what the rolled-back transaction fed them
             if attempt == ATTEMPTS - 1:
@@ -257,12 +256,8 @@ def _place(session: models.Session, chain: StoredChain, call: CapturedCall) -> N
     placement = place_call(chain, call.inputs or [], call.outputs or [])
     new = [_stamped(m, call, i == len(placement.new) - 1 and placement.reply is not None) for i, m in enumerate(placement.new)]
     keys = [message_key(m) for m in new]
-    if new:
-        stored = services.messages_append(session=session, messages=new, start_seq=placement.start, content_keys=keys)
-        session.has_errors = session.has_errors or stored.has_errors
-        _checker_feed(session, placement.start, new)
+    session_append(session=session, messages=new, content_keys=keys)
     chain.appended(keys)
-    session.message_count = chain.size()
     row = models.LlmCall.objects.filter(session=session, trace_id=call.trace_id, span_id=call.span_id).first() \
         or models.LlmCall(session=session, trace_id=call.trace_id, span_id=call.span_id)
     _write_metadata(row, call)
@@ -272,6 +267,32 @@ def _place(session: models.Session, chain: StoredChain, call: CapturedCall) -> N
     row.reply_seq = placement.reply
     row.chain_start = placement.start
     row.save()
+
+
+def session_append(*, session: models.Session, messages: Sequence[schema.Message],
+                   content_keys: Sequence[str] | None = None) -> services.StoredBatch:
+    """Append messages at the end of a session as they arrive (live capture, the write API): the services' row
+    writer stores them with their running totals, and the session's checker is fed only these. Call
+    ``session_refresh`` once the batch is done to write the summaries."""
+    start = session.message_count
+    if not messages:
+        return services.StoredBatch(token_running=0)
+    keys = list(content_keys) if content_keys is not None else [message_key(m) for m in messages]
+    stored = services.messages_append(session=session, messages=messages, start_seq=start, content_keys=keys)
+    session.has_errors = session.has_errors or stored.has_errors
+    _checker_feed(session, start, messages)
+    session.message_count = start + len(messages)
+    return stored
+
+
+@contextmanager
+def session_writer() -> Iterator[None]:
+    """One writer of live sessions at a time in this process on SQLite (see ``_SQLITE_WRITER``)."""
+    if connection.vendor == "sqlite":
+        with _SQLITE_WRITER:
+            yield
+    else:
+        yield
 
 
 def sent_violations(inputs: Sequence[schema.Message], sent: Sequence[int]) -> list[dict[str, object]]:

@@ -39,6 +39,8 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "django.contrib.humanize",
     "rest_framework",
+    "drf_spectacular",
+    "drf_spectacular_sidecar",  # Swagger UI and Redoc served from our static files: no CDN
     "django_htmx",
     "template_partials",
     "agents",
@@ -146,6 +148,32 @@ REST_FRAMEWORK = {
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
     "PAGE_SIZE": 50,
     "EXCEPTION_HANDLER": "agents.api.exception_handler",
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+}
+
+SPECTACULAR_SETTINGS = {
+    "TITLE": "memoryviz API",
+    "DESCRIPTION": (
+        "Read and write agent conversations. Authenticate with a project API key (`Authorization: Bearer <key>`, "
+        "created on the project's settings page or with `python manage.py api_key create`), HTTP Basic, or the "
+        "browser session. Errors are `{\"error\": \"...\"}`. OpenTelemetry exporters post OTLP/HTTP to "
+        "`/otlp/v1/traces` and `/otlp/v1/logs` with the same key."
+    ),
+    "VERSION": "1",
+    "SERVE_INCLUDE_SCHEMA": False,
+    # Like every URL: for a logged-in user or an API client (Bearer key, Basic, session).
+    "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],
+    "SERVE_AUTHENTICATION": [
+        "rest_framework.authentication.BasicAuthentication",
+        "agents.api_auth.ApiKeyAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
+    ],
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+    "SCHEMA_PATH_PREFIX": "/api/",
+    # 3.1: the request bodies are pydantic models, whose optional fields are "null" types (not in 3.0).
+    "OAS_VERSION": "3.1.0",
 }
 
 if not DEBUG:
