@@ -11,6 +11,7 @@ from agents.memory.trimming import trim
 from tests.reference.canonical import CANONICAL, CANONICAL_DICTS
 from tests.reference.conversations import conversations, counters
 from tests.reference.harness import case, check_all, collect
+from tests.summary_stub import StubEndpoint, summary_endpoint  # noqa: F401  (the fixture)
 
 
 @st.composite
@@ -56,3 +57,18 @@ def test_it_keeps_the_docs_overlapping_summaries() -> None:
     assert result.sources == [0, None, None, None]
     assert any("reach the model twice" in note for note in result.notes)
     check_all([(messages, case(messages, "adk_compaction", {}, "approx"))])
+
+
+def test_it_asks_the_endpoint_with_adks_summarizer_prompt(summary_endpoint: StubEndpoint) -> None:
+    cases = collect(adk_cases(), 40)
+    pairs = check_all(cases)
+    asked = 0
+    for (messages, c), (_, answer) in zip(cases, pairs):
+        if not answer["prompts"]:
+            continue
+        summary_endpoint.requests.clear()
+        trim(messages, "adk_compaction", {**c["params"], "summarize_with": "endpoint"}, counter=c["counter"])
+        # A real summary has another size than the placeholder, so later windows may differ: the first matches.
+        assert summary_endpoint.requests[0]["body"]["messages"] == [{"role": "user", "content": answer["prompts"][0]}]
+        asked += 1
+    assert asked > 5

@@ -509,9 +509,16 @@ def adk_compaction(case: Case) -> dict[str, Any]:
         events.append(event)
 
     covered: dict[tuple[float, float], int] = {}
+    prompts: list[str] = []
+    from google.adk.apps.llm_event_summarizer import LlmEventSummarizer
+
+    formatter = LlmEventSummarizer.__new__(LlmEventSummarizer)  # its prompt formatting, without a model
+    formatter._prompt_template = LlmEventSummarizer._DEFAULT_PROMPT_TEMPLATE
 
     class Placeholder(BaseEventsSummarizer):
         async def maybe_summarize_events(self, *, events: list[Any]) -> Any:
+            prompts.append(formatter._prompt_template.format(
+                conversation_history=formatter._format_events_for_prompt(events)))
             n = sum(len(members[id(e)]) for e in events)
             text = f"[summary of {n} message]" if n == 1 else f"[summary of {n} messages]"
             covered[(events[0].timestamp, events[-1].timestamp)] = n
@@ -543,7 +550,7 @@ def adk_compaction(case: Case) -> dict[str, Any]:
             continue
         for k in span:
             out.append({"source": k, "message": messages[k].to_openai()})
-    return {"messages": out, "error": None}
+    return {"messages": out, "error": None, "prompts": prompts}
 
 
 # --- the frameworks' own summary prompts ---------------------------------------------------------------------
