@@ -211,7 +211,7 @@ def trim_preview(messages: Sequence[Message], counts: Sequence[int], result: Tri
         if position in inserted_at:
             x = inserted_at[position]
             pending.append(
-                PreviewRow("inserted", None, position, x.message, None, x.reason, by_position.get(position, []))
+                PreviewRow("inserted", None, position, x.message, x.tokens, x.reason, by_position.get(position, []))
             )
             continue
         i = next(kept_iter)

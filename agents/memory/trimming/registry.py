@@ -37,6 +37,7 @@ class Inserted(NamedTuple):
     message: Message
     reason: str
     summarizes: tuple[int, ...] = ()  # a summary: the input indices it stands for (empty for other placeholders)
+    tokens: int | None = None  # what it counts in tokens_after (a placeholder summary: summary_tokens)
 
 
 class Edited(NamedTuple):
@@ -430,9 +431,10 @@ def trim(
         for item in sorted(out.inserted, key=lambda x: x[0]):
             x = Insert(*item)
             body.insert(x.position, x.message)
-            body_tokens.insert(x.position, tc.count(x.message) if x.tokens is None else x.tokens)
+            tokens = tc.count(x.message) if x.tokens is None else x.tokens
+            body_tokens.insert(x.position, tokens)
             summarizes = tuple(n_pinned + i for i in x.summarizes)
-            inserted.append(Inserted(n_pinned + x.position, x.message, x.reason, summarizes))
+            inserted.append(Inserted(n_pinned + x.position, x.message, x.reason, summarizes, tokens))
         # An edit that changes nothing (arguments already {}, a result already the placeholder) is not an edit.
         edited = [
             Edited(n_pinned + i, kept_reasons[n_pinned + i])
