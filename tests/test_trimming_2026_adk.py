@@ -72,3 +72,20 @@ def test_it_asks_the_endpoint_with_adks_summarizer_prompt(summary_endpoint: Stub
         assert summary_endpoint.requests[0]["body"]["messages"] == [{"role": "user", "content": answer["prompts"][0]}]
         asked += 1
     assert asked > 5
+
+
+def test_it_compacts_past_a_call_nothing_answers() -> None:
+    # google/adk-python#7236: an unanswered call blocked every later compaction; ADK 2.13's second pass ignores a
+    # call that nothing in the session answers once it is not in the newest invocation.
+    messages = parse_messages([
+        {"role": "user", "content": "look it up"},
+        {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "lost", "type": "function", "function": {"name": "search", "arguments": "{}"}}]},
+        {"role": "assistant", "content": "The search never answered; going on. " + "x" * 60},
+        {"role": "user", "content": "second " + "y" * 60}, {"role": "assistant", "content": "two " + "z" * 60},
+        {"role": "user", "content": "third " + "y" * 60}, {"role": "assistant", "content": "three " + "z" * 60},
+    ])
+    params = {"compaction_interval": 2, "overlap_size": 0}
+    result = trim(messages, "adk_compaction", params, counter="approx")
+    assert 1 in result.inserted[0].summarizes  # the dead call is summarized, not a block
+    check_all([(messages, case(messages, "adk_compaction", params, "approx"))])

@@ -49,6 +49,7 @@ def test_it_trims_what_the_agents_sdks_tool_output_trimmer_trims() -> None:
 def test_it_follows_the_references_session_limit_examples() -> None:
     limit = lambda n: trim(CANONICAL, "openai_session_limit", {"limit": n}, counter="messages")  # noqa: E731
     assert limit(2).sources == [0, 9]  # the output of c goes with its call
+    assert "openai/openai-agents-python#4322" in dict((d.index, d.reason) for d in limit(2).dropped)[8]
     three = limit(3)
     assert three.sources == [0, 7, 8, 9]
     assert three.messages[1].content is None and three.messages[1].tool_calls == CANONICAL[7].tool_calls

@@ -197,6 +197,7 @@ def clear(params: dict[str, Any], messages: list[Message] = CANONICAL, counter: 
 def test_it_follows_the_references_clearing_examples() -> None:
     result = clear({"trigger": 5, "keep": 1})
     assert result.kept == list(range(10)) and not result.dropped
+    assert any("langchain-ai/langchain#37815" in note for note in result.notes)  # cleared again every call
     assert [e.index for e in result.edited] == [3, 4]
     assert [result.messages[i].content for i in (3, 4, 8)] == ["[cleared]", "[cleared]", CANONICAL[8].content]
     result = clear({"trigger": 5, "keep": 1, "clear_tool_inputs": True})

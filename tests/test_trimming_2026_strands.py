@@ -61,6 +61,8 @@ def test_it_summarizes_what_strands_summarizing_manager_summarizes() -> None:
 def test_it_follows_the_references_sliding_window_examples() -> None:
     window = lambda **p: trim(CANONICAL, "strands_sliding_window", p, counter="messages").sources  # noqa: E731
     assert window(window_size=3) == [0, 7, 8, 9]  # no user message in the last 3: the pair at 7
+    fallback = trim(CANONICAL, "strands_sliding_window", {"window_size": 3}, counter="messages")
+    assert any("strands-agents/harness-sdk#1749" in note for note in fallback.notes)  # starts on a tool call
     assert window(window_size=4) == window(window_size=5) == window(window_size=6) == [0, 6, 7, 8, 9]
     assert window(window_size=3, pin_first=1) == [0, 1, 7, 8, 9]
     stays = trim(CANONICAL, "strands_sliding_window", {"window_size": 2}, counter="messages")
@@ -121,7 +123,10 @@ def test_it_follows_the_references_summarizing_examples() -> None:
     assert result.sources == [0, None, 5, 6, 7, 8, 9]
     assert result.inserted[0].message.role == "user"
     assert result.inserted[0].message.content == "[summary of 4 messages]"
-    assert summarize(summary_ratio=0.5, preserve_recent_messages=2).sources == [0, None, 6, 7, 8, 9]
+    assert any("The split moved from 2 to 3" in note for note in result.notes)  # past the tool pair
+    half = summarize(summary_ratio=0.5, preserve_recent_messages=2)
+    assert half.sources == [0, None, 6, 7, 8, 9]
+    assert any("two user messages in a row" in note for note in half.notes)
     refused = summarize()
     assert refused.kept == list(range(10)) and not refused.inserted
     assert any("Cannot summarize: insufficient messages for summarization" in n for n in refused.notes)
