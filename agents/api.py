@@ -29,9 +29,10 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
-from agents import capture, imports, models, services
+from agents import capture, diffs, imports, models, services
 from agents.api_auth import ApiKeyAuthentication
 from agents.forms import SessionFilterForm
+from agents.lab import spec_parse
 from agents.memory import schema
 from agents.memory.formats import FORMATS
 from agents.memory.tokens import COUNTERS, get_counter
@@ -456,3 +457,48 @@ def import_upload(request: Request) -> Response:
     models.Session.objects.filter(pk__in=[s.session_id for s in report.sessions if s.session_id and s.added]).update(
         last_activity_at=timezone.now())
     return Response(report.to_dict(), status=201)
+
+
+# Rows of a diff per answer by default, and at most.
+DIFF_ROWS = 500
+MAX_DIFF_ROWS = 5000
+
+
+@api
+def session_diff(request: Request, session_id: int, other_id: int | None = None) -> Response:
+    """``/diff/{other}/`` (or ``?with=ID``): the session (left) against another the user can see (right);
+    ``?trim=SPEC``: against its trimmed view (``name:key=value,...``). The rows ``start`` to ``start + limit``
+    (500 by default) come as blocks, identical runs folded (``context`` identical rows kept beside each change);
+    ``messages=1`` adds each row's messages in OpenAI format."""
+    session = services.session_for_user(request.user, session_id)
+    query = request.query_params
+    other = other_id if other_id is not None else query.get("with", "").strip()
+    spec_text = query.get("trim", "").strip()
+    numbers: dict[str, int] = {}
+    for key, default, top in (("start", 0, None), ("limit", DIFF_ROWS, MAX_DIFF_ROWS), ("context", 1, 50)):
+        text = query.get(key, str(default))
+        if not text.isdigit() or (top is not None and int(text) > top):
+            return _bad_request(f"{key}={text}: expected a whole number{f' up to {top}' if top else ''}")
+        numbers[key] = int(text)
+    with_messages = query.get("messages", "0").strip().lower()
+    if with_messages not in _YES | _NO:
+        return _bad_request(f"messages={with_messages}: expected 1 or 0")
+    if other == "" and not spec_text:
+        return _bad_request("say what to compare with: /diff/{id}/, ?with=ID or ?trim=name:key=value")
+    if other != "":
+        if not str(other).isdigit():
+            return _bad_request(f"with={other}: expected a session id")
+        found = diffs.session_diff(left=session, right=services.session_for_user(request.user, int(other)))
+    else:
+        try:
+            found = diffs.session_diff_trimmed(session=session, spec=spec_parse(spec_text))
+        except StrategyError as exc:
+            return _bad_request(f"trim: {exc}")
+    start = numbers["start"]
+    data = diffs.diff_dict(found, start=start, stop=start + numbers["limit"], context=numbers["context"],
+                           messages=with_messages in _YES)
+    return Response({
+        "left": _session_summary(request, found.left),
+        "right": _session_summary(request, found.right) if found.right is not None else None,
+        **data,
+    })

@@ -46,6 +46,7 @@ def session_lab(request: HtmxHttpRequest, session_id: int) -> HttpResponse:
         "form": form,
         "preview": preview,
         "compare_query": urlencode([("s", spec.text), ("s", other)]),
+        "diff_query": urlencode({"trim": spec.text}),
         "dropped_shown": lab.DROPPED_SHOWN,
         # Only the result is swapped on a parameter change: the field errors travel out of band.
         "oob_errors": bool(request.htmx) and request.htmx.target != "lab-main",

@@ -43,3 +43,11 @@ urlpatterns += [
     path("projects/<slug:slug>/api-keys/", capture_views.api_key_create, name="api_key_create"),
     path("projects/<slug:slug>/api-keys/<str:prefix>/revoke/", capture_views.api_key_revoke, name="api_key_revoke"),
 ]
+
+# Diffs: two sessions, or a session against a trimmed view (agents.diff_views).
+from agents import diff_views  # noqa: E402
+
+urlpatterns += [
+    path("sessions/<int:session_id>/diff/", diff_views.session_diff, name="session_diff"),
+    path("compare/", diff_views.session_compare, name="session_compare"),
+]

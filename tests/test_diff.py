@@ -332,7 +332,8 @@ def test_it_folds_identical_runs_into_a_count_keeping_context_around_changes() -
     assert blocks == [Fold(0, 0, 9, 0), Row("same", 9, 9), Row("right_only", None, 10), Row("same", 10, 11),
                       Fold(11, 12, 9, 12)]
     assert sum(b.count if isinstance(b, Fold) else 1 for b in blocks) == len(diff.rows)
-    assert diff.to_dict(start=0, stop=5)["blocks"] == [{"kind": "fold", "left": 0, "right": 0, "count": 5}]
+    assert diff.to_dict(start=0, stop=5)["blocks"] == [{"kind": "fold", "of": "same", "left": 0, "right": 0,
+                                                        "count": 5}]
 
 
 # --- a session against a trimmed view ----------------------------------------------------------------------------
@@ -352,8 +353,22 @@ def test_it_diffs_a_session_against_any_trimmed_view_of_it(messages: list[Messag
     assert {r.right for r in diff.rows if r.kind == "right_only"} == {x.position for x in result.inserted}
     reasons = {d.index: d.reason for d in result.dropped}
     assert all(r.note == reasons[r.left] for r in diff.rows if r.kind == "left_only")
-    if name not in ("strip_thoughts",):
-        assert not any(r.kind == "changed" for r in diff.rows)  # these strategies never edit a message
+    edited = {e.index: e.reason for e in result.edited}
+    for row in diff.rows:
+        if row.kind == "changed":  # only what the strategy says it edited goes out changed
+            assert row.left in edited and row.note == edited[row.left]
+
+
+def test_it_folds_a_long_run_dropped_for_one_reason() -> None:
+    messages = [Message(role="user", content=f"q{i}") for i in range(30)]
+    result = trim(messages, "openmanus_window", {"max_messages": 4})
+
+    blocks = diff_trim(messages, result).blocks(context=1)
+
+    assert blocks[0] == Fold(0, None, 25, 0, "left_only", result.dropped[0].reason)
+    assert blocks[1] == Row("left_only", 25, None, result.dropped[0].reason)
+    assert blocks[2].kind == "same" and (blocks[2].left, blocks[2].right) == (26, 0)
+    assert blocks[3] == Fold(27, 1, 3, 27, "same", "")  # the rest kept: identical on both sides
 
 
 def test_it_shows_stripped_thoughts_as_edits_and_a_placeholder_as_inserted() -> None:

@@ -578,12 +578,15 @@ class Row(NamedTuple):
 
 
 class Fold(NamedTuple):
-    """A run of identical pairs shown as a count: left[left:left+count] == right[right:right+count]."""
+    """A run of rows shown as a count: identical pairs (``left[left:left+count] == right[right:right+count]``), or
+    messages on one side only for one reason (a long run a trim dropped, a stretch only one run has)."""
 
-    left: int
-    right: int
+    left: int | None  # the first row's index on each side (None: the run is on the other side only)
+    right: int | None
     count: int
     start: int  # index of its first row in ``MessageDiff.rows``
+    kind: RowKind = "same"  # what the folded rows are: same, left_only or right_only
+    note: str = ""  # their common note (one-sided runs are folded per reason)
 
 
 @dataclass
@@ -609,6 +612,11 @@ class MessageDiff:
     def identical(self) -> bool:
         return all(row.kind == "same" for row in self.rows)
 
+    def answers(self, side: Literal["left", "right"], index: int) -> str | None:
+        """For a tool result: the name of the call it answers, resolved through its own list's call ids (for a
+        trimmed view, through the input's)."""
+        return (self._said_left if side == "left" else self._said_right)[index].answers
+
     def changes(self, row: Row) -> PairDiff | None:
         """How the pair differs (None for a one-sided row; an empty PairDiff for a same row)."""
         if row.left is None or row.right is None:
@@ -625,27 +633,33 @@ class MessageDiff:
 
     def blocks(self, *, context: int = 1, min_fold: int = 3, start: int = 0, stop: int | None = None
                ) -> list[Row | Fold]:
-        """``rows[start:stop]`` with every run of identical pairs longer than ``min_fold`` folded, keeping
-        ``context`` identical rows next to each change (a run at either end of the window keeps context on its
-        inner side only)."""
+        """``rows[start:stop]`` with every run longer than ``min_fold`` of identical pairs, or of one-sided rows
+        of one side with one note, folded; ``context`` rows of a run stay next to whatever differs (a run at
+        either end of the window keeps them on its inner side only). Changed pairs are never folded."""
         rows = self.rows
         stop = len(rows) if stop is None else min(stop, len(rows))
         out: list[Row | Fold] = []
         k = start
         while k < stop:
-            if rows[k].kind != "same":
+            kind, note = rows[k].kind, rows[k].note
+            if kind == "changed":
                 out.append(rows[k])
                 k += 1
                 continue
-            end = k
-            while end < stop and rows[end].kind == "same":
-                end += 1
+            end = k + 1
+            if kind == "same":
+                while end < stop and rows[end].kind == "same":
+                    end += 1
+            else:
+                while end < stop and rows[end].kind == kind and rows[end].note == note:
+                    end += 1
             head = context if k > start else 0
             tail = context if end < stop else 0
             if end - k - head - tail >= min_fold:
                 out.extend(rows[k : k + head])
                 first = rows[k + head]
-                out.append(Fold(first.left, first.right, end - k - head - tail, k + head))  # type: ignore[arg-type]
+                folded = end - k - head - tail
+                out.append(Fold(first.left, first.right, folded, k + head, kind, "" if kind == "same" else note))
                 out.extend(rows[end - tail : end])
             else:
                 out.extend(rows[k:end])
@@ -661,12 +675,16 @@ class MessageDiff:
         return out
 
     def to_dict(self, *, start: int = 0, stop: int | None = None, context: int = 1) -> dict[str, Any]:
-        """The JSON of the API: counts, then ``rows[start:stop]`` as blocks, identical runs as
-        ``{"kind": "fold", "left", "right", "count"}``."""
+        """The JSON of the API: counts, then ``rows[start:stop]`` as blocks, folded runs as
+        ``{"kind": "fold", "of": "same" | "left_only" | "right_only", "left", "right", "count", "note"?}``."""
         blocks: list[dict[str, Any]] = []
         for block in self.blocks(context=context, start=start, stop=stop):
             if isinstance(block, Fold):
-                blocks.append({"kind": "fold", "left": block.left, "right": block.right, "count": block.count})
+                fold = {"kind": "fold", "of": block.kind, "left": block.left, "right": block.right,
+                        "count": block.count}
+                if block.note:
+                    fold["note"] = block.note
+                blocks.append(fold)
             else:
                 blocks.append(self.row_dict(block))
         return {
@@ -719,9 +737,10 @@ def _gap_rows(
 
 def diff_trim(messages: Sequence[Message], result: TrimResult) -> MessageDiff:
     """A session (left) against a trimmed view of it (right, ``result.messages``): no alignment to guess, the
-    result says where each trimmed message came from. A kept message is ``same``, or ``changed`` where the strategy
-    edited it (stripped thoughts, a cleared result); a dropped one is ``left_only``; an inserted placeholder or
-    summary ``right_only``. Each row's note is the strategy's reason."""
+    result says where each trimmed message came from. A kept message is ``same``, or ``changed`` where it goes out
+    different (stripped thoughts, a cleared result: what ``result.edited`` lists, compared field by field); a
+    dropped one is ``left_only``; an inserted placeholder or summary ``right_only``. Each row's note is the
+    strategy's reason (for an edit, what it changed)."""
     with _gc_paused():
         # A kept result whose call was dropped still answers that call: resolve both sides with the input's calls,
         # so that a trim shows as an edit only where the strategy changed the message itself.
@@ -729,6 +748,7 @@ def diff_trim(messages: Sequence[Message], result: TrimResult) -> MessageDiff:
         said_left, said_right = _said(messages, names), _said(result.messages, {**_call_names(result.messages), **names})
         dropped = {d.index: d.reason for d in result.dropped}
         inserted = {x.position: x.reason for x in result.inserted}
+        edits = {e.index: e.reason for e in result.edited}
         rows: list[Row] = []
         next_input = 0
         for position, source in enumerate(result.sources):
@@ -739,7 +759,7 @@ def diff_trim(messages: Sequence[Message], result: TrimResult) -> MessageDiff:
                 rows.append(Row("left_only", next_input, None, dropped.get(next_input, "dropped")))
                 next_input += 1
             same = said_left[source].detail == said_right[position].detail
-            reason = result.kept_reasons.get(source, "kept")
+            reason = edits.get(source) or result.kept_reasons.get(source, "kept")
             rows.append(Row("same" if same else "changed", source, position, reason))
             next_input = max(next_input, source + 1)
         while next_input < len(messages):
