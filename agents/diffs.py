@@ -149,9 +149,9 @@ def _row_range(text: str | None, total: int) -> tuple[int, int] | None:
 
 def _block_view(found: SessionDiff, block: Row | Fold, query: str) -> RowView | FoldView:
     if isinstance(block, Fold):
-        rows = f"{block.start}-{block.start + block.count}"
+        rows = f"{block.start}-{block.start + block.size}"
         href = f"?{query}&rows={rows}" if query else f"?rows={rows}"
-        return FoldView(block.count, _fold_label(found, block), _fold_where(block), block.note, href)
+        return FoldView(block.size, _fold_label(found, block), _fold_where(block), block.note, href)
     diff = found.diff
     changes = diff.changes(block) if block.kind == "changed" else None
     fields = changes.fields if changes is not None else []
@@ -166,16 +166,16 @@ def _block_view(found: SessionDiff, block: Row | Fold, query: str) -> RowView | 
 
 
 def _fold_label(found: SessionDiff, fold: Fold) -> str:
-    plural = "" if fold.count == 1 else "s"
+    plural = "" if fold.size == 1 else "s"
     if fold.kind == "same":
-        return f"Show {fold.count:,} identical message{plural}"
+        return f"Show {fold.size:,} identical message{plural}"
     if found.trimmed:
-        return f"Show {fold.count:,} {LABELS[True][fold.kind]} message{plural}"
-    return f"Show {fold.count:,} message{plural} {LABELS[False][fold.kind]}"
+        return f"Show {fold.size:,} {LABELS[True][fold.kind]} message{plural}"
+    return f"Show {fold.size:,} message{plural} {LABELS[False][fold.kind]}"
 
 
 def _fold_where(fold: Fold) -> str:
-    sides = [f"{name} #{first:,}–#{first + fold.count - 1:,}"
+    sides = [f"{name} #{first:,}–#{first + fold.size - 1:,}"
              for name, first in (("A", fold.left), ("B", fold.right)) if first is not None]
     return " · ".join(sides)
 

@@ -8,7 +8,15 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from agents.memory.diff import (
-    Fold, MessageDiff, Row, _said, align, diff_messages, diff_text, diff_trim, json_changes,
+    Fold,
+    MessageDiff,
+    Row,
+    _said,
+    align,
+    diff_messages,
+    diff_text,
+    diff_trim,
+    json_changes,
 )
 from agents.memory.schema import FunctionCall, Message, ToolCall
 from agents.memory.tokens import count_messages
@@ -213,7 +221,7 @@ def test_it_matches_only_equal_keys_in_increasing_order_and_mirrors(a: list[str]
     pairs = align(a, b)
 
     assert all(a[i] == b[j] for i, j in pairs)
-    assert all(p[0] < q[0] and p[1] < q[1] for p, q in zip(pairs, pairs[1:]))
+    assert all(p[0] < q[0] and p[1] < q[1] for p, q in zip(pairs, pairs[1:], strict=False))
     assert align(b, a) == [(j, i) for i, j in pairs]
 
 
@@ -288,7 +296,9 @@ def test_it_compares_arguments_as_json_and_reasoning_as_text() -> None:
 
 
 def test_it_pairs_a_system_prompt_with_a_developer_prompt_as_a_role_change() -> None:
-    diff = diff_messages([Message(role="system", content="Be brief.")], [Message(role="developer", content="Be brief.")])
+    left, right = Message(role="system", content="Be brief."), Message(role="developer", content="Be brief.")
+
+    diff = diff_messages([left], [right])
 
     assert diff.rows == [Row("changed", 0, 0)]
     assert diff.changes(diff.rows[0]).to_dict() == {"role": {"left": "system", "right": "developer"}}
@@ -331,7 +341,7 @@ def test_it_folds_identical_runs_into_a_count_keeping_context_around_changes() -
 
     assert blocks == [Fold(0, 0, 9, 0), Row("same", 9, 9), Row("right_only", None, 10), Row("same", 10, 11),
                       Fold(11, 12, 9, 12)]
-    assert sum(b.count if isinstance(b, Fold) else 1 for b in blocks) == len(diff.rows)
+    assert sum(b.size if isinstance(b, Fold) else 1 for b in blocks) == len(diff.rows)
     assert diff.to_dict(start=0, stop=5)["blocks"] == [{"kind": "fold", "of": "same", "left": 0, "right": 0,
                                                         "count": 5}]
 

@@ -322,7 +322,8 @@ def json_changes(left: Any, right: Any, path: str = "$") -> list[PathChange]:
         return out
     if isinstance(left, list) and isinstance(right, list):
         if len(left) == len(right):
-            return [c for k, (lv, rv) in enumerate(zip(left, right)) for c in json_changes(lv, rv, f"{path}[{k}]")]
+            pairs = enumerate(zip(left, right, strict=True))
+            return [c for k, (lv, rv) in pairs for c in json_changes(lv, rv, f"{path}[{k}]")]
         matched = align([_canonical_json(x) for x in left], [_canonical_json(x) for x in right])
         out = []
         i = j = 0
@@ -407,8 +408,9 @@ def _said(messages: Sequence[Message], names: dict[str, str] | None = None) -> l
     append = out.append
     for m in messages:
         content = m.content
+        attachments: tuple[str, ...] = ()
         if isinstance(content, str):
-            text, attachments = content, ()
+            text = content
         else:
             text, attachments = content_text(content), _attachments(m)
         calls: tuple[tuple[str, str], ...] = ()
@@ -578,12 +580,12 @@ class Row(NamedTuple):
 
 
 class Fold(NamedTuple):
-    """A run of rows shown as a count: identical pairs (``left[left:left+count] == right[right:right+count]``), or
+    """A run of rows shown as a count: identical pairs (``left[left:left+size] == right[right:right+size]``), or
     messages on one side only for one reason (a long run a trim dropped, a stretch only one run has)."""
 
     left: int | None  # the first row's index on each side (None: the run is on the other side only)
     right: int | None
-    count: int
+    size: int  # how many rows (``count`` would shadow the tuple method)
     start: int  # index of its first row in ``MessageDiff.rows``
     kind: RowKind = "same"  # what the folded rows are: same, left_only or right_only
     note: str = ""  # their common note (one-sided runs are folded per reason)
@@ -681,7 +683,7 @@ class MessageDiff:
         for block in self.blocks(context=context, start=start, stop=stop):
             if isinstance(block, Fold):
                 fold = {"kind": "fold", "of": block.kind, "left": block.left, "right": block.right,
-                        "count": block.count}
+                        "count": block.size}
                 if block.note:
                     fold["note"] = block.note
                 blocks.append(fold)
@@ -745,7 +747,8 @@ def diff_trim(messages: Sequence[Message], result: TrimResult) -> MessageDiff:
         # A kept result whose call was dropped still answers that call: resolve both sides with the input's calls,
         # so that a trim shows as an edit only where the strategy changed the message itself.
         names = _call_names(messages)
-        said_left, said_right = _said(messages, names), _said(result.messages, {**_call_names(result.messages), **names})
+        said_left = _said(messages, names)
+        said_right = _said(result.messages, {**_call_names(result.messages), **names})
         dropped = {d.index: d.reason for d in result.dropped}
         inserted = {x.position: x.reason for x in result.inserted}
         edits = {e.index: e.reason for e in result.edited}
