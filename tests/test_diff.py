@@ -6,6 +6,7 @@ from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from pydantic import ValidationError
 
 from agents.memory.diff import (
     Fold,
@@ -46,7 +47,8 @@ conversations = st.one_of(valid_conversations(system=None, pending=None, max_tur
 
 @st.composite
 def strategy_and_params(draw: st.DrawFn, budget: int) -> tuple[str, dict[str, Any]]:
-    """Any registered strategy, its numbers drawn up to ``budget`` and its switches drawn (other params default)."""
+    """Any registered strategy, its numbers drawn up to ``budget`` and its switches drawn (other params default;
+    all defaults where the draw breaks a rule across parameters)."""
     name = draw(st.sampled_from(sorted(STRATEGIES)))
     params: dict[str, Any] = {}
     for p in STRATEGIES[name].parameters():
@@ -55,6 +57,10 @@ def strategy_and_params(draw: st.DrawFn, budget: int) -> tuple[str, dict[str, An
             params[p["name"]] = draw(st.integers(low, max(low, budget)))
         elif p["type"] == "boolean":
             params[p["name"]] = draw(st.booleans())
+    try:
+        STRATEGIES[name].params_model.model_validate(params)
+    except ValidationError:  # a rule across parameters (maf_truncation: compact_to <= max_n)
+        params = {}
     return name, params
 
 
