@@ -7,18 +7,18 @@ import pytest
 from agents import services
 from agents.memory.trimming import trim
 from tests.browser.conftest import screenshot
-from tests.test_lab import chat
+from tests.reference.canonical import CANONICAL_DICTS
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 
 def test_it_marks_cleared_results_and_inserted_summaries(logged_in_page, live_server, make_session):
     page = logged_in_page
-    session = make_session(chat(4), title="Weather in four cities")
+    session = make_session(CANONICAL_DICTS, title="Weather, then a hotel")
     messages, counts = services.session_messages_with_counts(session)
     params = {"trigger": 0, "keep": 1, "clear_tool_inputs": True}
     expected = trim(messages, "langchain_clear_tool_uses", params, counter=session.token_counter, token_counts=counts)
-    assert len(expected.edited) == 6  # three results and their three calls
+    assert [e.index for e in expected.edited] == [2, 3, 4]  # two results and their calls' message
 
     page.goto(f"{live_server.url}/sessions/{session.pk}/lab/?strategy=langchain_clear_tool_uses&trigger=0&keep=1"
               "&clear_tool_inputs=true")
@@ -28,13 +28,13 @@ def test_it_marks_cleared_results_and_inserted_summaries(logged_in_page, live_se
     first = page.locator("article.lab-edited").nth(1)  # the first cleared result
     assert first.locator(".text").first.inner_text() == "[cleared]"
     first.locator("summary:has-text('As stored')").click()
-    assert first.locator(".lab-original .text").inner_text() == "0°C"
+    assert first.locator(".lab-original .text").inner_text() == "Oslo: 3°C, rain"
     screenshot(page, "trimming-lab-2026-cleared")
 
     page.goto(f"{live_server.url}/sessions/{session.pk}/lab/?strategy=langchain_summarization&trigger_messages=2"
-              "&keep_messages=4")
+              "&keep_messages=3")
     page.wait_for_selector("#lab-result article.lab-inserted")
     inserted = page.locator("article.lab-inserted")
     assert inserted.count() == 1
-    assert "[summary of 12 messages]" in inserted.inner_text()
+    assert "[summary of 6 messages]" in inserted.inner_text() and "500 tok" in inserted.inner_text()
     screenshot(page, "trimming-lab-2026-summary")
