@@ -396,7 +396,7 @@ def _messages_append(request: Request, session: models.Session) -> Response:
     except (_Invalid, ValueError) as exc:
         return _bad_request(str(exc))
     with capture.session_writer(), transaction.atomic():
-        session = models.Session.objects.select_for_update().select_related("agent__project").get(pk=session.pk)
+        session = models.Session.objects.select_for_update(of=("self",)).select_related("agent__project").get(pk=session.pk)
         ids = [m.external_id for m in messages if m.external_id]
         known = set(models.Message.objects.filter(session=session, external_id__in=ids).values_list("external_id", flat=True))
         new: list[schema.Message] = []

@@ -16,7 +16,7 @@ from collections.abc import Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
-from django.db import IntegrityError, connection, transaction
+from django.db import IntegrityError, OperationalError, connection, transaction
 from django.utils import timezone
 from django.utils.text import slugify
 
@@ -60,7 +60,8 @@ def otlp_ingest(*, api_key: models.ApiKey, batch: Batch) -> IngestResult:
         try:
             with session_writer():
                 return _ingest(api_key.project, extraction)
-        except IntegrityError:
+        except (IntegrityError, OperationalError):
+            # A lost race for a new row, or PostgreSQL breaking a deadlock: the transaction was rolled back whole.
             _CHECKERS.clear()  # they may hold what the rolled-back transaction fed them
             if attempt == ATTEMPTS - 1:
                 raise
@@ -149,7 +150,8 @@ def _session(project: models.Project, external_id: str, agent_name: str, calls: 
         )
     # One writer per session at a time: concurrent batches of one agent queue here (a no-op on SQLite, which
     # serialises writers anyway).
-    return models.Session.objects.select_for_update().select_related("agent").get(pk=session.pk)
+    # of=("self",): only the session row; locking its agent too (the join) deadlocks two batches of one agent.
+    return models.Session.objects.select_for_update(of=("self",)).select_related("agent").get(pk=session.pk)
 
 
 def _title(calls: Sequence[CapturedCall]) -> str:
