@@ -8,6 +8,7 @@ import pytest
 from django.utils import timezone
 
 from agents import capture, models, services
+from agents.memory.chain import find_violations
 from agents.memory.otlp import Batch, Span
 
 TRACE = "cd" * 16
@@ -115,3 +116,29 @@ def test_the_projects_page_links_admins_to_their_keys(alice_client, project):
     page = alice_client.get("/projects/").content.decode()
     assert '/projects/alpha/settings/' in page and "API keys" in page
     assert 'href="/api/docs/"' in page
+
+
+def test_stored_summaries_stay_those_of_the_whole_chain_as_calls_arrive(project, api_key):
+    """Running totals, counts and violations written batch by batch equal those of the finished chain checked
+    at once, even when a late call rolls the session back."""
+    u1, a1, r1 = text("user", "Weather?"), tool_call("c1"), tool_result("c1")
+    a2, u2 = text("assistant", "24°C."), text("user", "And tomorrow?")
+    a3 = {"role": "assistant", "parts": [{"type": "tool_call", "id": "c2", "name": "get_weather", "arguments": {"day": 2}}]}
+    u3, a4 = text("user", "Never mind."), text("assistant", "OK.")  # c2 is never answered: a violation
+    spans = [chat_span(1, [SYSTEM, u1], a1), chat_span(2, [SYSTEM, u1, a1, r1], a2),
+             chat_span(3, [SYSTEM, u1, a1, r1, a2, u2], a3), chat_span(4, [SYSTEM, a2, u2, a3, u3], a4)]
+    for span in (spans[0], spans[3], spans[1], spans[2]):  # the 2nd and 3rd come late: the session is replayed
+        capture.otlp_ingest(api_key=api_key, batch=Batch(spans=[span]))
+    session = models.Session.objects.get(external_id="trip-1")
+    messages = services.session_messages(session)
+    assert [m.role for m in messages] == ["system", "user", "assistant", "tool", "assistant", "user", "assistant", "user", "assistant"]
+    rows = list(session.messages.order_by("seq"))
+    running = 0
+    for row in rows:
+        running += row.token_count
+        assert row.token_running == running
+    assert session.message_count == 9 and session.token_total == running + 3
+    expected = [services.violation_record(v) for v in find_violations(messages)]
+    assert session.violations == expected and session.violation_count == 1
+    assert expected[0]["kind"] in ("unanswered_tool_call", "interrupted_exchange")
+    assert [c.sent for c in session.llm_calls.order_by("order_ns")][-1] == [0, 4, 5, 6, 7]
