@@ -74,6 +74,8 @@ def test_it_compares_a_session_with_a_trimmed_view_from_the_session_page(logged_
 
     page.goto(f"{live_server.url}/sessions/{session.pk}/")
     page.click("text=Compare with…")
+    page.wait_for_selector("#diff-trim")
+    screenshot(page, "diff-choose-1440")
     page.fill("#diff-trim", "head_and_tail:head_size=2,tail_size=3")
     page.locator("#diff-trim").press("Enter")
     page.wait_for_selector(".diff-rows")
