@@ -41,9 +41,28 @@ def test_a_receiving_session_shows_new_messages_within_two_seconds_without_a_rel
     page.wait_for_selector("#m-4", timeout=2_000)
     assert page.evaluate("window.__notReloaded") is True
     assert "24°C and clear." in page.locator("#m-4").inner_text()
+    assert page.locator("#session-message-count").inner_text() == "5"
     assert "sent with 2 of 4 messages; 2 left out by the framework" in page.locator("#m-4 .sent-note").inner_text()
     screenshot(page, "live-session")
     page.click("#m-4 .sent-note a")
     page.wait_for_load_state()
     assert "… 2 stored messages not sent …" in page.content()
     screenshot(page, "live-call-sent")
+
+
+def test_an_admin_creates_a_key_on_the_settings_page_and_sees_it_once(logged_in_page, live_server, project):
+    page = logged_in_page
+    page.goto(f"{live_server.url}/projects/")
+    page.click("text=API keys")
+    page.fill("#key-name", "travel-agent in production")
+    page.click("button:has-text('Create key')")
+    page.wait_for_selector(".key-once")
+    key = page.locator(".key-once").input_value()
+    assert key.startswith("mvz_") and services.api_key_authenticate(key=key).name == "travel-agent in production"
+    assert "OTEL_EXPORTER_OTLP_ENDPOINT=" in page.locator(".code-block").inner_text()
+    screenshot(page, "project-api-keys")
+    page.once("dialog", lambda dialog: dialog.accept())
+    page.click("button:has-text('Revoke')")
+    page.wait_for_selector("text=revoked")
+    assert page.locator(".key-once").count() == 0
+    assert models.ApiKey.objects.get().revoked_at is not None
