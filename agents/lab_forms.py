@@ -57,11 +57,22 @@ class ParamField:
 
     @property
     def default_text(self) -> str:
-        if self.default is None:
+        if self.default is None or self.default == []:
             return "none"
         if isinstance(self.default, bool):
             return "on" if self.default else "off"
         return self.default if isinstance(self.default, str) else json.dumps(self.default)
+
+    @property
+    def text_value(self) -> str:
+        """The value as a text input shows it: names comma-separated, true/false, a number, or nothing."""
+        if self.value is None or self.value == []:
+            return ""
+        if isinstance(self.value, bool):
+            return "true" if self.value else "false"
+        if isinstance(self.value, list):
+            return ", ".join(str(v) for v in self.value)
+        return str(self.value)
 
     @property
     def selected(self) -> list[str]:
@@ -92,6 +103,17 @@ def _kind(info: FieldInfo) -> tuple[str, list[str], bool, bool]:
     choices: list[str] = []
     multiple = False
     members = typing.get_args(annotation) if _is_union(annotation) else (annotation,)
+    # The 2026 strategies' shapes: an optional number, tool names, true/false or tool names, a number or "all".
+    plain = [typing.get_args(m)[0] if typing.get_origin(m) is typing.Annotated else m for m in members]
+    others = [m for m in plain if m is not type(None)]
+    if type(None) in plain and others and all(m in (int, float) for m in others):
+        return "optional_number", [], False, int in others
+    if others == [list[str]]:
+        return "names", [], True, False
+    if bool in others and list[str] in others:
+        return "bool_or_names", ["true", "false"], True, False
+    if int in others and Literal["all"] in others:
+        return "number_or_all", ["all"], False, True
     for member in members:
         if typing.get_origin(member) is Literal:
             choices += [str(c) for c in typing.get_args(member) if str(c) not in choices]

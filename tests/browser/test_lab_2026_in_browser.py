@@ -38,3 +38,25 @@ def test_it_marks_cleared_results_and_inserted_summaries(logged_in_page, live_se
     assert inserted.count() == 1
     assert "[summary of 6 messages]" in inserted.inner_text() and "500 tok" in inserted.inner_text()
     screenshot(page, "trimming-lab-2026-summary")
+
+
+def test_it_takes_tool_names_true_false_and_all_in_the_form(logged_in_page, live_server, make_session):
+    page = logged_in_page
+    session = make_session(CANONICAL_DICTS, title="Weather, then a hotel")
+    page.goto(f"{live_server.url}/sessions/{session.pk}/lab/?strategy=anthropic_clear_tool_uses")
+    page.wait_for_selector("input[name=clear_tool_inputs]")
+    page.fill("input[name=trigger_tool_uses]", "1")
+    page.fill("input[name=keep_tool_uses]", "0")
+    page.fill("input[name=exclude_tools]", "search_hotels")
+    page.fill("input[name=clear_tool_inputs]", "true")
+    page.wait_for_function("document.querySelectorAll('#lab-result article.lab-edited').length === 3")
+    assert page.locator("#lab-result article.lab-edited .json").first.inner_text() == "{}"  # Oslo's input cleared
+    assert "kept unchanged: tool search_hotels is in exclude_tools" in page.locator("#lm-8").inner_text()
+    screenshot(page, "trimming-lab-2026-form")
+    page.select_option("#lab-strategy", "anthropic_clear_thinking")
+    page.wait_for_selector("input[name=keep_thinking_turns]")
+    page.fill("input[name=keep_thinking_turns]", "0")
+    page.wait_for_selector("#error-keep_thinking_turns:not(:empty)")
+    page.fill("input[name=keep_thinking_turns]", "all")
+    page.wait_for_selector("#lab-result .lab-stats")
+    assert page.locator("#error-keep_thinking_turns").inner_text() == ""
