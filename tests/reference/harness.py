@@ -8,6 +8,7 @@ and summaries at the same places. No library is mocked: the oracle runs the real
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from collections.abc import Sequence
 from pathlib import Path
@@ -28,11 +29,15 @@ SUMMARY_MARK = "<<SUMMARY>>"
 
 
 def collect(strategy: st.SearchStrategy[Any], n: int) -> list[Any]:
-    """``n`` examples of ``strategy`` (fewer when hypothesis runs out of distinct ones)."""
+    """``n`` examples of ``strategy`` (fewer when hypothesis runs out of distinct ones).
+
+    The same examples on every run, so that a suite run (CI) checks the cases already found exact, and a
+    difference is a change in memoryviz, not a new draw; ``MEMORYVIZ_REFERENCE_EXPLORE=1`` draws new ones (to
+    look for differences on purpose)."""
     out: list[Any] = []
 
     @settings(max_examples=n, deadline=None, database=None, phases=[Phase.generate],
-              suppress_health_check=list(HealthCheck))
+              suppress_health_check=list(HealthCheck), derandomize=not os.environ.get("MEMORYVIZ_REFERENCE_EXPLORE"))
     @given(strategy)
     def gather(example: Any) -> None:
         out.append(example)
