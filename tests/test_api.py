@@ -202,6 +202,17 @@ def test_it_trims_with_the_stored_counts_unless_another_counter_is_asked_for(ali
     assert (by_count["tokens_before"], by_count["tokens_after"]) == (6 + per_list, 2 + per_list)
 
 
+def test_it_lists_o200k_and_recounts_a_stored_session_with_it(alice_client, travel):
+    from agents.memory.schema import parse_messages
+    from agents.memory.tokens import count_messages
+
+    assert alice_client.get("/api/").json()["counters"] == ["approx", "cl100k", "messages", "o200k"]
+    response = alice_client.get(f"/api/sessions/{travel.pk}/trim/?strategy=unbounded&counter=o200k").json()
+    assert response["recounted"] is True and response["counter"] == "o200k"
+    per_message = count_messages(parse_messages(TRAVEL), "o200k")
+    assert response["tokens_before"] == sum(per_message) + 3 != travel.token_total  # stored counts are cl100k
+
+
 def test_it_reads_a_repeated_trim_parameter_as_a_list(alice_client, travel):
     base = f"/api/sessions/{travel.pk}/trim/?strategy=langchain_last&max_tokens=1000"
     repeated = alice_client.get(base + "&end_on=human&end_on=ai").json()

@@ -14,7 +14,8 @@ from django.core.management.base import BaseCommand
 
 from agents.memory import formats
 from agents.memory.formats import FormatError
-from agents.memory.tokens import TokenCounter, get_counter
+from agents.memory.schema import Message
+from agents.memory.tokens import TokenCounter, TokenizerFileError, get_counter
 
 EXIT_UNREADABLE = 2
 
@@ -32,9 +33,15 @@ class ContractCommand(BaseCommand):
 
     def check_counter(self, name: str) -> TokenCounter:
         try:
-            return get_counter(name)
+            counter = get_counter(name)
+            # A counter loads its tokenizer on first use: a missing or corrupt file is reported now, as what it is,
+            # not later as a failure to read the input.
+            counter.count(Message(role="user", content=""))
         except ValueError as exc:
             self.fail(f"--counter: {exc}")
+        except TokenizerFileError as exc:
+            self.fail(str(exc))
+        return counter
 
     @contextmanager
     def reading(self, path: str, options: dict[str, Any]) -> Iterator[None]:

