@@ -22,6 +22,7 @@ from agents.memory.tokens import (
     O200K_FILE,
     TokenizerFileError,
     count_messages,
+    counter_for_model,
     get_counter,
     load_o200k_encoding,
     register_counter,
@@ -362,3 +363,42 @@ def test_it_counts_and_trims_with_o200k_from_the_command_line(tmp_path: Path) ->
     assert trimmed["counter"] == "o200k"
     assert trimmed["tokens_before"] == trimmed["tokens_after"] == sum(expected) + 3
 
+
+# --- which counter a model counts with ------------------------------------------------------------------------
+
+TIKTOKEN_ENCODING_COUNTERS = {"o200k_base": "o200k", "o200k_harmony": "o200k", "cl100k_base": "cl100k"}
+
+
+@pytest.mark.parametrize("model", [
+    "gpt-4o", "gpt-4o-mini", "gpt-4o-2024-08-06", "chatgpt-4o-latest", "gpt-4.1", "gpt-4.1-mini", "gpt-4.1-nano",
+    "gpt-4.5-preview", "o1", "o1-mini", "o1-preview", "o3", "o3-mini", "o4-mini", "o4-mini-2025-04-16", "gpt-5",
+    "gpt-5-mini", "gpt-5-nano", "gpt-5.1", "gpt-oss-120b", "gpt-4", "gpt-4-0613", "gpt-4-32k", "gpt-4-turbo",
+    "gpt-3.5-turbo", "gpt-3.5-turbo-0125", "gpt-35-turbo", "text-embedding-3-small", "text-embedding-3-large",
+    "text-embedding-ada-002",
+])
+def test_it_picks_the_counter_of_the_encoding_tiktoken_gives_a_model(model: str) -> None:
+    assert counter_for_model(model) == TIKTOKEN_ENCODING_COUNTERS[tiktoken.model.encoding_name_for_model(model)]
+
+
+@pytest.mark.parametrize(("model", "counter"), [
+    ("GPT-4o-Mini", "o200k"),
+    ("openai/gpt-4.1", "o200k"),
+    ("azure/gpt-4", "cl100k"),
+    ("ft:gpt-4o-mini-2024-07-18:acme::abc123", "o200k"),
+    ("ft:gpt-3.5-turbo-0125:acme::x", "cl100k"),
+    (" o3 ", "o200k"),
+])
+def test_it_looks_through_case_provider_prefixes_and_fine_tunes(model: str, counter: str) -> None:
+    assert counter_for_model(model) == counter
+
+
+@pytest.mark.parametrize("model", ["claude-sonnet-4-5", "llama-3.1-70b", "o1x", "gpt-40", "", None])
+def test_it_gives_unknown_models_the_default_counter(model: str | None) -> None:
+    assert counter_for_model(model) == DEFAULT_COUNTER
+
+
+def test_it_reads_a_table_it_is_given() -> None:
+    table = [("claude-*", "approx"), ("*", "messages")]
+    assert counter_for_model("claude-sonnet-4-5", table=table) == "approx"
+    assert counter_for_model("gpt-4o", table=table) == "messages"
+    assert counter_for_model("", table=table) == DEFAULT_COUNTER

@@ -13,10 +13,13 @@ one, exactly as DESIGN.md says, even on tool messages whose OpenAI form drops it
   ``js-tiktoken`` by ``encodings/build_o200k_base.py``, and it is refused unless its SHA-256 is the official one.
 - ``approx``: per message ``ceil(chars / 4) + 3``, chars summed over the same fields; 3 per list.
 - ``messages``: 1 per message, 0 per list, so a budget becomes a message count.
+
+``counter_for_model`` says which counter counts as a given model does (``MODEL_COUNTERS``).
 """
 from __future__ import annotations
 
 import base64
+import fnmatch
 import hashlib
 import threading
 from pathlib import Path
@@ -260,3 +263,41 @@ def total_tokens(per_message: Sequence[int], counter: str | TokenCounter) -> int
     """What the whole list costs: the messages plus the counter's per-list tokens."""
     return sum(per_message) + _resolve(counter).per_list
 
+
+# Which counter counts as a model does: (glob on the lower-cased model name, counter), first match wins, so the
+# gpt-4 family's newer members come before "gpt-4*". It follows tiktoken.model's table (a test compares them);
+# gpt-oss uses o200k_harmony, whose text tokens are o200k_base's (harmony only adds special tokens).
+MODEL_COUNTERS: tuple[tuple[str, str], ...] = (
+    ("gpt-4o*", "o200k"),
+    ("chatgpt-4o*", "o200k"),
+    ("gpt-4.1*", "o200k"),
+    ("gpt-4.5*", "o200k"),
+    ("gpt-5*", "o200k"),
+    ("o1", "o200k"),
+    ("o1-*", "o200k"),
+    ("o3", "o200k"),
+    ("o3-*", "o200k"),
+    ("o4", "o200k"),
+    ("o4-*", "o200k"),
+    ("gpt-oss-*", "o200k"),
+    ("gpt-4", "cl100k"),
+    ("gpt-4-*", "cl100k"),
+    ("gpt-3.5*", "cl100k"),
+    ("gpt-35-turbo*", "cl100k"),
+    ("text-embedding-3-*", "cl100k"),
+    ("text-embedding-ada-002", "cl100k"),
+)
+
+
+def counter_for_model(model: str | None, *, table: Sequence[tuple[str, str]] = MODEL_COUNTERS) -> str:
+    """The counter that counts as ``model`` does; ``DEFAULT_COUNTER`` for a model the table does not know.
+
+    Provider prefixes (``openai/gpt-4o``, ``azure/…``) and a fine-tune's ``ft:`` are looked through, and case is
+    ignored, so ``ft:gpt-4o-mini-2024-07-18:acme::abc`` counts with ``o200k``.
+    """
+    name = (model or "").strip().lower().rsplit("/", 1)[-1].removeprefix("ft:")
+    if name:
+        for pattern, counter in table:
+            if fnmatch.fnmatchcase(name, pattern):
+                return counter
+    return DEFAULT_COUNTER
