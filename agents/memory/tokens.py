@@ -18,7 +18,7 @@ one, exactly as DESIGN.md says, even on tool messages whose OpenAI form drops it
 """
 from __future__ import annotations
 
-import base64
+import binascii
 import fnmatch
 import hashlib
 import threading
@@ -134,9 +134,11 @@ def load_o200k_encoding(path: Path | None = None) -> tiktoken.Encoding:
             f"o200k: {path} is not tiktoken's o200k_base file (SHA-256 {digest}, expected {O200K_SHA256}); "
             f"refusing to count with it: {O200K_REBUILD}"
         )
-    # The format of tiktoken.load.load_tiktoken_bpe, read here because that function also keeps a copy of the
-    # file in a temporary cache and may answer from it instead of from the file whose hash was checked.
-    ranks = {base64.b64decode(token): int(rank) for token, rank in (line.split() for line in data.splitlines() if line)}
+    # The format of tiktoken.load.load_tiktoken_bpe ("TOKEN RANK" lines), read here because that function also
+    # keeps a copy of the file in a temporary cache and may answer from it instead of from the file whose hash was
+    # checked. The hash proves the layout, so one split of the whole file does (twice as fast as line by line).
+    fields = data.split()
+    ranks = dict(zip(map(binascii.a2b_base64, fields[::2]), map(int, fields[1::2])))
     return tiktoken.Encoding(
         name="o200k_base", pat_str=O200K_PAT_STR, mergeable_ranks=ranks, special_tokens=O200K_SPECIAL_TOKENS
     )
