@@ -151,7 +151,20 @@ def _session(project: models.Project, external_id: str, agent_name: str, calls: 
     # One writer per session at a time: concurrent batches of one agent queue here (a no-op on SQLite, which
     # serialises writers anyway).
     # of=("self",): only the session row; locking its agent too (the join) deadlocks two batches of one agent.
-    return models.Session.objects.select_for_update(of=("self",)).select_related("agent").get(pk=session.pk)
+    session = models.Session.objects.select_for_update(of=("self",)).select_related("agent").get(pk=session.pk)
+    _key_stored_messages(session)
+    return session
+
+
+def _key_stored_messages(session: models.Session) -> None:
+    """Messages stored by another path (an import, a session created through the API) have no content key yet:
+    keyed once, the first time calls arrive for their session, so a call that resends them finds them."""
+    rows = list(models.Message.objects.filter(session=session, content_key=""))
+    if not rows:
+        return
+    for row in rows:
+        row.content_key = message_key(services.message_to_schema(row))
+    models.Message.objects.bulk_update(rows, ["content_key"], batch_size=services.BULK_BATCH)
 
 
 def _title(calls: Sequence[CapturedCall]) -> str:

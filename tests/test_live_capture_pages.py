@@ -142,3 +142,16 @@ def test_stored_summaries_stay_those_of_the_whole_chain_as_calls_arrive(project,
     assert session.violations == expected and session.violation_count == 1
     assert expected[0]["kind"] in ("unanswered_tool_call", "interrupted_exchange")
     assert [c.sent for c in session.llm_calls.order_by("order_ns")][-1] == [0, 4, 5, 6, 7]
+
+
+def test_calls_that_continue_a_session_created_by_another_path_find_its_messages(client, project, api_key):
+    """A session started through the API (or an import) goes on live: what the calls resend is not stored twice."""
+    key = services.api_key_create(project=project, name="script").key
+    body = {"agent": "travel-agent", "external_id": "trip-1",
+            "messages": [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Weather in Rome?"}]}
+    assert client.post("/api/sessions/", data=json.dumps(body), content_type="application/json",
+                       HTTP_AUTHORIZATION=f"Bearer {key}").status_code == 201
+    capture.otlp_ingest(api_key=api_key, batch=Batch(spans=[chat_span(1, [SYSTEM, text("user", "Weather in Rome?")], text("assistant", "24°C."))]))
+    session = models.Session.objects.get(external_id="trip-1")
+    assert [m.content for m in services.session_messages(session)] == ["Be brief.", "Weather in Rome?", "24°C."]
+    assert session.llm_calls.get().sent == [0, 1]
