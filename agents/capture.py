@@ -330,7 +330,7 @@ def _truncate(session: models.Session, start: int, call_pks: Sequence[int]) -> N
     models.LlmCall.objects.filter(pk__in=call_pks).update(placed=False, sent=[], reply_seq=None)
     session.message_count = start
     session.has_errors = models.Message.objects.filter(session=session, is_error=True).exists()
-    _CHECKERS.forget(session.pk)
+    _CHECKERS.forget(session)
 
 
 def _seqs_of(row: models.LlmCall) -> list[int]:
@@ -400,22 +400,25 @@ class _CheckerCache:
     checks what it appended. A miss (another process wrote, or a rollback) rebuilds from the stored messages."""
 
     def __init__(self, size: int = 256) -> None:
-        self._items: OrderedDict[int, tuple[int, ProtocolChecker]] = OrderedDict()
+        # Keyed by the session's id and creation time: an id alone can come back (a test database rolled back).
+        self._items: OrderedDict[tuple[int, object], tuple[int, ProtocolChecker]] = OrderedDict()
         self._lock = threading.Lock()
         self._size = size
 
-    def get(self, session_pk: int, count: int) -> ProtocolChecker | None:
+    def get(self, session: models.Session, count: int) -> ProtocolChecker | None:
+        key = (session.pk, session.imported_at)
         with self._lock:
-            item = self._items.get(session_pk)
+            item = self._items.get(key)
             if item is None or item[0] != count:
                 return None
-            self._items.move_to_end(session_pk)
+            self._items.move_to_end(key)
             return item[1]
 
-    def put(self, session_pk: int, count: int, checker: ProtocolChecker) -> None:
+    def put(self, session: models.Session, count: int, checker: ProtocolChecker) -> None:
+        key = (session.pk, session.imported_at)
         with self._lock:
-            self._items[session_pk] = (count, checker)
-            self._items.move_to_end(session_pk)
+            self._items[key] = (count, checker)
+            self._items.move_to_end(key)
             while len(self._items) > self._size:
                 self._items.popitem(last=False)
 
@@ -423,16 +426,16 @@ class _CheckerCache:
         with self._lock:
             self._items.clear()
 
-    def forget(self, session_pk: int) -> None:
+    def forget(self, session: models.Session) -> None:
         with self._lock:
-            self._items.pop(session_pk, None)
+            self._items.pop((session.pk, session.imported_at), None)
 
 
 _CHECKERS = _CheckerCache()
 
 
 def _checker(session: models.Session, count: int) -> ProtocolChecker:
-    checker = _CHECKERS.get(session.pk, count)
+    checker = _CHECKERS.get(session, count)
     if checker is None:
         checker = ProtocolChecker()
         rows = models.Message.objects.filter(session=session, seq__lt=count).order_by("seq")
@@ -444,7 +447,7 @@ def _checker(session: models.Session, count: int) -> ProtocolChecker:
 def _checker_feed(session: models.Session, start: int, messages: Sequence[schema.Message]) -> None:
     checker = _checker(session, start)
     checker.feed_many(messages)
-    _CHECKERS.put(session.pk, start + len(messages), checker)
+    _CHECKERS.put(session, start + len(messages), checker)
 
 
 def session_refresh(*, session: models.Session) -> models.Session:
@@ -453,7 +456,7 @@ def session_refresh(*, session: models.Session) -> models.Session:
             .values_list("seq", "token_running").first())
     count = last[0] + 1 if last else 0
     checker = _checker(session, count)
-    _CHECKERS.put(session.pk, count, checker)
+    _CHECKERS.put(session, count, checker)
     services.session_finish(session=session, message_count=count, token_counts_sum=last[1] if last else 0,
                             has_errors=session.has_errors, violations=checker.finish())
     session.last_activity_at = timezone.now()
