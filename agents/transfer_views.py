@@ -54,7 +54,7 @@ class ImportForm(forms.Form):
     file = forms.FileField(required=False, label="File (JSON or JSONL)")
     text = forms.CharField(required=False, label="or paste JSON", max_length=MAX_PASTE_CHARS,
                            widget=forms.Textarea(attrs={"rows": 18, "cols": 100, "spellcheck": "false",
-                                                        "class": "mono paste-box", "style": "width: 100%"}))
+                                                        "class": "mono paste-box"}))
 
     def __init__(self, *args: Any, user: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)

@@ -8,6 +8,7 @@ import os
 from pathlib import Path
 
 import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -17,6 +18,33 @@ def _env_bool(name: str, default: bool) -> bool:
     if value is None:
         return default
     return value.strip().lower() in {"1", "true", "yes", "on"}
+
+
+def _env_int(name: str, default: int) -> int:
+    value = os.environ.get(name, "").strip()
+    if not value:
+        return default
+    try:
+        number = int(value)
+    except ValueError:
+        raise ImproperlyConfigured(f"{name}={value!r}: expected a whole number") from None
+    if number < 0:
+        raise ImproperlyConfigured(f"{name}={value!r}: expected a number of 0 or more")
+    return number
+
+
+def _env_proxy_ssl_header(name: str) -> tuple[str, str] | None:
+    """``X-Forwarded-Proto=https`` (or Django's own spelling ``HTTP_X_FORWARDED_PROTO,https``): the header a proxy
+    in front sets, and the value that means the client came over HTTPS."""
+    value = os.environ.get(name, "").strip()
+    if not value:
+        return None
+    header, sep, expected = value.replace(",", "=", 1).partition("=")
+    header, expected = header.strip(), expected.strip()
+    if not sep or not header or not expected:
+        raise ImproperlyConfigured(f"{name}={value!r}: expected HEADER=VALUE, e.g. X-Forwarded-Proto=https")
+    meta = header.upper().replace("-", "_")
+    return (meta if meta.startswith("HTTP_") else f"HTTP_{meta}", expected)
 
 
 DEBUG = _env_bool("DEBUG", True)
@@ -48,6 +76,8 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    # Outside the others, so that the responses they answer themselves (CSRF failure, login redirect) carry it too.
+    "memoryviz.security.ContentSecurityPolicyMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -175,6 +205,33 @@ SPECTACULAR_SETTINGS = {
     # 3.1: the request bodies are pydantic models, whose optional fields are "null" types (not in 3.0).
     "OAS_VERSION": "3.1.0",
 }
+
+# Behind a proxy that ends TLS: SECURE_PROXY_SSL_HEADER=X-Forwarded-Proto=https (only when the proxy always sets or
+# overwrites that header; otherwise a client could claim HTTPS). SECURE_SSL_REDIRECT sends http:// to https://;
+# SECURE_HSTS_SECONDS makes browsers use https:// only, for that long (start small: it cannot be taken back).
+SECURE_PROXY_SSL_HEADER = _env_proxy_ssl_header("SECURE_PROXY_SSL_HEADER")
+SECURE_SSL_REDIRECT = _env_bool("SECURE_SSL_REDIRECT", False)
+SECURE_HSTS_SECONDS = _env_int("SECURE_HSTS_SECONDS", 0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = _env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", False)
+SECURE_HSTS_PRELOAD = _env_bool("SECURE_HSTS_PRELOAD", False)
+
+# memoryviz.security.ContentSecurityPolicyMiddleware: scripts and styles from this origin only. CSP_REPORT_ONLY=true
+# sends the policy as Content-Security-Policy-Report-Only (browsers report, nothing is blocked); CSP_REPORT_URI names
+# where browsers report.
+CONTENT_SECURITY_POLICY = {
+    "default-src": "'self'",
+    "script-src": "'self'",
+    "style-src": "'self'",
+    "img-src": "'self' data:",
+    "font-src": "'self'",
+    "connect-src": "'self'",
+    "object-src": "'none'",
+    "base-uri": "'none'",
+    "form-action": "'self'",
+    "frame-ancestors": "'none'",
+}
+CSP_REPORT_ONLY = _env_bool("CSP_REPORT_ONLY", False)
+CSP_REPORT_URI = os.environ.get("CSP_REPORT_URI", "").strip()
 
 if not DEBUG:
     SECURE_CONTENT_TYPE_NOSNIFF = True

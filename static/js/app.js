@@ -35,3 +35,19 @@ document.addEventListener("click", (event) => {
   location.hash = url.hash; // scrolls and moves :target (the highlight)
   history.replaceState(history.state, "", url.href);
 });
+
+// The lab answers an invalid parameter with 400 and the form's errors: show them instead of ignoring the answer.
+document.addEventListener("htmx:beforeSwap", (event) => {
+  if (event.detail.xhr.status === 400 && event.detail.elt.closest && event.detail.elt.closest("#lab-main")) {
+    event.detail.shouldSwap = true;
+    event.detail.isError = false;
+  }
+});
+
+// "Back" links go back in history when there is somewhere to go back to; their href is the way without JS.
+document.addEventListener("click", (event) => {
+  const link = event.target.closest && event.target.closest("a[data-history-back]");
+  if (!link || event.button !== 0 || history.length < 2) return;
+  event.preventDefault();
+  history.back();
+});

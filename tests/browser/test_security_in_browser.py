@@ -1,0 +1,82 @@
+"""The Content-Security-Policy in a real Chromium: every page works under it without one violation, and it
+refuses a script that an escaping bug would let into a page."""
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from agents.models import Session
+from tests.browser.conftest import screenshot
+from tests.conversations import TRAVEL
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+
+def _watch_policy(page) -> list[str]:
+    """Every CSP report Chromium makes (it logs each refused script, style or eval as a console error)."""
+    refused: list[str] = []
+    page.on("console", lambda m: refused.append(f"{page.url}: {m.text}") if "Content Security Policy" in m.text else None)
+    return refused
+
+
+def test_it_runs_every_page_under_the_policy_without_a_violation(logged_in_page, live_server, make_session, alice):
+    page = logged_in_page
+    refused = _watch_policy(page)
+    session = make_session(TRAVEL, title="Paris and Tokyo")
+    session.agent.context_window = 400  # so that the window meters show
+    session.agent.save()
+    make_session([{"role": "user", "content": "hi"}, {"role": "tool", "tool_call_id": "x", "content": "stray"}],
+                 title="Broken orphan")
+    base = live_server.url
+
+    page.goto(f"{base}/")
+    page.check("input[name=violations]")  # htmx swaps the table
+    page.wait_for_url(re.compile(r"violations=on"))
+    page.wait_for_function("!document.querySelector('#session-table').innerText.includes('Paris and Tokyo')")
+
+    page.goto(f"{base}/sessions/{session.pk}/")
+    meter = page.locator("#m-1 meter.meter")
+    assert meter.is_visible() and float(meter.get_attribute("value")) > 0
+    screenshot(page, "session-detail-under-csp")
+
+    page.goto(f"{base}/sessions/{session.pk}/lab/?strategy=buffered&buffer_size=3")
+    page.wait_for_selector("#lab-result .lab-stats")
+    page.fill("input[name=buffer_size]", "0")  # the lab answers 400 and app.js swaps the errors in
+    page.wait_for_selector("#error-buffer_size:has-text('greater than 0')")
+    page.goto(f"{base}/sessions/{session.pk}/lab/compare/?s=buffered:buffer_size=3&s=unbounded&s=last_turns")
+    assert page.locator(".compare-grid.columns-3 .compare-column").count() == 3
+    assert page.evaluate("getComputedStyle(document.querySelector('.compare-grid')).gridTemplateColumns.split(' ').length") == 3
+    for url in ("/import/", "/exports/", "/lab/report/", "/api/"):
+        page.goto(f"{base}{url}")
+        page.wait_for_load_state("networkidle")
+
+    alice.is_superuser = alice.is_staff = True
+    alice.save()
+    page.goto(f"{base}/admin/agents/session/{session.pk}/change/")
+    page.click(".select2-selection")  # the agent autocomplete (select2) opens and asks the server
+    page.wait_for_selector(".select2-results__option:has-text('Travel bot')")
+    page.goto(f"{base}/admin/agents/agent/add/")
+    page.locator("input[name=name]").press_sequentially("Prepopulated Slug")  # admin JS fills the slug as you type
+    page.wait_for_function("() => document.querySelector('input[name=slug]').value === 'prepopulated-slug'")
+    assert refused == []
+
+
+def test_it_refuses_a_script_that_got_into_the_page(logged_in_page, live_server, make_session):
+    page = logged_in_page
+    refused = _watch_policy(page)
+    session = make_session(TRAVEL)
+    page.goto(f"{live_server.url}/sessions/{session.pk}/")
+    # As if an escaping bug had let an agent's message through as markup.
+    page.evaluate("""() => {
+        const div = document.createElement('div');
+        div.innerHTML = '<img src="/nope" onerror="window.__pwned = 1">';
+        document.body.append(div);
+        const script = document.createElement('script');
+        script.textContent = 'window.__pwned = 2';
+        document.body.append(script);
+    }""")
+    page.wait_for_timeout(300)
+    assert page.evaluate("window.__pwned") is None
+    assert len(refused) >= 2
+    assert Session.objects.count() == 1
