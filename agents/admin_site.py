@@ -9,12 +9,30 @@ from typing import Any
 
 from django.contrib import admin
 from django.contrib.admin.apps import AdminConfig
+from django.contrib.auth.decorators import login_not_required
 from django.core.exceptions import ObjectDoesNotExist, ValidationError
 from django.http import Http404, HttpRequest, HttpResponse
 from django.urls import path, reverse_lazy
+from django.utils.decorators import method_decorator
+from django.views.decorators.cache import never_cache
 
 
 class MemoryvizAdminSite(admin.AdminSite):
+    @property
+    def login_form(self) -> type:  # type: ignore[override]
+        # Imported when used: this module is loaded with the settings, before the models are.
+        from agents.auth import AdminLoginForm
+
+        return AdminLoginForm
+
+    @method_decorator(never_cache)
+    @login_not_required
+    def login(self, request: HttpRequest, extra_context: dict[str, Any] | None = None) -> HttpResponse:
+        """Django's admin login, slowed down for guessing like the site's (agents.auth)."""
+        from agents.auth import with_throttle_status
+
+        return with_throttle_status(super().login(request, extra_context))
+
     def get_urls(self) -> list[Any]:
         urls = super().get_urls()
         for i, pattern in enumerate(urls):

@@ -18,7 +18,7 @@ from django.utils import timezone
 from django.utils.text import slugify
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from django.urls import reverse
-from rest_framework.authentication import BasicAuthentication, SessionAuthentication
+from rest_framework.authentication import SessionAuthentication
 from rest_framework.decorators import api_view, authentication_classes, parser_classes
 from rest_framework.exceptions import NotFound, PermissionDenied
 from rest_framework.parsers import FormParser, MultiPartParser
@@ -31,6 +31,7 @@ from rest_framework.views import exception_handler as drf_exception_handler
 
 from agents import capture, diffs, imports, models, services
 from agents.api_auth import ApiKeyAuthentication
+from agents.auth import ThrottledBasicAuthentication
 from agents.forms import SessionFilterForm
 from agents.lab import spec_parse
 from agents.memory import schema
@@ -43,7 +44,7 @@ MAX_MESSAGE_PAGE = 1000
 # Basic first: DRF answers an unauthenticated request with the first class's challenge, so a script without
 # credentials gets 401 with ``WWW-Authenticate: Basic`` (it can retry with them), not a bare 403. A browser
 # that is logged in still gets in through its session; a script or an agent with a project key, by Bearer.
-AUTHENTICATION = [BasicAuthentication, ApiKeyAuthentication, SessionAuthentication]
+AUTHENTICATION = [ThrottledBasicAuthentication, ApiKeyAuthentication, SessionAuthentication]
 
 
 def api(view: Any) -> Any:

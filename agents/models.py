@@ -336,3 +336,22 @@ class CapturedTrace(models.Model):
 
     def __str__(self) -> str:
         return f"{self.trace_id} -> {self.session_external_id or '?'}"
+
+
+class LoginFailure(models.Model):
+    """A failed password check (login page, admin login, HTTP Basic), kept while it counts against the username and
+    the client address (see agents.auth). In the database, so that every application server sees every attempt."""
+
+    username = models.CharField(max_length=150)
+    address = models.CharField(max_length=64, help_text="The client's IP address.")
+    at = models.DateTimeField()
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["username", "at"], name="loginfailure_username_at"),
+            models.Index(fields=["address", "at"], name="loginfailure_address_at"),
+            models.Index(fields=["at"], name="loginfailure_at"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.username} from {self.address} at {self.at:%Y-%m-%d %H:%M:%S}"

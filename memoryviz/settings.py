@@ -168,10 +168,30 @@ MEMORYVIZ_MAX_UPLOAD_BYTES = int(os.environ.get("MEMORYVIZ_MAX_UPLOAD_BYTES", st
 # database need a folder they all share; by default, the system's temporary folder.
 MEMORYVIZ_UPLOAD_DIR = os.environ.get("MEMORYVIZ_UPLOAD_DIR") or None
 
+# Password guessing (agents.auth): a username, or a client address, that fails this many times within the window
+# waits until enough of those failures are older than the window. Behind proxies, MEMORYVIZ_NUM_PROXIES says how
+# many (each appends to X-Forwarded-For), so that the client's address is counted, not the proxy's.
+MEMORYVIZ_LOGIN_WINDOW_SECONDS = _env_int("MEMORYVIZ_LOGIN_WINDOW_SECONDS", 15 * 60)
+MEMORYVIZ_LOGIN_FAILURES_PER_USERNAME = _env_int("MEMORYVIZ_LOGIN_FAILURES_PER_USERNAME", 10)
+MEMORYVIZ_LOGIN_FAILURES_PER_ADDRESS = _env_int("MEMORYVIZ_LOGIN_FAILURES_PER_ADDRESS", 30)
+MEMORYVIZ_NUM_PROXIES = _env_int("MEMORYVIZ_NUM_PROXIES", 0)
+
+CACHES = {
+    "default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"},
+    # Successful HTTP Basic checks, remembered in this process only (agents.auth), so that a script's every request
+    # does not pay PBKDF2 again. A changed password never matches a remembered check.
+    "verified-credentials": {
+        "BACKEND": "django.core.cache.backends.locmem.LocMemCache",
+        "LOCATION": "verified-credentials",
+        "TIMEOUT": _env_int("MEMORYVIZ_BASIC_AUTH_REMEMBER_SECONDS", 300),
+        "OPTIONS": {"MAX_ENTRIES": 10_000},
+    },
+}
+
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "rest_framework.authentication.SessionAuthentication",
-        "rest_framework.authentication.BasicAuthentication",
+        "agents.auth.ThrottledBasicAuthentication",
         "agents.api_auth.ApiKeyAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
@@ -194,7 +214,7 @@ SPECTACULAR_SETTINGS = {
     # Like every URL: for a logged-in user or an API client (Bearer key, Basic, session).
     "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],
     "SERVE_AUTHENTICATION": [
-        "rest_framework.authentication.BasicAuthentication",
+        "agents.auth.ThrottledBasicAuthentication",
         "agents.api_auth.ApiKeyAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
