@@ -151,3 +151,18 @@ def test_it_reads_a_one_line_jsonl_file_by_its_name_given_as_a_hint() -> None:
     stored = JSONL_SAMPLE.parent / "travel.jsonl"  # a path keeps its own name unless a hint is given
     [hinted] = read_input(stored, name="upload.json")
     assert hinted.source_format == "openai"
+
+
+def test_it_reads_a_list_of_whole_agentscope_msg_dicts_as_agentscope() -> None:
+    """Msg.to_dict() gives id, name, role, content, metadata and timestamp: no Chat Completions list has those."""
+    msgs = [{"id": "kAuRgjcC", "name": "user", "role": "user", "content": "Weather in Paris?", "metadata": {},
+             "timestamp": "2026-11-29 11:55:17.456"},
+            {"id": "fnngUFWj", "name": "Friday", "role": "assistant", "content": "Sunny.", "metadata": {},
+             "timestamp": "2026-11-29 11:55:18.001"}]
+    assert detect_format(msgs) == "agentscope"
+    [conv] = read_data(msgs)
+    assert [m.external_id for m in conv.messages] == ["kAuRgjcC", "fnngUFWj"]
+    # A bad role is still agentscope's to name.
+    with pytest.raises(FormatError) as info:
+        read_data([{**msgs[0], "role": "wizard"}])
+    assert info.value.place == "messages[0].role"

@@ -209,3 +209,58 @@ def test_it_puts_text_that_follows_results_into_their_anthropic_user_message() -
     doc = json.loads(dumps(read_data(data), "anthropic")[0])
     assert doc["messages"][2]["content"] == [{"type": "tool_result", "tool_use_id": "c", "content": "r"},
                                              {"type": "text", "text": "and now?"}]
+
+
+def test_it_writes_text_only_content_as_a_string_for_openai() -> None:
+    conv = Conversation(messages=[
+        Message(role="system", content=[{"type": "text", "text": "Be brief."}]),
+        Message(role="user", content=[{"type": "input_text", "text": "Paris?"}, {"type": "text", "text": "Tokyo?"}]),
+        Message(role="assistant", content=[{"type": "output_text", "text": "Both sunny.", "annotations": []}]),
+        Message(role="user", content=[{"type": "text", "text": "And this?"},
+                                      {"type": "image_url", "image_url": {"url": "https://example.com/a.png"}}]),
+        Message(role="user", content=[{"type": "text", "text": "cached", "cache_control": {"type": "ephemeral"}}]),
+    ])
+    for fmt in ("openai", "openai_jsonl"):
+        text, _report = dumps([conv], fmt)
+        messages = json.loads(text)["messages"] if fmt == "openai_jsonl" else json.loads(text)
+        assert [m["content"] for m in messages[:3]] == ["Be brief.", "Paris?\nTokyo?", "Both sunny."]
+        # Parts that carry more than text stay parts.
+        assert messages[3]["content"][1]["type"] == "image_url"
+        assert messages[4]["content"] == [{"type": "text", "text": "cached", "cache_control": {"type": "ephemeral"}}]
+
+
+def test_it_keeps_a_refusals_content_null_in_openai() -> None:
+    doc = [{"role": "user", "content": "How do I pick a lock?"},
+           {"role": "assistant", "content": None, "refusal": "I can't help with that."}]
+    [conv] = read_data(doc, "openai")
+    assert json.loads(dumps([conv], "openai")[0]) == doc
+
+
+def test_it_writes_an_openmanus_assistant_without_content_alike_with_or_without_tool_calls() -> None:
+    call = ToolCall(id="c1", function=FunctionCall(name="f", arguments="{}"))
+    conv = Conversation(messages=[
+        Message(role="user", content="go"),
+        Message(role="assistant", content=None, tool_calls=[call]),
+        Message(role="tool", tool_call_id="c1", content="ok"),
+        Message(role="assistant", content=None),
+    ])
+    written = json.loads(dumps([conv], "openmanus")[0])
+    # OpenManus' ToolCallAgent stores `response.content or ""` either way.
+    assert written[1]["content"] == "" and written[3]["content"] == ""
+    assert written[3] == {"role": "assistant", "content": ""}
+
+
+def test_it_writes_agentscope_timestamps_with_their_zone() -> None:
+    from datetime import datetime, timedelta, timezone
+
+    when = datetime(2026, 11, 29, 11, 55, 17, 456000, tzinfo=timezone.utc)
+    conv = Conversation(messages=[
+        Message(role="user", content="hi", created_at=when),
+        Message(role="assistant", content="hello", created_at=when.astimezone(timezone(timedelta(hours=9)))),
+        Message(role="user", content="naive stays naive", created_at=datetime(2026, 11, 29, 12, 0)),
+    ])
+    written = json.loads(dumps([conv], "agentscope")[0])
+    stamps = [entry[0]["timestamp"] for entry in written["content"]]
+    assert stamps == ["2026-11-29 11:55:17.456+00:00", "2026-11-29 20:55:17.456+09:00", "2026-11-29 12:00:00.000"]
+    [again] = read_data(written, "agentscope")
+    assert [m.created_at for m in again.messages][:2] == [when, when]

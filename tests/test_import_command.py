@@ -138,3 +138,28 @@ def test_it_reads_standard_input(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["messages_imported"] == 2
     assert b"importing" not in done.stderr  # no progress bar on a pipe
+
+
+def test_it_reimports_its_own_agentscope_export_without_a_time_zone_warning(db, tmp_path: Path) -> None:
+    source = tmp_path / "scope.json"
+    source.write_text(json.dumps([
+        {"id": "m1", "name": "user", "role": "user", "content": "hi", "metadata": {},
+         "timestamp": "2026-11-29 11:55:17.456"},
+        {"id": "m2", "name": "Friday", "role": "assistant", "content": "hello", "metadata": {},
+         "timestamp": "2026-11-29 11:55:18.002"},
+    ]))
+    code, out, err = run(str(source), "--project", "first")
+    assert code == 0, err
+    # AgentScope's own file has no zone: that one is worth a warning.
+    assert any("without a time zone" in w for w in json.loads(out)["files"][0]["warnings"])
+    exported = tmp_path / "again.json"
+    call_command("export_history", "--project", "first", "--format", "agentscope", "-o", str(exported),
+                 stdout=io.StringIO(), stderr=io.StringIO())
+    code, out, err = run(str(exported), "--project", "second")
+    assert code == 0, err
+    report = json.loads(out)
+    assert report["sessions_imported"] == 1
+    assert report["files"][0]["warnings"] == []
+    times = list(models.Message.objects.filter(session__agent__project__slug="second").order_by("seq")
+                 .values_list("created_at", flat=True))
+    assert [t.isoformat() for t in times] == ["2026-11-29T11:55:17.456000+00:00", "2026-11-29T11:55:18.002000+00:00"]

@@ -28,7 +28,9 @@ Detection rules (a file can always name its format instead, ``--format NAME``):
 - ``autogen``: an object whose ``messages`` items have ``type`` SystemMessage, UserMessage, AssistantMessage or
   FunctionExecutionResultMessage, or an ``AssistantAgentState`` wrapper with ``llm_context``.
 - ``agentscope``: an object whose ``content`` is a list of ``[msg, marks]`` pairs (or of bare Msg dicts), or a list
-  of Msg dicts (``id``, ``name``, ``role``, ``timestamp``).
+  of Msg dicts (``id``, ``name``, ``role``, ``timestamp``). A list whose every object has all of ``Msg.to_dict()``'s
+  keys (``id``, ``name``, ``role``, ``content``, ``metadata``, ``timestamp``) is agentscope even where it would
+  also read as openai (no tool result in it); with fewer of those keys, it is ambiguous.
 - ``langchain``: a list of ``{"type", "data"}`` envelopes.
 - ``openai_responses``: items with ``type`` message / function_call / function_call_output / reasoning, or an
   object with ``input`` (and ``instructions``).
@@ -126,6 +128,8 @@ def _candidates(doc: Any) -> list[str]:
     found = [name for name, module in _CODECS.items() if name != "openai_jsonl" and module.detect(doc)]
     if "openmanus" in found and "openai" in found:
         found.remove("openai")
+    if "agentscope" in found and "openai" in found and isinstance(doc, list) and agentscope.full_msgs(doc[:200]):
+        found.remove("openai")
     return found
 
 
@@ -140,7 +144,8 @@ def _loose_candidates(doc: Any) -> list[str]:
     if (isinstance(doc, dict) and "system" in doc) or openai.has_anthropic_blocks(objects):
         return ["anthropic"]  # a top-level system or tool_use/tool_result blocks: Anthropic's, as in strict detection
     if isinstance(doc, list) and all(agentscope.looks_like_msg(m) for m in objects):
-        return ["openai", "agentscope"]  # a list of Msg dicts reads as both, as in strict detection
+        # A list of whole Msg dicts is AgentScope's; with fewer of their keys it reads as both.
+        return ["agentscope"] if agentscope.full_msgs(objects) else ["openai", "agentscope"]
     if isinstance(doc, list) and openmanus.clearly(objects):
         return ["openmanus"]
     return ["openai"]

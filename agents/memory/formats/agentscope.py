@@ -3,8 +3,8 @@ the older ``{"content": [msg, ...]}``, or a list of ``Msg.to_dict()``.
 
 Tool results are ``role: "system"`` messages carrying ``tool_result`` blocks (the ReAct agent's convention): each
 block becomes a ``tool`` message. ``thinking`` blocks become ``reasoning``, marks ``marks``, timestamps
-``created_at`` (naive: AgentScope writes local time without a zone, and so do we), the compressed summary
-conversation metadata."""
+``created_at`` (naive: AgentScope writes local time without a zone; memoryviz writes the zone of a time that has
+one, ``+00:00``), the compressed summary conversation metadata."""
 from __future__ import annotations
 
 import uuid
@@ -58,6 +58,13 @@ def _is_msg(item: Any) -> bool:
             and ("id" in item or "timestamp" in item) and "type" not in item)
 
 
+def full_msgs(items: list[Any]) -> bool:
+    """Every object carries all of ``Msg.to_dict()``'s keys (id, name, role, content, metadata, timestamp): an
+    AgentScope list, which no Chat Completions list is (its messages have neither ids nor timestamps)."""
+    objects = [m for m in items if isinstance(m, dict)]
+    return bool(objects) and all(_MSG_KEYS <= m.keys() for m in objects)
+
+
 def looks_like_msg(item: Any) -> bool:
     """A Msg dict by its keys alone (whatever its role): for detection when nothing matches strictly."""
     return (isinstance(item, dict) and {"role", "name", "content"} <= set(item)
@@ -78,7 +85,16 @@ def detect(doc: Any) -> bool:
 # --- reading ----------------------------------------------------------------------------------------------------
 
 def format_timestamp(value: datetime) -> str:
-    return value.strftime(TIMESTAMP)[:-3]
+    """AgentScope's ``%Y-%m-%d %H:%M:%S.mmm``, and the UTC offset when the time has one (``+00:00``): AgentScope
+    keeps the timestamp as text and never parses it, and with the offset a re-import knows the instant instead of
+    guessing a zone."""
+    text = value.strftime(TIMESTAMP)[:-3]
+    offset = value.utcoffset()
+    if offset is None:
+        return text
+    minutes = int(offset.total_seconds()) // 60
+    sign = "-" if minutes < 0 else "+"
+    return f"{text}{sign}{abs(minutes) // 60:02d}:{abs(minutes) % 60:02d}"
 
 
 def parse_timestamp(value: Any, place: str) -> tuple[datetime | None, str | None]:

@@ -265,11 +265,33 @@ def read(data: Any, place: str = "") -> list[Conversation]:
 
 # --- writing ----------------------------------------------------------------------------------------------------
 
+# Keys a part may carry and still be plain text; "annotations" only when empty (the Responses API writes [] on
+# every output_text).
+_TEXT_PART_TYPES = frozenset({"text", "input_text", "output_text"})
+
+
+def plain_text(parts: list[Any]) -> str | None:
+    """The text of content parts that carry nothing but text, else None (an image, a cache_control, citations...
+    stay parts). Several text parts are joined with a newline, as memoryviz joins them everywhere."""
+    texts: list[str] = []
+    for part in parts:
+        if not (isinstance(part, dict) and part.get("type") in _TEXT_PART_TYPES and isinstance(part.get("text"), str)):
+            return None
+        if set(part) - {"type", "text", "annotations"} or part.get("annotations"):
+            return None
+        texts.append(part["text"])
+    return "\n".join(texts) if texts else None
+
+
 def chat_dict(message: Message, fmt: str = NAME) -> dict[str, Any]:
-    """``Message.to_openai()`` plus what the message kept from a Chat Completions source."""
+    """``Message.to_openai()`` plus what the message kept from a Chat Completions source.
+
+    Content that is text only is written as a string, the form every OpenAI-compatible server accepts on every
+    role (many refuse parts on assistant, system or tool messages); parts stay parts where they carry more."""
     out = message.to_openai()
     if isinstance(out.get("content"), list):
-        out["content"] = convert_parts(out["content"], image_url_part)
+        text = plain_text(out["content"])
+        out["content"] = text if text is not None else convert_parts(out["content"], image_url_part)
     memo = format_extra(message, fmt)
     if memo.get("function_role") and message.role == "tool" and message.name:
         out = {"role": "function", "name": message.name, "content": out.get("content")}
@@ -294,6 +316,8 @@ def chat_dict(message: Message, fmt: str = NAME) -> dict[str, Any]:
     if isinstance(fields, dict):
         for key, value in fields.items():
             out.setdefault(key, value)
+        if message.content is None and "content" in out and fields.get("refusal") is not None:
+            out["content"] = None  # a refusal: the model said nothing, and "" would claim it said an empty text
     return out
 
 

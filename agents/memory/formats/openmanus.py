@@ -1,5 +1,6 @@
 """OpenManus ``Memory.to_dict_list()``: Chat Completions dicts with None keys left out, ``name`` on tool results,
-``content: ""`` on tool-call assistants, and the non-standard ``base64_image``. The system prompt is normally
+``content: ""`` on assistants that said nothing (with or without tool calls), and the non-standard
+``base64_image``. The system prompt is normally
 kept outside memory, so a file usually starts with the user."""
 from __future__ import annotations
 
@@ -89,8 +90,9 @@ def read(doc: Any, place: str = "") -> list[Conversation]:
 def message_dict(message: Message, names: CallNames) -> dict[str, Any]:
     out: dict[str, Any] = {"role": message.role if message.role != "developer" else "system"}
     content = message.content
-    if content is None and message.tool_calls:
-        content = ""  # Message.from_tool_calls defaults content to ""
+    if content is None and message.role == "assistant":
+        # ToolCallAgent.think() stores `response.content or ""` whether the model called tools or not.
+        content = ""
     if content is not None:
         out["content"] = content
     if message.tool_calls:
