@@ -358,3 +358,128 @@ def test_it_previews_a_big_input_cut_inside_a_character(shift: int, monkeypatch:
     monkeypatch.setattr(formats, "PREVIEW_BYTES", data.index("€".encode()) + 1 + shift)  # inside a 3-byte "€"
     [conv] = read_input(io.BytesIO(data))
     assert conv.messages[1].text == "€" * 28
+
+
+# --- what cannot be kept is refused, with its place ------------------------------------------------------------
+
+def _streamed(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(formats, "SMALL_INPUT", 64)  # every input takes the streaming path
+
+
+def test_it_names_the_place_of_a_number_too_long_to_read(monkeypatch: pytest.MonkeyPatch) -> None:
+    data = ('[{"role": "user", "content": "hi"}, {"role": "assistant", "content": "ok", "n": ' + "7" * 5000 + "}]")
+    err = error_of(lambda: read_input(io.BytesIO(data.encode())))
+    assert str(err) == "[1].n: a whole number of 5,000 digits; numbers of more than 4,300 digits are not read"
+    line = json.dumps({"messages": [{"role": "user", "content": "hi"}]})
+    long_line = '{"messages": [{"role": "user", "content": "hi", "n": -' + "7" * 4400 + "}]}"
+    err = error_of(lambda: read_input(io.BytesIO(f"{line}\n{long_line}\n".encode()), name="rows.jsonl"))
+    assert str(err) == "line 2, messages[0].n: a whole number of 4,400 digits; numbers of more than 4,300 digits are not read"
+    _streamed(monkeypatch)
+    err = error_of(lambda: read_input(io.BytesIO(data.encode()), "openai"))
+    assert str(err).startswith("[1].n: a whole number beyond 64 bits")
+
+
+def test_it_names_the_place_of_a_lone_surrogate(monkeypatch: pytest.MonkeyPatch) -> None:
+    fine = '[{"role": "user", "content": "smile \\ud83d\\ude00, a backslash and u: \\\\ud800"}]'
+    [conv] = read_input(io.BytesIO(fine.encode()))
+    assert conv.messages[0].content == "smile \U0001F600, a backslash and u: \\ud800"
+    broken = '[{"role": "user", "content": "ok"},\n {"role": "user", "content": "half \\ud83d of a smile"}]'
+    err = error_of(lambda: read_input(io.BytesIO(broken.encode())))
+    assert str(err) == ("[1].content: \\ud83d is half of a UTF-16 surrogate pair (a lone surrogate), not a character; "
+                        "nothing can store it")
+    err = error_of(lambda: read_input(io.BytesIO(b'[{"role": "user", "content": "x", "\\udc00": 1}]')))
+    assert err.place == "[0].\\udc00 (a key)"
+    _streamed(monkeypatch)
+    err = error_of(lambda: read_input(io.BytesIO(broken.encode()), "openai"))
+    assert err.place == "line 2 column 36" and err.detail.startswith("\\ud83d is half of a UTF-16 surrogate pair")
+    [again] = read_input(io.BytesIO(fine.encode()), "openai")
+    assert again.messages[0].content == conv.messages[0].content
+
+
+def test_it_refuses_utf32_and_reads_utf16_without_a_byte_order_mark() -> None:
+    doc = [{"role": "user", "content": "héllo"}]
+    for encoding in ("utf-32", "utf-32-le", "utf-32-be"):
+        err = error_of(lambda: read_input(io.BytesIO(json.dumps(doc).encode(encoding))))
+        assert str(err) == "input: UTF-32 text; JSON is UTF-8 (or UTF-16): save the file as UTF-8"
+    for encoding in ("utf-16", "utf-16-le", "utf-16-be"):
+        [conv] = read_input(io.BytesIO(json.dumps(doc, ensure_ascii=False).encode(encoding)))
+        assert conv.messages[0].content == "héllo"
+
+
+def test_it_refuses_what_cannot_be_kept_on_the_command_line_with_exit_2(tmp_path: Path, db: Any) -> None:
+    from django.core.management import call_command
+
+    cases = {"surrogate.json": b'[{"role": "user", "content": "a\\ud800b"}]',
+             "number.json": b'[{"role": "user", "content": "a", "n": ' + b"9" * 4301 + b"}]",
+             "utf32.json": json.dumps([{"role": "user", "content": "a"}]).encode("utf-32")}
+    for name, data in cases.items():
+        path = tmp_path / name
+        path.write_bytes(data)
+        for command in ("lint", "import_history"):
+            err = io.StringIO()
+            with pytest.raises(SystemExit) as exit_info:
+                call_command(command, str(path), stdout=io.StringIO(), stderr=err)
+            assert exit_info.value.code == 2, (command, name)
+            text = err.getvalue()
+            assert "Traceback" not in text and "internal error" not in text, text
+            assert ("[0]." in text) or ("UTF-32" in text), text
+
+
+# --- long strings: linear time, bounded memory ------------------------------------------------------------------
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from agents.memory.formats.json_input import Events, LiftedStrings  # noqa: E402
+
+_TEXT = st.text(alphabet=st.sampled_from(['"', "\\", "a", "é", "\U0001F600", "\n", "u", "d", "8", " ", "/"]),
+                max_size=60)
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**62), 2**62) | _TEXT,  # within what ijson reads (64 bits)
+    lambda children: st.lists(children, max_size=5) | st.dictionaries(_TEXT, children, max_size=5),
+    max_leaves=20,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(doc=_JSON, ascii_only=st.booleans(), chunk=st.integers(1, 40), long_string=st.integers(0, 30))
+def test_it_reads_every_string_exactly_whatever_is_lifted_and_wherever_chunks_end(
+    doc: Any, ascii_only: bool, chunk: int, long_string: int
+) -> None:
+    data = json.dumps(doc, ensure_ascii=ascii_only).encode()
+    lifted = LiftedStrings(io.BytesIO(data), long_string=long_string, chunk=chunk)
+    events = Events(io.BufferedReader(lifted, 16), lifted.values)  # type: ignore[arg-type]
+    first = next(events)
+    assert events.value(first[1], first[2]) == doc
+    assert lifted.values == {}  # every stand-in was put back
+
+
+def test_it_hands_the_parser_a_short_stand_in_for_a_long_string() -> None:
+    content = "Ω" * 3_000_000 + '"quoted" \\ and \U0001F600'
+    data = json.dumps([{"role": "user", "content": content}], ensure_ascii=False).encode()
+    lifted = LiftedStrings(io.BytesIO(data))
+    given_to_parser = sum(len(b) for b in iter(lambda: lifted.read(1 << 16), b""))
+    assert given_to_parser < 200  # the 6 MB string went round the parser
+    [value] = lifted.values.values()
+    assert value == content
+
+
+def test_it_reads_a_single_huge_string_in_bounded_memory(monkeypatch: pytest.MonkeyPatch) -> None:
+    size = 24 * 1024 * 1024
+    data = b'[{"role": "user", "content": "' + b"x" * size + b'"}]'
+    _streamed(monkeypatch)
+    tracemalloc.start()
+    try:
+        [conv] = read_input(io.BytesIO(data), "openai")
+        _current, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert len(conv.messages[0].content) == size
+    assert peak < 2.5 * size  # the string's bytes and its text at once, never more copies
+
+
+def test_it_reports_a_big_input_that_ends_inside_a_long_string(monkeypatch: pytest.MonkeyPatch) -> None:
+    _streamed(monkeypatch)
+    data = b'[{"role": "user", "content": "' + b"x" * 3_000_000
+    err = error_of(lambda: read_input(io.BytesIO(data), "openai"))
+    assert "invalid JSON" in err.detail

@@ -64,6 +64,7 @@ from .json_input import (
     PREVIEW_BYTES,
     SMALL_INPUT,
     Events,
+    LiftedStrings,
     PrefixedStream,
     check_depth,
     decode,
@@ -73,6 +74,7 @@ from .json_input import (
     parse_json,
     preview,
     read_head,
+    text_encoding,
 )
 
 __all__ = [
@@ -230,6 +232,10 @@ def open_stream(
         if len(head) <= SMALL_INPUT:
             yield from _small(head, src.name, format)
         else:
+            if text_encoding(head[:4]) != "utf-8":
+                raise FormatError("input", "UTF-16 text bigger than 8 MB: save it as UTF-8 to import it")
+            if head.startswith(b"\xef\xbb\xbf"):
+                head = head[3:]  # the UTF-8 byte order mark, which the streaming parser would call invalid JSON
             if len(head) < PREVIEW_BYTES:
                 head += read_head(src.stream, PREVIEW_BYTES - len(head))
             stream = io.BufferedReader(PrefixedStream(head, src.stream), 1 << 16)  # type: ignore[arg-type]
@@ -289,7 +295,9 @@ def _large(head: bytes, stream: io.BufferedReader, name: str, format: str | None
                                        "message is bigger than that); name the format with --format")
         format = detect_format(doc)
     codec = _codec(format)
-    events = Events(stream)
+    # Long strings go round ijson (whose parser is quadratic in a token's length) and come back as values.
+    lifted = LiftedStrings(stream)
+    events = Events(io.BufferedReader(lifted, 1 << 16), lifted.values)  # type: ignore[arg-type]
     if hasattr(codec, "stream"):
         yield from codec.stream(events)
         return

@@ -1,10 +1,18 @@
 """Reading JSON and JSONL input: whole for small inputs (exact line/column errors), streamed with ijson for big
-ones (bounded memory), and a truncated preview of a big document for format detection."""
+ones (bounded memory), and a truncated preview of a big document for format detection.
+
+Whatever the path, input that is not text memoryviz can store is refused with the place named: UTF-32, a lone
+UTF-16 surrogate escape (``"\\ud800"``: half a character, which no database stores), a whole number of more digits
+than Python reads (4,300).
+"""
 from __future__ import annotations
 
+import codecs
 import io
 import json
 import os
+import re
+import secrets
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -24,6 +32,7 @@ PREVIEW_ITEMS = 200
 MAX_DEPTH = 200
 
 _STARTS = {"start_map", "start_array"}
+_STRINGS = {"string", "map_key"}
 _ENDS = {"end_map", "end_array"}
 
 
@@ -83,12 +92,30 @@ def read_head(stream: IO[bytes], limit: int) -> bytes:
     return b"".join(chunks)
 
 
+def text_encoding(head: bytes) -> str:
+    """``utf-8`` or ``utf-16`` (what the input's first bytes say: a byte order mark, or the zero bytes around the
+    ASCII character every JSON text starts with). FormatError for UTF-32, which JSON never is."""
+    if head[:4] in (b"\xff\xfe\x00\x00", b"\x00\x00\xfe\xff") or (
+        len(head) >= 4 and (head[1:4] == b"\x00\x00\x00" or head[:3] == b"\x00\x00\x00") and head[:4] != b"\x00" * 4
+    ):
+        raise FormatError("input", "UTF-32 text; JSON is UTF-8 (or UTF-16): save the file as UTF-8")
+    if head[:2] in (b"\xff\xfe", b"\xfe\xff"):
+        return "utf-16"
+    if len(head) >= 2 and head[0] != 0 and head[1] == 0 or head[:1] == b"\x00" and head[1:2] not in (b"", b"\x00"):
+        return "utf-16"
+    return "utf-8"
+
+
 def decode(data: bytes, place: str = "input") -> str:
     if data.startswith(b"\xef\xbb\xbf"):
         data = data[3:]
-    if data[:2] in (b"\xff\xfe", b"\xfe\xff"):
+    if text_encoding(data[:4]) == "utf-16":
+        if data[:2] in (b"\xff\xfe", b"\xfe\xff"):
+            encoding = "utf-16"
+        else:
+            encoding = "utf-16-le" if data[1:2] == b"\x00" else "utf-16-be"
         try:
-            return data.decode("utf-16")
+            return data.decode(encoding)
         except UnicodeDecodeError:
             pass
     try:
@@ -99,7 +126,8 @@ def decode(data: bytes, place: str = "input") -> str:
 
 
 def parse_json(text: str, place: str = "") -> Any:
-    """``json.loads`` with errors that name line and column."""
+    """``json.loads`` with errors that name line and column (syntax) or the value's path (what memoryviz cannot
+    keep: a lone surrogate, a number of too many digits)."""
     try:
         value = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -107,8 +135,102 @@ def parse_json(text: str, place: str = "") -> Any:
         raise FormatError(where, f"invalid JSON: {exc.msg}") from None
     except RecursionError:
         raise FormatError(place or "input", f"JSON nested too deeply (more than {MAX_DEPTH} levels)") from None
+    except ValueError:
+        # Python refuses to read a whole number of more than sys.get_int_max_str_digits() digits (a guard against
+        # quadratic conversion): parse again, keeping such numbers aside, to say where one is.
+        _raise_for_long_number(text, place)
+        raise
     check_depth(value, place or "input")
+    if _SURROGATE_ESCAPE.search(text):
+        check_text(value, place)
     return value
+
+
+# A UTF-16 surrogate written as an escape (\uD800-\uDFFF): emoji from ensure_ascii writers come as pairs of them;
+# one alone is half a character.
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _path(parts: list[str | int]) -> str:
+    # A key may itself hold the lone surrogate being reported: shown as its escape, which any output can carry.
+    text = "".join(f"[{p}]" if isinstance(p, int) else "." + _SURROGATE.sub(_escape, p) for p in parts)
+    return text[1:] if text.startswith(".") else text
+
+
+def _where(place: str, parts: list[str | int]) -> str:
+    path = _path(parts)
+    if not place:
+        return path or "input"
+    return f"{place}, {path}" if path else place
+
+
+def _walk(value: Any) -> Iterator[tuple[list[str | int], Any, bool]]:
+    """(path, item, is_key) for every value and key, depth first."""
+    stack: list[tuple[list[str | int], Any]] = [([], value)]
+    while stack:
+        parts, item = stack.pop()
+        yield parts, item, False
+        if isinstance(item, dict):
+            for key, child in item.items():
+                yield [*parts, key], key, True
+                stack.append(([*parts, key], child))
+        elif isinstance(item, list):
+            stack.extend(([*parts, i], child) for i, child in enumerate(item))
+
+
+def _escape(match: re.Match[str]) -> str:
+    return f"\\u{ord(match.group()):04x}"
+
+
+def lone_surrogate(text: str) -> str | None:
+    """The first lone surrogate of a decoded string, as its escape (``\\ud800``), or None."""
+    match = _SURROGATE.search(text)
+    return f"\\u{ord(match.group()):04x}" if match else None
+
+
+def surrogate_message(escape: str) -> str:
+    return f"{escape} is half of a UTF-16 surrogate pair (a lone surrogate), not a character; nothing can store it"
+
+
+def check_text(value: Any, place: str = "") -> None:
+    """FormatError naming the first string (or key) that holds a lone surrogate."""
+    for parts, item, is_key in _walk(value):
+        if isinstance(item, str):
+            escape = lone_surrogate(item)
+            if escape is not None:
+                where = _where(place, parts) + (" (a key)" if is_key else "")
+                raise FormatError(where, surrogate_message(escape))
+
+
+class _LongNumber(str):
+    """A whole number's digits that Python will not read as an int (kept as text to say where it is)."""
+
+
+def _raise_for_long_number(text: str, place: str) -> None:
+    limit = sys.get_int_max_str_digits()
+
+    def parse_int(digits: str) -> Any:
+        return _LongNumber(digits) if limit and len(digits.lstrip("-")) > limit else int(digits)
+
+    try:
+        value = json.loads(text, parse_int=parse_int)
+    except (ValueError, RecursionError):
+        return
+    for parts, item, _is_key in _walk(value):
+        if isinstance(item, _LongNumber):
+            raise FormatError(_where(place, parts), long_number_message(len(item.lstrip("-")), limit))
+
+
+def long_number_message(digits: int, limit: int) -> str:
+    return f"a whole number of {digits:,} digits; numbers of more than {limit:,} digits are not read"
+
+
+# ijson's parser (inputs over 8 MB) reads whole numbers as 64-bit integers.
+STREAMED_NUMBER_LIMIT = (
+    "a whole number beyond 64 bits (over 9,223,372,036,854,775,807), which files over 8 MB cannot hold; "
+    "write it as a string, or as a decimal number"
+)
 
 
 def check_depth(value: Any, place: str) -> None:
@@ -156,8 +278,227 @@ def iter_jsonl(lines: Iterator[bytes | str]) -> Iterator[tuple[int, Any]]:
             raise FormatError(f"line {number}", f"invalid JSON at column {exc.colno}: {exc.msg}") from None
         except RecursionError:
             raise FormatError(f"line {number}", f"JSON nested too deeply (more than {MAX_DEPTH} levels)") from None
+        except ValueError:
+            _raise_for_long_number(line, f"line {number}")
+            raise
         check_depth(value, f"line {number}")
+        if _SURROGATE_ESCAPE.search(line):
+            check_text(value, f"line {number}")
         yield number, value
+
+
+# --- long strings and lone surrogates in a streamed input -----------------------------------------------------------
+
+# yajl (ijson's C parser) re-scans a token that spans its buffers from its start at every buffer, so a single string
+# of N bytes costs O(N²) (300 MiB took ten minutes); and it turns a lone surrogate escape into "?" without a word.
+# LiftedStrings stands between the input and ijson: it hands strings longer than this to Python's own (linear) JSON
+# string decoder and gives ijson a short stand-in, and it checks every surrogate escape.
+LONG_STRING = 1 << 20
+LIFT_CHUNK = 1 << 20
+_STAND_IN = "\x00memoryviz-lifted-"
+# A run of backslashes and the quote after it: the quote is escaped when the run is odd. (Starting with a literal
+# backslash lets the regular expression engine skip ahead to the next one; a lookbehind would try every byte.)
+_BACKSLASHES_QUOTE = re.compile(rb'\\+"')
+_SURROGATE_ESCAPES = re.compile(rb"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+
+
+class LiftedStrings(io.RawIOBase):
+    """The bytes of a JSON input, with each string longer than ``long_string`` bytes replaced by a short stand-in
+    whose decoded value is in ``values`` (``Events`` puts it back), and a FormatError naming line and column at the
+    first lone surrogate escape.
+
+    It scans chunk by chunk with C-level searches (count, find, regular expressions), never byte by byte: per chunk
+    it only needs to know whether the chunk ends inside a string, and where that string began."""
+
+    def __init__(self, raw: IO[bytes], *, long_string: int = LONG_STRING, chunk: int = LIFT_CHUNK) -> None:
+        self._raw = raw
+        self._long = long_string
+        self._chunk = chunk
+        self.values: dict[str, str] = {}
+        self._nonce = secrets.token_hex(6)
+        self._out = bytearray()
+        self._carry = b""  # the end of the previous chunk held back: a run of backslashes or a cut escape
+        self._in_string = False
+        self._held: list[bytes] = []  # an open string, from its opening quote, while it may still be long
+        self._held_size = 0
+        self._eof = False
+        self._line = 1  # of the first byte of the next chunk
+        self._column = 1
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        while not self._out and not self._eof:
+            self._step()
+        n = min(len(buffer), len(self._out))
+        with memoryview(self._out) as out:
+            buffer[:n] = out[:n]
+        del self._out[:n]
+        return n
+
+    # --- one chunk ------------------------------------------------------------------------------------------
+
+    def _step(self) -> None:
+        data = self._raw.read(self._chunk)
+        if not data:
+            self._eof = True
+            chunk, self._carry = self._carry, b""
+            if chunk:
+                self._scan(chunk)
+            if self._held:
+                # The input ends inside a string: give the parser its start (enough to say where), not all of it.
+                self._out += b"".join(self._held)[:65536]
+                self._held, self._held_size = [], 0
+            return
+        chunk = self._carry + data
+        cut = _escape_boundary(chunk)
+        self._carry = chunk[cut:]
+        self._scan(chunk[:cut] if cut < len(chunk) else chunk)
+
+    def _scan(self, chunk: bytes) -> None:
+        self._check_surrogates(chunk)
+        start = 0
+        while start < len(chunk):
+            if self._in_string:
+                end = self._closing_quote(chunk, start)
+                if end == -1:
+                    self._hold(chunk[start:])
+                    break
+                self._hold(chunk[start : end + 1])
+                self._close_string()
+                start = end + 1
+                continue
+            # Outside a string: the state at the end of the chunk follows from the parity of its unescaped quotes;
+            # only a string left open at the end needs finding.
+            quotes = chunk.count(b'"', start) - _escaped_quotes(chunk, start)
+            if quotes % 2 == 0:
+                self._out += chunk[start:] if start else chunk
+                break
+            opening = self._last_opening_quote(chunk, start)
+            self._out += chunk[start:opening]
+            self._in_string = True
+            self._held, self._held_size = [], 0
+            start = opening
+            self._hold(chunk[start : start + 1])
+            start += 1
+        self._advance_position(chunk)
+
+    def _hold(self, piece: bytes) -> None:
+        self._held.append(piece)
+        self._held_size += len(piece)
+
+    def _close_string(self) -> None:
+        self._in_string = False
+        held, self._held, size, self._held_size = self._held, [], self._held_size, 0
+        if size <= self._long:
+            for piece in held:
+                self._out += piece
+            return
+        raw = b"".join(held)
+        del held
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise FormatError(self._place(), f"not UTF-8 text (byte 0x{raw[exc.start]:02x} in a string)") from None
+        del raw
+        try:
+            value, end = json.decoder.scanstring(text, 1)
+        except json.JSONDecodeError as exc:
+            raise FormatError(self._place(), f"invalid JSON in a string: {exc.msg}") from None
+        del text
+        key = f"{_STAND_IN}{self._nonce}-{len(self.values)}"
+        self.values[key] = value
+        self._out += json.dumps(key).encode("ascii")
+
+    @staticmethod
+    def _closing_quote(chunk: bytes, start: int) -> int:
+        """The first unescaped quote from ``start`` (inside a string), or -1."""
+        at = chunk.find(b'"', start)
+        while at != -1:
+            run = at
+            while run > start and chunk[run - 1] == 0x5C:
+                run -= 1
+            if (at - run) % 2 == 0:
+                return at
+            at = chunk.find(b'"', at + 1)
+        return -1
+
+    @staticmethod
+    def _last_opening_quote(chunk: bytes, start: int) -> int:
+        """The last unescaped quote from ``start`` on: the one that opens the string left open at the end."""
+        at = chunk.rfind(b'"', start)
+        while at != -1:
+            run = at
+            while run > start and chunk[run - 1] == 0x5C:
+                run -= 1
+            if (at - run) % 2 == 0:
+                return at
+            at = chunk.rfind(b'"', start, at)
+        raise AssertionError("an odd count of unescaped quotes has a last one")
+
+    def _check_surrogates(self, chunk: bytes) -> None:
+        for match in _SURROGATE_ESCAPES.finditer(chunk):
+            at = match.start()
+            run = at
+            while run > 0 and chunk[run - 1] == 0x5C:
+                run -= 1
+            if (at - run) % 2:
+                continue  # "\\ud800" is a backslash and the text "ud800", not an escape
+            unit = int(chunk[at + 2 : at + 6], 16)
+            if unit < 0xDC00:
+                after = chunk[at + 6 : at + 12]
+                if len(after) == 6 and after[:2] in (b"\\u", b"\\U") and 0xDC00 <= _hex(after[2:]) <= 0xDFFF:
+                    continue
+            elif at >= 6 and chunk[at - 6 : at - 4] == b"\\u" and 0xD800 <= _hex(chunk[at - 4 : at]) <= 0xDBFF:
+                continue
+            raise FormatError(self._place(chunk, at), surrogate_message(f"\\u{unit:04x}"))
+
+    def _advance_position(self, chunk: bytes) -> None:
+        lines = chunk.count(b"\n")
+        if lines:
+            self._line += lines
+            self._column = len(chunk) - chunk.rfind(b"\n")
+        else:
+            self._column += len(chunk)
+
+    def _place(self, chunk: bytes = b"", at: int = 0) -> str:
+        lines = chunk.count(b"\n", 0, at)
+        column = at - chunk.rfind(b"\n", 0, at) if lines else self._column + at
+        return f"line {self._line + lines} column {column}"
+
+
+def _escaped_quotes(chunk: bytes, start: int) -> int:
+    if chunk.find(b'\\"', start) == -1:
+        return 0
+    return sum(1 for run in _BACKSLASHES_QUOTE.findall(chunk, start) if len(run) % 2 == 0)
+
+
+_HIGH_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89abAB][0-9a-fA-F]{2}")
+
+
+def _escape_boundary(chunk: bytes) -> int:
+    """Where to end a chunk so that no escape, and no surrogate pair, is cut in two (what follows waits for the next
+    chunk): at the first escape that starts in the last 12 bytes, or before the high half of a pair ending there."""
+    window = max(0, len(chunk) - 12)
+    at = chunk.find(b"\\", window)
+    if at == -1:
+        return len(chunk)
+    run = at
+    while run > 0 and chunk[run - 1] == 0x5C:
+        run -= 1
+    if (at - run) % 2:
+        at -= 1  # the second half of an escaped backslash: the escape starts one byte before
+    if at >= 6 and _HIGH_SURROGATE_ESCAPE.fullmatch(chunk, at - 6, at):
+        at -= 6
+    return at
+
+
+def _hex(digits: bytes) -> int:
+    try:
+        return int(digits, 16)
+    except ValueError:
+        return -1
 
 
 # --- ijson: events, values, previews ----------------------------------------------------------------------------
@@ -165,10 +506,18 @@ def iter_jsonl(lines: Iterator[bytes | str]) -> Iterator[tuple[int, Any]]:
 class Events:
     """ijson's (prefix, event, value) stream with one event of look-ahead and errors turned into FormatError."""
 
-    def __init__(self, stream: IO[bytes]) -> None:
+    def __init__(self, stream: IO[bytes], lifted: dict[str, str] | None = None) -> None:
+        # use_float: floats rather than Decimals, and whole numbers read as 64-bit (a bigger one is an "integer
+        # overflow"). Without it, ijson 3.6's C parser crashes the process on a number of more than 4,300 digits.
         self._it = ijson.parse(stream, use_float=True)
         self._pending: tuple[str, str, Any] | None = None
         self.depth = 0
+        # Strings a LiftedStrings under the stream took out: their stand-ins are replaced by their values.
+        self._lifted = lifted if lifted is not None else {}
+        # Where the parser is, to name the place of an error: the last event and the index of each array being
+        # read item by item (array_items).
+        self._last: tuple[str, str, Any] = ("", "", None)
+        self._items: list[int] = []
 
     def __iter__(self) -> Events:
         return self
@@ -181,12 +530,16 @@ class Events:
             prefix, event, value = next(self._it)
         except StopIteration:
             raise
-        except ijson.IncompleteJSONError as exc:
-            raise FormatError("input", f"invalid JSON: {_ijson_detail(exc)}") from None
         except ijson.JSONError as exc:
-            raise FormatError("input", f"invalid JSON: {_ijson_detail(exc)}") from None
+            detail = _ijson_detail(exc)
+            if detail.startswith("parse error: integer overflow"):
+                raise FormatError(self.place(), STREAMED_NUMBER_LIMIT) from None
+            raise FormatError("input", f"invalid JSON: {detail}") from None
         except UnicodeDecodeError as exc:
             raise FormatError("input", f"not UTF-8 text ({exc.reason})") from None
+        if self._lifted and event in _STRINGS and value.startswith(_STAND_IN):
+            value = self._lifted.pop(value, value)
+        self._last = (prefix, event, value)
         if event in _STARTS:
             self.depth += 1
             if self.depth > MAX_DEPTH:
@@ -226,11 +579,32 @@ class Events:
 
     def array_items(self) -> Iterator[Any]:
         """The values of the array whose start_array was just read, one at a time."""
-        for _prefix, event, value in self:
-            if event == "end_array":
-                return
-            yield self.value(event, value)
+        self._items.append(-1)
+        try:
+            for _prefix, event, value in self:
+                if event == "end_array":
+                    return
+                self._items[-1] += 1
+                yield self.value(event, value)
+        finally:
+            self._items.pop()
         raise FormatError("input", "invalid JSON: the input ends inside an array")
+
+    def place(self) -> str:
+        """Where the parser is (``messages[12].content``), from ijson's prefix of the last event, the items counted
+        by array_items, and the key just read; "input" when nothing was read yet."""
+        prefix, event, value = self._last
+        parts = prefix.split(".") if prefix else []
+        if event == "map_key":
+            parts.append(str(value))
+        items = iter(self._items)
+        path = ""
+        for part in parts:
+            if part == "item":
+                path += f"[{next(items, '?')}]"
+            else:
+                path += f".{part}" if path else part
+        return path or "input"
 
     def expect_end(self) -> None:
         if self.next_or_none() is not None:
@@ -293,8 +667,11 @@ def preview(head: bytes) -> Any:
         else:
             container[keys[-1]] = value
 
+    lifted = LiftedStrings(io.BytesIO(_whole_escapes(_whole_characters(head))))
     try:
-        for _prefix, event, value in ijson.parse(io.BytesIO(_whole_escapes(_whole_characters(head))), use_float=True):
+        for _prefix, event, value in ijson.parse(io.BufferedReader(lifted, 1 << 16), use_float=True):  # type: ignore[arg-type]
+            if lifted.values and event in _STRINGS and value.startswith(_STAND_IN):
+                value = lifted.values.pop(value, value)
             if skip_depth:
                 if event in _STARTS:
                     skip_depth += 1
@@ -323,7 +700,8 @@ def preview(head: bytes) -> Any:
                 continue
             add(value)
     except (ijson.JSONError, UnicodeDecodeError) as exc:
-        if "premature EOF" not in str(exc):
+        # A number too big for the streaming parser ends the preview there; the reader says where it is.
+        if "premature EOF" not in str(exc) and "integer overflow" not in str(exc):
             # Broken before the head ends: say so now rather than guess a format from half a document.
             if isinstance(exc, UnicodeDecodeError) or "UTF8" in str(exc):
                 raise FormatError("input", "not UTF-8 text; expected JSON or JSONL") from None
