@@ -11,16 +11,18 @@ from collections.abc import Callable
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse
 
-# The admin and the browsable API render third-party templates with inline <style> blocks and style attributes
-# (Django's change list, DRF's Pygments colours and filter buttons): their pages may use inline styles, never
-# inline scripts.
+# The admin and the API's pages render third-party templates with inline <style> blocks and style attributes
+# (Django's change list, DRF's Pygments colours and filter buttons, Swagger UI, Redoc): their pages may use inline
+# styles, never inline scripts.
 THIRD_PARTY_NAMESPACES = frozenset({"admin", "api"})
 
 
-def policy_header(*, inline_styles: bool = False) -> str:
+def policy_header(*, third_party: bool = False) -> str:
     directives = dict(settings.CONTENT_SECURITY_POLICY)
-    if inline_styles:
+    if third_party:
         directives["style-src"] = f"{directives.get('style-src', '')} 'unsafe-inline'".strip()
+        # Redoc (the API reference) runs its search in a worker made from its own code.
+        directives["worker-src"] = "'self' blob:"
     if settings.CSP_REPORT_URI:
         directives["report-uri"] = settings.CSP_REPORT_URI
     return "; ".join(f"{name} {value}".strip() for name, value in directives.items())
@@ -34,7 +36,7 @@ class ContentSecurityPolicyMiddleware:
         self.get_response = get_response
         self.header = "Content-Security-Policy-Report-Only" if settings.CSP_REPORT_ONLY else "Content-Security-Policy"
         self.strict = policy_header()
-        self.third_party = policy_header(inline_styles=True)
+        self.third_party = policy_header(third_party=True)
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
         response = self.get_response(request)

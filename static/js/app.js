@@ -51,3 +51,8 @@ document.addEventListener("click", (event) => {
   event.preventDefault();
   history.back();
 });
+
+// A field that shows something to copy (a new API key) selects all of it when focused.
+document.addEventListener("focusin", (event) => {
+  if (event.target.matches && event.target.matches("input[data-select-on-focus]")) event.target.select();
+});
