@@ -13,7 +13,7 @@ from typing import Any
 
 from django.contrib.auth.decorators import login_not_required
 from django.db import transaction
-from django.db.models import Q
+from django.db.models import Count, Q
 from django.utils import timezone
 from django.utils.text import slugify
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -32,7 +32,7 @@ from rest_framework.views import exception_handler as drf_exception_handler
 from agents import capture, diffs, imports, models, services
 from agents.api_auth import ApiKeyAuthentication
 from agents.auth import ThrottledBasicAuthentication
-from agents.forms import SessionFilterForm
+from agents.forms import AgentForm, SessionFilterForm
 from agents.lab import spec_parse
 from agents.memory import schema
 from agents.memory.formats import FORMATS
@@ -70,6 +70,17 @@ class SessionCreate(BaseModel):
     title: str = Field(default="", max_length=500)
     metadata: dict[str, Any] = Field(default_factory=dict)
     messages: list[dict[str, Any]] = Field(default_factory=list)
+
+
+class AgentPatch(BaseModel):
+    """The agent's fields to change (the others stay); the same limits as the agent page's form."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str | None = None
+    description: str | None = None
+    model: str | None = None
+    context_window: int | None = None
 
 
 class MessagesAppend(BaseModel):
@@ -118,7 +129,8 @@ def _session_summary(request: Request, session: models.Session) -> dict[str, Any
         "title": session.title,
         "project": session.agent.project.slug,
         "agent": {"slug": session.agent.slug, "name": session.agent.name, "model": session.agent.model,
-                  "context_window": session.agent.context_window},
+                  "context_window": session.agent.context_window,
+                  "url": request.build_absolute_uri(reverse("api:agent_detail", args=[session.agent_id]))},
         "source_format": session.source_format,
         "started_at": session.started_at.isoformat() if session.started_at else None,
         "message_count": session.message_count,
@@ -157,6 +169,7 @@ def api_root(request: Request) -> Response:
     return Response(
         {
             "sessions": request.build_absolute_uri(reverse("api:session_list")),
+            "agents": request.build_absolute_uri(reverse("api:agent_list")),
             "strategies": request.build_absolute_uri(reverse("api:strategy_list")),
             "formats": request.build_absolute_uri(reverse("api:format_list")),
             "counters": sorted(COUNTERS),
@@ -183,6 +196,61 @@ def session_list(request: Request) -> Response:
     paginator = _Pages()
     page = paginator.paginate_queryset(sessions, request)
     return paginator.get_paginated_response([_session_summary(request, s) for s in page])
+
+
+def _agent_dict(request: Request, agent: models.Agent, *, can_edit: bool, session_count: int) -> dict[str, Any]:
+    return {
+        "id": agent.pk,
+        "url": request.build_absolute_uri(reverse("api:agent_detail", args=[agent.pk])),
+        "page_url": request.build_absolute_uri(agent.get_absolute_url()),
+        "project": agent.project.slug,
+        "name": agent.name,
+        "slug": agent.slug,
+        "description": agent.description,
+        "model": agent.model,
+        "context_window": agent.context_window,
+        "session_count": session_count,
+        "can_edit": can_edit,
+    }
+
+
+@extend_schema(operation_id="agents_list", summary="The agents of your projects",
+               responses={200: OpenApiTypes.OBJECT, 401: ApiError})
+@api
+def agent_list(request: Request) -> Response:
+    agents = services.agents_for_user(request.user).annotate(session_total=Count("sessions")).order_by(
+        "project__name", "name", "pk")
+    editable = set(services.editable_projects(request.user).values_list("pk", flat=True))
+    paginator = _Pages()
+    page = paginator.paginate_queryset(agents, request)
+    return paginator.get_paginated_response([
+        _agent_dict(request, a, can_edit=a.project_id in editable, session_count=a.session_total) for a in page
+    ])
+
+
+@extend_schema(methods=["GET"], operation_id="agent_retrieve", summary="One agent",
+               responses={200: OpenApiTypes.OBJECT, 401: ApiError, 404: ApiError})
+@extend_schema(methods=["PATCH"], operation_id="agent_update",
+               summary="Change an agent's name, description, model or context window (editors and admins)",
+               request=AgentPatch, responses={200: OpenApiTypes.OBJECT, 400: ApiError, 403: ApiError, 404: ApiError})
+@write_api(["GET", "PATCH"])
+def agent_detail(request: Request, agent_id: int) -> Response:
+    """The JSON twin of the agent page: PATCH takes the fields to change, checked as the page's form checks them."""
+    agent = services.agent_for_user(request.user, agent_id)
+    can_edit = services.agent_editable(request.user, agent)
+    if request.method == "PATCH":
+        if not can_edit:
+            raise PermissionDenied("changing an agent needs the editor or admin role in its project")
+        try:
+            patch = _body(request, AgentPatch)
+        except _Invalid as exc:
+            return _bad_request(str(exc))
+        form = AgentForm({**AgentForm.initial_for(agent), **patch.model_dump(exclude_unset=True)})
+        if not form.is_valid():
+            field, errors = next(iter(form.errors.items()))
+            return _bad_request(f"{field}: {errors[0]}")
+        services.agent_update(agent=agent, user=request.user, changes=form.cleaned_data)
+    return Response(_agent_dict(request, agent, can_edit=can_edit, session_count=agent.sessions.count()))
 
 
 @extend_schema(operation_id="session_retrieve", summary="One session's summary", responses={200: OpenApiTypes.OBJECT, 400: ApiError, 401: ApiError, 404: ApiError})

@@ -63,3 +63,25 @@ class SessionFilterForm(forms.Form):
             max_tokens=data.get("max_tokens"),
             sort=data.get("sort") or services.DEFAULT_SESSION_SORT,
         )
+
+
+# A bound for typing mistakes, far above any model's window (the largest are a few million tokens).
+MAX_CONTEXT_WINDOW = 100_000_000
+
+
+class AgentForm(forms.Form):
+    """What a project's editors change about an agent: the page's form and the body of ``PATCH /api/agents/{id}/``."""
+
+    name = forms.CharField(max_length=200, strip=True)
+    description = forms.CharField(required=False, strip=True, widget=forms.Textarea(attrs={"rows": 3}))
+    model = forms.CharField(required=False, max_length=200, strip=True, label="Model",
+                            help_text="The model the agent calls, e.g. gpt-4o.")
+    context_window = forms.IntegerField(
+        min_value=1, max_value=MAX_CONTEXT_WINDOW, label="Context window (tokens)",
+        help_text="What the model accepts: the session page measures each running total against it.",
+    )
+
+    @staticmethod
+    def initial_for(agent: Any) -> dict[str, Any]:
+        return {name: getattr(agent, name) for name in ("name", "description", "model", "context_window")}
+

@@ -74,6 +74,9 @@ class Agent(models.Model):
     def __str__(self) -> str:
         return self.name
 
+    def get_absolute_url(self) -> str:
+        return reverse("agents:agent_detail", args=[self.pk])
+
 
 class Session(models.Model):
     agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="sessions")

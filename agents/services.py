@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.core.exceptions import PermissionDenied
 from django.db import transaction
 from django.db.models import Exists, F, OuterRef, Q, QuerySet
 from django.db.models.functions import Coalesce
@@ -103,6 +104,37 @@ def editable_projects(user: User) -> QuerySet[models.Project]:
 
 def agents_for_user(user: User) -> QuerySet[models.Agent]:
     return models.Agent.objects.filter(project__in=user_projects(user)).select_related("project")
+
+
+def agent_for_user(user: User, agent_id: int) -> models.Agent:
+    """The agent, or Http404 when it does not exist or belongs to a project the user is not in."""
+    try:
+        return agents_for_user(user).get(pk=agent_id)
+    except models.Agent.DoesNotExist:
+        raise Http404("No such agent.") from None
+
+
+def agent_editable(user: User, agent: models.Agent) -> bool:
+    """Whether the user may change the agent: editor or admin of its project (an API key of the project too)."""
+    return editable_projects(user).filter(pk=agent.project_id).exists()
+
+
+# What a person may change about an agent (its project and slug name it and stay).
+AGENT_FIELDS = ("name", "description", "model", "context_window")
+
+
+def agent_update(*, agent: models.Agent, user: User, changes: dict[str, Any]) -> models.Agent:
+    """Apply validated changes (``forms.AgentForm``'s cleaned data) to the agent's editable fields.
+
+    PermissionDenied unless the user is an editor or admin of the agent's project."""
+    if not agent_editable(user, agent):
+        raise PermissionDenied("Changing an agent needs the editor or admin role in its project.")
+    fields = [name for name in AGENT_FIELDS if name in changes]
+    for name in fields:
+        setattr(agent, name, changes[name])
+    if fields:
+        agent.save(update_fields=fields)
+    return agent
 
 
 def sessions_for_user(user: User) -> QuerySet[models.Session]:

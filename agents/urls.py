@@ -10,6 +10,7 @@ urlpatterns = [
     path("", views.session_list, name="session_list"),
     path("sessions/<int:session_id>/", views.session_detail, name="session_detail"),
     path("sessions/<int:session_id>/calls/<int:call_id>/", views.llm_call, name="llm_call"),
+    path("agents/<int:agent_id>/", views.agent_detail, name="agent_detail"),
 ]
 
 # Import and export (agents.transfer_views).

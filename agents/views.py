@@ -4,15 +4,17 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from django.contrib import messages as flash
+from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse
-from django.shortcuts import render
+from django.shortcuts import redirect, render
 from django.urls import reverse
-from django.views.decorators.http import require_GET
+from django.views.decorators.http import require_GET, require_http_methods
 from django_htmx.middleware import HtmxDetails
 
 from agents import models, services
-from agents.forms import SessionFilterForm
+from agents.forms import AgentForm, SessionFilterForm
 from agents.memory import tokens
 
 SESSIONS_PER_PAGE = 50
@@ -301,3 +303,36 @@ def _call_view(tool_call: dict[str, Any]) -> dict[str, Any]:
         # Invalid JSON is shown as the model wrote it; the violation list says what is wrong.
         pretty, valid = arguments, False
     return {"id": tool_call.get("id", ""), "name": function.get("name", ""), "arguments": pretty, "valid": valid}
+
+
+@require_http_methods(["GET", "POST"])
+def agent_detail(request: HtmxHttpRequest, agent_id: int) -> HttpResponse:
+    """An agent: what it is and how many sessions it has; its project's editors change its name, description,
+    model and context window here (viewers see them read-only)."""
+    agent = services.agent_for_user(request.user, agent_id)
+    can_edit = services.agent_editable(request.user, agent)
+    form = AgentForm(initial=AgentForm.initial_for(agent)) if can_edit else None
+    saved = False
+    if request.method == "POST":
+        if not can_edit:
+            raise PermissionDenied("Changing an agent needs the editor or admin role in its project.")
+        form = AgentForm(request.POST)
+        if form.is_valid():
+            services.agent_update(agent=agent, user=request.user, changes=form.cleaned_data)
+            if not request.htmx:
+                flash.success(request, "Saved.")
+                return redirect(agent)
+            saved = True
+    context = {
+        "agent": agent,
+        "form": form,
+        "can_edit": can_edit,
+        "saved": saved,
+        "session_count": agent.sessions.count(),
+        "agent_sessions_url": f"{reverse('agents:session_list')}?project={agent.project.slug}&agent={agent.pk}",
+    }
+    template_name = "agents/agent_detail.html"
+    if request.htmx:
+        template_name += "#agent-card"
+    return render(request, template_name, context)
+
