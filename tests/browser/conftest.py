@@ -2,6 +2,9 @@
 
 Playwright never downloads a browser here: it launches the system ``chromium``. When it is missing the tests
 fail with a message that says how to install it (``make system-deps``), never skip silently.
+
+The pages run under a Content-Security-Policy without 'unsafe-eval': give ``wait_for_function`` a function
+(``"() => ..."``); a bare expression string is evaluated with eval in the page, which the policy refuses.
 """
 from __future__ import annotations
 

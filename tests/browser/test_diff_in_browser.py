@@ -62,7 +62,7 @@ def test_it_compares_two_ticked_sessions_and_opens_a_folded_run(logged_in_page, 
     label = folds.first.locator("a").inner_text()
     hidden = int(label.split()[1])
     folds.first.locator("a").click()
-    page.wait_for_function(f"document.querySelectorAll('.diff-row').length === {before + hidden}")
+    page.wait_for_function(f"() => document.querySelectorAll('.diff-row').length === {before + hidden}")
     assert page.evaluate("window.__same_document") is True
     assert page.locator(".diff-row.kind-same").first.is_visible()
 

@@ -24,7 +24,7 @@ def test_it_offers_the_agents_of_the_chosen_project_and_reads_jsonl_uploads(logg
     assert options(tab)[1:] == ["Mine"]
     with tab.expect_response(lambda r: "/import/?project=beta" in r.url):
         tab.select_option("select[name=project]", "beta")
-    tab.wait_for_function("document.querySelector('#id_agent').innerText.includes('Theirs')")
+    tab.wait_for_function("() => document.querySelector('#id_agent').innerText.includes('Theirs')")
     assert options(tab)[1:] == ["Theirs"]
     # The swapped select still belongs to the form: choosing it and previewing imports for that agent.
     tab.select_option("select[name=agent]", label="Theirs")

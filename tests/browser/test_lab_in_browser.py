@@ -25,7 +25,7 @@ def test_it_updates_the_preview_when_a_parameter_changes(logged_in_page, live_se
     page.evaluate("window.__same_document = true")
     page.fill("input[name=buffer_size]", "3")
     page.wait_for_url(re.compile(r"buffer_size=3"))
-    page.wait_for_function(f"document.querySelector('#kept-count').innerText === '{len(expected.kept)}'")
+    page.wait_for_function(f"() => document.querySelector('#kept-count').innerText === '{len(expected.kept)}'")
     assert page.evaluate("window.__same_document") is True  # htmx swapped the result; no full page load
     assert page.locator("#tokens-after").inner_text() == f"{expected.tokens_after:,}"
     assert page.locator("article.lab-kept").count() == len(expected.kept)
@@ -71,6 +71,6 @@ def test_it_compares_and_reports_in_the_browser(logged_in_page, live_server, mak
     page.fill("input[name=s] >> nth=0", "clear_non_system")
     page.click("text=Run report")
     page.wait_for_url(re.compile(r"q=Open"))
-    page.wait_for_function("document.querySelectorAll('.report-row').length === 1")
+    page.wait_for_function("() => document.querySelectorAll('.report-row').length === 1")
     assert page.locator(".summary-row[data-spec=clear_non_system] [data-questions-lost='1']").count() == 1
     assert page.evaluate("window.__same_document") is True

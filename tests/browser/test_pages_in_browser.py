@@ -32,7 +32,7 @@ def test_it_filters_the_list_without_reloading_and_keeps_the_filter_in_the_url(l
     page.evaluate("window.__same_document = true")
     page.check("input[name=violations]")
     page.wait_for_url(re.compile(r"violations=on"))
-    page.wait_for_function("!document.querySelector('#session-table').innerText.includes('Paris and Tokyo')")
+    page.wait_for_function("() => !document.querySelector('#session-table').innerText.includes('Paris and Tokyo')")
     table = page.locator("#session-table")
     assert table.get_by_text("Broken orphan").is_visible()
     assert page.evaluate("window.__same_document") is True  # htmx swapped the table; no full page load
@@ -137,7 +137,7 @@ def test_it_filters_as_you_type_without_htmx_syntax_errors(logged_in_page, live_
     page.evaluate("window.__same_document = true")
     page.locator("#id_q").press_sequentially("Tokyo")  # typing, no submit: the input trigger sends it
     page.wait_for_url(re.compile(r"q=Tokyo"))
-    page.wait_for_function("!document.querySelector('#session-table').innerText.includes('Just hello')")
+    page.wait_for_function("() => !document.querySelector('#session-table').innerText.includes('Just hello')")
     assert page.evaluate("window.__same_document") is True
 
 

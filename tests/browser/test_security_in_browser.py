@@ -33,7 +33,7 @@ def test_it_runs_every_page_under_the_policy_without_a_violation(logged_in_page,
     page.goto(f"{base}/")
     page.check("input[name=violations]")  # htmx swaps the table
     page.wait_for_url(re.compile(r"violations=on"))
-    page.wait_for_function("!document.querySelector('#session-table').innerText.includes('Paris and Tokyo')")
+    page.wait_for_function("() => !document.querySelector('#session-table').innerText.includes('Paris and Tokyo')")
 
     page.goto(f"{base}/sessions/{session.pk}/")
     meter = page.locator("#m-1 meter.meter")
