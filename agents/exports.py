@@ -137,7 +137,7 @@ def export_to(
 ) -> ExportResult:
     """Write the plan's conversations to ``out`` and record the export."""
     record = _record_start(plan, user=user, interface=interface)
-    counter = _Counter(on_messages)
+    counter = services.Progress(on_messages)
     try:
         report = _write(plan, out, counter)
     except formats.FormatError as exc:
@@ -187,7 +187,7 @@ def export_chunks(
 
         try:
             writer = _QueueWriter()
-            counter = _Counter(None)
+            counter = services.Progress(None)
             result["report"] = _write(plan, writer, counter)
             result["messages"] = counter.count
             writer.flush()
@@ -206,7 +206,7 @@ def export_chunks(
         import tempfile
 
         with tempfile.SpooledTemporaryFile(max_size=8 * 1024 * 1024, mode="w+", encoding="utf-8") as spool:
-            counter = _Counter(None)
+            counter = services.Progress(None)
             try:
                 report = _write(plan, spool, counter)
             except formats.FormatError as exc:
@@ -255,17 +255,6 @@ def export_filename(plan: ExportPlan, *, single: models.Session | None = None) -
 # --- conversations from rows --------------------------------------------------------------------------------
 
 
-class _Counter:
-    def __init__(self, callback: Callable[[int], None] | None) -> None:
-        self.callback = callback
-        self.count = 0
-
-    def add(self, n: int) -> None:
-        self.count += n
-        if self.callback is not None:
-            self.callback(self.count)
-
-
 def _session_meta(session: models.Session) -> Conversation:
     """The session's metadata as a Conversation without messages (what every format writes around them)."""
     return Conversation(
@@ -287,7 +276,7 @@ class SessionMessages(Sequence[Message]):
     million-message export to one page of rows in memory. ``len`` comes from the stored summary.
     """
 
-    def __init__(self, session: models.Session, counter: _Counter | None = None) -> None:
+    def __init__(self, session: models.Session, counter: services.Progress | None = None) -> None:
         self.session = session
         self.counter = counter
         self._len = session.message_count
@@ -296,18 +285,11 @@ class SessionMessages(Sequence[Message]):
         return self._len
 
     def __iter__(self) -> Iterator[Message]:
-        after = -1
-        while True:
-            rows = list(
-                models.Message.objects.filter(session=self.session, seq__gt=after).order_by("seq")[:PAGE_SIZE]
-            )
+        for rows in services.session_row_batches(self.session, size=PAGE_SIZE):
             for row in rows:
                 yield services.message_to_schema(row)
             if self.counter is not None:
                 self.counter.add(len(rows))
-            if len(rows) < PAGE_SIZE:
-                return
-            after = rows[-1].seq
 
     def __getitem__(self, index: Any) -> Any:
         rows = models.Message.objects.filter(session=self.session).order_by("seq")
@@ -326,7 +308,7 @@ def _trim_session(session: models.Session, plan: ExportPlan) -> Any:
     return trim(messages, plan.strategy, plan.params, counter=session.token_counter, token_counts=counts)
 
 
-def _conversations(plan: ExportPlan, counter: _Counter) -> Iterator[Any]:
+def _conversations(plan: ExportPlan, counter: services.Progress) -> Iterator[Any]:
     sessions = plan.sessions.select_related("agent", "agent__project")
     for session in sessions.iterator(chunk_size=100):
         meta = _session_meta(session)
@@ -351,7 +333,7 @@ def _conversations(plan: ExportPlan, counter: _Counter) -> Iterator[Any]:
             )
 
 
-def _write(plan: ExportPlan, out: IO[str], counter: _Counter) -> Any:
+def _write(plan: ExportPlan, out: IO[str], counter: services.Progress) -> Any:
     return formats.write_conversations(_conversations(plan, counter), plan.format, out, on_invalid=plan.on_invalid)
 
 

@@ -17,15 +17,14 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import IO, Any
 
-from django.db import DEFAULT_DB_ALIAS, DatabaseError, connection, connections, transaction
-from django.db.models import Model
+from django.db import DatabaseError, transaction
 from django.utils.text import slugify
 
 from agents import models, services
 from agents.memory import formats
 from agents.memory.chain import ProtocolChecker
 from agents.memory.schema import Conversation, Message
-from agents.memory.tokens import DEFAULT_COUNTER, count_messages, get_counter
+from agents.memory.tokens import DEFAULT_COUNTER, get_counter
 
 BATCH_SIZE = 2_000
 # Where neither the caller nor the file names a project, sessions go to this one (created when missing).
@@ -272,7 +271,7 @@ def _import_streams(
     on_messages: ProgressCallback | None,
     name: str | None = None,
 ) -> None:
-    progress = _Progress(on_messages)
+    progress = services.Progress(on_messages)
     projects: dict[str | None, models.Project] = {}
     handle, close, file_format = _open(source, format)
     streams = formats.open_stream(handle, format, name=name)
@@ -299,7 +298,7 @@ def _import_conversation(
     messages: Iterator[Message],
     agent: models.Agent,
     counter: str,
-    progress: _Progress,
+    progress: services.Progress,
     *,
     derive_title: bool = True,
 ) -> SessionOutcome:
@@ -356,7 +355,7 @@ def _append_to_existing(
     session: models.Session,
     messages: Iterator[Message],
     counter: str,
-    progress: _Progress,
+    progress: services.Progress,
 ) -> SessionOutcome:
     """Add to a session already stored the messages whose id it does not have (as AgentScope's memory does)."""
     outcome.session_id = session.pk
@@ -386,17 +385,6 @@ def _append_to_existing(
     return outcome
 
 
-class _Progress:
-    def __init__(self, callback: ProgressCallback | None) -> None:
-        self.callback = callback
-        self.count = 0
-
-    def add(self, n: int) -> None:
-        self.count += n
-        if self.callback is not None:
-            self.callback(self.count)
-
-
 class _SessionWriter:
     """Streams schema Messages into one session's rows in batches, keeping the running summaries."""
 
@@ -405,7 +393,7 @@ class _SessionWriter:
         session: models.Session,
         counter: str,
         outcome: SessionOutcome,
-        progress: _Progress,
+        progress: services.Progress,
         *,
         hasher: Any = None,
         known_ids: set[str] | None = None,
@@ -466,20 +454,17 @@ class _SessionWriter:
             self._flush(batch)
 
     def _flush(self, batch: list[Message]) -> None:
-        counts = count_messages(batch, self.counter)
         try:
-            rows, calls = services.message_rows(
-                batch, session=self.session, start_seq=self.seq, token_counts=counts, tokens_before=self.running
-            )
+            stored = services.messages_append(session=self.session, messages=batch, start_seq=self.seq,
+                                              counter=self.counter, tokens_before=self.running)
         except ValueError as exc:  # a value the database cannot store, named by its seq
             raise ImportFailed(f"conversation {self.outcome.index + 1}: {exc}") from None
-        _insert_rows(rows, calls, self.session, self.seq)
-        self.seq += len(rows)
-        self.tokens += sum(counts)
-        self.running += sum(counts)
-        self.has_errors = self.has_errors or any(m.is_error for m in batch)
-        self.outcome.added += len(rows)
-        self.progress.add(len(rows))
+        self.seq += stored.count
+        self.tokens += stored.tokens
+        self.running = stored.token_running
+        self.has_errors = self.has_errors or stored.has_errors
+        self.outcome.added += stored.count
+        self.progress.add(stored.count)
 
     def finish(self, recheck: bool = False) -> None:
         session = self.session
@@ -490,8 +475,7 @@ class _SessionWriter:
             tokens = 0
             has_errors = False
             count = 0
-            rows = models.Message.objects.filter(session=session).order_by("seq")
-            for row in rows.iterator(chunk_size=BATCH_SIZE):
+            for row in (row for rows in services.session_row_batches(session) for row in rows):
                 checker.feed(services.message_to_schema(row))
                 tokens += row.token_count
                 has_errors = has_errors or bool(row.is_error)
@@ -515,57 +499,6 @@ class _SessionWriter:
             violations=violations,
         )
         self.outcome.violations = list(session.violations)
-
-
-def _insert_rows(
-    rows: list[models.Message], calls: list[models.ToolCall], session: models.Session, start_seq: int
-) -> None:
-    """Insert one batch of rows built by ``services.message_rows`` (the one schema-to-row mapping).
-
-    ``executemany`` of a one-row INSERT instead of ``bulk_create``: Django builds bulk_create's multi-row SQL
-    value by value, which costs about as much as the insert itself (bench/README.md); values are still prepared
-    by each field's ``get_db_prep_save``, so JSON and datetimes are stored exactly as the ORM stores them, on
-    SQLite and PostgreSQL alike. The message ids are read back by (session, seq) for the ToolCall rows.
-    """
-    if not rows:
-        return
-    db = connections[DEFAULT_DB_ALIAS]
-    with db.cursor() as cursor:
-        cursor.executemany(_MESSAGE_INSERT.sql, _MESSAGE_INSERT.param_rows(rows, db))
-        if calls:
-            ids = dict(
-                models.Message.objects.filter(
-                    session=session, seq__gte=start_seq, seq__lt=start_seq + len(rows)
-                ).values_list("seq", "id")
-            )
-            for call in calls:
-                call.message_id = ids[call.message.seq]
-            cursor.executemany(_TOOLCALL_INSERT.sql, _TOOLCALL_INSERT.param_rows(calls, db))
-
-
-class _Insert:
-    """A one-row INSERT of a model's concrete columns (primary key left to the database)."""
-
-    def __init__(self, model: type[Model]) -> None:
-        self.fields = [f for f in model._meta.concrete_fields if not f.primary_key]
-        self.model = model
-
-    @property
-    def sql(self) -> str:
-        quote = connection.ops.quote_name
-        columns = ", ".join(quote(f.column) for f in self.fields)
-        marks = ", ".join(["%s"] * len(self.fields))
-        return f"INSERT INTO {quote(self.model._meta.db_table)} ({columns}) VALUES ({marks})"
-
-    def param_rows(self, objs: Iterable[Any], db: Any) -> list[tuple[Any, ...]]:
-        """Each object's values as ``get_db_prep_save`` prepares them for ``db`` (the real connection, not the
-        ``django.db.connection`` proxy, whose per-access thread-local lookup cost 10% of an import)."""
-        preps = [(f.get_db_prep_save, f.attname) for f in self.fields]
-        return [tuple(prep(getattr(obj, name), db) for prep, name in preps) for obj in objs]
-
-
-_MESSAGE_INSERT = _Insert(models.Message)
-_TOOLCALL_INSERT = _Insert(models.ToolCall)
 
 
 # --- targets ------------------------------------------------------------------------------------------------

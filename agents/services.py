@@ -1,9 +1,9 @@
 """Logic shared by the pages, the API and the commands: access scoping and storing sessions.
 
 Every query a view makes goes through ``user_projects`` / ``sessions_for_user`` so that a user only ever sees the
-projects they belong to. ``session_store`` is the one function that turns a schema ``Conversation`` into rows;
-the importer reuses its pieces (``session_create``, ``messages_append``, ``session_finish``) to store huge
-sessions in batches while a ``ProtocolChecker`` streams over them.
+projects they belong to. ``messages_append`` is the one row writer (``session_store`` stores a whole schema
+``Conversation`` with it; the importer calls it batch by batch while a ``ProtocolChecker`` streams over a huge
+session), and ``session_row_batches`` the one reader of a stored session in order, a batch per query.
 """
 from __future__ import annotations
 
@@ -11,14 +11,14 @@ import datetime as dt
 import hashlib
 import hmac
 import secrets
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.core.exceptions import PermissionDenied
-from django.db import transaction
-from django.db.models import Exists, F, OuterRef, Q, QuerySet
+from django.db import DEFAULT_DB_ALIAS, connections, transaction
+from django.db.models import Exists, F, Model, OuterRef, Q, QuerySet
 from django.db.models.functions import Coalesce
 from django.http import Http404
 from django.utils import timezone
@@ -62,8 +62,6 @@ class KeyUser:
 
 User = AbstractBaseUser | AnonymousUser | KeyUser
 
-# Rows per INSERT: keeps each statement well under SQLite's variable limit and PostgreSQL's packet sizes.
-BULK_BATCH = 500
 # Messages per page of the session page (and per "load more").
 MESSAGE_PAGE_SIZE = 300
 
@@ -343,11 +341,7 @@ def messages_append(
         messages, session=session, start_seq=start_seq, token_counts=counts, tokens_before=tokens_before,
         content_keys=content_keys,
     )
-    models.Message.objects.bulk_create(rows, batch_size=BULK_BATCH)
-    if calls:
-        for call in calls:
-            call.message_id = call.message.pk
-        models.ToolCall.objects.bulk_create(calls, batch_size=BULK_BATCH)
+    _rows_insert(rows, calls, session=session, start_seq=start_seq)
     return StoredBatch(
         count=len(rows),
         tokens=sum(counts),
@@ -355,6 +349,70 @@ def messages_append(
         token_counts=list(counts),
         token_running=tokens_before + sum(counts),
     )
+
+
+def _rows_insert(
+    rows: list[models.Message], calls: list[models.ToolCall], *, session: models.Session, start_seq: int
+) -> None:
+    """Insert rows built by ``message_rows``: the one way message rows reach the database.
+
+    ``executemany`` of a one-row INSERT instead of ``bulk_create``: Django builds bulk_create's multi-row SQL
+    value by value, which costs about as much as the insert itself (bench/README.md); values are still prepared
+    by each field's ``get_db_prep_save``, so JSON and datetimes are stored exactly as the ORM stores them, on
+    SQLite and PostgreSQL alike. The message ids are read back by (session, seq) for the ToolCall rows.
+    """
+    if not rows:
+        return
+    db = connections[DEFAULT_DB_ALIAS]
+    with db.cursor() as cursor:
+        cursor.executemany(_MESSAGE_INSERT.sql(db), _MESSAGE_INSERT.param_rows(rows, db))
+        if calls:
+            ids = dict(
+                models.Message.objects.filter(
+                    session=session, seq__gte=start_seq, seq__lt=start_seq + len(rows)
+                ).values_list("seq", "id")
+            )
+            for call in calls:
+                call.message_id = ids[call.message.seq]
+            cursor.executemany(_TOOLCALL_INSERT.sql(db), _TOOLCALL_INSERT.param_rows(calls, db))
+
+
+class _Insert:
+    """A one-row INSERT of a model's concrete columns (primary key left to the database)."""
+
+    def __init__(self, model: type[Model]) -> None:
+        self.fields = [f for f in model._meta.concrete_fields if not f.primary_key]
+        self.model = model
+
+    def sql(self, db: Any) -> str:
+        quote = db.ops.quote_name
+        columns = ", ".join(quote(f.column) for f in self.fields)
+        marks = ", ".join(["%s"] * len(self.fields))
+        return f"INSERT INTO {quote(self.model._meta.db_table)} ({columns}) VALUES ({marks})"
+
+    def param_rows(self, objs: Iterable[Any], db: Any) -> list[tuple[Any, ...]]:
+        """Each object's values as ``get_db_prep_save`` prepares them for ``db`` (the real connection, not the
+        ``django.db.connection`` proxy, whose per-access thread-local lookup cost 10% of an import)."""
+        preps = [(f.get_db_prep_save, f.attname) for f in self.fields]
+        return [tuple(prep(getattr(obj, name), db) for prep, name in preps) for obj in objs]
+
+
+_MESSAGE_INSERT = _Insert(models.Message)
+_TOOLCALL_INSERT = _Insert(models.ToolCall)
+
+
+class Progress:
+    """How many messages an import or an export has done so far, told to ``callback`` (a progress bar) after
+    each batch."""
+
+    def __init__(self, callback: Callable[[int], None] | None = None) -> None:
+        self.callback = callback
+        self.count = 0
+
+    def add(self, n: int) -> None:
+        self.count += n
+        if self.callback is not None:
+            self.callback(self.count)
 
 
 def stored_tokens_before(session: models.Session, seq: int) -> int:
@@ -435,9 +493,34 @@ MESSAGE_FIELDS = (
     "role", "content", "content_parts", "name", "tool_call_id", "tool_calls", "is_error", "reasoning",
     "external_id", "created_at", "usage", "marks", "extra", "token_count",
 )
-# Rows fetched per round trip when a whole session is read: a 200,000-message session streams through in bounded
+# Rows fetched per query when a whole session is read: a 200,000-message session streams through in bounded
 # batches instead of being held twice (rows and schema messages) at once.
 SESSION_ROWS_PER_FETCH = 2_000
+
+
+def session_row_batches(
+    session: models.Session,
+    *,
+    after: int | None = None,
+    size: int = SESSION_ROWS_PER_FETCH,
+    fields: Sequence[str] = (),
+) -> Iterator[list[models.Message]]:
+    """The session's stored rows after seq ``after``, in order, ``size`` rows per query: ``seq > after ORDER BY
+    seq LIMIT size`` (the unique (session, seq) index answers it), so that each batch costs the same however deep
+    in a long session, and a reader holds one batch at a time. ``fields``: only these columns (and seq)."""
+    # Not ``session.messages``: a related manager sets each row's session from its session_id, which only() would
+    # leave out, so every row would cost one more query.
+    qs = models.Message.objects.filter(session_id=session.pk).order_by("seq")
+    if fields:
+        qs = qs.only("seq", *fields)
+    last = -1 if after is None else after
+    while True:
+        rows = list(qs.filter(seq__gt=last)[:size])
+        if rows:
+            yield rows
+        if len(rows) < size:
+            return
+        last = rows[-1].seq
 
 
 def schema_and_counts(rows: Iterable[models.Message]) -> tuple[list[schema.Message], list[int]]:
@@ -452,15 +535,8 @@ def schema_and_counts(rows: Iterable[models.Message]) -> tuple[list[schema.Messa
 def session_messages_with_counts(session: models.Session) -> tuple[list[schema.Message], list[int]]:
     """The session's messages in order, and the token counts stored with them (under ``session.token_counter``),
     so that a trim (lab, API, export) never recounts text."""
-    # Not ``session.messages``: a related manager sets each row's session from its session_id, which only() left
-    # out, so every row would cost one more query.
-    rows = (
-        models.Message.objects.filter(session_id=session.pk)
-        .order_by("seq")
-        .only(*MESSAGE_FIELDS)
-        .iterator(chunk_size=SESSION_ROWS_PER_FETCH)
-    )
-    return schema_and_counts(rows)
+    batches = session_row_batches(session, fields=MESSAGE_FIELDS)
+    return schema_and_counts(row for rows in batches for row in rows)
 
 
 def session_messages(session: models.Session) -> list[schema.Message]:
@@ -487,10 +563,7 @@ def session_message_page(
     One query whatever the page's position: the running total before the page comes from its first row's
     stored ``token_running`` (set at import), not from summing every earlier message.
     """
-    qs = session.messages.order_by("seq")
-    if after is not None:
-        qs = qs.filter(seq__gt=after)
-    rows = list(qs[: size + 1])
+    rows = next(session_row_batches(session, after=after, size=size + 1), [])
     has_more = len(rows) > size
     rows = rows[:size]
     # An empty page (after the last message) shows no running total, so it needs none.
