@@ -13,7 +13,9 @@ import os
 import re
 import sys
 import uuid
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import IO, Any
 
@@ -22,16 +24,13 @@ from django.utils.text import slugify
 
 from agents import models, services
 from agents.memory import formats
-from agents.memory.chain import ProtocolChecker
+from agents.memory.chain import ProtocolChecker, Violation
 from agents.memory.schema import Conversation, Message
 from agents.memory.tokens import DEFAULT_COUNTER, get_counter
 
-BATCH_SIZE = 2_000
 # Where neither the caller nor the file names a project, sessions go to this one (created when missing).
 DEFAULT_PROJECT_SLUG = "imported"
 DEFAULT_PROJECT_NAME = "Imported"
-# Column widths of the Message/Session tables: longer values are refused with the place, not cut silently.
-_MAX_CHARS = {"name": 255, "tool_call_id": 255, "external_id": 255}
 
 Source = str | os.PathLike[str] | IO[bytes]
 
@@ -147,10 +146,37 @@ def import_file(
     """
     get_counter(counter)  # an unknown counter is refused before anything is read
     report = ImportReport(file=label or _source_label(source))
+    with _said_in_one_line(), transaction.atomic():
+        _walk(source, report, project=project, agent=agent, format=format, name=name, counter=counter,
+              progress=services.Progress(on_messages))
+    report.saved = True
+    return report
+
+
+def preview_file(
+    source: Source,
+    *,
+    project: models.Project | str | None = None,
+    agent: models.Agent | str | None = None,
+    format: str | None = None,
+    label: str | None = None,
+    name: str | None = None,
+) -> ImportReport:
+    """What :func:`import_file` would do, without saving: detected format, sessions, messages, violations,
+    sessions already imported and messages already stored. The same walk as the import, reading the file
+    streaming and applying every check that could fail the import, so that a file the preview accepts imports."""
+    report = ImportReport(file=label or _source_label(source))
+    with _said_in_one_line():
+        _walk(source, report, project=project, agent=agent, format=format, name=name, counter=DEFAULT_COUNTER,
+              progress=None)
+    return report
+
+
+@contextmanager
+def _said_in_one_line() -> Iterator[None]:
+    """Whatever reading or storing the file raises, as an ImportFailed naming the place: never a traceback."""
     try:
-        with transaction.atomic():
-            _import_streams(source, report, project=project, agent=agent, format=format, counter=counter,
-                            on_messages=on_messages, name=name)
+        yield
     except ImportFailed:
         raise
     except formats.FormatError as exc:
@@ -160,163 +186,174 @@ def import_file(
     except RecursionError:
         raise ImportFailed("input: nested too deeply to read") from None
     except (ValueError, UnicodeError) as exc:
-        # Readers raise FormatError; anything else is still bad input, said in one line, never a traceback.
+        # Readers raise FormatError; anything else is still bad input, said in one line.
         raise ImportFailed(_first_line(exc) or type(exc).__name__) from None
-    report.saved = True
-    return report
 
 
-def preview_file(
-    source: Source,
-    *,
-    project: models.Project | None = None,
-    agent: models.Agent | str | None = None,
-    format: str | None = None,
-    label: str | None = None,
-    name: str | None = None,
-) -> ImportReport:
-    """What :func:`import_file` would do, without saving: detected format, sessions, messages, violations,
-    sessions already imported and messages already stored. Reads the file streaming, like the import."""
-    report = ImportReport(file=label or _source_label(source))
-    try:
-        handle, close, file_format = _open(source, format)
-        streams = formats.open_stream(handle, format, name=name)
-        for index, stream in enumerate(_closing(streams, handle if close else None)):
-            conv = _stream_meta(stream)
-            report.format = report.format or (file_format or conv.source_format or "")
-            agent_row = _existing_agent(project, agent, conv)
-            outcome = SessionOutcome(
-                index=index,
-                external_id=conv.external_id or "",
-                title=conv.title or "",
-                agent=_agent_label(agent_row, agent, conv),
-                status="imported",
-            )
-            known_ids: set[str] = set()
-            existing = None
-            if agent_row is not None and conv.external_id:
-                existing = models.Session.objects.filter(agent=agent_row, external_id=conv.external_id).first()
-            if existing is not None:
-                known_ids = set(
-                    models.Message.objects.filter(session=existing).exclude(external_id="").values_list(
-                        "external_id", flat=True
-                    )
-                )
-            checker = ProtocolChecker()
-            hasher = hashlib.sha256()
-            seen: set[str] = set()
-            new_with_id = 0
-            for pos, message in enumerate(_stream_messages(stream)):
-                _check_lengths(message, index, pos)
-                checker.feed(message)
-                if message.created_at is not None and message.created_at.tzinfo is None:
-                    outcome.naive_times += 1
-                if report.format != "native" and not outcome.title and message.role == "user" and message.text.strip():
-                    outcome.title = _title_from(message.text)
-                hasher.update(message.model_dump_json().encode())
-                hasher.update(b"\n")
-                outcome.messages += 1
-                mid = message.external_id
-                if mid and (mid in known_ids or mid in seen):
-                    outcome.skipped += 1
-                    continue
-                if mid:
-                    seen.add(mid)
-                    new_with_id += 1
-            outcome.violations = [v.to_dict() | {"seq": v.index} for v in checker.finish()]
-            if existing is not None:
-                outcome.session_id = existing.pk
-                outcome.title = existing.title or outcome.title
-                outcome.status = "updated" if new_with_id else "already imported"
-                outcome.added = new_with_id
-                outcome.skipped = outcome.messages - new_with_id
-            else:
-                if not conv.external_id:
-                    outcome.external_id = "sha256:" + hasher.hexdigest()
-                    if agent_row is not None:
-                        dup = models.Session.objects.filter(agent=agent_row, external_id=outcome.external_id).first()
-                        if dup is not None:
-                            outcome.status, outcome.session_id = "already imported", dup.pk
-                            outcome.title = dup.title or outcome.title
-                            outcome.skipped, outcome.added = outcome.messages, 0
-                            report.sessions.append(outcome)
-                            continue
-                outcome.added = outcome.messages - outcome.skipped
-            report.sessions.append(outcome)
-        _note_skips(report)
-    except formats.FormatError as exc:
-        raise ImportFailed(str(exc)) from None
-    except ImportFailed:
-        raise
-    except RecursionError:
-        raise ImportFailed("input: nested too deeply to read") from None
-    except (ValueError, UnicodeError) as exc:
-        raise ImportFailed(_first_line(exc) or type(exc).__name__) from None
-    if not report.sessions:
-        raise ImportFailed(f"{report.file}: no conversation found")
-    return report
+# --- one walk for the preview and the import ----------------------------------------------------------------
 
 
-# --- the import itself ------------------------------------------------------------------------------------
-
-
-def _import_streams(
+def _walk(
     source: Source,
     report: ImportReport,
     *,
     project: models.Project | str | None,
     agent: models.Agent | str | None,
     format: str | None,
+    name: str | None,
     counter: str,
-    on_messages: ProgressCallback | None,
-    name: str | None = None,
+    progress: services.Progress | None,
 ) -> None:
-    progress = services.Progress(on_messages)
-    projects: dict[str | None, models.Project] = {}
+    """Read the file conversation by conversation into ``report``: stored when a ``progress`` is given (the
+    import), only told otherwise (the preview, which creates no project, agent or row)."""
+    save = progress is not None
+    projects: dict[str | None, models.Project | None] = {}
     handle, close, file_format = _open(source, format)
     streams = formats.open_stream(handle, format, name=name)
     for index, stream in enumerate(_closing(streams, handle if close else None)):
-        conv = _stream_meta(stream)
+        conv = stream.conversation
         report.format = report.format or (file_format or conv.source_format or "")
+        problem = services.conversation_problem(conv)
+        if problem:
+            raise ImportFailed(f"conversation {index + 1}: {problem}")
         key = conv.project if project is None else None
         if key not in projects:
-            projects[key] = _resolve_project(project, conv)
+            projects[key] = _project_for(project, conv, create=save)
         project_row = projects[key]
-        report.project = report.project or project_row.slug
-        agent_row = _resolve_agent(project_row, agent, conv, report.format)
-        outcome = _import_conversation(index, conv, _stream_messages(stream), agent_row, counter, progress,
-                                       derive_title=report.format != "native")
+        report.project = report.project or (project_row.slug if project_row is not None else "")
+        wanted = agent if isinstance(agent, models.Agent) else (
+            agent or conv.agent or conv.source_format or report.format or "imported")
+        agent_row = _agent_for(project_row, wanted, create=save)
+        outcome = SessionOutcome(
+            index=index, external_id=conv.external_id or "", title=conv.title or "", status="imported",
+            agent=agent_row.slug if agent_row is not None else slugify(str(wanted)) or "imported",
+        )
+        existing = None
+        if agent_row is not None and conv.external_id:
+            existing = models.Session.objects.filter(agent=agent_row, external_id=conv.external_id).first()
+        accepted = _Accepted(outcome, existing, derive_title=report.format != "native")
+        messages = accepted.messages(stream.messages)
+        if progress is None:
+            deque(messages, maxlen=0)
+            accepted.settle(agent_row)
+        elif existing is not None:
+            _append(accepted, existing, messages, counter=counter, progress=progress)
+        else:
+            assert agent_row is not None  # created when saving
+            _store(accepted, conv, agent_row, messages, counter=counter, progress=progress)
         report.sessions.append(outcome)
     if not report.sessions:
-        raise ImportFailed(f"{report.file}: no conversation found")
+        raise ImportFailed(f"{report.file}: no conversation found: nothing to import")
+    if not report.messages_read:
+        raise ImportFailed(f"{report.file}: has no message: nothing to import")
     _note_skips(report)
 
 
-def _import_conversation(
-    index: int,
+class _Accepted:
+    """One conversation's messages as the import stores them, and what the preview and the import both report
+    of it: the import's rules in one place (known ids, content hash, derived title, naive timestamps, what the
+    database cannot store, the protocol check)."""
+
+    def __init__(self, outcome: SessionOutcome, existing: models.Session | None, *, derive_title: bool) -> None:
+        self.outcome = outcome
+        self.existing = existing
+        # Native is lossless: a session stored without a title comes back without one.
+        self.derive_title = derive_title
+        self.checker = ProtocolChecker()
+        self.violations: list[Violation] = []
+        # A conversation without an id is named by the hash of its messages: the same file imported twice adds
+        # nothing.
+        self.hasher = hashlib.sha256() if existing is None and not outcome.external_id else None
+        # Message ids already stored in the session or seen earlier in the file: such a message is not added
+        # twice (AgentScope's memory does the same). Only messages that carry an id cost memory here.
+        self.known_ids: set[str] = set()
+        if existing is not None:
+            self.known_ids.update(existing.messages.exclude(external_id="").values_list("external_id", flat=True))
+        self.stored = services.StoredBatch()  # what the existing session holds already
+        self.first_question = ""
+        self.first_created_at: dt.datetime | None = None
+
+    def messages(self, messages: Iterable[Message]) -> Iterator[Message]:
+        outcome = self.outcome
+        for pos, message in enumerate(messages):
+            problem = services.message_problem(message)
+            if problem:
+                raise ImportFailed(f"conversation {outcome.index + 1}: messages[{pos}].{problem}")
+            outcome.messages += 1
+            if self.hasher is not None:
+                self.hasher.update(message.model_dump_json().encode())
+                self.hasher.update(b"\n")
+            mid = message.external_id
+            # Appending, a message without an id cannot be matched to a stored one: a re-import never adds it.
+            if (mid and mid in self.known_ids) or (self.existing is not None and not mid):
+                outcome.skipped += 1
+                continue
+            if mid:
+                self.known_ids.add(mid)
+            if message.created_at is not None and message.created_at.tzinfo is None:
+                # Formats without a time zone (AgentScope) are read as UTC, explicitly: the database keeps
+                # aware datetimes, and Django would warn once per distinct naive value.
+                message = message.model_copy(update={"created_at": message.created_at.replace(tzinfo=dt.UTC)})
+                outcome.naive_times += 1
+            if self.existing is not None and outcome.added == 0:
+                self._check_stored(self.existing)
+            self.checker.feed(message)
+            if not self.first_question and message.role == "user" and message.text.strip():
+                self.first_question = _title_from(message.text)
+            if self.first_created_at is None and message.created_at is not None:
+                self.first_created_at = message.created_at
+            outcome.added += 1
+            yield message
+
+    def _check_stored(self, session: models.Session) -> None:
+        """Messages are appended: the protocol is checked over the session as it will be stored, its stored
+        messages first (seqs are contiguous from 0, so a violation's index is its seq)."""
+        for rows in services.session_row_batches(session):
+            for row in rows:
+                self.checker.feed(services.message_to_schema(row))
+                self.stored.tokens += row.token_count
+                self.stored.has_errors = self.stored.has_errors or bool(row.is_error)
+            self.stored.count += len(rows)
+
+    def settle(self, agent: models.Agent | None) -> models.Session | None:
+        """The outcome once every message is read; the stored session that this one duplicates, if any."""
+        outcome = self.outcome
+        self.violations = self.checker.finish()
+        outcome.violations = [services.violation_record(v) for v in self.violations]
+        if self.existing is not None:
+            outcome.session_id = self.existing.pk
+            outcome.title = self.existing.title or outcome.title
+            outcome.status = "updated" if outcome.added else "already imported"
+            return None
+        if self.derive_title and not outcome.title:
+            outcome.title = self.first_question
+        if self.hasher is None:
+            return None
+        outcome.external_id = "sha256:" + self.hasher.hexdigest()
+        duplicate = None
+        if agent is not None:
+            duplicate = models.Session.objects.filter(agent=agent, external_id=outcome.external_id).first()
+        if duplicate is not None:
+            # The same messages are already stored for this agent. The report names the stored session as the
+            # session list does (the file may give no title).
+            outcome.status, outcome.session_id = "already imported", duplicate.pk
+            outcome.title = duplicate.title or outcome.title
+            outcome.skipped, outcome.added, outcome.violations = outcome.messages, 0, []
+        return duplicate
+
+
+def _store(
+    accepted: _Accepted,
     conv: Conversation,
-    messages: Iterator[Message],
     agent: models.Agent,
+    messages: Iterator[Message],
+    *,
     counter: str,
     progress: services.Progress,
-    *,
-    derive_title: bool = True,
-) -> SessionOutcome:
-    outcome = SessionOutcome(
-        index=index, external_id=conv.external_id or "", title=conv.title or "", agent=agent.slug, status="imported"
-    )
-    if conv.external_id and len(conv.external_id) > 255:
-        raise ImportFailed(f"conversation {index + 1}: external_id: {len(conv.external_id)} characters, "
-                           "longer than the 255 that can be stored")
-    if conv.source_format and len(conv.source_format) > 40:
-        raise ImportFailed(f"conversation {index + 1}: source_format: {conv.source_format[:50]!r} is not a format name")
-    if conv.external_id:
-        existing = models.Session.objects.filter(agent=agent, external_id=conv.external_id).first()
-        if existing is not None:
-            return _append_to_existing(outcome, existing, messages, counter, progress)
+) -> None:
+    """A new session, undone whole (a savepoint) when it turns out to duplicate a stored one."""
     if conv.started_at is not None and conv.started_at.tzinfo is None:
         conv = conv.model_copy(update={"started_at": conv.started_at.replace(tzinfo=dt.UTC)})
-    # A savepoint, so that a session found to be a duplicate once its content hash is known is undone whole.
     sid = transaction.savepoint()
     session = services.session_create(
         agent=agent,
@@ -325,186 +362,51 @@ def _import_conversation(
         # A provisional id, unique by construction, until the content hash is known at the end of the stream.
         external_id=conv.external_id or f"pending:{uuid.uuid4().hex}",
     )
-    hasher = None if conv.external_id else hashlib.sha256()
-    writer = _SessionWriter(session, counter, outcome, progress, hasher=hasher)
-    # Native is lossless: a session stored without a title comes back without one.
-    writer.derive_title = derive_title
-    writer.write_all(messages, index)
-    if hasher is not None:
-        content_id = "sha256:" + hasher.hexdigest()
-        duplicate = models.Session.objects.filter(agent=agent, external_id=content_id).first()
-        if duplicate is not None:
-            # The same messages are already stored for this agent: undo this session, keep the other.
-            transaction.savepoint_rollback(sid)
-            outcome.status, outcome.session_id, outcome.external_id = "already imported", duplicate.pk, content_id
-            # The report names the stored session as the session list does (the file may give no title).
-            outcome.title = duplicate.title or outcome.title
-            outcome.skipped, outcome.added, outcome.violations = outcome.messages, 0, []
-            return outcome
-        session.external_id = content_id
-        session.save(update_fields=["external_id"])
-        outcome.external_id = content_id
+    stored = services.messages_append(session=session, messages=messages, start_seq=0, counter=counter,
+                                      tokens_before=0, progress=progress, checked=True)
+    if accepted.settle(agent) is not None:
+        transaction.savepoint_rollback(sid)
+        return
     transaction.savepoint_commit(sid)
-    writer.finish()
+    outcome = accepted.outcome
+    session.external_id = outcome.external_id
+    session.title = session.title or outcome.title
+    session.started_at = session.started_at or accepted.first_created_at
+    session.save(update_fields=["external_id", "title", "started_at"])
+    services.session_finish(session=session, message_count=stored.count, token_counts_sum=stored.tokens,
+                            has_errors=stored.has_errors, violations=accepted.violations)
     outcome.session_id = session.pk
-    return outcome
 
 
-def _append_to_existing(
-    outcome: SessionOutcome,
+def _append(
+    accepted: _Accepted,
     session: models.Session,
     messages: Iterator[Message],
+    *,
     counter: str,
     progress: services.Progress,
-) -> SessionOutcome:
+) -> None:
     """Add to a session already stored the messages whose id it does not have (as AgentScope's memory does)."""
-    outcome.session_id = session.pk
-    outcome.title = session.title or outcome.title
-    known = set(
-        models.Message.objects.filter(session=session).exclude(external_id="").values_list("external_id", flat=True)
-    )
     # The last stored message gives both where new messages go and the running total they continue.
-    last = models.Message.objects.filter(session=session).order_by("-seq").values_list("seq", "token_running").first()
-    writer = _SessionWriter(
-        session,
-        session.token_counter or counter,
-        outcome,
-        progress,
-        known_ids=known,
-        seq_start=(last[0] + 1) if last is not None else 0,
-        tokens_before=last[1] if last is not None else 0,
-        # Messages with no id cannot be matched to stored ones, so a re-import never adds them again.
-        skip_without_id=True,
+    last = session.messages.order_by("-seq").values_list("seq", "token_running").first()
+    added = services.messages_append(
+        session=session, messages=messages, start_seq=(last[0] + 1) if last is not None else 0,
+        counter=session.token_counter or counter, tokens_before=last[1] if last is not None else 0,
+        progress=progress, checked=True,
     )
-    writer.write_all(messages, outcome.index, check=False)
-    if outcome.added == 0:
-        outcome.status = "already imported"
-        return outcome
-    outcome.status = "updated"
-    writer.finish(recheck=True)
-    return outcome
-
-
-class _SessionWriter:
-    """Streams schema Messages into one session's rows in batches, keeping the running summaries."""
-
-    def __init__(
-        self,
-        session: models.Session,
-        counter: str,
-        outcome: SessionOutcome,
-        progress: services.Progress,
-        *,
-        hasher: Any = None,
-        known_ids: set[str] | None = None,
-        seq_start: int = 0,
-        tokens_before: int = 0,
-        skip_without_id: bool = False,
-    ) -> None:
-        self.session = session
-        self.counter = counter
-        self.outcome = outcome
-        self.progress = progress
-        self.hasher = hasher
-        # Message ids already stored in the session or seen earlier in the file: such a message is not added
-        # twice (AgentScope's memory does the same). Only messages that carry an id cost memory here.
-        self.known_ids = known_ids if known_ids is not None else set()
-        self.seq = seq_start
-        self.skip_without_id = skip_without_id
-        self.checker = ProtocolChecker()
-        self.tokens = 0  # the tokens of the messages this writer stored
-        # The session's running total through the last stored message (Message.token_running), carried from
-        # batch to batch; it starts at the stored total when appending to an existing session.
-        self.running = tokens_before
-        self.has_errors = False
-        self.first_created_at: Any = None
-        self.first_question = ""  # the title of a session whose file gives none
-        self.derive_title = False
-
-    def write_all(self, messages: Iterable[Message], conv_index: int, check: bool = True) -> None:
-        batch: list[Message] = []
-        for pos, message in enumerate(messages):
-            _check_lengths(message, conv_index, pos)
-            self.outcome.messages += 1
-            if self.hasher is not None:
-                self.hasher.update(message.model_dump_json().encode())
-                self.hasher.update(b"\n")
-            mid = message.external_id
-            if (mid and mid in self.known_ids) or (self.skip_without_id and not mid):
-                self.outcome.skipped += 1
-                continue
-            if mid:
-                self.known_ids.add(mid)
-            if message.created_at is not None and message.created_at.tzinfo is None:
-                # Formats without a time zone (AgentScope) are read as UTC, explicitly: the database keeps
-                # aware datetimes, and Django would warn once per distinct naive value.
-                message = message.model_copy(update={"created_at": message.created_at.replace(tzinfo=dt.UTC)})
-                self.outcome.naive_times += 1
-            if check:
-                self.checker.feed(message)
-            if not self.first_question and message.role == "user" and message.text.strip():
-                self.first_question = _title_from(message.text)
-            if self.first_created_at is None and message.created_at is not None:
-                self.first_created_at = message.created_at
-            batch.append(message)
-            if len(batch) >= BATCH_SIZE:
-                self._flush(batch)
-                batch = []
-        if batch:
-            self._flush(batch)
-
-    def _flush(self, batch: list[Message]) -> None:
-        try:
-            stored = services.messages_append(session=self.session, messages=batch, start_seq=self.seq,
-                                              counter=self.counter, tokens_before=self.running)
-        except ValueError as exc:  # a value the database cannot store, named by its seq
-            raise ImportFailed(f"conversation {self.outcome.index + 1}: {exc}") from None
-        self.seq += stored.count
-        self.tokens += stored.tokens
-        self.running = stored.token_running
-        self.has_errors = self.has_errors or stored.has_errors
-        self.outcome.added += stored.count
-        self.progress.add(stored.count)
-
-    def finish(self, recheck: bool = False) -> None:
-        session = self.session
-        if recheck:
-            # Messages were appended: the protocol is checked again over the whole stored session, in order
-            # (seqs are contiguous from 0, so a violation's index is its seq).
-            checker = ProtocolChecker()
-            tokens = 0
-            has_errors = False
-            count = 0
-            for row in (row for rows in services.session_row_batches(session) for row in rows):
-                checker.feed(services.message_to_schema(row))
-                tokens += row.token_count
-                has_errors = has_errors or bool(row.is_error)
-                count += 1
-            violations, message_count, token_sum = checker.finish(), count, tokens
-        else:
-            violations = self.checker.finish()
-            message_count, token_sum, has_errors = self.outcome.added, self.tokens, self.has_errors
-        if session.started_at is None and self.first_created_at is not None:
-            session.started_at = self.first_created_at
-            session.save(update_fields=["started_at"])
-        if self.derive_title and not session.title and self.first_question:
-            session.title = self.first_question
-            session.save(update_fields=["title"])
-            self.outcome.title = session.title
-        services.session_finish(
-            session=session,
-            message_count=message_count,
-            token_counts_sum=token_sum,
-            has_errors=has_errors,
-            violations=violations,
-        )
-        self.outcome.violations = list(session.violations)
+    accepted.settle(session.agent)
+    if added.count:
+        stored = accepted.stored
+        services.session_finish(session=session, message_count=stored.count + added.count,
+                                token_counts_sum=stored.tokens + added.tokens,
+                                has_errors=stored.has_errors or added.has_errors, violations=accepted.violations)
 
 
 # --- targets ------------------------------------------------------------------------------------------------
 
 
-def _resolve_project(project: models.Project | str | None, conv: Conversation) -> models.Project:
+def _project_for(project: models.Project | str | None, conv: Conversation, *, create: bool) -> models.Project | None:
+    """The project a conversation goes to (created when ``create``; None when it does not exist yet)."""
     if isinstance(project, models.Project):
         return project
     slug = project or conv.project or DEFAULT_PROJECT_SLUG
@@ -512,50 +414,28 @@ def _resolve_project(project: models.Project | str | None, conv: Conversation) -
     if not clean:
         raise ImportFailed(f"project: {slug!r} is not a usable project slug")
     row = models.Project.objects.filter(slug=clean).first()
-    if row is None:
+    if row is None and create:
         name = DEFAULT_PROJECT_NAME if clean == DEFAULT_PROJECT_SLUG else slug
         row = models.Project.objects.create(slug=clean, name=name[:200])
     return row
 
 
-def _resolve_agent(
-    project: models.Project, agent: models.Agent | str | None, conv: Conversation, source_format: str
-) -> models.Agent:
-    if isinstance(agent, models.Agent):
-        if agent.project_id != project.pk:
-            raise ImportFailed(f"agent: {agent.slug!r} is not an agent of project {project.slug!r}")
-        return agent
-    wanted = agent or conv.agent or conv.source_format or source_format or "imported"
-    row = _find_agent(project, wanted)
-    if row is not None:
-        return row
-    slug = slugify(wanted)[:100] or "imported"
-    return models.Agent.objects.create(project=project, slug=slug, name=wanted[:200])
-
-
-def _find_agent(project: models.Project | None, wanted: str) -> models.Agent | None:
+def _agent_for(project: models.Project | None, wanted: models.Agent | str, *, create: bool) -> models.Agent | None:
+    """The agent (by slug or name) in the project (created when ``create``; None when it does not exist yet)."""
+    if isinstance(wanted, models.Agent):
+        if project is not None and wanted.project_id != project.pk:
+            raise ImportFailed(f"agent: {wanted.slug!r} is not an agent of project {project.slug!r}")
+        return wanted
     if project is None:
         return None
     slug = slugify(wanted)[:100]
-    return (
+    row = (
         models.Agent.objects.filter(project=project, slug=slug).first()
         or models.Agent.objects.filter(project=project, name=wanted).first()
     )
-
-
-def _existing_agent(
-    project: models.Project | None, agent: models.Agent | str | None, conv: Conversation
-) -> models.Agent | None:
-    if isinstance(agent, models.Agent):
-        return agent
-    return _find_agent(project, agent or conv.agent or conv.source_format or "imported")
-
-
-def _agent_label(row: models.Agent | None, agent: models.Agent | str | None, conv: Conversation) -> str:
-    if row is not None:
-        return row.slug
-    wanted = agent if isinstance(agent, str) else None
-    return slugify(wanted or conv.agent or conv.source_format or "imported")
+    if row is None and create:
+        row = models.Agent.objects.create(project=project, slug=slug or "imported", name=wanted[:200])
+    return row
 
 
 # --- helpers ----------------------------------------------------------------------------------------------
@@ -595,29 +475,6 @@ def _closing(streams: Iterator[Any], handle: IO[bytes] | None) -> Iterator[Any]:
             handle.close()
 
 
-def _stream_meta(stream: Any) -> Conversation:
-    """The conversation's metadata from a ConversationStream (its messages are read separately)."""
-    return stream.conversation
-
-
-def _stream_messages(stream: Any) -> Iterator[Message]:
-    return iter(stream.messages)
-
-
-def _check_lengths(message: Message, conv_index: int, pos: int) -> None:
-    for name, limit in _MAX_CHARS.items():
-        value = getattr(message, name)
-        if value and len(value) > limit:
-            raise ImportFailed(
-                f"{_place(conv_index, pos)}.{name}: {len(value)} characters, longer than the {limit} that can be stored"
-            )
-    for i, call in enumerate(message.tool_calls):
-        if len(call.id) > 255 or len(call.function.name) > 255:
-            raise ImportFailed(
-                f"{_place(conv_index, pos)}.tool_calls[{i}]: call id or function name longer than 255 characters"
-            )
-
-
 def _title_from(text: str, limit: int = 80) -> str:
     """A title from the first question, on one line, cut at a word near ``limit`` characters."""
     line = " ".join(text.split())
@@ -625,10 +482,6 @@ def _title_from(text: str, limit: int = 80) -> str:
         return line
     cut = line[:limit].rsplit(" ", 1)[0] or line[:limit]
     return cut + "…"
-
-
-def _place(conv_index: int, pos: int) -> str:
-    return f"conversation {conv_index + 1}: messages[{pos}]"
 
 
 def _note_skips(report: ImportReport) -> None:

@@ -12,7 +12,8 @@ import hashlib
 import hmac
 import secrets
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from itertools import islice
 from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
@@ -62,6 +63,8 @@ class KeyUser:
 
 User = AbstractBaseUser | AnonymousUser | KeyUser
 
+# Messages per INSERT batch: bounded memory for a session streamed from a file, few round trips.
+BATCH_SIZE = 2_000
 # Messages per page of the session page (and per "load more").
 MESSAGE_PAGE_SIZE = 300
 
@@ -156,11 +159,7 @@ def session_for_user(user: User, session_id: int) -> models.Session:
 def message_from_schema(
     message: schema.Message, *, session: models.Session, seq: int, token_count: int = 0, token_running: int = 0
 ) -> models.Message:
-    """An unsaved Message row for a schema Message.
-
-    Raises ValueError naming the place (``messages[3].content: ...``) for text the database cannot store.
-    """
-    _check_storable(message, seq)
+    """An unsaved Message row for a schema Message (``message_problem`` says whether the database can store it)."""
     content = message.content
     parts: list[dict[str, Any]] | None = None
     if isinstance(content, list):
@@ -188,38 +187,79 @@ def message_from_schema(
     )
 
 
-def _check_storable(message: schema.Message, seq: int) -> None:
-    """PostgreSQL refuses NUL characters in text and JSON; say where one is instead of failing in the INSERT.
+# --- what the database cannot store, said before an INSERT fails --------------------------------------------
+# PostgreSQL refuses NUL characters in text and JSON, and both databases refuse NaN and Infinity in JSON (SQLite
+# through the JSON_VALID check Django puts on JSON columns): both refuse the same input, named by its place, so
+# that a file the import preview accepts also imports, and a database switch breaks nothing. Column widths too:
+# a longer value is refused, never cut silently.
 
-    SQLite would store them, but then a database switch would break; both refuse the same input.
-    """
-    fields: dict[str, Any] = {
-        "content": message.content,
-        "name": message.name,
-        "tool_call_id": message.tool_call_id,
-        "reasoning": message.reasoning,
-        "external_id": message.external_id,
-        "usage": message.usage,
-        "marks": message.marks,
-        "extra": message.extra,
-    }
-    for i, tc in enumerate(message.tool_calls):
-        fields[f"tool_calls[{i}].id"] = tc.id
-        fields[f"tool_calls[{i}].function.name"] = tc.function.name
-        fields[f"tool_calls[{i}].function.arguments"] = tc.function.arguments
-    for place, value in fields.items():
-        if value is not None and _has_nul(value):
-            raise ValueError(f"messages[{seq}].{place}: contains a NUL character (\\u0000), which the database cannot store")
+MAX_ID_CHARS = 255
+_MESSAGE_TEXT = ("name", "tool_call_id", "reasoning", "external_id")
+_MESSAGE_JSON = ("usage", "marks", "extra")
 
 
-def _has_nul(value: Any) -> bool:
+def message_problem(message: schema.Message) -> str | None:
+    """Why the database cannot store this message, as ``place: what`` (the place within the message), or None."""
+    for name in ("name", "tool_call_id", "external_id"):
+        value = getattr(message, name)
+        if value and len(value) > MAX_ID_CHARS:
+            return f"{name}: {len(value)} characters, longer than the {MAX_ID_CHARS} that can be stored"
+    for i, call in enumerate(message.tool_calls):
+        if len(call.id) > MAX_ID_CHARS or len(call.function.name) > MAX_ID_CHARS:
+            return f"tool_calls[{i}]: call id or function name longer than {MAX_ID_CHARS} characters"
+        for place, text in (("id", call.id), ("function.name", call.function.name),
+                            ("function.arguments", call.function.arguments)):
+            if "\x00" in text:
+                return f"tool_calls[{i}].{place}: {_NUL}"
+    for name in _MESSAGE_TEXT:
+        value = getattr(message, name)
+        if value and "\x00" in value:
+            return f"{name}: {_NUL}"
+    for name, value in (("content", message.content), *((n, getattr(message, n)) for n in _MESSAGE_JSON)):
+        what = _json_problem(value) if value else None
+        if what:
+            return f"{name}: {what}"
+    return None
+
+
+def conversation_problem(conversation: schema.Conversation) -> str | None:
+    """Why the database cannot store this conversation's session row (its messages aside), or None."""
+    if conversation.external_id and len(conversation.external_id) > MAX_ID_CHARS:
+        return (f"external_id: {len(conversation.external_id)} characters, longer than the {MAX_ID_CHARS} that can "
+                "be stored")
+    if conversation.source_format and len(conversation.source_format) > 40:
+        return f"source_format: {conversation.source_format[:50]!r} is not a format name"
+    for name in ("external_id", "title", "source_format", "agent", "project", "metadata", "tools"):
+        value = getattr(conversation, name)
+        what = _json_problem(value) if value else None
+        if what:
+            return f"{name}: {what}"
+    return None
+
+
+_NUL = "contains a NUL character (\\u0000), which the database cannot store"
+
+
+def _json_problem(value: Any) -> str | None:
     if isinstance(value, str):
-        return "\x00" in value
+        return _NUL if "\x00" in value else None
+    if isinstance(value, float):
+        if value != value:
+            return "contains NaN, which JSON cannot hold"
+        if value in (float("inf"), float("-inf")):
+            return "contains Infinity, which JSON cannot hold"
+        return None
     if isinstance(value, dict):
-        return any(_has_nul(k) or _has_nul(v) for k, v in value.items())
-    if isinstance(value, list):
-        return any(_has_nul(v) for v in value)
-    return False
+        for key, item in value.items():
+            what = _json_problem(key) or _json_problem(item)
+            if what:
+                return what
+    elif isinstance(value, list):
+        for item in value:
+            what = _json_problem(item)
+            if what:
+                return what
+    return None
 
 
 def message_to_schema(row: models.Message) -> schema.Message:
@@ -291,21 +331,25 @@ def message_rows(
 
 @dataclass
 class StoredBatch:
-    """What ``messages_append`` stored: the importer sums these over its batches."""
+    """What ``messages_append`` stored."""
 
     count: int = 0
     tokens: int = 0
     has_errors: bool = False
-    token_counts: list[int] = field(default_factory=list)
-    # The session's running total after this batch: pass it as the next batch's ``tokens_before``.
+    # The session's running total after these messages: pass it as the next call's ``tokens_before``.
     token_running: int = 0
 
 
 def session_create(
     *, agent: models.Agent, conversation: schema.Conversation, counter: str = DEFAULT_COUNTER, external_id: str = ""
 ) -> models.Session:
-    """The Session row of a conversation, without messages and with zero summaries."""
+    """The Session row of a conversation, without messages and with zero summaries.
+
+    Raises ValueError naming the place for a value the database cannot store (see ``conversation_problem``)."""
     get_counter(counter)  # fail before anything is written when the counter is unknown
+    problem = conversation_problem(conversation)
+    if problem:
+        raise ValueError(problem)
     metadata = dict(conversation.metadata)
     return models.Session.objects.create(
         agent=agent,
@@ -322,33 +366,48 @@ def session_create(
 def messages_append(
     *,
     session: models.Session,
-    messages: Sequence[schema.Message],
+    messages: Iterable[schema.Message],
     start_seq: int,
     counter: str | None = None,
     tokens_before: int | None = None,
     content_keys: Sequence[str] | None = None,
+    progress: Progress | None = None,
+    checked: bool = False,
 ) -> StoredBatch:
-    """Count tokens and bulk-insert one batch of messages (and their tool calls) from ``start_seq`` on.
+    """Count tokens and insert messages (and their tool calls) from ``start_seq`` on, ``BATCH_SIZE`` at a time,
+    so that a stream of a million messages is stored with bounded memory.
 
-    ``tokens_before``: the session's running total before ``start_seq``. A caller storing batches passes the
-    previous batch's ``StoredBatch.token_running`` (no query); when it is None, the total is read from the
+    ``tokens_before``: the session's running total before ``start_seq``. A caller storing in several calls passes
+    the previous call's ``StoredBatch.token_running`` (no query); when it is None, the total is read from the
     stored message at ``start_seq - 1`` (one indexed lookup), so a forgetful caller still stores right totals.
+    Raises ValueError naming the place (``messages[3].content: ...``) for a value the database cannot store, unless
+    the caller says it ``checked`` each message with ``message_problem`` already (the import does, as it reads).
+    ``content_keys``: one per message, for live capture's matching of resent messages.
     """
     if tokens_before is None:
         tokens_before = stored_tokens_before(session, start_seq)
-    counts = count_messages(messages, counter or session.token_counter) if messages else []
-    rows, calls = message_rows(
-        messages, session=session, start_seq=start_seq, token_counts=counts, tokens_before=tokens_before,
-        content_keys=content_keys,
-    )
-    _rows_insert(rows, calls, session=session, start_seq=start_seq)
-    return StoredBatch(
-        count=len(rows),
-        tokens=sum(counts),
-        has_errors=any(m.is_error for m in messages),
-        token_counts=list(counts),
-        token_running=tokens_before + sum(counts),
-    )
+    stored = StoredBatch(token_running=tokens_before)
+    source = iter(messages)
+    while batch := list(islice(source, BATCH_SIZE)):
+        seq = start_seq + stored.count
+        if not checked:
+            for i, message in enumerate(batch):
+                problem = message_problem(message)
+                if problem:
+                    raise ValueError(f"messages[{seq + i}].{problem}")
+        counts = count_messages(batch, counter or session.token_counter)
+        rows, calls = message_rows(
+            batch, session=session, start_seq=seq, token_counts=counts, tokens_before=stored.token_running,
+            content_keys=None if content_keys is None else content_keys[stored.count:stored.count + len(batch)],
+        )
+        _rows_insert(rows, calls, session=session, start_seq=seq)
+        stored.count += len(rows)
+        stored.tokens += sum(counts)
+        stored.token_running += sum(counts)
+        stored.has_errors = stored.has_errors or any(m.is_error for m in batch)
+        if progress is not None:
+            progress.add(len(rows))
+    return stored
 
 
 def _rows_insert(

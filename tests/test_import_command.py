@@ -163,3 +163,13 @@ def test_it_reimports_its_own_agentscope_export_without_a_time_zone_warning(db, 
     times = list(models.Message.objects.filter(session__agent__project__slug="second").order_by("seq")
                  .values_list("created_at", flat=True))
     assert [t.isoformat() for t in times] == ["2026-11-29T11:55:17.456000+00:00", "2026-11-29T11:55:18.002000+00:00"]
+
+
+def test_it_exits_2_and_imports_nothing_from_a_file_without_a_message(db, tmp_path: Path) -> None:
+    path = tmp_path / "empty.json"
+    path.write_text("[]")
+    before = rows()
+    code, out, err = run(str(path))
+    assert code == 2 and out == ""
+    assert err.strip() == f"import_history: {path}: has no message: nothing to import"
+    assert rows() == before

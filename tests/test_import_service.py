@@ -9,7 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agents import imports, models
+from agents import imports, models, services
 
 SAMPLES = Path(__file__).resolve().parents[2] / "shared" / "samples"
 SAMPLE_FILES = sorted(p for p in SAMPLES.glob("*/*") if p.suffix in {".json", ".jsonl"})
@@ -205,7 +205,7 @@ def test_it_rolls_back_sessions_already_written_when_a_later_one_fails(db, tmp_p
 
 
 def test_it_streams_a_big_conversation_in_batches(db, tmp_path: Path, agent: models.Agent) -> None:
-    n = imports.BATCH_SIZE * 2 + 17
+    n = services.BATCH_SIZE * 2 + 17
     msgs = []
     for i in range(n // 2):
         msgs.append({"role": "user", "content": f"question {i}"})
@@ -308,3 +308,76 @@ def test_it_refuses_a_nul_character_naming_the_place(db, tmp_path: Path, agent: 
     with pytest.raises(imports.ImportFailed, match=r"conversation 1: messages\[1\]\.content: contains a NUL"):
         imports.import_file(write(tmp_path, "nul.json", data), project=agent.project, agent=agent)
     assert counts() == before
+
+
+# A file that the preview accepts must import: every check that can fail the import runs in the preview too.
+UNSTORABLE = [
+    pytest.param({"format": "memoryviz", "version": 1, "sessions": [
+                     {"messages": [{"role": "user", "content": "hi", "usage": {"prompt_tokens": float("nan")}}]}]},
+                 r"conversation 1: messages\[0\]\.usage: contains NaN", id="nan"),
+    pytest.param([{"role": "user", "content": "hi", "extra": {"x": [float("inf")]}}],
+                 r"conversation 1: messages\[0\]\.extra: contains Infinity", id="infinity"),
+    pytest.param([{"role": "user", "content": [{"type": "text", "text": "a"}, {"type": "x", "w": float("nan")}]}],
+                 r"conversation 1: messages\[0\]\.content: contains NaN", id="nan-in-parts"),
+    pytest.param([WEATHER[1], {"role": "assistant", "content": "bad \u0000 byte"}],
+                 r"conversation 1: messages\[1\]\.content: contains a NUL", id="nul"),
+    pytest.param([WEATHER[1], {"role": "assistant", "content": "x", "name": "n" * 256}],
+                 r"conversation 1: messages\[1\]\.name: 256 characters", id="long-name"),
+    pytest.param({"format": "memoryviz", "version": 1, "sessions": [{"external_id": "x" * 300, "messages": WEATHER}]},
+                 "conversation 1: external_id: 300 characters", id="long-session-id"),
+    pytest.param({"format": "memoryviz", "version": 1, "sessions": [{"external_id": "s", "metadata": {"a": float("nan")},
+                                                                      "messages": WEATHER}]},
+                 "conversation 1: metadata: contains NaN", id="nan-in-metadata"),
+    pytest.param({"format": "memoryviz", "version": 1, "sessions": [{"external_id": "s", "title": "a\u0000b",
+                                                                      "messages": WEATHER}]},
+                 "conversation 1: title: contains a NUL", id="nul-in-title"),
+    pytest.param({"format": "memoryviz", "version": 1, "sessions": [{"external_id": "s", "agent": "a\u0000b",
+                                                                      "messages": WEATHER}]},
+                 "conversation 1: agent: contains a NUL", id="nul-in-agent"),
+]
+
+
+@pytest.mark.parametrize(("data", "error"), UNSTORABLE)
+def test_the_preview_refuses_what_the_import_would_refuse_naming_the_place(
+    db, tmp_path: Path, project: models.Project, data: Any, error: str
+) -> None:
+    path = write(tmp_path, "bad.json", json.dumps(data))
+    with pytest.raises(imports.ImportFailed, match=error):
+        imports.preview_file(path, project=project)
+    before = counts()
+    with pytest.raises(imports.ImportFailed, match=error):
+        imports.import_file(path, project=project)
+    assert counts() == before
+
+
+@pytest.mark.parametrize("data", [[], {"messages": []}, native([]), native([{"external_id": "e", "messages": []}])],
+                         ids=["empty-list", "empty-messages", "no-session", "empty-session"])
+def test_it_imports_nothing_from_a_file_without_a_message_and_says_so(
+    db, tmp_path: Path, project: models.Project, data: Any
+) -> None:
+    path = write(tmp_path, "empty.json", data)
+    with pytest.raises(imports.ImportFailed, match="nothing to import"):
+        imports.preview_file(path, project=project)
+    before = counts()
+    with pytest.raises(imports.ImportFailed, match="nothing to import"):
+        imports.import_file(path, project=project)
+    assert counts() == before
+
+
+def test_the_preview_of_an_append_checks_the_session_as_it_will_be_stored(
+    db, tmp_path: Path, agent: models.Agent
+) -> None:
+    first = [{"external_id": "m1", "role": "user", "content": "Weather?"},
+             {"external_id": "m2", "role": "assistant", "content": None,
+              "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "w", "arguments": "{}"}}]}]
+    imports.import_file(write(tmp_path, "a.json", native([{"external_id": "s", "messages": first}])), agent=agent,
+                        project=agent.project)
+    # The result comes alone in a later file: it answers the stored call, so it is no orphan.
+    later = native([{"external_id": "s", "messages": [{"external_id": "m3", "role": "tool", "tool_call_id": "c1",
+                                                       "content": "sunny"}]}])
+    path = write(tmp_path, "b.json", later)
+    preview = imports.preview_file(path, project=agent.project, agent=agent)
+    report = imports.import_file(path, project=agent.project, agent=agent)
+    assert [s.to_dict() for s in preview.sessions] == [s.to_dict() for s in report.sessions]
+    assert report.sessions[0].status == "updated" and report.sessions[0].added == 1
+    assert report.sessions[0].violations == []

@@ -365,3 +365,13 @@ def test_the_paste_box_is_big_enough_to_read(alice_client: Any, project: models.
     html = alice_client.get(reverse("agents:import_upload")).content.decode()
     textarea = re.search(r'<textarea[^>]*name="text"[^>]*>', html).group(0)
     assert int(re.search(r'rows="(\d+)"', textarea).group(1)) >= 16
+
+
+def test_it_says_that_a_file_without_a_message_imports_nothing(alice_client: Any, project: models.Project) -> None:
+    before = counts()
+    response = preview(alice_client, project, new_agent="bot", file=upload("empty.json", "[]"))
+    assert response.status_code == 400
+    body = response.content.decode()
+    assert "empty.json: has no message: nothing to import" in body and "empty.json: empty.json" not in body
+    assert "Import 1 session" not in body
+    assert counts() == before

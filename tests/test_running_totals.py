@@ -61,7 +61,7 @@ def _native(sessions: list[dict[str, Any]]) -> dict[str, Any]:
 
 def test_it_carries_the_running_total_across_import_batches(db, tmp_path, agent, monkeypatch) -> None:
     # A small batch size makes a small file span many batches (the real one is 2,000 messages).
-    monkeypatch.setattr(imports, "BATCH_SIZE", 7)
+    monkeypatch.setattr(services, "BATCH_SIZE", 7)
     messages = _varied(53)
     progress: list[int] = []
     report = imports.import_file(_write(tmp_path, "big.json", messages), project=agent.project, agent=agent,
@@ -74,7 +74,7 @@ def test_it_carries_the_running_total_across_import_batches(db, tmp_path, agent,
 
 
 def test_it_continues_the_stored_running_total_when_a_reimport_appends(db, tmp_path, agent, monkeypatch) -> None:
-    monkeypatch.setattr(imports, "BATCH_SIZE", 5)
+    monkeypatch.setattr(services, "BATCH_SIZE", 5)
     first = _native([{"external_id": "conv-1", "messages": _varied(12, ids=True)}])
     imports.import_file(_write(tmp_path, "a.json", first), project=agent.project, agent=agent)
     session = models.Session.objects.get(agent=agent, external_id="conv-1")
