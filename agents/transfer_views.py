@@ -155,7 +155,7 @@ def import_upload(request: HttpRequest) -> HttpResponse:
                                        name=_detection_name(label))
     except imports.ImportFailed as exc:
         path.unlink(missing_ok=True)
-        form.add_error(None, f"{label}: {web_message(str(exc))}")
+        form.add_error(None, _named(label, web_message(str(exc))))
         return _render_form(request, form, status=400)
     context = {
         "form": form,
@@ -196,10 +196,15 @@ def import_confirm(request: HttpRequest) -> HttpResponse:
                                      name=_detection_name(label))
     except imports.ImportFailed as exc:
         return _render_form(request, ImportForm(user=request.user, initial={"project": project.slug}),
-                            status=400, error=f"{label}: {web_message(str(exc))} Nothing was imported.")
+                            status=400, error=f"{_named(label, web_message(str(exc)))} Nothing was imported.")
     finally:
         path.unlink(missing_ok=True)
     return render(request, "agents/import_report.html", {"report": report, "project": project})
+
+
+def _named(label: str, error: str) -> str:
+    """The error naming the file, once (the importer names it in some errors already)."""
+    return error if error.startswith(f"{label}: ") else f"{label}: {error}"
 
 
 def _detection_name(label: str) -> str | None:
