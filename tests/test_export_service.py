@@ -193,6 +193,8 @@ def test_native_round_trip_is_byte_stable_for_any_conversations(
     # NUL characters are refused at import (PostgreSQL cannot store them); the import tests cover that.
     assume(all("\\u0000" not in m.model_dump_json() for conv in convs for m in conv))
     assume(all("\x00" not in (t or "") for t in titles))
+    # A file with no message at all imports nothing, by design (test_import_service covers it).
+    assume(any(convs))
     models.Project.objects.all().delete()
     project = models.Project.objects.create(name="P", slug="p")
     agent = models.Agent.objects.create(project=project, name="A", slug="a")
