@@ -1,16 +1,14 @@
 """Export of stored sessions to any format of DESIGN.md: one session, a filtered list, or a session as trimmed.
 
-Messages are read page by page in seq order and handed to ``agents.memory.formats.write_conversations``
-lazily, so that exporting a 1,000,000-message session keeps memory bounded. Every export leaves an
-``ExportRecord`` (who, what, when, and what the target format could not hold). The pages, the command line
-and the benchmark all call :func:`export_to` (a file object) or :func:`export_chunks` (an iterator of text
-chunks, for ``StreamingHttpResponse``).
+Messages are read a batch at a time in seq order and handed lazily to the format's writer, a generator of
+text (``agents.memory.formats.write_chunks``), so that exporting a 1,000,000-message session keeps memory bounded.
+Every export leaves an ``ExportRecord`` (who, what, when, and what the target format could not hold). The pages
+stream :func:`export_chunks` (for ``StreamingHttpResponse``); the command line and the benchmark call
+:func:`export_to`, which writes the same chunks into a file object.
 """
 from __future__ import annotations
 
-import queue
-import threading
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Generator, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import IO, Any
 
@@ -24,11 +22,9 @@ from agents.memory.trimming import StrategyError, resolve_params, trim
 
 # Messages read from the database per query while exporting.
 PAGE_SIZE = 2_000
+# Characters per chunk of a streamed export: few writes, bounded memory.
+CHUNK_CHARS = 65_536
 ON_INVALID = ("skip", "stop")
-
-
-class _Cancelled(Exception):
-    """The response was closed before the export ended (the client went away)."""
 
 
 class ExportFailed(Exception):
@@ -127,6 +123,29 @@ def invalid_sessions(plan: ExportPlan) -> list[str]:
     return out
 
 
+def export_chunks(
+    plan: ExportPlan,
+    *,
+    user: Any = None,
+    interface: str = "web",
+    on_messages: Callable[[int], None] | None = None,
+) -> Generator[str, None, ExportResult]:
+    """The export as text chunks of about ``CHUNK_CHARS``, produced as they are consumed (a streaming response
+    pulls them; ``export_to`` writes them into a file), with bounded memory; records the export and returns (as
+    the generator's value) its result. A consumer that stops early (a client that goes away) closes the generator:
+    no more rows are read."""
+    record = _record_start(plan, user=user, interface=interface)
+    progress = services.Progress(on_messages)
+    report = formats.WriteReport(format=plan.format)
+    pieces = formats.write_chunks(_conversations(plan, progress), plan.format, report, on_invalid=plan.on_invalid)
+    try:
+        yield from _joined(pieces)
+    except formats.FormatError as exc:
+        record.delete()
+        raise ExportFailed(str(exc)) from None
+    return _record_finish(record, report, progress.count)
+
+
 def export_to(
     plan: ExportPlan,
     out: IO[str],
@@ -136,110 +155,27 @@ def export_to(
     on_messages: Callable[[int], None] | None = None,
 ) -> ExportResult:
     """Write the plan's conversations to ``out`` and record the export."""
-    record = _record_start(plan, user=user, interface=interface)
-    counter = services.Progress(on_messages)
-    try:
-        report = _write(plan, out, counter)
-    except formats.FormatError as exc:
-        record.delete()
-        raise ExportFailed(str(exc)) from None
-    return _record_finish(record, report, counter.count)
-
-
-def export_chunks(
-    plan: ExportPlan, *, user: Any = None, interface: str = "web", queue_size: int = 4
-) -> Iterator[str]:
-    """The export as text chunks, for a streaming response, with bounded memory.
-
-    ``write_conversations`` pushes text into a file object, and a response pulls chunks: the writer runs in a
-    worker thread and hands chunks over a bounded queue. The database is read by the worker (it opens its own
-    connection) only when the caller's thread is not in a transaction; inside one (tests, atomic requests),
-    rows are read first in this thread so that the worker sees what the transaction sees.
-    """
-    record = _record_start(plan, user=user, interface=interface)
-    chunks: queue.Queue[str | None | BaseException] = queue.Queue(maxsize=queue_size)
-    cancelled = threading.Event()
-    result: dict[str, Any] = {}
-
-    class _QueueWriter:
-        """A text file object whose writes go to the queue in pieces of at least 64 KiB."""
-
-        def __init__(self) -> None:
-            self.parts: list[str] = []
-            self.size = 0
-
-        def write(self, text: str) -> int:
-            self.parts.append(text)
-            self.size += len(text)
-            if self.size >= 65_536:
-                self.flush()
-            return len(text)
-
-        def flush(self) -> None:
-            if cancelled.is_set():
-                raise _Cancelled
-            if self.parts:
-                chunks.put("".join(self.parts))
-                self.parts, self.size = [], 0
-
-    def work() -> None:
-        from django.db import connection
-
+    chunks = export_chunks(plan, user=user, interface=interface, on_messages=on_messages)
+    while True:
         try:
-            writer = _QueueWriter()
-            counter = services.Progress(None)
-            result["report"] = _write(plan, writer, counter)
-            result["messages"] = counter.count
-            writer.flush()
-            chunks.put(None)
-        except _Cancelled:
-            chunks.put(None)
-        except BaseException as exc:  # handed to the response thread, which raises it there
-            chunks.put(exc)
-        finally:
-            connection.close()
+            chunk = next(chunks)
+        except StopIteration as done:
+            return done.value
+        out.write(chunk)
 
-    from django.db import connection as main_connection
 
-    if main_connection.in_atomic_block:
-        # A worker thread would not see this transaction's rows: write in this thread into a spooled file.
-        import tempfile
-
-        with tempfile.SpooledTemporaryFile(max_size=8 * 1024 * 1024, mode="w+", encoding="utf-8") as spool:
-            counter = services.Progress(None)
-            try:
-                report = _write(plan, spool, counter)
-            except formats.FormatError as exc:
-                record.delete()
-                raise ExportFailed(str(exc)) from None
-            _record_finish(record, report, counter.count)
-            spool.seek(0)
-            while piece := spool.read(65_536):
-                yield piece
-        return
-
-    thread = threading.Thread(target=work, name=f"export-{record.pk}", daemon=True)
-    thread.start()
-    try:
-        while True:
-            item = chunks.get()
-            if item is None:
-                break
-            if isinstance(item, BaseException):
-                raise item
-            yield item
-    finally:
-        # A client that goes away closes the generator: the worker stops at its next write; drain the queue so
-        # that a write blocked on it returns.
-        cancelled.set()
-        while thread.is_alive():
-            try:
-                chunks.get(timeout=0.1)
-            except queue.Empty:
-                pass
-        thread.join()
-    if "report" in result:
-        _record_finish(record, result["report"], result["messages"])
+def _joined(pieces: Iterable[str]) -> Iterator[str]:
+    """The writer's small pieces joined into chunks of at least CHUNK_CHARS (one per response write)."""
+    parts: list[str] = []
+    size = 0
+    for piece in pieces:
+        parts.append(piece)
+        size += len(piece)
+        if size >= CHUNK_CHARS:
+            yield "".join(parts)
+            parts, size = [], 0
+    if parts:
+        yield "".join(parts)
 
 
 def export_filename(plan: ExportPlan, *, single: models.Session | None = None) -> str:
@@ -269,37 +205,23 @@ def _session_meta(session: models.Session) -> Conversation:
     )
 
 
-class SessionMessages(Sequence[Message]):
-    """A stored session's messages as a read-only sequence that reads rows page by page as it is iterated.
+class SessionMessages:
+    """A stored session's messages, read a batch of rows at a time as they are iterated (``len`` from the
+    stored summary). Writers take a ``Conversation`` and iterate its ``messages``; handing them this instead of
+    a list keeps a million-message export to one batch of rows in memory."""
 
-    Writers take a ``Conversation`` and iterate its ``messages``; handing them this instead of a list keeps a
-    million-message export to one page of rows in memory. ``len`` comes from the stored summary.
-    """
-
-    def __init__(self, session: models.Session, counter: services.Progress | None = None) -> None:
+    def __init__(self, session: models.Session, progress: services.Progress | None = None) -> None:
         self.session = session
-        self.counter = counter
-        self._len = session.message_count
+        self.progress = progress
 
     def __len__(self) -> int:
-        return self._len
+        return self.session.message_count
 
     def __iter__(self) -> Iterator[Message]:
-        for rows in services.session_row_batches(self.session, size=PAGE_SIZE):
-            for row in rows:
-                yield services.message_to_schema(row)
-            if self.counter is not None:
-                self.counter.add(len(rows))
-
-    def __getitem__(self, index: Any) -> Any:
-        rows = models.Message.objects.filter(session=self.session).order_by("seq")
-        if isinstance(index, slice):
-            return list(self)[index]  # not used by the writers; correct, if not frugal
-        if index < 0:
-            index += len(self)
-        if not 0 <= index < len(self):
-            raise IndexError(index)
-        return services.message_to_schema(rows[index])
+        for rows in services.session_row_batches(self.session, size=PAGE_SIZE, fields=services.MESSAGE_FIELDS):
+            yield from map(services.message_to_schema, rows)
+            if self.progress is not None:
+                self.progress.add(len(rows))
 
 
 def _trim_session(session: models.Session, plan: ExportPlan) -> Any:
@@ -331,10 +253,6 @@ def _conversations(plan: ExportPlan, counter: services.Progress) -> Iterator[Any
                 **{name: getattr(meta, name) for name in Conversation.model_fields if name != "messages"},
                 messages=SessionMessages(session, counter),
             )
-
-
-def _write(plan: ExportPlan, out: IO[str], counter: services.Progress) -> Any:
-    return formats.write_conversations(_conversations(plan, counter), plan.format, out, on_invalid=plan.on_invalid)
 
 
 # --- the record ---------------------------------------------------------------------------------------------

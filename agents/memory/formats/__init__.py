@@ -14,10 +14,12 @@ Public API (the commands, views, API and importer all call these):
   so that a single conversation of a million messages never sits in memory (openai and native stream message by
   message; JSONL line by line; an array of documents in any format document by document; any other big
   document is read whole).
-- ``write_conversations(conversations, format, out, on_invalid="skip")`` and ``dumps(...)``: write, streaming
-  (each conversation's messages are iterated once, in order, so a lazy sequence from the database works), and
-  return a ``WriteReport`` that says what the target format could not hold, and for ``openai_jsonl`` which
+- ``write_chunks(conversations, format, report, on_invalid="skip")``: write, as a generator of text pieces
+  (each conversation's messages are iterated once, in order, so a lazy sequence from the database works) that
+  fills in a ``WriteReport``: what the target format could not hold, and for ``openai_jsonl`` which
   conversations were skipped (``on_invalid="skip"``) for breaking the protocol; ``"stop"`` raises instead.
+  ``write_conversations(conversations, format, out, ...)`` writes them into a file object, ``dumps(...)`` into a
+  string; both return the report.
 
 Small inputs (up to 8 MB) are parsed whole, so that a JSON syntax error names its line and column; bigger ones
 are parsed with ijson, and detection looks at their first megabyte.
@@ -90,6 +92,7 @@ __all__ = [
     "open_stream",
     "read_data",
     "read_input",
+    "write_chunks",
     "write_conversations",
 ]
 
@@ -330,24 +333,32 @@ def _nothing_whole(doc: Any) -> bool:
 
 # --- writing ----------------------------------------------------------------------------------------------------
 
-def write_conversations(
-    conversations: Iterable[Conversation], format: str, out: IO[str], *, on_invalid: str = "skip"
-) -> WriteReport:
-    """Write conversations in a format, streaming; the report says what the format could not hold and, for
+def write_chunks(
+    conversations: Iterable[Conversation], format: str, report: WriteReport, *, on_invalid: str = "skip"
+) -> Iterator[str]:
+    """The conversations in a format, as pieces of text produced while they are consumed (each conversation's
+    messages are iterated once, in order, so a lazy sequence from the database streams through in bounded memory).
+    ``report`` (a ``WriteReport`` of this format) fills in as they go: what the format could not hold and, for
     ``openai_jsonl``, which conversations were skipped for breaking the protocol (``on_invalid="stop"`` raises
     FormatError at the first one instead)."""
     codec = _codec(format)
+    if format != "openai_jsonl":
+        return codec.write(conversations, report)
+    if on_invalid not in {"skip", "stop"}:
+        raise FormatError("on_invalid", f"expected 'skip' or 'stop', got {on_invalid!r}")
+    return codec.write(conversations, report, on_invalid=on_invalid)
+
+
+def write_conversations(
+    conversations: Iterable[Conversation], format: str, out: IO[str], *, on_invalid: str = "skip"
+) -> WriteReport:
+    """``write_chunks`` into a text file object; returns the report."""
     report = WriteReport(format=format)
-    if format == "openai_jsonl":
-        if on_invalid not in {"skip", "stop"}:
-            raise FormatError("on_invalid", f"expected 'skip' or 'stop', got {on_invalid!r}")
-        codec.write(conversations, out, report, on_invalid=on_invalid)
-    else:
-        codec.write(conversations, out, report)
+    for chunk in write_chunks(conversations, format, report, on_invalid=on_invalid):
+        out.write(chunk)
     return report
 
 
 def dumps(conversations: Iterable[Conversation], format: str, *, on_invalid: str = "skip") -> tuple[str, WriteReport]:
-    buffer = io.StringIO()
-    report = write_conversations(conversations, format, buffer, on_invalid=on_invalid)
-    return buffer.getvalue(), report
+    report = WriteReport(format=format)
+    return "".join(write_chunks(conversations, format, report, on_invalid=on_invalid)), report

@@ -8,9 +8,9 @@ one, ``+00:00``), the compressed summary conversation metadata."""
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from datetime import datetime
-from typing import IO, Any
+from typing import Any
 
 from agents.memory.schema import Conversation, Message
 
@@ -368,6 +368,6 @@ def render_with_index(conversation: Conversation, report: WriteReport, conversat
                     tail={k: v for k, v in fields.items() if k not in {"content", "_compressed_summary"}})
 
 
-def write(conversations: Iterable[Conversation], out: IO[str], report: WriteReport) -> None:
+def write(conversations: Iterable[Conversation], report: WriteReport) -> Iterator[str]:
     counter = iter(range(1 << 62))
-    write_documents(conversations, out, report, lambda conv, rep: render_with_index(conv, rep, next(counter)))
+    return write_documents(conversations, report, lambda conv, rep: render_with_index(conv, rep, next(counter)))

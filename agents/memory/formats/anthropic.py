@@ -7,8 +7,8 @@ writing groups consecutive results back into one user message. What is needed to
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterable
-from typing import IO, Any
+from collections.abc import Iterable, Iterator
+from typing import Any
 
 from agents.memory.schema import SYSTEM_ROLES, Conversation, Message
 
@@ -363,5 +363,5 @@ def render(conversation: Conversation, report: WriteReport) -> Any:
     return Streamed(head=head, key="messages", items=items, tail=tail)
 
 
-def write(conversations: Iterable[Conversation], out: IO[str], report: WriteReport) -> None:
-    write_documents(conversations, out, report, render)
+def write(conversations: Iterable[Conversation], report: WriteReport) -> Iterator[str]:
+    return write_documents(conversations, report, render)

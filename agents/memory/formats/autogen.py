@@ -8,8 +8,8 @@ so the round trip is exact; on a plain answer it is the model's reasoning. ``sou
 """
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import IO, Any
+from collections.abc import Iterable, Iterator
+from typing import Any
 
 from agents.memory.schema import Conversation, Message, content_text
 
@@ -286,5 +286,5 @@ def render(conversation: Conversation, report: WriteReport) -> Any:
     return context
 
 
-def write(conversations: Iterable[Conversation], out: IO[str], report: WriteReport) -> None:
-    write_documents(conversations, out, report, render)
+def write(conversations: Iterable[Conversation], report: WriteReport) -> Iterator[str]:
+    return write_documents(conversations, report, render)

@@ -6,7 +6,7 @@ import json
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import IO, Any
+from typing import Any
 
 from pydantic import ValidationError
 
@@ -314,55 +314,53 @@ def _dumps(value: Any, level: int) -> str:
     return json.dumps(value, ensure_ascii=False, indent=2).replace("\n", "\n" + "  " * level)
 
 
-def write_value(value: Any, out: IO[str], level: int = 0) -> None:
+def write_value(value: Any, level: int = 0) -> Iterator[str]:
+    """The value as JSON text, in pieces as it is produced (a ``Streamed`` document item by item)."""
     if not isinstance(value, Streamed):
-        out.write(_dumps(value, level))
+        yield _dumps(value, level)
         return
     pad = "  " * level
     if value.key is None:
         first = True
         for item in value.items:
-            out.write(("[\n" if first else ",\n") + pad + "  " + _dumps(item, level + 1))
+            yield ("[\n" if first else ",\n") + pad + "  " + _dumps(item, level + 1)
             first = False
-        out.write("[]" if first else "\n" + pad + "]")
+        yield "[]" if first else "\n" + pad + "]"
         return
-    out.write("{")
     first = True
     for key, item in [*value.head.items(), (value.key, None)]:
-        out.write(("\n" if first else ",\n") + pad + "  " + json.dumps(key, ensure_ascii=False) + ": ")
+        yield ("{\n" if first else ",\n") + pad + "  " + json.dumps(key, ensure_ascii=False) + ": "
         first = False
         if key == value.key and item is None:
-            write_value(value.inner if value.inner is not None else Streamed(items=value.items), out, level + 1)
+            yield from write_value(value.inner if value.inner is not None else Streamed(items=value.items), level + 1)
         else:
-            out.write(_dumps(item, level + 1))
+            yield _dumps(item, level + 1)
     for key, item in value.tail.items():
-        out.write(",\n" + pad + "  " + json.dumps(key, ensure_ascii=False) + ": " + _dumps(item, level + 1))
-    out.write("\n" + pad + "}")
+        yield ",\n" + pad + "  " + json.dumps(key, ensure_ascii=False) + ": " + _dumps(item, level + 1)
+    yield "\n" + pad + "}"
 
 
-def write_documents(
-    conversations: Iterable[Conversation], out: IO[str], report: WriteReport, render: Any
-) -> None:
+def write_documents(conversations: Iterable[Conversation], report: WriteReport, render: Any) -> Iterator[str]:
     """One document per conversation: a bare document for one, an array of documents for several; each
     written as it is produced."""
     head, rest, single = peek_single(conversations)
     if not head:
-        write_value(render(Conversation(), report), out)
+        yield from write_value(render(Conversation(), report))
         report.conversations = 0
         report.messages = 0
-        out.write("\n")
+        yield "\n"
         return
     if single:
-        write_value(render(head[0], report), out)
+        yield from write_value(render(head[0], report))
         report.conversations += 1
-        out.write("\n")
+        yield "\n"
         return
-    out.write("[")
+    yield "["
     for i, conv in enumerate([*head, *rest]):
-        out.write("\n  " if i == 0 else ",\n  ")
-        write_value(render(conv, report), out, 1)
+        yield "\n  " if i == 0 else ",\n  "
+        yield from write_value(render(conv, report), 1)
         report.conversations += 1
-    out.write("\n]\n")
+    yield "\n]\n"
 
 
 # --- tool schemas: Conversation.tools holds the Chat Completions shape -----------------------------------------

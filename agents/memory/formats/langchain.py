@@ -7,7 +7,7 @@ invalid calls), ``status`` is ``is_error``, ``usage_metadata`` is ``usage``, ``r
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from typing import IO, Any
+from typing import Any
 
 from agents.memory.schema import Conversation, Message
 
@@ -272,5 +272,5 @@ def render(conversation: Conversation, report: WriteReport) -> Any:
     return Streamed(items=entries())
 
 
-def write(conversations: Iterable[Conversation], out: IO[str], report: WriteReport) -> None:
-    write_documents(conversations, out, report, render)
+def write(conversations: Iterable[Conversation], report: WriteReport) -> Iterator[str]:
+    return write_documents(conversations, report, render)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Iterator
-from typing import IO, Any
+from typing import Any
 
 from pydantic import ValidationError
 
@@ -164,21 +164,19 @@ def _messages(events: Events, place: str, fields: dict[str, Any], conversation: 
 
 # --- writing ----------------------------------------------------------------------------------------------------
 
-def write(conversations: Iterable[Conversation], out: IO[str], report: WriteReport) -> None:
-    out.write(f'{{"format": "memoryviz", "version": {VERSION}, "sessions": [')
+def write(conversations: Iterable[Conversation], report: WriteReport) -> Iterator[str]:
+    yield f'{{"format": "memoryviz", "version": {VERSION}, "sessions": ['
     count = 0
     for conversation in conversations:
-        out.write("\n  " if count == 0 else ",\n  ")
         head = conversation.model_dump(mode="json", include=set(SESSION_KEYS))
         text = json.dumps({k: head[k] for k in SESSION_KEYS}, ensure_ascii=False)
-        out.write(text[:-1] + ', "messages": [')
+        yield ("\n  " if count == 0 else ",\n  ") + text[:-1] + ', "messages": ['
         n = 0
         for message in conversation.messages:
-            out.write("\n    " if n == 0 else ",\n    ")
-            out.write(json.dumps(message.model_dump(mode="json"), ensure_ascii=False))
+            yield ("\n    " if n == 0 else ",\n    ") + json.dumps(message.model_dump(mode="json"), ensure_ascii=False)
             n += 1
-        out.write("\n  ]}" if n else "]}")
+        yield "\n  ]}" if n else "]}"
         report.messages += n
         count += 1
     report.conversations = count
-    out.write("\n]}\n" if count else "]}\n")
+    yield "\n]}\n" if count else "]}\n"

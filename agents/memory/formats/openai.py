@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Iterator
-from typing import IO, Any
+from typing import Any
 
 from agents.memory.schema import ROLES, Conversation, Message
 
@@ -335,135 +335,47 @@ def iter_chat_dicts(messages: Iterable[Message], report: WriteReport, fmt: str =
         yield chat_dict(message, fmt)
 
 
-def write_array(items: Iterable[Any], out: IO[str], indent: str = "") -> None:
-    """A JSON array with one compact item per line, written as it goes (a million messages never sit in one
+def write_array(items: Iterable[Any], indent: str = "") -> Iterator[str]:
+    """A JSON array with one compact item per line, produced as it goes (a million messages never sit in one
     string)."""
-    out.write("[")
     first = True
     for item in items:
-        out.write("\n" if first else ",\n")
+        yield ("[\n" if first else ",\n") + indent + "  " + json.dumps(item, ensure_ascii=False)
         first = False
-        out.write(indent + "  " + json.dumps(item, ensure_ascii=False))
-    out.write("\n" + indent + "]" if not first else "]")
+    yield "\n" + indent + "]" if not first else "[]"
 
 
-def write_document(conversation: Conversation, out: IO[str], report: WriteReport, indent: str = "") -> None:
+def write_document(conversation: Conversation, report: WriteReport, indent: str = "") -> Iterator[str]:
     report_conversation_losses(report, conversation, CONVERSATION_HELD)
     meta = format_metadata(conversation, NAME)
     fields = meta.get("fields") if isinstance(meta.get("fields"), dict) else {}
     as_object = bool(meta.get("object")) or bool(conversation.tools) or bool(fields)
     items = iter_chat_dicts(conversation.messages, report)
     if not as_object:
-        write_array(items, out, indent)
+        yield from write_array(items, indent)
         return
-    out.write("{")
+    yield "{"
     for key, value in fields.items():
         if key in {"messages", "tools"}:
             continue
-        out.write(f"\n{indent}  {json.dumps(key)}: {json.dumps(value, ensure_ascii=False)},")
-    out.write(f"\n{indent}  \"messages\": ")
-    write_array(items, out, indent + "  ")
+        yield f"\n{indent}  {json.dumps(key)}: {json.dumps(value, ensure_ascii=False)},"
+    yield f"\n{indent}  \"messages\": "
+    yield from write_array(items, indent + "  ")
     if conversation.tools is not None:
-        out.write(f",\n{indent}  \"tools\": {json.dumps(conversation.tools, ensure_ascii=False)}")
-    out.write("\n" + indent + "}")
+        yield f",\n{indent}  \"tools\": {json.dumps(conversation.tools, ensure_ascii=False)}"
+    yield "\n" + indent + "}"
 
 
-def write(conversations: Iterable[Conversation], out: IO[str], report: WriteReport) -> None:
+def write(conversations: Iterable[Conversation], report: WriteReport) -> Iterator[str]:
     head, rest, single = peek_single(conversations)
     if single or not head:
-        write_document(head[0] if head else Conversation(), out, report)
+        yield from write_document(head[0] if head else Conversation(), report)
         report.conversations = len(head)
-        out.write("\n")
+        yield "\n"
         return
-    out.write("[")
+    yield "["
     for i, conv in enumerate([*head, *rest]):
-        out.write("\n  " if i == 0 else ",\n  ")
-        write_document(conv, out, report, "  ")
+        yield "\n  " if i == 0 else ",\n  "
+        yield from write_document(conv, report, "  ")
         report.conversations += 1
-    out.write("\n]\n")
-
-
-# --- streaming (big inputs) -------------------------------------------------------------------------------------
-
-def is_document(item: Any) -> bool:
-    return isinstance(item, list) or (isinstance(item, dict) and "messages" in item and "role" not in item)
-
-
-def expect_end(events: Events) -> None:
-    events.expect_end()
-
-
-def _array_items(events: Events) -> Iterator[Any]:
-    return events.array_items()
-
-
-def stream(events: Events) -> Iterator[ConversationStream]:
-    first = events.next_or_none()
-    if first is None:
-        raise FormatError("input", "empty input: expected JSON")
-    _prefix, event, value = first
-    if event == "start_array":
-        yield from _stream_list(events)
-    elif event == "start_map":
-        yield from _stream_object(events)
-    else:
-        raise FormatError("input", f"expected a message list or an object with messages, got {json_type(value)}")
-
-
-def _stream_list(events: Events) -> Iterator[ConversationStream]:
-    items = _array_items(events)
-    first = next(items, _END)
-    if first is _END:
-        expect_end(events)
-        yield ConversationStream(Conversation(source_format=NAME), iter(()))
-        return
-    if is_document(first):
-        for i, doc in enumerate([first] if first is not _END else []):
-            yield ConversationStream.whole(read_document(doc, f"[{i}]"))
-        for i, doc in enumerate(items, start=1):
-            yield ConversationStream.whole(read_document(doc, f"[{i}]"))
-        expect_end(events)
-        return
-
-    def messages() -> Iterator[Message]:
-        legacy: dict[str, Any] = {}
-        yield read_chat_message(first, "messages[0]", NAME, legacy)
-        for i, item in enumerate(items, start=1):
-            yield read_chat_message(item, f"messages[{i}]", NAME, legacy)
-        expect_end(events)
-
-    yield ConversationStream(Conversation(source_format=NAME), messages())
-
-
-def _stream_object(events: Events) -> Iterator[ConversationStream]:
-    fields: dict[str, Any] = {}
-    for _prefix, event, key in events:
-        if event == "end_map":
-            break
-        _p, ev, val = next(events)
-        if key == "messages" and ev == "start_array" and "system" not in fields and "input" not in fields:
-            conversation = make_conversation("input", source_format=NAME, **conversation_fields(fields, ""))
-
-            def messages() -> Iterator[Message]:
-                legacy: dict[str, Any] = {}
-                for i, item in enumerate(_array_items(events)):
-                    yield read_chat_message(item, f"messages[{i}]", NAME, legacy)
-                # Keys after the messages (tools, model) complete the conversation once the messages are read.
-                for _p2, ev2, key2 in events:
-                    if ev2 == "end_map":
-                        break
-                    _p3, ev3, val3 = next(events)
-                    fields[key2] = events.value(ev3, val3)
-                expect_end(events)
-                done = conversation_fields(fields, "")
-                conversation.tools = done.get("tools")
-                conversation.metadata = done["metadata"]
-
-            yield ConversationStream(conversation, messages())
-            return
-        fields[key] = events.value(ev, val)
-    expect_end(events)
-    yield ConversationStream.whole(read_document(fields))
-
-
-_END = object()
+    yield "\n]\n"

@@ -5,8 +5,8 @@ API): ``on_invalid="skip"`` leaves such conversations out and says so in the rep
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
-from typing import IO, Any
+from collections.abc import Iterable, Iterator
+from typing import Any
 
 from agents.memory.schema import Conversation, Message
 
@@ -92,7 +92,7 @@ def _first_problem(messages: list[Message]) -> str | None:
     return f"{first.kind} at messages[{first.index}]: {first.message}{more}"
 
 
-def write(conversations: Iterable[Conversation], out: IO[str], report: WriteReport, *, on_invalid: str = "skip") -> None:
+def write(conversations: Iterable[Conversation], report: WriteReport, *, on_invalid: str = "skip") -> Iterator[str]:
     for index, conversation in enumerate(conversations):
         # One line holds the whole conversation anyway; read the messages once (they may come from a database).
         messages = list(conversation.messages)
@@ -110,7 +110,7 @@ def write(conversations: Iterable[Conversation], out: IO[str], report: WriteRepo
         if isinstance(fields, dict):
             for key, value in fields.items():
                 row.setdefault(key, value)
-        out.write(json.dumps(row, ensure_ascii=False) + "\n")
+        yield json.dumps(row, ensure_ascii=False) + "\n"
         report.conversations += 1
 
 

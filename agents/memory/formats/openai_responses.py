@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Iterable, Iterator
-from typing import IO, Any
+from typing import Any
 
 from agents.memory.schema import SYSTEM_ROLES, Conversation, Message
 
@@ -346,5 +346,5 @@ def render(conversation: Conversation, report: WriteReport) -> Any:
     return Streamed(head=head, key="input", items=all_items(), tail=tail)
 
 
-def write(conversations: Iterable[Conversation], out: IO[str], report: WriteReport) -> None:
-    write_documents(conversations, out, report, render)
+def write(conversations: Iterable[Conversation], report: WriteReport) -> Iterator[str]:
+    return write_documents(conversations, report, render)

@@ -5,7 +5,7 @@ kept outside memory, so a file usually starts with the user."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from typing import IO, Any
+from typing import Any
 
 from agents.memory.schema import Conversation, Message
 
@@ -131,7 +131,7 @@ def render(conversation: Conversation, report: WriteReport) -> Any:
     return Streamed(items=items())
 
 
-def write(conversations: Iterable[Conversation], out: IO[str], report: WriteReport) -> None:
-    write_documents(conversations, out, report, render)
+def write(conversations: Iterable[Conversation], report: WriteReport) -> Iterator[str]:
+    return write_documents(conversations, report, render)
 
 
