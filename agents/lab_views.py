@@ -12,9 +12,9 @@ from django.views.decorators.http import require_GET
 
 from agents import lab, services
 from agents.forms import SessionFilterForm
+from agents.http import HtmxHttpRequest
 from agents.lab_forms import strategy_params_form
 from agents.memory.trimming import STRATEGIES, StrategyError, get_strategy, trim
-from agents.views import HtmxHttpRequest
 
 DEFAULT_STRATEGY = "buffered"
 DEFAULT_COMPARE = ["buffered", "langchain_last", "safe_token_budget"]

@@ -7,21 +7,17 @@ from typing import Any
 from django.contrib import messages as flash
 from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods
-from django_htmx.middleware import HtmxDetails
 
 from agents import models, services
 from agents.forms import AgentForm, SessionFilterForm
+from agents.http import HtmxHttpRequest
 from agents.memory import tokens
 
 SESSIONS_PER_PAGE = 50
-
-
-class HtmxHttpRequest(HttpRequest):
-    htmx: HtmxDetails
 
 
 @require_GET
