@@ -54,9 +54,13 @@ class Membership(models.Model):
     def __str__(self) -> str:
         return f"{self.user} in {self.project} ({self.role})"
 
+    # The roles that may change a project's data (import, edit agents); ADMIN alone manages its members.
+    EDIT_ROLES = (Level.EDITOR, Level.ADMIN)
+    ADMIN_ROLES = (Level.ADMIN,)
+
     @property
     def can_edit(self) -> bool:
-        return self.role in {self.Level.EDITOR, self.Level.ADMIN}
+        return self.role in self.EDIT_ROLES
 
 
 class Agent(models.Model):

@@ -81,9 +81,8 @@ def user_projects(user: User) -> QuerySet[models.Project]:
     return models.Project.objects.filter(memberships__user=user)
 
 
-# The roles that may change a project's data (import, edit agents); ADMIN alone manages its members.
-EDIT_ROLES = (models.Membership.Level.EDITOR, models.Membership.Level.ADMIN)
-ADMIN_ROLES = (models.Membership.Level.ADMIN,)
+EDIT_ROLES = models.Membership.EDIT_ROLES
+ADMIN_ROLES = models.Membership.ADMIN_ROLES
 
 
 def projects_with_role(user: User, roles: Iterable[str]) -> QuerySet[models.Project]:

@@ -1,102 +1,30 @@
 """Import (upload page with a preview before saving) and export (downloads of a session or of the filtered list).
 
-The upload is kept in a temporary file named by a random token and the user's id between preview and confirm,
-never in the session cookie; both steps are POST forms with CSRF. Exports stream with bounded memory and leave
-an ExportRecord; the export log page shows what each export had to drop.
+The upload waits in ``agents.uploads`` between preview and confirm; both steps are POST forms with CSRF. Exports
+stream with bounded memory and leave an ExportRecord; the export log page shows what each export had to drop.
 """
 from __future__ import annotations
 
 import json
 import re
-import secrets
-import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
-from django import forms
 from django.conf import settings
 from django.core.exceptions import PermissionDenied
 from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import render
-from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from agents import exports, imports, models, services
-from agents.forms import SessionFilterForm
+from agents import exports, imports, models, services, uploads
+from agents.forms import MAX_PASTE_CHARS, ImportForm, SessionFilterForm
 from agents.memory import formats
 from agents.memory.trimming import StrategyError, parse_param_pairs, split_param_text
 
-# Pasted JSON is read from the POST body, so it is kept small; big histories are uploaded as files.
-MAX_PASTE_CHARS = 5 * 1024 * 1024
-# Uploads waiting for their confirm are removed after this long.
-UPLOAD_TTL_SECONDS = 6 * 3600
-_TOKEN = re.compile(r"^[A-Za-z0-9_-]{20,64}$")
 # The label of pasted JSON (it has no file name to read a kind from).
 PASTED_LABEL = "pasted JSON"
-
-
-def editable_projects(user: Any) -> QuerySet[models.Project]:
-    """The projects where the user may import (editor or admin)."""
-    return services.editable_projects(user)
-
-
-class ImportForm(forms.Form):
-    project = forms.ModelChoiceField(queryset=models.Project.objects.none(), to_field_name="slug",
-                                     empty_label=None)
-    agent = forms.ModelChoiceField(queryset=models.Agent.objects.none(), required=False,
-                                   empty_label="From the file, or named after its format",
-                                   help_text="An existing agent of the project.")
-    new_agent = forms.CharField(required=False, max_length=200, label="or a new agent",
-                                help_text="Created in the project when it does not exist.")
-    format = forms.ChoiceField(required=False, label="Format")
-    file = forms.FileField(required=False, label="File (JSON or JSONL)")
-    text = forms.CharField(required=False, label="or paste JSON", max_length=MAX_PASTE_CHARS,
-                           widget=forms.Textarea(attrs={"rows": 18, "cols": 100, "spellcheck": "false",
-                                                        "class": "mono paste-box"}))
-
-    def __init__(self, *args: Any, user: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        # Every project the user is in is accepted here; the role is checked in the view, which answers 403.
-        self.fields["project"].queryset = services.user_projects(user)
-        self.fields["project"].label_from_instance = lambda p: p.name
-        # Any agent of the user's projects is accepted, so that one of another project is explained by clean()
-        # ("X is not an agent of Y") rather than refused as an unknown choice; but the select offers only the
-        # agents of the project shown as chosen. With htmx, changing the project fetches this form for it and
-        # swaps in its agent select.
-        agents = services.agents_for_user(user)
-        self.fields["agent"].queryset = agents
-        project_slug = (self.data.get("project") if self.is_bound else None) or self.initial.get("project")
-        if not project_slug:
-            first = self.fields["project"].queryset.first()
-            project_slug = first.slug if first is not None else ""
-        offered = forms.ModelChoiceField(queryset=agents.filter(project__slug=project_slug),
-                                         empty_label=self.fields["agent"].empty_label)
-        offered.label_from_instance = lambda a: a.name
-        self.fields["agent"].widget.choices = offered.choices
-        self.fields["project"].widget.attrs.update({
-            "hx-get": reverse("agents:import_upload"),
-            "hx-trigger": "change",
-            "hx-target": "#id_agent",
-            "hx-select": "#id_agent",
-            "hx-swap": "outerHTML",
-        })
-        self.fields["format"].choices = [("", "Detect automatically")] + [
-            (name, getattr(spec, "label", name)) for name, spec in formats.FORMATS.items()
-        ]
-
-    def clean(self) -> dict[str, Any]:
-        data = super().clean()
-        project, agent = data.get("project"), data.get("agent")
-        if agent is not None and project is not None and agent.project_id != project.pk:
-            self.add_error("agent", f"{agent.name} is not an agent of {project.name}.")
-        if agent is not None and data.get("new_agent"):
-            self.add_error("new_agent", "Choose an existing agent or name a new one, not both.")
-        return data
-
-    def agent_choice(self) -> models.Agent | str | None:
-        return self.cleaned_data.get("agent") or (self.cleaned_data.get("new_agent") or "").strip() or None
+EXPIRED = "This upload has expired or was already imported; upload the file again."
 
 
 # --- import ---------------------------------------------------------------------------------------------------
@@ -104,70 +32,31 @@ class ImportForm(forms.Form):
 
 @require_http_methods(["GET", "POST"])
 def import_upload(request: HttpRequest) -> HttpResponse:
-    """GET: the form. POST: store the upload under a token and show what would be imported."""
-    if not editable_projects(request.user).exists():
-        raise PermissionDenied("Importing needs the editor or admin role in a project.")
+    """GET: the form. POST: keep the upload under a token and show what would be imported."""
+    _require_editor(request.user)
     if request.method == "GET":
-        initial = {"project": request.GET.get("project")} if request.GET.get("project") else None
+        initial = {"project": request.GET["project"]} if request.GET.get("project") else None
         return _render_form(request, ImportForm(user=request.user, initial=initial))
     form = ImportForm(request.POST, request.FILES, user=request.user)
     if not form.is_valid():
         return _render_form(request, form, status=400)
-    project = form.cleaned_data["project"]
+    project, agent, chosen = form.cleaned_data["project"], form.agent_choice(), form.cleaned_data["format"] or None
     _require_editor(request.user, project)
-    upload, text = form.cleaned_data.get("file"), form.cleaned_data.get("text") or ""
-    token = request.POST.get("token", "")
-    again = upload is None and not text.strip() and bool(_TOKEN.match(token))
-    if again:
-        # The preview's "read it as another format": the same stored upload, previewed again (nothing re-sent).
-        path = _upload_path(request.user, token)
-        label = request.POST.get("label", "upload")[:200]
-        if not path.exists():
-            return _render_form(request, form, status=400,
-                                error="This upload has expired or was already imported; upload the file again.")
-    else:
-        if upload is None and not text.strip():
-            form.add_error(None, "Choose a file or paste JSON.")
-            return _render_form(request, form, status=400)
-        if upload is not None and text.strip():
-            # Both given: importing one and silently dropping the other would surprise; say so instead.
-            form.add_error(None, "Choose one: a file or pasted JSON, not both.")
-            return _render_form(request, form, status=400)
-        if upload is not None and upload.size > settings.MEMORYVIZ_MAX_UPLOAD_BYTES:
-            form.add_error("file", f"The file is {upload.size:,} bytes; the limit is "
-                                   f"{settings.MEMORYVIZ_MAX_UPLOAD_BYTES:,}.")
-            return _render_form(request, form, status=400)
-        _purge_old_uploads()
-        token = secrets.token_urlsafe(24)
-        path = _upload_path(request.user, token)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with open(path, "wb") as fh:
-            if upload is not None:
-                for chunk in upload.chunks():
-                    fh.write(chunk)
-            else:
-                fh.write(text.encode("utf-8"))
-        label = upload.name if upload is not None else PASTED_LABEL
-    agent = form.agent_choice()
-    chosen = form.cleaned_data.get("format") or None
+    try:
+        token, path, label = _upload_to_preview(request, form)
+    except uploads.UploadRefused as exc:
+        return _render_form(request, form, status=400, error=str(exc))
     try:
         preview = imports.preview_file(path, project=project, agent=agent, format=chosen, label=label,
                                        name=_detection_name(label))
     except imports.ImportFailed as exc:
         path.unlink(missing_ok=True)
-        form.add_error(None, _named(label, web_message(str(exc))))
-        return _render_form(request, form, status=400)
+        return _render_form(request, form, status=400, error=_named(label, web_message(str(exc))))
     context = {
-        "form": form,
-        "preview": preview,
-        "token": token,
-        "label": label,
-        "project": project,
+        "form": form, "preview": preview, "token": token, "label": label, "project": project,
         "agent_value": agent.pk if isinstance(agent, models.Agent) else "",
         "new_agent_value": agent if isinstance(agent, str) else "",
-        "format_value": chosen or "",
-        "format_chosen": bool(chosen),
-        "format_choices": form.fields["format"].choices,
+        "format_value": chosen or "", "format_chosen": bool(chosen), "format_choices": form.fields["format"].choices,
         "nothing_new": preview.sessions_imported == 0,
     }
     return render(request, "agents/import_preview.html", context)
@@ -176,19 +65,15 @@ def import_upload(request: HttpRequest) -> HttpResponse:
 @require_POST
 def import_confirm(request: HttpRequest) -> HttpResponse:
     """Import the upload previewed under this token, in one transaction, and show the report."""
-    if not editable_projects(request.user).exists():
-        raise PermissionDenied("Importing needs the editor or admin role in a project.")
+    _require_editor(request.user)
     form = ImportForm(request.POST, user=request.user)
-    token = request.POST.get("token", "")
-    if not form.is_valid() or not _TOKEN.match(token):
-        return _render_form(request, form if form.is_bound else ImportForm(user=request.user), status=400,
-                            error="The import form was incomplete; upload the file again.")
+    path = uploads.upload_path(request.user, request.POST.get("token", ""))
+    if not form.is_valid() or path is None:
+        return _render_form(request, form, status=400, error="The import form was incomplete; upload the file again.")
     project = form.cleaned_data["project"]
     _require_editor(request.user, project)
-    path = _upload_path(request.user, token)
     if not path.exists():
-        return _render_form(request, ImportForm(user=request.user), status=400,
-                            error="This upload has expired or was already imported; upload the file again.")
+        return _render_form(request, ImportForm(user=request.user), status=400, error=EXPIRED)
     label = request.POST.get("label", "upload")[:200]
     try:
         report = imports.import_file(path, project=project, agent=form.agent_choice(),
@@ -200,6 +85,30 @@ def import_confirm(request: HttpRequest) -> HttpResponse:
     finally:
         path.unlink(missing_ok=True)
     return render(request, "agents/import_report.html", {"report": report, "project": project})
+
+
+def _upload_to_preview(request: HttpRequest, form: ImportForm) -> tuple[str, Path, str]:
+    """(token, path, label) of what to preview: the upload kept under the form's token (the preview's "read it as
+    another format"), or this request's file or pasted JSON, kept under a new token. UploadRefused says why not."""
+    upload, text = form.cleaned_data.get("file"), form.cleaned_data.get("text") or ""
+    token = request.POST.get("token", "")
+    kept = uploads.upload_path(request.user, token)
+    if upload is None and not text.strip() and kept is not None:
+        if not kept.exists():
+            raise uploads.UploadRefused(EXPIRED)
+        return token, kept, request.POST.get("label", "upload")[:200]
+    if upload is None and not text.strip():
+        raise uploads.UploadRefused("Choose a file or paste JSON.")
+    if upload is not None and text.strip():
+        # Both given: importing one and silently dropping the other would surprise; say so instead.
+        raise uploads.UploadRefused("Choose one: a file or pasted JSON, not both.")
+    if upload is None:
+        data = text.encode("utf-8")
+        return *uploads.upload_save(request.user, [data], size=len(data)), PASTED_LABEL
+    if upload.size > settings.MEMORYVIZ_MAX_UPLOAD_BYTES:
+        raise uploads.UploadRefused(f"{upload.name}: the file is {upload.size:,} bytes; the limit is "
+                                    f"{settings.MEMORYVIZ_MAX_UPLOAD_BYTES:,}.")
+    return *uploads.upload_save(request.user, upload.chunks(), size=upload.size), upload.name
 
 
 def _named(label: str, error: str) -> str:
@@ -229,40 +138,17 @@ def web_message(text: str) -> str:
     return text
 
 
+def _require_editor(user: Any, project: models.Project | None = None) -> None:
+    """PermissionDenied unless the user may import (into ``project``, or into some project)."""
+    projects = services.editable_projects(user)
+    if not (projects.filter(pk=project.pk) if project is not None else projects).exists():
+        raise PermissionDenied("Importing needs the editor or admin role" + (" in this project." if project else "."))
+
+
 def _render_form(request: HttpRequest, form: ImportForm, *, status: int = 200, error: str = "") -> HttpResponse:
     context = {"form": form, "error": error, "max_paste": MAX_PASTE_CHARS,
                "max_upload": settings.MEMORYVIZ_MAX_UPLOAD_BYTES}
     return render(request, "agents/import.html", context, status=status)
-
-
-def _require_editor(user: Any, project: models.Project) -> None:
-    if not editable_projects(user).filter(pk=project.pk).exists():
-        raise PermissionDenied("Importing into this project needs the editor or admin role.")
-
-
-def _upload_dir() -> Path:
-    # Several application servers behind one database need a shared folder here (MEMORYVIZ_UPLOAD_DIR), so that
-    # the confirm finds the upload whichever server the preview ran on.
-    configured = settings.MEMORYVIZ_UPLOAD_DIR
-    return Path(configured) if configured else Path(tempfile.gettempdir()) / "memoryviz-uploads"
-
-
-def _upload_path(user: Any, token: str) -> Path:
-    # The user's id is part of the name: a token leaked to someone else confirms nothing for them.
-    return _upload_dir() / f"{user.pk}-{token}.upload"
-
-
-def _purge_old_uploads() -> None:
-    folder = _upload_dir()
-    if not folder.is_dir():
-        return
-    limit = time.time() - UPLOAD_TTL_SECONDS
-    for item in folder.glob("*.upload"):
-        try:
-            if item.stat().st_mtime < limit:
-                item.unlink()
-        except OSError:
-            pass
 
 
 # --- export ---------------------------------------------------------------------------------------------------

@@ -167,6 +167,12 @@ MEMORYVIZ_MAX_UPLOAD_BYTES = int(os.environ.get("MEMORYVIZ_MAX_UPLOAD_BYTES", st
 # Where an upload waits between its preview and the confirmation. Several application servers behind one
 # database need a folder they all share; by default, the system's temporary folder.
 MEMORYVIZ_UPLOAD_DIR = os.environ.get("MEMORYVIZ_UPLOAD_DIR") or None
+# An upload not confirmed within this time is removed; a user keeps at most this many, of this many bytes in all.
+MEMORYVIZ_UPLOAD_TTL_SECONDS = int(os.environ.get("MEMORYVIZ_UPLOAD_TTL_SECONDS", "3600"))
+MEMORYVIZ_UPLOADS_PER_USER = int(os.environ.get("MEMORYVIZ_UPLOADS_PER_USER", "5"))
+MEMORYVIZ_UPLOAD_BYTES_PER_USER = int(
+    os.environ.get("MEMORYVIZ_UPLOAD_BYTES_PER_USER", str(2 * MEMORYVIZ_MAX_UPLOAD_BYTES))
+)
 
 # Password guessing (agents.auth): a username, or a client address, that fails this many times within the window
 # waits until enough of those failures are older than the window. Behind proxies, MEMORYVIZ_NUM_PROXIES says how

@@ -10,7 +10,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 
 from agents import models
-from agents.transfer_views import _upload_dir
+from agents.uploads import upload_dir
 from tests.paths import SAMPLES
 
 WEATHER: list[dict[str, Any]] = [
@@ -178,7 +178,7 @@ def test_it_does_not_let_another_user_confirm_an_upload(alice_client: Any, clien
     other.force_login(mallory)
     assert other.post(reverse("agents:import_confirm"), fields).status_code == 400
     assert models.Session.objects.count() == 0
-    (_upload_dir() / f"{project.memberships.get(user__username='alice').user.pk}-{fields['token']}.upload").unlink()
+    (upload_dir() / f"{project.memberships.get(user__username='alice').user.pk}-{fields['token']}.upload").unlink()
 
 
 def test_it_refuses_an_agent_of_another_project(alice_client: Any, project: models.Project) -> None:
@@ -307,13 +307,13 @@ def test_the_preview_says_the_format_was_detected_and_offers_another(alice_clien
 
 
 def test_it_refuses_a_file_and_pasted_json_together(alice_client: Any, project: models.Project) -> None:
-    before, stored = counts(), set(_upload_dir().glob("*.upload"))
+    before, stored = counts(), set(upload_dir().glob("*.upload"))
     response = preview(alice_client, project, new_agent="bot", file=upload("weather.json", WEATHER),
                        text=json.dumps(WEATHER))
     assert response.status_code == 400
     assert "Choose one: a file or pasted JSON, not both." in response.content.decode()
     assert counts() == before
-    assert set(_upload_dir().glob("*.upload")) <= stored  # nothing kept for a confirm
+    assert set(upload_dir().glob("*.upload")) <= stored  # nothing kept for a confirm
 
 
 def test_its_errors_speak_of_the_page_not_of_command_line_options(alice_client: Any,
@@ -356,9 +356,9 @@ def test_the_agent_select_offers_only_the_chosen_projects_agents(alice_client: A
     bad = preview(alice_client, other, new_agent="x", text="").content.decode()
     assert agent_options(bad)[1:] == ["Theirs"]
     # With htmx, changing the project fetches this page for that project and swaps in its agent select.
-    project_select = re.search(r'<select name="project"[^>]*>', alpha).group(0)
-    assert f'hx-get="{reverse("agents:import_upload")}"' in project_select
-    assert 'hx-select="#id_agent"' in project_select and 'hx-target="#id_agent"' in project_select
+    around_select = re.search(r'<div hx-get=[^>]*>\s*<select name="project"', alpha).group(0)
+    assert f'hx-get="{reverse("agents:import_upload")}"' in around_select and 'hx-include="#id_project"' in around_select
+    assert 'hx-select="#id_agent"' in around_select and 'hx-target="#id_agent"' in around_select
 
 
 def test_the_paste_box_is_big_enough_to_read(alice_client: Any, project: models.Project) -> None:
@@ -375,3 +375,45 @@ def test_it_says_that_a_file_without_a_message_imports_nothing(alice_client: Any
     assert "empty.json: has no message: nothing to import" in body and "empty.json: empty.json" not in body
     assert "Import 1 session" not in body
     assert counts() == before
+
+
+def test_it_limits_how_many_uploads_a_user_keeps_waiting(alice_client: Any, client: Any, project: models.Project,
+                                                         settings: Any) -> None:
+    settings.MEMORYVIZ_UPLOADS_PER_USER = 2
+    for _ in range(2):
+        assert preview(alice_client, project, new_agent="bot", text=json.dumps(WEATHER)).status_code == 200
+    refused = preview(alice_client, project, new_agent="bot", text=json.dumps(WEATHER))
+    assert refused.status_code == 400
+    assert "You have 2 uploads waiting for confirmation" in refused.content.decode()
+    assert len(list(upload_dir().glob("*.upload"))) == 2
+    # The quota is the user's: another editor still uploads.
+    bob = User.objects.create_user("bob2", password="pw-bob2-123")
+    models.Membership.objects.create(project=project, user=bob, role=models.Membership.Level.EDITOR)
+    client.force_login(bob)
+    assert preview(client, project, new_agent="bot", text=json.dumps(WEATHER)).status_code == 200
+
+
+def test_it_limits_the_bytes_a_user_keeps_waiting(alice_client: Any, project: models.Project, settings: Any) -> None:
+    text = json.dumps(WEATHER)
+    settings.MEMORYVIZ_UPLOAD_BYTES_PER_USER = len(text.encode()) * 3 // 2
+    assert preview(alice_client, project, new_agent="bot", text=text).status_code == 200
+    refused = preview(alice_client, project, new_agent="bot", text=text)
+    assert refused.status_code == 400 and "one user may keep" in refused.content.decode()
+    assert len(list(upload_dir().glob("*.upload"))) == 1
+
+
+def test_it_removes_uploads_left_unconfirmed_past_the_configured_time(alice_client: Any, project: models.Project,
+                                                                      settings: Any) -> None:
+    import os
+    import time
+
+    settings.MEMORYVIZ_UPLOAD_TTL_SECONDS = 600
+    first = confirm_fields(preview(alice_client, project, new_agent="bot", text=json.dumps(WEATHER)).content.decode())
+    [waiting] = upload_dir().glob("*.upload")
+    old = time.time() - 601
+    os.utime(waiting, (old, old))
+    preview(alice_client, project, new_agent="bot", text=json.dumps(WEATHER[:1]))  # any upload purges
+    assert not waiting.exists()
+    expired = alice_client.post(reverse("agents:import_confirm"), first)
+    assert expired.status_code == 400 and "expired" in expired.content.decode()
+    assert models.Session.objects.count() == 0
