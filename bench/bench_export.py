@@ -60,7 +60,7 @@ def fill(db: Path, n: int) -> None:
                 "content_parts": None, "name": "", "tool_call_id": "", "tool_calls": "[]", "is_error": None,
                 "reasoning": "", "external_id": "", "created_at": None, "token_count": 12,
                 "token_running": 12 * (seq + 1), "usage": None,
-                "marks": "[]", "extra": "{}",
+                "marks": "[]", "extra": "{}", "content_key": "",
             }
             if kind == 1:
                 calls = [{"id": f"call_{seq}", "type": "function",
