@@ -9,9 +9,9 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET
 
 from agents import diffs, services
+from agents.http import HtmxHttpRequest
 from agents.lab import spec_parse
 from agents.memory.trimming import STRATEGIES, StrategyError
-from agents.views import HtmxHttpRequest
 
 
 @require_GET

@@ -38,6 +38,11 @@ Source = str | os.PathLike[str] | IO[bytes]
 class ImportFailed(Exception):
     """The file could not be imported and nothing of it was saved. ``str(e)`` is ``place: what is wrong``."""
 
+    def naming(self, file: str) -> str:
+        """The error naming the file, once (some errors name it already)."""
+        text = str(self)
+        return text if text.startswith(f"{file}: ") else f"{file}: {text}"
+
 
 @dataclass
 class SessionOutcome:
@@ -243,9 +248,9 @@ def _walk(
             _store(accepted, conv, agent_row, messages, counter=counter, progress=progress)
         report.sessions.append(outcome)
     if not report.sessions:
-        raise ImportFailed(f"{report.file}: no conversation found: nothing to import")
+        raise ImportFailed(f"{report.file}: no conversation found, so there is nothing to import.")
     if not report.messages_read:
-        raise ImportFailed(f"{report.file}: has no message: nothing to import")
+        raise ImportFailed(f"{report.file}: has no message, so there is nothing to import.")
     _note_skips(report)
 
 

@@ -51,7 +51,7 @@ def import_upload(request: HttpRequest) -> HttpResponse:
                                        name=_detection_name(label))
     except imports.ImportFailed as exc:
         path.unlink(missing_ok=True)
-        return _render_form(request, form, status=400, error=_named(label, web_message(str(exc))))
+        return _render_form(request, form, status=400, error=web_message(exc.naming(label)))
     context = {
         "form": form, "preview": preview, "token": token, "label": label, "project": project,
         "agent_value": agent.pk if isinstance(agent, models.Agent) else "",
@@ -81,7 +81,7 @@ def import_confirm(request: HttpRequest) -> HttpResponse:
                                      name=_detection_name(label))
     except imports.ImportFailed as exc:
         return _render_form(request, ImportForm(user=request.user, initial={"project": project.slug}),
-                            status=400, error=f"{_named(label, web_message(str(exc)))} Nothing was imported.")
+                            status=400, error=f"{web_message(exc.naming(label))} Nothing was imported.")
     finally:
         path.unlink(missing_ok=True)
     return render(request, "agents/import_report.html", {"report": report, "project": project})
@@ -109,11 +109,6 @@ def _upload_to_preview(request: HttpRequest, form: ImportForm) -> tuple[str, Pat
         raise uploads.UploadRefused(f"{upload.name}: the file is {upload.size:,} bytes; the limit is "
                                     f"{settings.MEMORYVIZ_MAX_UPLOAD_BYTES:,}.")
     return *uploads.upload_save(request.user, upload.chunks(), size=upload.size), upload.name
-
-
-def _named(label: str, error: str) -> str:
-    """The error naming the file, once (the importer names it in some errors already)."""
-    return error if error.startswith(f"{label}: ") else f"{label}: {error}"
 
 
 def _detection_name(label: str) -> str | None:

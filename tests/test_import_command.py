@@ -171,5 +171,5 @@ def test_it_exits_2_and_imports_nothing_from_a_file_without_a_message(db, tmp_pa
     before = rows()
     code, out, err = run(str(path))
     assert code == 2 and out == ""
-    assert err.strip() == f"import_history: {path}: has no message: nothing to import"
+    assert err.strip() == f"import_history: {path}: has no message, so there is nothing to import."
     assert rows() == before

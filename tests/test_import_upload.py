@@ -372,7 +372,7 @@ def test_it_says_that_a_file_without_a_message_imports_nothing(alice_client: Any
     response = preview(alice_client, project, new_agent="bot", file=upload("empty.json", "[]"))
     assert response.status_code == 400
     body = response.content.decode()
-    assert "empty.json: has no message: nothing to import" in body and "empty.json: empty.json" not in body
+    assert "empty.json: has no message, so there is nothing to import." in body and "empty.json: empty.json" not in body
     assert "Import 1 session" not in body
     assert counts() == before
 

@@ -141,3 +141,13 @@ def test_the_api_docs_are_served_from_our_own_static_files(alice_client):
     assert "/static/drf_spectacular_sidecar/swagger-ui-dist/swagger-ui-bundle.js" in page
     assert "cdn" not in page.lower() and "unpkg" not in page.lower()
     assert client.get("/api/redoc/").status_code == 200
+
+
+def test_a_file_without_a_message_imports_nothing_and_says_so(client, project, auth, tmp_path):
+    empty = tmp_path / "empty.json"
+    empty.write_text("[]")
+    with open(empty, "rb") as handle:
+        response = client.post("/api/import/", {"file": handle}, **auth)
+    assert response.status_code == 400
+    assert response.json() == {"error": "empty.json: has no message, so there is nothing to import. Nothing was imported."}
+    assert models.Session.objects.count() == 0

@@ -112,9 +112,7 @@ class Command(ContractCommand):
             completed = True
             return report
         except imports.ImportFailed as exc:
-            # Name the file when the error does not already.
-            text = str(exc)
-            raise imports.ImportFailed(text if text.startswith(path) else f"{path}: {text}") from None
+            raise imports.ImportFailed(exc.naming(path)) from None
         finally:
             bar.close(completed=completed)
             if path != "-":
