@@ -42,8 +42,8 @@ def upload_save(user: Any, chunks: Iterable[bytes], *, size: int) -> tuple[str, 
     waiting = [p.stat().st_size for p in upload_dir().glob(f"{user.pk}-*.upload")]
     wait = f"confirm or cancel them, or wait {settings.MEMORYVIZ_UPLOAD_TTL_SECONDS // 60} minutes for them to expire"
     if len(waiting) >= settings.MEMORYVIZ_UPLOADS_PER_USER:
-        raise UploadRefused(f"You have {len(waiting)} uploads waiting for confirmation, the most one user may "
-                            f"keep; {wait}.")
+        raise UploadRefused(f"Uploads waiting for your confirmation: {len(waiting)}, the most one user may keep; "
+                            f"{wait}.")
     if sum(waiting) + size > settings.MEMORYVIZ_UPLOAD_BYTES_PER_USER:
         raise UploadRefused(f"Your uploads waiting for confirmation would take {filesizeformat(sum(waiting) + size)}"
                             f", more than the {filesizeformat(settings.MEMORYVIZ_UPLOAD_BYTES_PER_USER)} one user "

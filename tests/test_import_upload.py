@@ -384,7 +384,7 @@ def test_it_limits_how_many_uploads_a_user_keeps_waiting(alice_client: Any, clie
         assert preview(alice_client, project, new_agent="bot", text=json.dumps(WEATHER)).status_code == 200
     refused = preview(alice_client, project, new_agent="bot", text=json.dumps(WEATHER))
     assert refused.status_code == 400
-    assert "You have 2 uploads waiting for confirmation" in refused.content.decode()
+    assert "Uploads waiting for your confirmation: 2, the most one user may keep" in refused.content.decode()
     assert len(list(upload_dir().glob("*.upload"))) == 2
     # The quota is the user's: another editor still uploads.
     bob = User.objects.create_user("bob2", password="pw-bob2-123")
