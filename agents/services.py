@@ -65,6 +65,8 @@ User = AbstractBaseUser | AnonymousUser | KeyUser
 
 # Messages per INSERT batch: bounded memory for a session streamed from a file, few round trips.
 BATCH_SIZE = 2_000
+# Rows per bulk_update statement (its CASE grows with the batch): live capture's keying of stored messages.
+BULK_BATCH = 500
 # Messages per page of the session page (and per "load more").
 MESSAGE_PAGE_SIZE = 300
 
