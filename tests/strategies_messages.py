@@ -104,3 +104,27 @@ def valid_conversations(
         calls = draw(st.integers(1, max_calls))
         messages.extend(exchange(calls, draw(st.integers(0, calls - 1))))
     return messages
+
+
+@st.composite
+def broken_unique_id_conversations(draw: st.DrawFn, max_size: int = 14) -> list[Message]:
+    """Any order of roles, but every call id is used by one call only: results late, early (before their call),
+    twice, missing, orphaned; leading results, system messages mid-list, empty assistants. (messy lists that
+    reuse ids are in test_trimming_reference.messy_conversations.)"""
+    ids = [f"call_{k}" for k in range(8)]
+    unused = iter(ids)
+    out: list[Message] = []
+    for _ in range(draw(st.integers(0, max_size))):
+        kind = draw(st.sampled_from(["system", "user", "assistant", "call", "call", "tool", "tool", "tool"]))
+        if kind == "call":
+            calls = [c for c in (next(unused, None) for _ in range(draw(st.integers(1, 2)))) if c is not None]
+            if calls:
+                out.append(Message(role="assistant", content=draw(st.sampled_from([None, "Checking."])), tool_calls=[
+                    ToolCall(id=c, function=FunctionCall(name="f", arguments=draw(st.sampled_from(["{}", "[1]"]))))
+                    for c in calls
+                ]))
+        elif kind == "tool":
+            out.append(Message(role="tool", tool_call_id=draw(st.sampled_from(ids)), content="result"))
+        else:
+            out.append(Message(role=kind, content=draw(st.sampled_from(["", "hello"]))))
+    return out

@@ -6,6 +6,7 @@ from pydantic import Field
 
 from agents.memory.schema import SYSTEM_ROLES
 from agents.memory.trimming.registry import (
+    MEMORY_IDEMPOTENT,
     Outcome,
     StrategyParams,
     View,
@@ -33,6 +34,7 @@ class LastTurnsParams(StrategyParams):
     "last_turns", LastTurnsParams,
     "Keeps the last max_turns user turns, whole.",
     "OpenAI Agents cookbook TrimmingSession (examples/agents_sdk/session_memory.ipynb)",
+    memory=MEMORY_IDEMPOTENT,  # trims what it stores on add and get; the last N turns of the last N are the same
 )
 def _last_turns(view: View, p: LastTurnsParams) -> Outcome:
     start = 0

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pydantic import Field
 
 from agents.memory.trimming.registry import (
+    MEMORY_IDEMPOTENT,
     Outcome,
     StrategyParams,
     View,
@@ -34,6 +35,7 @@ class OpenManusParams(StrategyParams):
     "openmanus_window", OpenManusParams,
     "Keeps the last max_messages messages, tool results included even when their call is cut.",
     "OpenManus Memory (snapshot 52a13f2a): messages[-max_messages:] on every write",
+    memory=MEMORY_IDEMPOTENT,  # the slice deletes for good, but slicing a slice again is the same slice
 )
 def _openmanus_window(view: View, p: OpenManusParams) -> Outcome:
     size = p.max_messages

@@ -232,6 +232,19 @@ class NoParams(StrategyParams):
 # Registry
 
 
+# How a framework keeps what it trimmed, which decides what each later call of a run starts from (replay.py).
+MEMORY_VIEW = "view"
+MEMORY_IDEMPOTENT = "idempotent"
+MEMORY_CARRIED = "carried"
+MEMORY_KINDS: dict[str, str] = {
+    MEMORY_VIEW: "a view: every call trims the whole stored history, which never changes",
+    MEMORY_IDEMPOTENT: "deletes what it trims from the framework's memory, but trimming what was kept again gives "
+    "the same as trimming the whole history, so every call is as if it trimmed everything",
+    MEMORY_CARRIED: "replaces the framework's history by what it kept: the next call trims that, plus the "
+    "messages added since",
+}
+
+
 @dataclass(frozen=True)
 class Strategy:
     name: str
@@ -239,6 +252,7 @@ class Strategy:
     description: str
     emulates: str
     run: Callable[[View, Any], Outcome]
+    memory: str = MEMORY_VIEW
 
     @property
     def pin_system(self) -> bool:
@@ -276,9 +290,15 @@ def _choice_text(prop: dict[str, Any]) -> str:
 STRATEGIES: dict[str, Strategy] = {}
 
 
-def register(name: str, params_model: type[StrategyParams], description: str, emulates: str) -> Callable:
+def register(
+    name: str, params_model: type[StrategyParams], description: str, emulates: str, *, memory: str = MEMORY_VIEW
+) -> Callable:
+    """``memory``: how the framework keeps what it trimmed (MEMORY_KINDS); a view unless it deletes or replaces."""
+    if memory not in MEMORY_KINDS:
+        raise ValueError(f"memory must be one of {', '.join(MEMORY_KINDS)}, not {memory!r}")
+
     def wrap(fn: Callable[[View, Any], Outcome]) -> Callable[[View, Any], Outcome]:
-        STRATEGIES[name] = Strategy(name, params_model, description, emulates, fn)
+        STRATEGIES[name] = Strategy(name, params_model, description, emulates, fn, memory)
         return fn
 
     return wrap

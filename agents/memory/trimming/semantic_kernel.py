@@ -8,6 +8,7 @@ from pydantic import Field
 
 from agents.memory.schema import SYSTEM_ROLES, Message
 from agents.memory.trimming.registry import (
+    MEMORY_CARRIED,
     Outcome,
     StrategyParams,
     View,
@@ -71,6 +72,8 @@ def _sk_locate_safe_reduction_index(
     "Keeps the last target_count messages, walking back to keep tool calls with their results; keeps the first "
     "system message.",
     "Semantic Kernel Python ChatHistoryTruncationReducer (semantic-kernel 1.45)",
+    # reduce() truncates the history object itself, so the next call reduces what is left plus what came since.
+    memory=MEMORY_CARRIED,
 )
 def _sk_truncation(view: View, p: SKTruncationParams) -> Outcome:
     msgs = view.messages

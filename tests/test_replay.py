@@ -1,0 +1,282 @@
+"""Replay: each call of a stored run trimmed as the framework trimmed it then (agents/memory/replay.py)."""
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from agents.memory.chain import find_violations
+from agents.memory.replay import (
+    METHOD_CARRIED,
+    METHOD_INCREMENTAL,
+    METHOD_PER_CALL,
+    SliceViolations,
+    call_positions,
+    replay,
+    replay_call,
+)
+from agents.memory.schema import Message
+from agents.memory.tokens import count_messages
+from agents.memory.trimming import (
+    MEMORY_CARRIED,
+    MEMORY_IDEMPOTENT,
+    MEMORY_KINDS,
+    MEMORY_VIEW,
+    STRATEGIES,
+    StrategyError,
+    get_strategy,
+    trim,
+)
+from tests.strategies_messages import broken_unique_id_conversations
+from tests.test_trimming import A, S, T, U
+from tests.test_trimming_properties import strategy_and_params
+from tests.test_trimming_reference import conversations, messy_conversations
+
+SETTINGS = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+COUNTERS = st.sampled_from(["approx", "messages", "cl100k"])
+ANY_CONVERSATION = st.one_of(conversations, broken_unique_id_conversations())
+
+
+def errors(messages: list[Message]) -> int:
+    return sum(1 for v in find_violations(messages, pending_severity="error") if v.severity == "error")
+
+
+def sent_at(messages: list[Message], name: str, params: dict[str, Any], counter: str, counts: list[int],
+            call: int) -> dict[str, Any]:
+    """What trimming the call's input from scratch sends, in the terms of a replay step."""
+    result = trim(messages[:call], name, params, counter=counter, token_counts=counts[:call])
+    users = [i for i in range(call) if messages[i].role == "user"]
+    return {
+        "call": call,
+        "sent": len(result.messages),
+        "tokens": result.tokens_after,
+        "tokens_input": result.tokens_before,
+        "errors": errors(result.messages),
+        "question_kept": users[-1] in result.kept if users else None,
+    }
+
+
+# --- every call, as trimming each call's input would -------------------------------------------------------
+
+
+@SETTINGS
+@given(ANY_CONVERSATION, st.data(), COUNTERS)
+def test_it_reports_at_every_call_what_trimming_that_calls_input_sends(
+    messages: list[Message], data: st.DataObject, counter: str
+) -> None:
+    counts = count_messages(messages, counter)
+    name, params = data.draw(strategy_and_params(sum(counts) + 3))
+    if get_strategy(name).memory == MEMORY_CARRIED:
+        return  # test_it_replays_a_framework_that_carries_what_it_kept_from_what_it_kept
+    result = replay(messages, name, params, counter=counter, token_counts=counts)
+
+    assert [s.call for s in result.steps] == [k for k, m in enumerate(messages) if m.role == "assistant"] + [
+        len(messages)
+    ]
+    assert [s.to_dict() for s in result.steps] == [
+        sent_at(messages, name, params, counter, counts, s.call) for s in result.steps
+    ]
+    assert result.method == METHOD_INCREMENTAL or name in ("safe_token_budget", "head_and_tail", "token_limited")
+
+
+@SETTINGS
+@given(ANY_CONVERSATION, st.data(), COUNTERS)
+def test_its_last_step_is_the_plain_preview_of_the_whole_list(
+    messages: list[Message], data: st.DataObject, counter: str
+) -> None:
+    counts = count_messages(messages, counter)
+    name, params = data.draw(strategy_and_params(sum(counts) + 3))
+    if get_strategy(name).memory == MEMORY_CARRIED:
+        return
+    last = replay(messages, name, params, counter=counter, token_counts=counts).steps[-1]
+    preview = trim(messages, name, params, counter=counter, token_counts=counts)
+    newest_user = next((i for i in range(len(messages) - 1, -1, -1) if messages[i].role == "user"), None)
+
+    assert last.call == len(messages)
+    assert last.sent == len(preview.messages)
+    assert last.tokens == preview.tokens_after
+    assert last.tokens_input == preview.tokens_before
+    assert last.errors == sum(1 for v in preview.violations if v.severity == "error")
+    assert last.question_kept == (None if newest_user is None else newest_user in preview.kept)
+
+
+@SETTINGS
+@given(ANY_CONVERSATION, st.integers(1, 12), st.integers(0, 3), st.booleans(), COUNTERS)
+def test_it_replays_a_framework_that_carries_what_it_kept_from_what_it_kept(
+    messages: list[Message], target: int, threshold: int, pin: bool, counter: str
+) -> None:
+    counts = count_messages(messages, counter)
+    params = {"target_count": target, "threshold_count": threshold, "pin_system": pin}
+    fast = replay(messages, "sk_truncation", params, counter=counter, token_counts=counts)
+
+    # By hand: the reducer's result is what it holds; the next call reduces that plus what came since.
+    held: list[Message] = []
+    added = 0
+    expected = []
+    for k in call_positions(messages):
+        held += messages[added:k]
+        added = k
+        result = trim(held, "sk_truncation", params, counter=counter)
+        users = [i for i in range(k) if messages[i].role == "user"]
+        expected.append({
+            "call": k, "sent": len(result.messages), "tokens": result.tokens_after,
+            "tokens_input": sum(counts[:k]) + (0 if counter == "messages" else 3),
+            "errors": errors(result.messages),
+            "question_kept": any(m is messages[users[-1]] for m in result.messages) if users else None,
+        })
+        held = list(result.messages)
+    assert fast.method == METHOD_CARRIED
+    assert [s.to_dict() for s in fast.steps] == expected
+
+
+@SETTINGS
+@given(ANY_CONVERSATION, st.data(), COUNTERS)
+def test_it_replays_idempotent_strategies_as_their_framework_deleting_would(
+    messages: list[Message], data: st.DataObject, counter: str
+) -> None:
+    name = data.draw(st.sampled_from(["openmanus_window", "last_turns"]))
+    params = {"max_messages": data.draw(st.integers(0, 6))} if name == "openmanus_window" else {
+        "max_turns": data.draw(st.integers(1, 3))
+    }
+    params["pin_system"] = data.draw(st.booleans())
+    steps = replay(messages, name, params, counter=counter).steps
+
+    held: list[Message] = []
+    added = 0
+    for step in steps:
+        held += messages[added : step.call]
+        added = step.call
+        held = trim(held, name, params, counter=counter).messages  # the framework deletes what it trimmed
+        assert len(held) == step.sent
+        assert sum(count_messages(held, counter)) + (0 if counter == "messages" else 3) == step.tokens
+
+
+def test_it_replays_semantic_kernel_from_what_its_reducer_left() -> None:
+    messages = [S(), U("q0"), A(None, "c0"), T("c0"), A("a0"), U("q1"), A("a1")]
+    params = {"target_count": 3, "threshold_count": 1}
+    result = replay(messages, "sk_truncation", params, counter="messages")
+
+    # At call 6 the reducer cut the history to [system, a0, q1]; at call 7 it holds 4 messages, not more than
+    # target + threshold, so it sends them all, a0 included. Trimming the whole list would send 3.
+    assert [(s.call, s.sent) for s in result.steps] == [(2, 2), (4, 4), (6, 3), (7, 4)]
+    assert len(trim(messages, "sk_truncation", params, counter="messages").messages) == 3
+    at_7 = replay_call(messages, "sk_truncation", params, call=7, counter="messages")
+    assert at_7.kept == [0, 4, 5, 6]
+    assert [d.index for d in at_7.dropped] == [1, 2, 3]
+    assert {d.reason for d in at_7.dropped} == {"deleted from the framework's memory at an earlier call"}
+    assert [m.content for m in at_7.messages] == ["You are a travel assistant.", "a0", "q1", "a1"]
+
+
+# --- what a replay reports -------------------------------------------------------------------------------------
+
+
+def conversation_with_two_turns() -> list[Message]:
+    return [
+        S(), U("Weather in Paris?"), A(None, "c1"), T("c1"), A("18°C."),
+        U("And Tokyo and Oslo?"), A(None, "c2", "c3"), T("c2", "24°C"), T("c3", "3°C"), A("24°C and 3°C."),
+    ]
+
+
+def test_it_names_the_first_call_that_breaks_the_protocol_and_the_first_that_loses_the_question() -> None:
+    messages = conversation_with_two_turns()
+    result = replay(messages, "openmanus_window", {"max_messages": 2}, counter="messages")
+
+    assert [s.call for s in result.steps] == [2, 4, 6, 9, 10]
+    # Call 4 sends [call c1, its result]: the question is gone. Call 9 sends the two results without their call.
+    assert [(s.sent, s.errors, s.question_kept) for s in result.steps] == [
+        (2, 0, True), (3, 0, False), (3, 0, True), (3, 2, False), (3, 1, False),
+    ]
+    assert result.steps[result.first_question_lost].call == 4
+    assert result.steps[result.first_violation].call == 9
+    assert result.breaks_at_some_call and result.breaks_at_the_end
+    out = result.to_dict()
+    assert out["first_violation"] == 9 and out["first_question_lost"] == 4
+    assert out["memory"] == MEMORY_IDEMPOTENT and out["memory_text"] == MEMORY_KINDS[MEMORY_IDEMPOTENT]
+
+
+def test_it_finds_a_strategy_that_breaks_at_some_call_though_not_at_the_end() -> None:
+    messages = [S(), U("q1"), A(None, "c1", "c2"), T("c1"), T("c2"), A("a1"), U("q2"), A("a2")]
+    result = replay(messages, "openmanus_window", {"max_messages": 2}, counter="messages")
+
+    # Call 5 sends the two results without their call; by the end the window holds [q2, a2] again.
+    assert [(s.call, s.errors) for s in result.steps] == [(2, 0), (5, 2), (7, 0), (8, 0)]
+    assert result.breaks_at_some_call and not result.breaks_at_the_end
+    assert not trim(messages, "openmanus_window", {"max_messages": 2}, counter="messages").violations
+
+
+def test_it_tells_how_each_strategy_keeps_what_it_trimmed() -> None:
+    assert {s.memory for s in STRATEGIES.values()} <= set(MEMORY_KINDS)
+    assert get_strategy("sk_truncation").memory == MEMORY_CARRIED
+    assert get_strategy("openmanus_window").memory == MEMORY_IDEMPOTENT
+    assert get_strategy("last_turns").memory == MEMORY_IDEMPOTENT
+    assert get_strategy("buffered").memory == MEMORY_VIEW
+
+
+def test_it_samples_the_calls_of_a_long_run_trimmed_per_call_and_says_so() -> None:
+    messages = [S()] + [m for _ in range(30) for m in (U("q"), A("a"))]
+    result = replay(messages, "buffered", {"buffer_size": 4}, counter="messages", incremental=False, work_limit=300)
+
+    assert result.method == METHOD_PER_CALL
+    assert result.stride > 1 and result.total_calls == 31
+    assert result.steps[-1].call == len(messages) and len(result.steps) < 31
+    calls = call_positions(messages)
+    assert [s.call for s in result.steps] == sorted(set(calls[:: result.stride]) | {calls[-1]})
+    assert "every" in result.notes[0]
+
+
+def test_replay_call_is_what_the_framework_sent_at_that_call() -> None:
+    messages = conversation_with_two_turns()
+    at_9 = replay_call(messages, "openmanus_window", {"max_messages": 2}, call=9, counter="messages")
+
+    assert at_9.kept == [0, 7, 8]
+    assert at_9.to_dict() == trim(messages[:9], "openmanus_window", {"max_messages": 2}, counter="messages").to_dict()
+    with pytest.raises(ValueError, match="outside the session"):
+        replay_call(messages, "unbounded", call=11)
+
+
+def test_it_refuses_an_unknown_strategy_or_invalid_parameters_as_trim_does() -> None:
+    with pytest.raises(StrategyError, match="unknown strategy"):
+        replay(conversation_with_two_turns(), "newest_five")
+    with pytest.raises(StrategyError, match="buffer_size"):
+        replay(conversation_with_two_turns(), "buffered", {"buffer_size": 0})
+
+
+def test_it_replays_an_empty_session_as_one_call_that_sends_nothing() -> None:
+    result = replay([], "buffered", counter="cl100k")
+    assert [s.to_dict() for s in result.steps] == [
+        {"call": 0, "sent": 0, "tokens": 3, "tokens_input": 3, "errors": 0, "question_kept": None}
+    ]
+
+
+# --- errors of slices ------------------------------------------------------------------------------------------
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.one_of(messy_conversations(), broken_unique_id_conversations(), conversations))
+def test_it_counts_the_errors_of_every_slice_as_the_checker_does(messages: list[Message]) -> None:
+    n = len(messages)
+    slices = [(s, e) for s in range(n + 1) for e in range(s, n + 1)]
+    assert SliceViolations(messages).counts(slices) == [errors(messages[s:e]) for s, e in slices]
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(broken_unique_id_conversations(max_size=10), st.booleans())
+def test_it_counts_two_parts_sent_together_as_the_checker_does(messages: list[Message], separated: bool) -> None:
+    n = len(messages)
+    placeholder = [Message(role="user", name="System", content="Skipped 3 messages.")] if separated else []
+    parts = [
+        (a0, a1, b0, b1)
+        for a0 in range(n + 1) for a1 in range(a0, n + 1) for b0 in range(a1, n + 1) for b1 in range(b0, n + 1)
+    ]
+    counted = SliceViolations(messages).joined_counts(parts, separated=separated)
+    assert counted == [errors(messages[a0:a1] + placeholder + messages[b0:b1]) for a0, a1, b0, b1 in parts]
+
+
+def test_it_refuses_to_join_two_parts_of_a_session_that_reuses_call_ids() -> None:
+    messages = [U(), A(None, "c1"), T("c1"), A(None, "c1"), T("c1"), A()]
+    slices = SliceViolations(messages)
+    assert not slices.unique_ids
+    with pytest.raises(ValueError, match="unique"):
+        slices.joined_counts([(0, 2, 3, 5)], separated=False)
