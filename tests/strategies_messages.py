@@ -6,6 +6,10 @@ call in any order, some marked ``is_error``), then an assistant answer. With ``p
 middle of a tool loop: a last exchange with some (never all) of its results. Call ids are unique per list.
 
 Such a list has no violation under either provider profile, except ``pending_tool_call`` warnings when pending.
+
+Broken lists: ``messy_conversations()`` (any order of roles, ids reused), ``broken_unique_id_conversations()``
+(any order, every call id used once); ``conversations`` mixes valid, pending and messy ones.
+``strategy_and_params(total_tokens)`` draws a registered strategy with parameters that exercise it.
 """
 from __future__ import annotations
 
@@ -15,6 +19,7 @@ from typing import Any
 from hypothesis import strategies as st
 
 from agents.memory.schema import FunctionCall, Message, ToolCall
+from agents.memory.trimming import STRATEGIES
 
 # Text a person or a model writes: plain, accented, CJK, emoji, code, newlines.
 _SAMPLES = (
@@ -128,3 +133,79 @@ def broken_unique_id_conversations(draw: st.DrawFn, max_size: int = 14) -> list[
         else:
             out.append(Message(role=kind, content=draw(st.sampled_from(["", "hello"]))))
     return out
+
+
+@st.composite
+def messy_conversations(draw: st.DrawFn) -> list[Message]:
+    """Any order of roles: leading and orphan tool results, interrupted and pending exchanges, system mid-list."""
+    ids = [f"call_{k}" for k in range(6)]
+    out: list[Message] = []
+    for _ in range(draw(st.integers(0, 14))):
+        kind = draw(st.sampled_from(["system", "developer", "user", "assistant", "call", "call", "tool", "tool"]))
+        text = draw(st.sampled_from(["", "ok", "hello there", "a longer message with several words in it", "x" * 90]))
+        if kind == "call":
+            calls = draw(st.lists(st.sampled_from(ids), min_size=1, max_size=3))
+            out.append(Message(
+                role="assistant", content=text or None,
+                tool_calls=[ToolCall(id=c, function=FunctionCall(name="f", arguments='{"a": 1}')) for c in calls],
+            ))
+        elif kind == "tool":
+            out.append(Message(role="tool", tool_call_id=draw(st.sampled_from(ids)), content=text))
+        else:
+            out.append(Message(role=kind, content=text))
+    return out
+
+
+conversations = st.one_of(
+    valid_conversations(system=None, pending=None, max_turns=5),
+    valid_conversations(system=True, pending=True, min_turns=1, max_turns=3, max_calls=4),
+    messy_conversations(),
+)
+
+
+@st.composite
+def strategy_and_params(draw: st.DrawFn, total_tokens: int) -> tuple[str, dict[str, Any]]:
+    name = draw(st.sampled_from(sorted(STRATEGIES)))
+    budget = draw(st.integers(1, max(1, total_tokens + 10)))
+    small = st.integers(1, 12)
+    params: dict[str, Any] = {"pin_system": draw(st.booleans())}
+    params.update({
+        "openmanus_window": lambda: {"max_messages": draw(st.integers(0, 12))},
+        "buffered": lambda: {"buffer_size": draw(small)},
+        "head_and_tail": lambda: {"head_size": draw(small), "tail_size": draw(small)},
+        "token_limited": lambda: {"token_limit": budget},
+        "langchain_last": lambda: {"max_tokens": budget, "include_system": draw(st.booleans()),
+                                   "start_on": draw(st.sampled_from([None, "human", ["human", "ai"]])),
+                                   "end_on": draw(st.sampled_from([None, "ai", ["human", "tool"]]))},
+        "langchain_first": lambda: {"max_tokens": budget, "end_on": draw(st.sampled_from([None, "ai", "tool"]))},
+        "safe_window": lambda: {"max_messages": draw(small)},
+        "last_turns": lambda: {"max_turns": draw(st.integers(1, 4))},
+        "sk_truncation": lambda: {"target_count": draw(small), "threshold_count": draw(st.integers(0, 3))},
+        "llamaindex_buffer": lambda: {"token_limit": budget},
+        "safe_token_budget": lambda: {"max_tokens": budget},
+        "langchain_summarization": lambda: {"trigger_tokens": budget, "keep_messages": draw(small),
+                                            "trim_tokens_to_summarize": budget},
+        "langchain_clear_tool_uses": lambda: {"trigger": budget // 2, "keep": draw(st.integers(0, 3)),
+                                              "clear_tool_inputs": draw(st.booleans())},
+        "openai_session_limit": lambda: {"limit": draw(st.one_of(st.none(), st.integers(0, 12)))},
+        "openai_tool_output_trimmer": lambda: {"recent_turns": draw(st.integers(1, 3)),
+                                               "max_output_chars": draw(st.integers(1, 40)),
+                                               "preview_chars": draw(st.integers(0, 10))},
+        "anthropic_clear_tool_uses": lambda: {"trigger_tool_uses": draw(st.integers(0, 3)),
+                                              "keep_tool_uses": draw(st.integers(0, 3)),
+                                              "clear_tool_inputs": draw(st.sampled_from([True, False, ["f"]]))},
+        "anthropic_clear_thinking": lambda: {"keep_thinking_turns": draw(st.sampled_from([1, 2, "all"]))},
+        "strands_sliding_window": lambda: {"window_size": draw(st.integers(0, 12)),
+                                           "pin_first": draw(st.sampled_from([None, 1, 2])),
+                                           "context_overflow": draw(st.booleans())},
+        "strands_summarizing": lambda: {"summary_ratio": draw(st.sampled_from([0.1, 0.3, 0.8])),
+                                        "preserve_recent_messages": draw(st.integers(0, 6))},
+        "maf_sliding_window": lambda: {"keep_last_groups": draw(small), "preserve_system": draw(st.booleans())},
+        "maf_truncation": lambda: {"max_n": 6, "compact_to": draw(st.integers(1, 6))},
+        "maf_selective_tool_calls": lambda: {"keep_last_tool_call_groups": draw(st.integers(0, 2))},
+        "maf_tool_result_compaction": lambda: {"keep_last_tool_call_groups": draw(st.integers(0, 2))},
+        "maf_summarization": lambda: {"target_count": draw(st.integers(1, 4)), "threshold": draw(st.integers(0, 2))},
+        "adk_compaction": lambda: {"compaction_interval": draw(st.integers(1, 3)),
+                                   "overlap_size": draw(st.integers(0, 2))},
+    }.get(name, dict)())
+    return name, params

@@ -16,12 +16,32 @@ from agents.memory.compare import (
     Row,
     compare_aligned,
 )
-from agents.memory.schema import Message
+from agents.memory.schema import FunctionCall, Message, ToolCall
 from agents.memory.tokens import count_messages
 from agents.memory.trimming import trim
-from tests.test_trimming import CANONICAL, A, S, T, U
-from tests.test_trimming_properties import strategy_and_params
-from tests.test_trimming_reference import conversations
+from tests.strategies_messages import conversations, strategy_and_params
+
+
+def S(text: str = "You are a travel assistant.") -> Message:
+    return Message(role="system", content=text)
+
+
+def U(text: str = "question") -> Message:
+    return Message(role="user", content=text)
+
+
+def A(text: str | None = "answer", *calls: str) -> Message:
+    return Message(role="assistant", content=text, tool_calls=[
+        ToolCall(id=c, function=FunctionCall(name="get_weather", arguments='{"city": "Paris"}')) for c in calls
+    ])
+
+
+def T(call_id: str, text: str = "18°C") -> Message:
+    return Message(role="tool", tool_call_id=call_id, content=text)
+
+
+# reference/trimming.md's canonical conversation: system, user, two parallel calls, their results, the answer.
+CANONICAL = [S(), U(), A(None, "call_1", "call_2"), T("call_1"), T("call_2"), A("Paris 18°C, Tokyo 24°C.")]
 
 
 def kinds(row: Row | Fold) -> list[str]:

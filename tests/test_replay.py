@@ -17,7 +17,7 @@ from agents.memory.replay import (
     replay,
     replay_call,
 )
-from agents.memory.schema import Message
+from agents.memory.schema import FunctionCall, Message, ToolCall
 from agents.memory.tokens import count_messages
 from agents.memory.trimming import (
     MEMORY_CARRIED,
@@ -29,14 +29,34 @@ from agents.memory.trimming import (
     get_strategy,
     trim,
 )
-from tests.strategies_messages import broken_unique_id_conversations
-from tests.test_trimming import A, S, T, U
-from tests.test_trimming_properties import strategy_and_params
-from tests.test_trimming_reference import conversations, messy_conversations
+from tests.strategies_messages import (
+    broken_unique_id_conversations,
+    conversations,
+    messy_conversations,
+    strategy_and_params,
+)
 
 SETTINGS = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 COUNTERS = st.sampled_from(["approx", "messages", "cl100k"])
 ANY_CONVERSATION = st.one_of(conversations, broken_unique_id_conversations())
+
+
+def S(text: str = "You are a travel assistant.") -> Message:
+    return Message(role="system", content=text)
+
+
+def U(text: str = "question") -> Message:
+    return Message(role="user", content=text)
+
+
+def A(text: str | None = "answer", *calls: str) -> Message:
+    return Message(role="assistant", content=text, tool_calls=[
+        ToolCall(id=c, function=FunctionCall(name="get_weather", arguments='{"city": "Paris"}')) for c in calls
+    ])
+
+
+def T(call_id: str, text: str = "18°C") -> Message:
+    return Message(role="tool", tool_call_id=call_id, content=text)
 
 
 def errors(messages: list[Message]) -> int:

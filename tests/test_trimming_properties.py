@@ -1,66 +1,16 @@
 """Invariants of every trimming strategy, on random conversations (valid, pending, and broken)."""
 from __future__ import annotations
 
-from typing import Any
-
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from agents.memory.schema import SYSTEM_ROLES, Message
 from agents.memory.tokens import count_messages
-from agents.memory.trimming import STRATEGIES, LlamaIndexContentCount, trim
-from tests.strategies_messages import valid_conversations
-from tests.test_trimming_reference import conversations, messy_conversations
+from agents.memory.trimming import LlamaIndexContentCount, trim
+from tests.strategies_messages import conversations, messy_conversations, strategy_and_params, valid_conversations
 
 SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 COUNTERS = st.sampled_from(["approx", "messages", "cl100k"])
-
-
-@st.composite
-def strategy_and_params(draw: st.DrawFn, total_tokens: int) -> tuple[str, dict[str, Any]]:
-    name = draw(st.sampled_from(sorted(STRATEGIES)))
-    budget = draw(st.integers(1, max(1, total_tokens + 10)))
-    small = st.integers(1, 12)
-    params: dict[str, Any] = {"pin_system": draw(st.booleans())}
-    params.update({
-        "openmanus_window": lambda: {"max_messages": draw(st.integers(0, 12))},
-        "buffered": lambda: {"buffer_size": draw(small)},
-        "head_and_tail": lambda: {"head_size": draw(small), "tail_size": draw(small)},
-        "token_limited": lambda: {"token_limit": budget},
-        "langchain_last": lambda: {"max_tokens": budget, "include_system": draw(st.booleans()),
-                                   "start_on": draw(st.sampled_from([None, "human", ["human", "ai"]])),
-                                   "end_on": draw(st.sampled_from([None, "ai", ["human", "tool"]]))},
-        "langchain_first": lambda: {"max_tokens": budget, "end_on": draw(st.sampled_from([None, "ai", "tool"]))},
-        "safe_window": lambda: {"max_messages": draw(small)},
-        "last_turns": lambda: {"max_turns": draw(st.integers(1, 4))},
-        "sk_truncation": lambda: {"target_count": draw(small), "threshold_count": draw(st.integers(0, 3))},
-        "llamaindex_buffer": lambda: {"token_limit": budget},
-        "safe_token_budget": lambda: {"max_tokens": budget},
-        "langchain_summarization": lambda: {"trigger_tokens": budget, "keep_messages": draw(small),
-                                            "trim_tokens_to_summarize": budget},
-        "langchain_clear_tool_uses": lambda: {"trigger": budget // 2, "keep": draw(st.integers(0, 3)),
-                                              "clear_tool_inputs": draw(st.booleans())},
-        "openai_session_limit": lambda: {"limit": draw(st.one_of(st.none(), st.integers(0, 12)))},
-        "openai_tool_output_trimmer": lambda: {"recent_turns": draw(st.integers(1, 3)),
-                                               "max_output_chars": draw(st.integers(1, 40)),
-                                               "preview_chars": draw(st.integers(0, 10))},
-        "anthropic_clear_tool_uses": lambda: {"trigger_tool_uses": draw(st.integers(0, 3)),
-                                              "keep_tool_uses": draw(st.integers(0, 3)),
-                                              "clear_tool_inputs": draw(st.sampled_from([True, False, ["f"]]))},
-        "anthropic_clear_thinking": lambda: {"keep_thinking_turns": draw(st.sampled_from([1, 2, "all"]))},
-        "strands_sliding_window": lambda: {"window_size": draw(st.integers(0, 12)),
-                                           "pin_first": draw(st.sampled_from([None, 1, 2])),
-                                           "context_overflow": draw(st.booleans())},
-        "strands_summarizing": lambda: {"summary_ratio": draw(st.sampled_from([0.1, 0.3, 0.8])),
-                                        "preserve_recent_messages": draw(st.integers(0, 6))},
-        "maf_sliding_window": lambda: {"keep_last_groups": draw(small), "preserve_system": draw(st.booleans())},
-        "maf_truncation": lambda: {"max_n": 6, "compact_to": draw(st.integers(1, 6))},
-        "maf_selective_tool_calls": lambda: {"keep_last_tool_call_groups": draw(st.integers(0, 2))},
-        "maf_tool_result_compaction": lambda: {"keep_last_tool_call_groups": draw(st.integers(0, 2))},
-        "maf_summarization": lambda: {"target_count": draw(st.integers(1, 4)), "threshold": draw(st.integers(0, 2))},
-        "adk_compaction": lambda: {"compaction_interval": draw(st.integers(1, 3)), "overlap_size": draw(st.integers(0, 2))},
-    }.get(name, dict)())
-    return name, params
 
 
 def _pinned(messages: list[Message], pin: bool) -> int:

@@ -44,41 +44,13 @@ from langchain_core.messages import trim_messages
 from agents.memory.schema import SYSTEM_ROLES, FunctionCall, Message, ToolCall
 from agents.memory.tokens import count_messages, get_counter
 from agents.memory.trimming import trim
-from tests.strategies_messages import valid_conversations
+from tests.strategies_messages import conversations
 
 SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 COUNTERS = st.sampled_from(["approx", "messages", "cl100k"])
 
 
 # --- conversations, valid and not ---------------------------------------------------------------------------
-
-
-@st.composite
-def messy_conversations(draw: st.DrawFn) -> list[Message]:
-    """Any order of roles: leading and orphan tool results, interrupted and pending exchanges, system mid-list."""
-    ids = [f"call_{k}" for k in range(6)]
-    out: list[Message] = []
-    for _ in range(draw(st.integers(0, 14))):
-        kind = draw(st.sampled_from(["system", "developer", "user", "assistant", "call", "call", "tool", "tool"]))
-        text = draw(st.sampled_from(["", "ok", "hello there", "a longer message with several words in it", "x" * 90]))
-        if kind == "call":
-            calls = draw(st.lists(st.sampled_from(ids), min_size=1, max_size=3))
-            out.append(Message(
-                role="assistant", content=text or None,
-                tool_calls=[ToolCall(id=c, function=FunctionCall(name="f", arguments='{"a": 1}')) for c in calls],
-            ))
-        elif kind == "tool":
-            out.append(Message(role="tool", tool_call_id=draw(st.sampled_from(ids)), content=text))
-        else:
-            out.append(Message(role=kind, content=text))
-    return out
-
-
-conversations = st.one_of(
-    valid_conversations(system=None, pending=None, max_turns=5),
-    valid_conversations(system=True, pending=True, min_turns=1, max_turns=3, max_calls=4),
-    messy_conversations(),
-)
 
 
 def _pinned(messages: Sequence[Message], pin: bool) -> int:

@@ -137,13 +137,14 @@ def _column_marks(messages: Sequence[Message], result: TrimResult) -> tuple[list
     for d in result.dropped:
         if 0 <= d.index < n:
             reasons[d.index] = d.reason
-    for position, source in enumerate(result.sources):
-        if source is None or not 0 <= source < n:
-            continue
-        sent, original = result.messages[position], messages[source]
-        edited = sent is not original and sent != original
-        kinds[source] = EDITED if edited else KEPT
-        reasons[source] = result.kept_reasons.get(source, KEPT)
+    for i in result.kept:
+        if 0 <= i < n:
+            kinds[i] = KEPT
+            reasons[i] = result.kept_reasons.get(i, KEPT)
+    for e in result.edited:
+        if 0 <= e.index < n:
+            kinds[e.index] = EDITED
+            reasons[e.index] = e.reason
     return kinds, reasons
 
 

@@ -50,6 +50,7 @@ from agents.memory.trimming import (
     MEMORY_CARRIED,
     MEMORY_KINDS,
     Dropped,
+    Edited,
     Inserted,
     TrimResult,
     get_strategy,
@@ -889,11 +890,7 @@ def _carried_calls(run: _Run, name: str, params: Mapping[str, Any], counter: str
         for x in result.inserted:
             why[x.position] = x.reason
         yield _CarriedCall(k, result, list(held), sent, why)
-        counts = []
-        for pos, s in enumerate(result.sources):
-            same = s is not None and result.messages[pos] is held_messages[s]
-            counts.append(held_counts[s] if same and s is not None else run.tc.count(result.messages[pos]))
-        held, held_messages, held_counts, held_why = sent, list(result.messages), counts, why
+        held, held_messages, held_counts, held_why = sent, list(result.messages), list(result.message_tokens), why
 
 
 def replay(
@@ -1048,4 +1045,6 @@ def replay_call(
         inserted=inserted, messages=result.messages, tokens_before=run.g[call] + tc.per_list,
         tokens_after=result.tokens_after, violations=result.violations, notes=result.notes,
         budget_exceeded=result.budget_exceeded, kept_reasons=kept_reasons, sources=list(last.sent),
+        edited=[Edited(src, e.reason) for e in result.edited if (src := last.held[e.index]) is not None],
+        message_tokens=list(result.message_tokens),
     )

@@ -35,6 +35,7 @@ from agents.memory.trimming.registry import (
     MEMORY_VIEW,
     STRATEGIES,
     Dropped,
+    Edited,
     Inserted,
     Strategy,
     StrategyError,
@@ -67,7 +68,7 @@ STRATEGIES.update({name: _registered.pop(name) for name in _ORDER})
 STRATEGIES.update(_registered)  # any added later keep their own order
 
 __all__ = [
-    "MEMORY_CARRIED", "MEMORY_IDEMPOTENT", "MEMORY_KINDS", "MEMORY_VIEW", "STRATEGIES", "Dropped", "Inserted",
-    "LlamaIndexContentCount", "Strategy", "StrategyError", "StrategyParams",
+    "MEMORY_CARRIED", "MEMORY_IDEMPOTENT", "MEMORY_KINDS", "MEMORY_VIEW", "STRATEGIES", "Dropped", "Edited",
+    "Inserted", "LlamaIndexContentCount", "Strategy", "StrategyError", "StrategyParams",
     "TrimResult", "get_strategy", "parse_param_pairs", "split_param_text", "resolve_params", "trim",
 ]

@@ -65,6 +65,9 @@ class TrimResult:
     sources: list[int | None] = field(default_factory=list)
     # Kept input messages that go out changed (their new form is in ``messages``), in input order.
     edited: list[Edited] = field(default_factory=list)
+    # The tokens of each message of ``messages`` as counted here (an inserted summary may count summary_tokens):
+    # what a framework that keeps the trimmed list carries into its next call (replay.py).
+    message_tokens: list[int] = field(default_factory=list)
 
     def input_index(self, position: int) -> int | None:
         """The input index of the trimmed list's message at ``position`` (None: a placeholder, or no message)."""
@@ -485,6 +488,7 @@ def trim(
         kept_reasons=kept_reasons,
         sources=sources,
         edited=edited,
+        message_tokens=list(counts[:n_pinned]) + body_tokens,
     )
 
 
