@@ -164,8 +164,11 @@ conversations = st.one_of(
 
 
 @st.composite
-def strategy_and_params(draw: st.DrawFn, total_tokens: int) -> tuple[str, dict[str, Any]]:
-    name = draw(st.sampled_from(sorted(STRATEGIES)))
+def strategy_and_params(
+    draw: st.DrawFn, total_tokens: int, names: list[str] | None = None
+) -> tuple[str, dict[str, Any]]:
+    """A registered strategy (one of ``names``) with parameters that exercise it."""
+    name = draw(st.sampled_from(sorted(names or STRATEGIES)))
     budget = draw(st.integers(1, max(1, total_tokens + 10)))
     small = st.integers(1, 12)
     params: dict[str, Any] = {"pin_system": draw(st.booleans())}

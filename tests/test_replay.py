@@ -11,6 +11,8 @@ from agents.memory.chain import find_violations
 from agents.memory.replay import (
     METHOD_CARRIED,
     METHOD_INCREMENTAL,
+    INCREMENTAL_STRATEGIES,
+    METHOD_BOUNDED,
     METHOD_PER_CALL,
     SliceViolations,
     call_positions,
@@ -98,7 +100,12 @@ def test_it_reports_at_every_call_what_trimming_that_calls_input_sends(
     assert [s.to_dict() for s in result.steps] == [
         sent_at(messages, name, params, counter, counts, s.call) for s in result.steps
     ]
-    assert result.method == METHOD_INCREMENTAL or name in ("safe_token_budget", "head_and_tail", "token_limited")
+    if name not in INCREMENTAL_STRATEGIES:
+        assert result.method == METHOD_PER_CALL
+    elif name in ("safe_token_budget", "head_and_tail", "token_limited"):  # per call when ids are reused
+        assert result.method in (METHOD_INCREMENTAL, METHOD_BOUNDED, METHOD_PER_CALL)
+    else:
+        assert result.method == METHOD_INCREMENTAL
 
 
 @SETTINGS
@@ -123,22 +130,27 @@ def test_its_last_step_is_the_plain_preview_of_the_whole_list(
 
 
 @SETTINGS
-@given(ANY_CONVERSATION, st.integers(1, 12), st.integers(0, 3), st.booleans(), COUNTERS)
+@given(ANY_CONVERSATION, st.data(), COUNTERS)
 def test_it_replays_a_framework_that_carries_what_it_kept_from_what_it_kept(
-    messages: list[Message], target: int, threshold: int, pin: bool, counter: str
+    messages: list[Message], data: st.DataObject, counter: str
 ) -> None:
     counts = count_messages(messages, counter)
-    params = {"target_count": target, "threshold_count": threshold, "pin_system": pin}
-    fast = replay(messages, "sk_truncation", params, counter=counter, token_counts=counts)
+    carried = [name for name, s in STRATEGIES.items() if s.memory == MEMORY_CARRIED]
+    name, params = data.draw(strategy_and_params(sum(counts) + 3, carried))
+    fast = replay(messages, name, params, counter=counter, token_counts=counts)
 
-    # By hand: the reducer's result is what it holds; the next call reduces that plus what came since.
+    # By hand: what the strategy sent is what the framework holds; the next call trims that plus what came since.
+    # The session's leading system messages are its system prompt, outside the framework's memory.
+    lead = next((i for i, m in enumerate(messages) if m.role not in ("system", "developer")), len(messages))
     held: list[Message] = []
+    held_counts: list[int] = []
     added = 0
     expected = []
     for k in call_positions(messages):
         held += messages[added:k]
+        held_counts += counts[added:k]
         added = k
-        result = trim(held, "sk_truncation", params, counter=counter)
+        result = trim(held, name, params, counter=counter, token_counts=held_counts, pinned=lead)
         users = [i for i in range(k) if messages[i].role == "user"]
         expected.append({
             "call": k, "sent": len(result.messages), "tokens": result.tokens_after,
@@ -146,7 +158,7 @@ def test_it_replays_a_framework_that_carries_what_it_kept_from_what_it_kept(
             "errors": errors(result.messages),
             "question_kept": any(m is messages[users[-1]] for m in result.messages) if users else None,
         })
-        held = list(result.messages)
+        held, held_counts = list(result.messages), list(result.message_tokens)
     assert fast.method == METHOD_CARRIED
     assert [s.to_dict() for s in fast.steps] == expected
 
@@ -163,12 +175,15 @@ def test_it_replays_idempotent_strategies_as_their_framework_deleting_would(
     params["pin_system"] = data.draw(st.booleans())
     steps = replay(messages, name, params, counter=counter).steps
 
+    lead = next((i for i, m in enumerate(messages) if m.role not in ("system", "developer")), len(messages))
     held: list[Message] = []
     added = 0
     for step in steps:
         held += messages[added : step.call]
         added = step.call
-        held = trim(held, name, params, counter=counter).messages  # the framework deletes what it trimmed
+        # The framework deletes what it trimmed from its memory; its system prompt (the leading system messages)
+        # is outside it.
+        held = trim(held, name, params, counter=counter, pinned=lead).messages
         assert len(held) == step.sent
         assert sum(count_messages(held, counter)) + (0 if counter == "messages" else 3) == step.tokens
 
@@ -300,3 +315,18 @@ def test_it_refuses_to_join_two_parts_of_a_session_that_reuses_call_ids() -> Non
     assert not slices.unique_ids
     with pytest.raises(ValueError, match="unique"):
         slices.joined_counts([(0, 2, 3, 5)], separated=False)
+
+
+def test_it_never_pins_a_system_message_from_inside_the_frameworks_memory() -> None:
+    # The system prompt (the session's leading system messages) stays outside memory; a later system message is
+    # an ordinary message of memory, even once trimming leaves it at the front.
+    messages = [S(), U("q0"), A("a0"), S("Note: be brief."), U("q1"), A("a1"), U("q2"), A("a2")]
+    params = {"target_count": 3, "pin_system": True}
+    at_end = replay_call(messages, "sk_truncation", params, call=8, counter="messages")
+    assert at_end.kept[0] == 0 and 3 in at_end.kept  # the note is in the history, kept as its first system message
+    held = [messages[i] for i in at_end.kept]
+    assert trim(held, "sk_truncation", params, counter="messages", pinned=1).kept_reasons[1] != (
+        "pinned system message: set aside before trimming and put back in front"
+    )
+    with pytest.raises(ValueError, match="system or developer"):
+        trim(messages, "sk_truncation", params, pinned=2)

@@ -13,7 +13,7 @@ lost question happen.
 How each strategy is replayed (``Replay.method``), for a 10,000-message run at a small multiple of one plain
 preview (bench/README.md):
 
-- ``incremental``: every strategy of the registry sends, at each call, system messages (pinned, or kept by the
+- ``incremental`` (``INCREMENTAL_STRATEGIES``): the strategies of DESIGN.md's table send, at each call, system messages (pinned, or kept by the
   strategy) and then one contiguous slice ``messages[s:e]`` of the input, or two (head_and_tail: head,
   placeholder, tail; token_limited: the two ends middle-out removal leaves). Where the slices start and end is
   found from arrays built once for the run (prefix sums of the token counts, positions of user messages, unit
@@ -31,9 +31,10 @@ preview (bench/README.md):
   object) trims, at each call, what it held after the previous call plus the messages added since.
   sk_truncation does it on positions (what it holds is system messages and one contiguous range); any other
   carried strategy runs one ``trim`` per call on what it holds.
-- ``per call``: a strategy without an incremental replay (or ``incremental=False``) is trimmed on each call's
-  input from scratch, which is quadratic; past ``PER_CALL_WORK`` message-trims the calls are sampled at a
-  stride, and the replay says so.
+- ``per call``: a strategy without an incremental replay (for now the 2026 clearing strategies, such as
+  langchain_clear_tool_uses, whose edits depend on where each call's keep boundary falls), or any strategy with
+  ``incremental=False``, is trimmed on each call's input from scratch, which is quadratic; past
+  ``PER_CALL_WORK`` message-trims the calls are sampled at a stride, and the replay says so.
 """
 from __future__ import annotations
 
@@ -60,8 +61,9 @@ from agents.memory.trimming import (
 from agents.memory.trimming.registry import View
 
 # Past this many messages trimmed in total (the sum of each call's input length), a strategy replayed per call
-# is sampled at a stride: 10,000 messages with 4,000 calls would otherwise be 20 million message-trims.
-PER_CALL_WORK = 1_500_000
+# is sampled at a stride: 10,000 messages with 4,000 calls would otherwise be 20 million message-trims. A trim
+# costs a few microseconds per message, so this is one to three seconds.
+PER_CALL_WORK = 300_000
 
 METHOD_INCREMENTAL = "incremental"
 METHOD_BOUNDED = "per call, bounded"
@@ -791,10 +793,7 @@ def _sk_truncation_carried(run: _Run, p: Any) -> Iterator[_Window]:
         def at(position: int) -> int:  # input index of a position of what is held
             return head[position] if position < len(head) else start + position - len(head)
 
-        pinned = 0
-        if p.pin_system:
-            while pinned < held and msgs[at(pinned)].role in SYSTEM_ROLES:
-                pinned += 1
+        pinned = run.lead if p.pin_system else 0  # the system prompt, outside the reducer's history
         size = held - pinned  # the reducer's view
         if size > target + threshold:
             # The first system message of the view: the head holds only system messages.
@@ -849,6 +848,9 @@ def _sk_locate(
 
 _CARRIED = {"sk_truncation": _sk_truncation_carried}
 
+# The strategies replayed without trimming each call (the others: per call, sampled on long runs).
+INCREMENTAL_STRATEGIES = frozenset(_INCREMENTAL) | {"safe_token_budget"} | frozenset(_CARRIED)
+
 
 # ---------------------------------------------------------------------------------------------------------------
 # Entry points
@@ -872,7 +874,9 @@ class _CarriedCall:
 
 def _carried_calls(run: _Run, name: str, params: Mapping[str, Any], counter: str) -> Iterator[_CarriedCall]:
     """Each call of a framework that keeps only what it trimmed: it trims what it held after the previous call
-    plus the messages added since, and holds the result (edited messages stay edited, inserted ones stay)."""
+    plus the messages added since, and holds the result (edited messages stay edited, inserted ones stay). The
+    session's leading system messages are the framework's system prompt, outside its memory: they are set aside
+    at every call (when the strategy pins), and a system message from inside its memory never is."""
     held: list[int | None] = []
     held_messages: list[Message] = []
     held_counts: list[int] = []
@@ -884,7 +888,9 @@ def _carried_calls(run: _Run, name: str, params: Mapping[str, Any], counter: str
         held_counts += run.counts[added:k]
         held_why += [""] * (k - added)
         added = k
-        result = trim(held_messages, name, params, counter=counter, token_counts=held_counts)
+        # The system prompt is outside the framework's memory: what pins is the session's leading system run, not
+        # a system message that trimming left at the front.
+        result = trim(held_messages, name, params, counter=counter, token_counts=held_counts, pinned=run.lead)
         sent = [held[s] if s is not None else None for s in result.sources]
         why = [held_why[s] if s is not None else "" for s in result.sources]
         for x in result.inserted:
@@ -914,6 +920,13 @@ def replay(
         raise ValueError(f"token_counts has {len(counts)} entries for {len(messages)} messages")
     run = _Run(messages, counts, tc, resolved.pin_system)
     out = Replay(strat.name, resolved.model_dump(), tc.name, strat.memory, METHOD_INCREMENTAL, [], len(run.calls))
+    if getattr(resolved, "summarize_with", None) == "endpoint":
+        # One model call per summary at every call of the run is not a preview: placeholders stand in.
+        resolved = resolved.model_copy(update={"summarize_with": "placeholder"})
+        out.notes.append(
+            "The replay uses placeholder summaries: asking the summary endpoint at every call of the run would "
+            "take a model call each time. The preview of one call asks it."
+        )
     with _gc_paused():
         if strat.memory == MEMORY_CARRIED and incremental and strat.name in _CARRIED:
             out.method = METHOD_CARRIED

@@ -17,6 +17,7 @@ from pydantic import Field
 from agents.memory.schema import SYSTEM_ROLES, FunctionCall, Message, ToolCall
 from agents.memory.trimming.langchain import _lc_first_max_tokens, _lc_type
 from agents.memory.trimming.registry import (
+    MEMORY_CARRIED,
     Outcome,
     StrategyParams,
     View,
@@ -331,6 +332,9 @@ def _trigger_text(p: LangChainSummarizationParams) -> str:
     "Past a trigger, replaces the older messages with a summary (a user message first in the list), keeping "
     "the newest keep_messages (or keep_tokens) without splitting a call from its results.",
     "LangChain SummarizationMiddleware (langchain 1.5.0)",
+    # The middleware replaces the state's messages (RemoveMessage(REMOVE_ALL_MESSAGES), the summary, the kept
+    # ones): the next call summarizes from there, the summary included.
+    memory=MEMORY_CARRIED,
 )
 def _langchain_summarization(view: View, p: LangChainSummarizationParams) -> Outcome:
     n = len(view)

@@ -414,7 +414,11 @@ def trim(
     *,
     counter: str = DEFAULT_COUNTER,
     token_counts: Sequence[int] | None = None,
+    pinned: int | None = None,
 ) -> TrimResult:
+    """``pinned``: for a caller that knows what the framework holds outside its memory (replay.py, whose later
+    calls trim what was kept): when the strategy pins, exactly the first ``pinned`` messages are set aside (all
+    system or developer messages), rather than whatever system messages lead the list."""
     strat = get_strategy(strategy)
     resolved = resolve_params(strat, params)
     tc = get_counter(counter)
@@ -423,7 +427,11 @@ def trim(
         raise ValueError(f"token_counts has {len(counts)} entries for {len(messages)} messages")
 
     n_pinned = 0
-    if resolved.pin_system:
+    if resolved.pin_system and pinned is not None:
+        n_pinned = pinned
+        if not 0 <= n_pinned <= len(messages) or any(m.role not in SYSTEM_ROLES for m in messages[:n_pinned]):
+            raise ValueError(f"pinned={pinned}: the first {pinned} messages must be system or developer messages")
+    elif resolved.pin_system:
         while n_pinned < len(messages) and messages[n_pinned].role in SYSTEM_ROLES:
             n_pinned += 1
     view = View(
