@@ -16,8 +16,8 @@ from django.db import transaction
 from django.db.models import Count, Q
 from django.utils import timezone
 from django.utils.text import slugify
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from django.urls import reverse
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from rest_framework.authentication import SessionAuthentication
 from rest_framework.decorators import api_view, authentication_classes, parser_classes
 from rest_framework.exceptions import NotFound, PermissionDenied
@@ -36,7 +36,7 @@ from agents.forms import AgentForm, SessionFilterForm
 from agents.lab import spec_parse
 from agents.memory import schema
 from agents.memory.formats import FORMATS
-from agents.memory.tokens import COUNTERS, get_counter
+from agents.memory.tokens import COUNTERS, DEFAULT_COUNTER, get_counter
 from agents.memory.trimming import STRATEGIES, StrategyError, resolve_params, trim
 
 MAX_MESSAGE_PAGE = 1000
@@ -172,6 +172,7 @@ def api_root(request: Request) -> Response:
             "agents": request.build_absolute_uri(reverse("api:agent_list")),
             "strategies": request.build_absolute_uri(reverse("api:strategy_list")),
             "formats": request.build_absolute_uri(reverse("api:format_list")),
+            "presets": request.build_absolute_uri(reverse("api:preset_list")),
             "counters": sorted(COUNTERS),
         }
     )
@@ -571,3 +572,62 @@ def session_diff(request: Request, session_id: int, other_id: int | None = None)
         "right": _session_summary(request, found.right) if found.right is not None else None,
         **data,
     })
+
+
+class PresetIn(BaseModel):
+    """The body of ``POST /api/presets/``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    project: str = Field(description="The project's slug.")
+    name: str
+    strategy: str
+    params: dict[str, Any] = Field(default_factory=dict)
+    counter: str = DEFAULT_COUNTER
+
+
+def _preset_dict(request: Request, preset: models.Preset) -> dict[str, Any]:
+    return {
+        "name": preset.name,
+        "project": preset.project.slug,
+        "strategy": preset.strategy,
+        "params": preset.params,
+        "counter": preset.counter,
+        "created_by": preset.created_by.get_username() if preset.created_by else None,
+        "created_at": preset.created_at.isoformat(),
+    }
+
+
+@extend_schema(methods=["GET"], operation_id="presets_list", summary="The presets of your projects",
+               parameters=[OpenApiParameter("project", str)], responses={200: OpenApiTypes.OBJECT, 400: ApiError})
+@extend_schema(methods=["POST"], operation_id="presets_create", summary="Save a preset", request=PresetIn,
+               responses={201: OpenApiTypes.OBJECT, 400: ApiError, 401: ApiError})
+@write_api(["GET", "POST"])
+def preset_list(request: Request) -> Response:
+    """``GET``: the presets of the user's projects (``?project=SLUG`` for one). ``POST`` a JSON body
+    ``{"project", "name", "strategy", "params", "counter"}`` to save one (editor or admin of the project): 201 with
+    the preset, or 400 with a sentence saying what is wrong."""
+    if request.method == "POST":
+        try:
+            body = _body(request, PresetIn)
+        except _Invalid as exc:
+            return _bad_request(str(exc))
+        project = services.user_projects(request.user).filter(slug=body.project).first()
+        if project is None:
+            return _bad_request(f"project: no project {body.project!r} among yours")
+        try:
+            preset = services.preset_create(
+                user=request.user, project=project, name=body.name, strategy=body.strategy, params=body.params,
+                counter=body.counter,
+            )
+        except services.PresetError as exc:
+            return _bad_request(str(exc))
+        return Response(_preset_dict(request, preset), status=201)
+    project = None
+    slug = request.query_params.get("project")
+    if slug:
+        project = services.user_projects(request.user).filter(slug=slug).first()
+        if project is None:
+            return _bad_request(f"project: no project {slug!r} among yours")
+    presets = services.presets_for_user(request.user, project=project)
+    return Response({"presets": [_preset_dict(request, p) for p in presets]})

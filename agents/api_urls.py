@@ -20,6 +20,7 @@ urlpatterns = [
     path("sessions/<int:session_id>/diff/<int:other_id>/", api.session_diff, name="session_diff_with"),
     path("strategies/", api.strategy_list, name="strategy_list"),
     path("formats/", api.format_list, name="format_list"),
+    path("presets/", api.preset_list, name="preset_list"),
     path("import/", api.import_upload, name="import_upload"),
     # Open to the login middleware: SPECTACULAR_SETTINGS lets in a logged-in user or an API client only.
     path("schema/", login_not_required(SpectacularAPIView.as_view()), name="schema"),

@@ -362,3 +362,26 @@ class LoginFailure(models.Model):
 
     def __str__(self) -> str:
         return f"{self.username} from {self.address} at {self.at:%Y-%m-%d %H:%M:%S}"
+
+
+class Preset(models.Model):
+    """A named strategy with its parameters and counter, saved in a project: the lab, compare, report, export and
+    the API take it as ``?preset=NAME``. ``params`` holds every parameter as validated when saved (defaults
+    included), so a preset trims the same way after a default changes."""
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="presets")
+    name = models.CharField(max_length=100)
+    strategy = models.CharField(max_length=60)
+    params = models.JSONField(default=dict, blank=True)
+    counter = models.CharField(max_length=40)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="presets"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["project__name", "name"]
+        constraints = [models.UniqueConstraint(fields=["project", "name"], name="preset_unique_project_name")]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.strategy})"

@@ -815,3 +815,63 @@ def llm_call_sent_messages(call: models.LlmCall) -> list[models.Message]:
     listed twice)."""
     rows = {row.seq: row for row in models.Message.objects.filter(session_id=call.session_id, seq__in=set(call.sent))}
     return [rows[seq] for seq in call.sent if seq in rows]
+
+
+# --- presets ------------------------------------------------------------------------------------------------
+
+
+class PresetError(ValueError):
+    """A preset that cannot be saved or is not there; the text is a sentence a person reads."""
+
+
+def presets_for_user(user: User, *, project: models.Project | None = None) -> QuerySet[models.Preset]:
+    """The presets of the user's projects (of one of them when ``project`` is given)."""
+    qs = models.Preset.objects.filter(project__in=user_projects(user)).select_related("project", "created_by")
+    return qs.filter(project=project) if project is not None else qs
+
+
+def preset_for_session(*, session: models.Session, name: str) -> models.Preset:
+    """The preset called ``name`` in the session's project (the session is already scoped to the user)."""
+    try:
+        return models.Preset.objects.select_related("project").get(project=session.agent.project_id, name=name)
+    except models.Preset.DoesNotExist:
+        raise PresetError(
+            f"There is no preset named \u201c{name}\u201d in project {session.agent.project.name}."
+        ) from None
+
+
+def preset_create(
+    *, user: User, project: models.Project, name: str, strategy: str, params: dict[str, Any], counter: str
+) -> models.Preset:
+    """Save a strategy with its parameters and counter under ``name`` in ``project``. The parameters are
+    validated by the core and stored whole (defaults included). PresetError says what is wrong."""
+    from agents.memory.trimming import StrategyError, resolve_params
+
+    name = name.strip()
+    if not name:
+        raise PresetError("A preset needs a name.")
+    if len(name) > 100:
+        raise PresetError("A preset's name has at most 100 characters.")
+    if not editable_projects(user).filter(pk=project.pk).exists():
+        raise PresetError(f"Saving a preset in project {project.name} needs the editor or admin role there.")
+    try:
+        get_counter(counter)
+    except ValueError as exc:
+        raise PresetError(str(exc)) from None
+    try:
+        resolved = resolve_params(strategy, params)
+    except StrategyError as exc:
+        raise PresetError(str(exc)) from None
+    if models.Preset.objects.filter(project=project, name=name).exists():
+        raise PresetError(f"Project {project.name} already has a preset named \u201c{name}\u201d.")
+    return models.Preset.objects.create(
+        project=project, name=name, strategy=strategy, params=resolved.model_dump(mode="json"), counter=counter,
+        created_by=_recorded_user(user),
+    )
+
+
+def _recorded_user(user: User) -> Any:
+    """Who to record as having done something: an API key records the user who created it."""
+    if isinstance(user, KeyUser):
+        return user.acting_user
+    return user if user.is_authenticated else None
