@@ -22,6 +22,7 @@ from agents.memory.replay import (
 from agents.memory.schema import FunctionCall, Message, ToolCall
 from agents.memory.tokens import count_messages
 from agents.memory.trimming import (
+    MEMORY_AFTER_TURN,
     MEMORY_CARRIED,
     MEMORY_IDEMPOTENT,
     MEMORY_KINDS,
@@ -90,8 +91,8 @@ def test_it_reports_at_every_call_what_trimming_that_calls_input_sends(
 ) -> None:
     counts = count_messages(messages, counter)
     name, params = data.draw(strategy_and_params(sum(counts) + 3))
-    if get_strategy(name).memory == MEMORY_CARRIED:
-        return  # test_it_replays_a_framework_that_carries_what_it_kept_from_what_it_kept
+    if get_strategy(name).memory in (MEMORY_CARRIED, MEMORY_AFTER_TURN):
+        return  # test_it_replays_a_framework_that_carries_... and ..._trims_when_a_turn_ends_once_per_turn
     result = replay(messages, name, params, counter=counter, token_counts=counts)
 
     assert [s.call for s in result.steps] == [k for k, m in enumerate(messages) if m.role == "assistant"] + [
@@ -115,8 +116,8 @@ def test_its_last_step_is_the_plain_preview_of_the_whole_list(
 ) -> None:
     counts = count_messages(messages, counter)
     name, params = data.draw(strategy_and_params(sum(counts) + 3))
-    if get_strategy(name).memory == MEMORY_CARRIED:
-        return
+    if get_strategy(name).memory in (MEMORY_CARRIED, MEMORY_AFTER_TURN):
+        return  # what it holds by the end is not what trimming the whole list once keeps
     last = replay(messages, name, params, counter=counter, token_counts=counts).steps[-1]
     preview = trim(messages, name, params, counter=counter, token_counts=counts)
     newest_user = next((i for i in range(len(messages) - 1, -1, -1) if messages[i].role == "user"), None)
@@ -330,3 +331,51 @@ def test_it_never_pins_a_system_message_from_inside_the_frameworks_memory() -> N
     )
     with pytest.raises(ValueError, match="system or developer"):
         trim(messages, "sk_truncation", params, pinned=2)
+
+
+@SETTINGS
+@given(ANY_CONVERSATION, st.data(), COUNTERS)
+def test_it_replays_a_framework_that_trims_when_a_turn_ends_once_per_turn(
+    messages: list[Message], data: st.DataObject, counter: str
+) -> None:
+    counts = count_messages(messages, counter)
+    after_turn = [name for name, s in STRATEGIES.items() if s.memory == MEMORY_AFTER_TURN]
+    name, params = data.draw(strategy_and_params(sum(counts) + 3, after_turn))
+    result = replay(messages, name, params, counter=counter, token_counts=counts)
+
+    # By hand: a turn ends where the next user message starts (and at the end); the framework trims what it
+    # holds plus the turn's messages there. A call inside a turn sends what it holds plus the turn so far.
+    lead = next((i for i, m in enumerate(messages) if m.role not in ("system", "developer")), len(messages))
+    users = [i for i, m in enumerate(messages) if m.role == "user"]
+    ends = users[1:] + ([len(messages)] if users else [])
+    held: list[Message] = []
+    held_counts: list[int] = []
+    added = 0
+    for step in result.steps:
+        for end in [e for e in ends if added < e <= step.call]:
+            held += messages[added:end]
+            held_counts += counts[added:end]
+            added = end
+            trimmed = trim(held, name, params, counter=counter, token_counts=held_counts, pinned=lead)
+            held, held_counts = list(trimmed.messages), list(trimmed.message_tokens)
+        sent = held + messages[added : step.call]
+        assert step.sent == len(sent)
+        assert step.tokens == sum(held_counts) + sum(counts[added : step.call]) + (0 if counter == "messages" else 3)
+        assert step.errors == errors(sent)
+        at_call = replay_call(messages, name, params, call=step.call, counter=counter, token_counts=counts)
+        assert at_call.messages == sent and at_call.tokens_after == step.tokens
+
+
+def test_strands_window_lets_a_turn_grow_past_it_until_the_turn_ends() -> None:
+    messages = [S(), U("q0"), A("a0"), U("q1"), A(None, "c1"), T("c1"), A(None, "c2"), T("c2"), A("a1"), U("q2"),
+                A("a2")]
+    result = replay(messages, "strands_sliding_window", {"window_size": 2}, counter="messages")
+
+    # Inside the second turn nothing is trimmed: calls 4, 6 and 8 send the system prompt, what the first turn left
+    # ([q0, a0], within the window) and the turn so far. When that turn ends, the last 2 Strands messages (the
+    # result of c2, a1) hold no plain user message and no complete pair: Strands trims nothing, and call 10 sends
+    # all 10 messages. When the last turn ends, it cuts before q2.
+    assert result.method == "after each turn"
+    assert [(s.call, s.sent) for s in result.steps] == [(2, 2), (4, 4), (6, 6), (8, 8), (10, 10), (11, 3)]
+    assert [m.content for m in replay_call(messages, "strands_sliding_window", {"window_size": 2}, call=11,
+                                           counter="messages").messages] == ["You are a travel assistant.", "q2", "a2"]

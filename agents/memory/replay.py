@@ -13,8 +13,8 @@ lost question happen.
 How each strategy is replayed (``Replay.method``), for a 10,000-message run at a small multiple of one plain
 preview (bench/README.md):
 
-- ``incremental`` (``INCREMENTAL_STRATEGIES``): the strategies of DESIGN.md's table send, at each call, system messages (pinned, or kept by the
-  strategy) and then one contiguous slice ``messages[s:e]`` of the input, or two (head_and_tail: head,
+- ``incremental`` (``INCREMENTAL_STRATEGIES``): the strategies of DESIGN.md's table send, at each call, system
+  messages (pinned, or kept by the strategy) and then one contiguous slice ``messages[s:e]`` of the input, or two (head_and_tail: head,
   placeholder, tail; token_limited: the two ends middle-out removal leaves). Where the slices start and end is
   found from arrays built once for the run (prefix sums of the token counts, positions of user messages, unit
   starts) by bisection, or by a pointer that only moves forward; tokens sent are prefix-sum differences; the
@@ -31,6 +31,10 @@ preview (bench/README.md):
   object) trims, at each call, what it held after the previous call plus the messages added since.
   sk_truncation does it on positions (what it holds is system messages and one contiguous range); any other
   carried strategy runs one ``trim`` per call on what it holds.
+- ``after each turn``: a framework that trims its history when a turn (an agent invocation) ends (Strands'
+  sliding window) trims what it held plus the turn's messages there, once per turn; each call inside a turn
+  sends what it held plus the turn's messages so far, untrimmed. Errors are counted by ``SliceViolations``
+  while what it holds is system messages and one contiguous range (else checked on the list sent).
 - ``per call``: a strategy without an incremental replay (for now the 2026 clearing strategies, such as
   langchain_clear_tool_uses, whose edits depend on where each call's keep boundary falls), or any strategy with
   ``incremental=False``, is trimmed on each call's input from scratch, which is quadratic; past
@@ -48,6 +52,7 @@ from agents.memory.chain import _arguments_problem, _gc_paused, _has_content, fi
 from agents.memory.schema import SYSTEM_ROLES, Message
 from agents.memory.tokens import DEFAULT_COUNTER, TokenCounter, count_messages, get_counter
 from agents.memory.trimming import (
+    MEMORY_AFTER_TURN,
     MEMORY_CARRIED,
     MEMORY_KINDS,
     Dropped,
@@ -58,7 +63,7 @@ from agents.memory.trimming import (
     resolve_params,
     trim,
 )
-from agents.memory.trimming.registry import View
+from agents.memory.trimming.registry import View, _in_input_terms
 
 # Past this many messages trimmed in total (the sum of each call's input length), a strategy replayed per call
 # is sampled at a stride: 10,000 messages with 4,000 calls would otherwise be 20 million message-trims. A trim
@@ -68,6 +73,7 @@ PER_CALL_WORK = 300_000
 METHOD_INCREMENTAL = "incremental"
 METHOD_BOUNDED = "per call, bounded"
 METHOD_CARRIED = "carried"
+METHOD_AFTER_TURN = "after each turn"
 METHOD_PER_CALL = "per call"
 
 
@@ -899,6 +905,83 @@ def _carried_calls(run: _Run, name: str, params: Mapping[str, Any], counter: str
         held, held_messages, held_counts, held_why = sent, list(result.messages), list(result.message_tokens), why
 
 
+@dataclass
+class _TurnCall:
+    call: int
+    held: list[int | None]  # input index of each message held since the last turn ended (None: inserted)
+    held_messages: list[Message]
+    held_counts: list[int]
+    start: int  # the turn's messages so far: messages[start:call], sent untrimmed after what is held
+    why_dropped: dict[int, str]  # input index -> why the framework dropped it when a turn ended
+    notes: list[str]
+
+
+def _after_turn_calls(run: _Run, name: str, params: Mapping[str, Any], counter: str) -> Iterator[_TurnCall]:
+    """Each call of a framework that trims when a turn ends: a turn ends where the next user message starts the
+    next one (and at the end of the session, for the next call); the framework trims what it held plus the
+    turn's messages then, and holds the result. Before the first user message no turn has run."""
+    users = [i for i, m in enumerate(run.messages) if m.role == "user"]
+    ends = users[1:] + ([run.n] if users else [])
+    held: list[int | None] = []
+    held_messages: list[Message] = []
+    held_counts: list[int] = []
+    why_dropped: dict[int, str] = {}
+    notes: list[str] = []
+    added = 0
+    next_end = 0
+    for k in run.calls:
+        while next_end < len(ends) and ends[next_end] <= k:
+            end = ends[next_end]
+            next_end += 1
+            held += range(added, end)
+            held_messages += run.messages[added:end]
+            held_counts += run.counts[added:end]
+            added = end
+            result = trim(held_messages, name, params, counter=counter, token_counts=held_counts, pinned=run.lead)
+            for d in result.dropped:
+                source = held[d.index]
+                if source is not None:
+                    why_dropped[source] = f"{d.reason} (when the turn ending before message {end} ended)"
+            notes = list(result.notes)
+            held = [held[s] if s is not None else None for s in result.sources]
+            held_messages, held_counts = list(result.messages), list(result.message_tokens)
+        yield _TurnCall(k, list(held), list(held_messages), list(held_counts), added, why_dropped, notes)
+
+
+def _after_turn_steps(run: _Run, calls: list[_TurnCall]) -> list[ReplayStep]:
+    slices: list[tuple[int, int]] = []
+    explicit: dict[int, int] = {}
+    for q, c in enumerate(calls):
+        # When what is held is system messages, then one contiguous range of the input ending where the turn's
+        # messages start (a tool result's text may have been shortened: that changes no error), the whole list
+        # sent is one slice.
+        lead = 0
+        while lead < len(c.held) and c.held_messages[lead].role in SYSTEM_ROLES:
+            lead += 1
+        rest = c.held[lead:]
+        contiguous = all(x is not None for x in rest) and rest == list(range(c.start - len(rest), c.start)) and all(
+            c.held_messages[lead + j] is run.messages[x] or run.messages[x].role == "tool"
+            for j, x in enumerate(rest)
+            if x is not None
+        )
+        if contiguous:
+            slices.append((c.start - len(rest), c.call))
+        else:
+            slices.append((c.call, c.call))
+            explicit[q] = _errors(c.held_messages + list(run.messages[c.start : c.call]))
+    counted = SliceViolations(run.messages).counts(slices)
+    steps = []
+    for q, c in enumerate(calls):
+        u = run.last_user[c.call]
+        kept = set(x for x in c.held if x is not None)
+        question = None if u < 0 else (u in kept or u >= c.start)
+        tokens = sum(c.held_counts) + run.g[c.call] - run.g[c.start] + run.per_list
+        sent = len(c.held) + c.call - c.start
+        steps.append(ReplayStep(c.call, sent, tokens, run.g[c.call] + run.per_list, explicit.get(q, counted[q]),
+                                question))
+    return steps
+
+
 def replay(
     messages: Sequence[Message],
     strategy: str,
@@ -935,6 +1018,9 @@ def replay(
             out.method = METHOD_CARRIED
             carried = _carried_calls(run, strat.name, resolved.model_dump(), tc.name)
             out.steps = [_step_from_result(c.call, c.result, c.sent, run) for c in carried]
+        elif strat.memory == MEMORY_AFTER_TURN:
+            out.method = METHOD_AFTER_TURN
+            out.steps = _after_turn_steps(run, list(_after_turn_calls(run, strat.name, resolved.model_dump(), tc.name)))
         elif incremental and strat.name in _INCREMENTAL:
             out.steps, incremental_errors = _windows_to_steps(run, list(_INCREMENTAL[strat.name](run, resolved)))
             if not incremental_errors:
@@ -1026,6 +1112,8 @@ def replay_call(
     counts = list(token_counts) if token_counts is not None else count_messages(messages, tc)
     if not 0 <= call <= len(messages):
         raise ValueError(f"call {call} is outside the session (0 to {len(messages)})")
+    if strat.memory == MEMORY_AFTER_TURN:
+        return _after_turn_result(messages, counts, tc, strat.name, resolved, call)
     if strat.memory != MEMORY_CARRIED:
         return trim(messages[:call], strat.name, resolved.model_dump(), counter=tc.name, token_counts=counts[:call])
     run = _Run(messages, counts, tc, resolved.pin_system)
@@ -1060,4 +1148,42 @@ def replay_call(
         budget_exceeded=result.budget_exceeded, kept_reasons=kept_reasons, sources=list(last.sent),
         edited=[Edited(src, e.reason) for e in result.edited if (src := last.held[e.index]) is not None],
         message_tokens=list(result.message_tokens),
+    )
+
+
+def _after_turn_result(
+    messages: Sequence[Message], counts: list[int], tc: TokenCounter, name: str, resolved: Any, call: int
+) -> TrimResult:
+    """What a framework that trims when a turn ends sent at ``call``, as a TrimResult in input indices."""
+    run = _Run(messages, counts, tc, resolved.pin_system)
+    run.calls = [k for k in run.calls if k < call] + [call]
+    last: _TurnCall | None = None
+    for last in _after_turn_calls(run, name, resolved.model_dump(), tc.name):
+        pass
+    assert last is not None
+    sent_messages = last.held_messages + list(messages[last.start : call])
+    sources: list[int | None] = last.held + list(range(last.start, call))
+    kept = sorted(s for s in sources if s is not None)
+    kept_set = set(kept)
+    in_turn = "sent as it is: a message of the turn in progress (the framework trims when the turn ends)"
+    kept_reasons = {s: "kept when the last turn ended" for s in last.held if s is not None}
+    kept_reasons.update({i: in_turn for i in range(last.start, call)})
+    edited = [
+        Edited(s, "changed when a turn ended")
+        for s, m in zip(last.held, last.held_messages)
+        if s is not None and m is not messages[s]
+    ]
+    violations = [
+        _in_input_terms(v, sources) for v in find_violations(sent_messages, pending_severity="error")
+    ]
+    return TrimResult(
+        strategy=name, params=resolved.model_dump(), counter=tc.name, kept=kept,
+        dropped=[Dropped(i, last.why_dropped.get(i, "dropped when a turn ended")) for i in range(call)
+                 if i not in kept_set],
+        inserted=[Inserted(pos, m, "inserted when a turn ended") for pos, (s, m) in
+                  enumerate(zip(sources, sent_messages)) if s is None],
+        messages=sent_messages, tokens_before=run.g[call] + tc.per_list,
+        tokens_after=sum(last.held_counts) + run.g[call] - run.g[last.start] + tc.per_list,
+        violations=violations, notes=list(last.notes), kept_reasons=kept_reasons, sources=sources, edited=edited,
+        message_tokens=last.held_counts + list(counts[last.start : call]),
     )

@@ -29,6 +29,7 @@ from agents.memory.trimming import (  # noqa: F401  (importing a module register
 )
 from agents.memory.trimming.llamaindex import LlamaIndexContentCount
 from agents.memory.trimming.registry import (
+    MEMORY_AFTER_TURN,
     MEMORY_CARRIED,
     MEMORY_IDEMPOTENT,
     MEMORY_KINDS,
@@ -68,7 +69,7 @@ STRATEGIES.update({name: _registered.pop(name) for name in _ORDER})
 STRATEGIES.update(_registered)  # any added later keep their own order
 
 __all__ = [
-    "MEMORY_CARRIED", "MEMORY_IDEMPOTENT", "MEMORY_KINDS", "MEMORY_VIEW", "STRATEGIES", "Dropped", "Edited",
-    "Inserted", "LlamaIndexContentCount", "Strategy", "StrategyError", "StrategyParams",
+    "MEMORY_AFTER_TURN", "MEMORY_CARRIED", "MEMORY_IDEMPOTENT", "MEMORY_KINDS", "MEMORY_VIEW", "STRATEGIES",
+    "Dropped", "Edited", "Inserted", "LlamaIndexContentCount", "Strategy", "StrategyError", "StrategyParams",
     "TrimResult", "get_strategy", "parse_param_pairs", "split_param_text", "resolve_params", "trim",
 ]

@@ -239,12 +239,15 @@ class NoParams(StrategyParams):
 MEMORY_VIEW = "view"
 MEMORY_IDEMPOTENT = "idempotent"
 MEMORY_CARRIED = "carried"
+MEMORY_AFTER_TURN = "after_turn"
 MEMORY_KINDS: dict[str, str] = {
     MEMORY_VIEW: "a view: every call trims the whole stored history, which never changes",
     MEMORY_IDEMPOTENT: "deletes what it trims from the framework's memory, but trimming what was kept again gives "
     "the same as trimming the whole history, so every call is as if it trimmed everything",
     MEMORY_CARRIED: "replaces the framework's history by what it kept: the next call trims that, plus the "
     "messages added since",
+    MEMORY_AFTER_TURN: "trims the framework's history when a turn (an agent invocation) ends and keeps the result: "
+    "the calls inside a turn send what it kept plus the turn's messages, untrimmed",
 }
 
 

@@ -13,7 +13,16 @@ from typing import Any
 from pydantic import Field
 
 from agents.memory.schema import Message
-from agents.memory.trimming.registry import Outcome, StrategyParams, View, keep_all, pin_field, plural, register
+from agents.memory.trimming.registry import (
+    MEMORY_AFTER_TURN,
+    Outcome,
+    StrategyParams,
+    View,
+    keep_all,
+    pin_field,
+    plural,
+    register,
+)
 from agents.memory.trimming.summaries import (
     SummarizeWith,
     summarize_with_field,
@@ -157,6 +166,8 @@ def _error(view: View, text: str, why: str) -> Outcome:
     "Keeps the last window_size Strands messages, cutting only before a plain user message (or a complete tool "
     "pair); on a context overflow first shortens the oldest tool results.",
     "Strands Agents SlidingWindowConversationManager (strands-agents 1.62.0)",
+    # apply_management runs at the end of every invocation and removes messages from agent.messages.
+    memory=MEMORY_AFTER_TURN,
 )
 def _strands_sliding_window(view: View, p: StrandsSlidingWindowParams) -> Outcome:
     units = Units(view)
