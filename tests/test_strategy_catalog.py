@@ -10,7 +10,8 @@ CATALOGUED = [
     "langchain_first", "safe_window", "last_turns", "sk_truncation", "llamaindex_buffer", "safe_token_budget",
     "clear_non_system", "strip_thoughts", "langchain_summarization", "langchain_clear_tool_uses",
     "openai_session_limit", "openai_tool_output_trimmer", "anthropic_clear_tool_uses", "anthropic_clear_thinking",
-    "strands_sliding_window", "strands_summarizing",
+    "strands_sliding_window", "strands_summarizing", "maf_sliding_window", "maf_truncation",
+    "maf_selective_tool_calls", "maf_tool_result_compaction", "maf_summarization",
 ]
 
 
