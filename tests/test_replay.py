@@ -39,7 +39,7 @@ from tests.strategies_messages import (
     strategy_and_params,
 )
 
-SETTINGS = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 COUNTERS = st.sampled_from(["approx", "messages", "cl100k"])
 ANY_CONVERSATION = st.one_of(conversations, broken_unique_id_conversations())
 
@@ -289,7 +289,7 @@ def test_it_replays_an_empty_session_as_one_call_that_sends_nothing() -> None:
 # --- errors of slices ------------------------------------------------------------------------------------------
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.one_of(messy_conversations(), broken_unique_id_conversations(), conversations))
 def test_it_counts_the_errors_of_every_slice_as_the_checker_does(messages: list[Message]) -> None:
     n = len(messages)
@@ -297,8 +297,8 @@ def test_it_counts_the_errors_of_every_slice_as_the_checker_does(messages: list[
     assert SliceViolations(messages).counts(slices) == [errors(messages[s:e]) for s, e in slices]
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(broken_unique_id_conversations(max_size=10), st.booleans())
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(broken_unique_id_conversations(max_size=9), st.booleans())
 def test_it_counts_two_parts_sent_together_as_the_checker_does(messages: list[Message], separated: bool) -> None:
     n = len(messages)
     placeholder = [Message(role="user", name="System", content="Skipped 3 messages.")] if separated else []
