@@ -11,7 +11,7 @@ CATALOGUED = [
     "clear_non_system", "strip_thoughts", "langchain_summarization", "langchain_clear_tool_uses",
     "openai_session_limit", "openai_tool_output_trimmer", "anthropic_clear_tool_uses", "anthropic_clear_thinking",
     "strands_sliding_window", "strands_summarizing", "maf_sliding_window", "maf_truncation",
-    "maf_selective_tool_calls", "maf_tool_result_compaction", "maf_summarization",
+    "maf_selective_tool_calls", "maf_tool_result_compaction", "maf_summarization", "adk_compaction",
 ]
 
 

@@ -54,6 +54,7 @@ _ENTRIES: dict[str, tuple[str, str, str]] = {
     "maf_tool_result_compaction": ("Microsoft Agent Framework", "tool result compaction",
                                    "agent-framework-core 1.23.0"),
     "maf_summarization": ("Microsoft Agent Framework", "summarization compaction", "agent-framework-core 1.23.0"),
+    "adk_compaction": ("Google ADK", "events compaction (sliding window)", "google-adk 2.13.0"),
     "openmanus_window": ("OpenManus", "memory window", "OpenManus snapshot 52a13f2a"),
     "sk_truncation": ("Semantic Kernel", "truncation reducer", "semantic-kernel 1.45 (Python)"),
     "safe_window": ("Seed article", "safe window (_trim)", ""),
