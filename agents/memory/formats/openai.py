@@ -379,3 +379,87 @@ def write(conversations: Iterable[Conversation], report: WriteReport) -> Iterato
         yield from write_document(conv, report, "  ")
         report.conversations += 1
     yield "\n]\n"
+
+
+def is_document(item: Any) -> bool:
+    return isinstance(item, list) or (isinstance(item, dict) and "messages" in item and "role" not in item)
+
+
+def expect_end(events: Events) -> None:
+    events.expect_end()
+
+
+def _array_items(events: Events) -> Iterator[Any]:
+    return events.array_items()
+
+
+def stream(events: Events) -> Iterator[ConversationStream]:
+    first = events.next_or_none()
+    if first is None:
+        raise FormatError("input", "empty input: expected JSON")
+    _prefix, event, value = first
+    if event == "start_array":
+        yield from _stream_list(events)
+    elif event == "start_map":
+        yield from _stream_object(events)
+    else:
+        raise FormatError("input", f"expected a message list or an object with messages, got {json_type(value)}")
+
+
+def _stream_list(events: Events) -> Iterator[ConversationStream]:
+    items = _array_items(events)
+    first = next(items, _END)
+    if first is _END:
+        expect_end(events)
+        yield ConversationStream(Conversation(source_format=NAME), iter(()))
+        return
+    if is_document(first):
+        for i, doc in enumerate([first] if first is not _END else []):
+            yield ConversationStream.whole(read_document(doc, f"[{i}]"))
+        for i, doc in enumerate(items, start=1):
+            yield ConversationStream.whole(read_document(doc, f"[{i}]"))
+        expect_end(events)
+        return
+
+    def messages() -> Iterator[Message]:
+        legacy: dict[str, Any] = {}
+        yield read_chat_message(first, "messages[0]", NAME, legacy)
+        for i, item in enumerate(items, start=1):
+            yield read_chat_message(item, f"messages[{i}]", NAME, legacy)
+        expect_end(events)
+
+    yield ConversationStream(Conversation(source_format=NAME), messages())
+
+
+def _stream_object(events: Events) -> Iterator[ConversationStream]:
+    fields: dict[str, Any] = {}
+    for _prefix, event, key in events:
+        if event == "end_map":
+            break
+        _p, ev, val = next(events)
+        if key == "messages" and ev == "start_array" and "system" not in fields and "input" not in fields:
+            conversation = make_conversation("input", source_format=NAME, **conversation_fields(fields, ""))
+
+            def messages() -> Iterator[Message]:
+                legacy: dict[str, Any] = {}
+                for i, item in enumerate(_array_items(events)):
+                    yield read_chat_message(item, f"messages[{i}]", NAME, legacy)
+                # Keys after the messages (tools, model) complete the conversation once the messages are read.
+                for _p2, ev2, key2 in events:
+                    if ev2 == "end_map":
+                        break
+                    _p3, ev3, val3 = next(events)
+                    fields[key2] = events.value(ev3, val3)
+                expect_end(events)
+                done = conversation_fields(fields, "")
+                conversation.tools = done.get("tools")
+                conversation.metadata = done["metadata"]
+
+            yield ConversationStream(conversation, messages())
+            return
+        fields[key] = events.value(ev, val)
+    expect_end(events)
+    yield ConversationStream.whole(read_document(fields))
+
+
+_END = object()
