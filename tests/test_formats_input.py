@@ -391,7 +391,7 @@ def test_it_names_the_place_of_a_lone_surrogate(monkeypatch: pytest.MonkeyPatch)
     assert err.place == "[0].\\udc00 (a key)"
     _streamed(monkeypatch)
     err = error_of(lambda: read_input(io.BytesIO(broken.encode()), "openai"))
-    assert err.place == "line 2 column 36" and err.detail.startswith("\\ud83d is half of a UTF-16 surrogate pair")
+    assert err.place == "byte 72" and err.detail.startswith("\\ud83d is half of a UTF-16 surrogate pair")
     [again] = read_input(io.BytesIO(fine.encode()), "openai")
     assert again.messages[0].content == conv.messages[0].content
 

@@ -301,8 +301,8 @@ _SURROGATE_ESCAPES = re.compile(rb"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
 
 class LiftedStrings(io.RawIOBase):
     """The bytes of a JSON input, with each string longer than ``long_string`` bytes replaced by a short stand-in
-    whose decoded value is in ``values`` (``Events`` puts it back), and a FormatError naming line and column at the
-    first lone surrogate escape.
+    whose decoded value is in ``values`` (``Events`` puts it back), and a FormatError naming the byte of the first
+    lone surrogate escape.
 
     It scans chunk by chunk with C-level searches (count, find, regular expressions), never byte by byte: per chunk
     it only needs to know whether the chunk ends inside a string, and where that string began."""
@@ -319,8 +319,9 @@ class LiftedStrings(io.RawIOBase):
         self._held: list[bytes] = []  # an open string, from its opening quote, while it may still be long
         self._held_size = 0
         self._eof = False
-        self._line = 1  # of the first byte of the next chunk
-        self._column = 1
+        # The offset of the next chunk's first byte. Errors name a byte, not a line: counting the newlines of every
+        # chunk would cost as much as counting its quotes, and a big JSON file is mostly one line anyway.
+        self._offset = 0
 
     def readable(self) -> bool:
         return True
@@ -382,7 +383,7 @@ class LiftedStrings(io.RawIOBase):
             start = opening
             self._hold(chunk[start : start + 1])
             start += 1
-        self._advance_position(chunk)
+        self._offset += len(chunk)
 
     def _hold(self, piece: bytes) -> None:
         self._held.append(piece)
@@ -454,20 +455,11 @@ class LiftedStrings(io.RawIOBase):
                     continue
             elif at >= 6 and chunk[at - 6 : at - 4] == b"\\u" and 0xD800 <= _hex(chunk[at - 4 : at]) <= 0xDBFF:
                 continue
-            raise FormatError(self._place(chunk, at), surrogate_message(f"\\u{unit:04x}"))
+            raise FormatError(self._place(at), surrogate_message(f"\\u{unit:04x}"))
 
-    def _advance_position(self, chunk: bytes) -> None:
-        lines = chunk.count(b"\n")
-        if lines:
-            self._line += lines
-            self._column = len(chunk) - chunk.rfind(b"\n")
-        else:
-            self._column += len(chunk)
-
-    def _place(self, chunk: bytes = b"", at: int = 0) -> str:
-        lines = chunk.count(b"\n", 0, at)
-        column = at - chunk.rfind(b"\n", 0, at) if lines else self._column + at
-        return f"line {self._line + lines} column {column}"
+    def _place(self, at: int = 0) -> str:
+        """``byte N`` (from 1) of the input, ``at`` bytes into the chunk being scanned."""
+        return f"byte {self._offset + at + 1:,}"
 
 
 def _escaped_quotes(chunk: bytes, start: int) -> int:
