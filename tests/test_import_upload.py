@@ -95,6 +95,9 @@ BAD_INPUTS = [
     ("deep.json", b"[" * 50_000 + b"]" * 50_000),
     ("empty.json", b""),
     ("no-call-id.json", json.dumps([{"role": "user", "content": "a"}, {"role": "tool", "content": "b"}]).encode()),
+    ("surrogate.json", b'[{"role": "user", "content": "half \\ud800 a character"}]'),
+    ("long-number.json", b'[{"role": "user", "content": "a", "n": ' + b"9" * 4400 + b"}]"),
+    ("utf32.json", json.dumps([{"role": "user", "content": "a"}]).encode("utf-32")),
 ]
 
 
