@@ -14,6 +14,7 @@ import os
 import re
 import secrets
 import sys
+from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import IO, Any
@@ -313,10 +314,12 @@ class LiftedStrings(io.RawIOBase):
         self._chunk = chunk
         self.values: dict[str, str] = {}
         self._nonce = secrets.token_hex(6)
-        self._out = bytearray()
+        # What the parser reads next: views into the chunks, never copied into one buffer (consuming a bytearray from
+        # its front cost more than the scan itself).
+        self._out: deque[memoryview] = deque()
         self._carry = b""  # the end of the previous chunk held back: a run of backslashes or a cut escape
         self._in_string = False
-        self._held: list[bytes] = []  # an open string, from its opening quote, while it may still be long
+        self._held: list[memoryview] = []  # an open string, from its opening quote, while it may still be long
         self._held_size = 0
         self._eof = False
         # The offset of the next chunk's first byte. Errors name a byte, not a line: counting the newlines of every
@@ -329,11 +332,20 @@ class LiftedStrings(io.RawIOBase):
     def readinto(self, buffer: Any) -> int:
         while not self._out and not self._eof:
             self._step()
-        n = min(len(buffer), len(self._out))
-        with memoryview(self._out) as out:
-            buffer[:n] = out[:n]
-        del self._out[:n]
+        if not self._out:
+            return 0
+        piece = self._out[0]
+        n = min(len(buffer), len(piece))
+        buffer[:n] = piece[:n]
+        if n == len(piece):
+            self._out.popleft()
+        else:
+            self._out[0] = piece[n:]
         return n
+
+    def _emit(self, piece: memoryview) -> None:
+        if len(piece):
+            self._out.append(piece)
 
     # --- one chunk ------------------------------------------------------------------------------------------
 
@@ -346,7 +358,7 @@ class LiftedStrings(io.RawIOBase):
                 self._scan(chunk, True)
             if self._held:
                 # The input ends inside a string: give the parser its start (enough to say where), not all of it.
-                self._out += b"".join(self._held)[:65536]
+                self._emit(memoryview(b"".join(self._held)[:65536]))
                 self._held, self._held_size = [], 0
             return
         chunk = self._carry + data if self._carry else data
@@ -359,14 +371,15 @@ class LiftedStrings(io.RawIOBase):
     def _scan(self, chunk: bytes, escapes: bool) -> None:
         if escapes:
             self._check_surrogates(chunk)
+        view = memoryview(chunk)
         start = 0
         while start < len(chunk):
             if self._in_string:
                 end = self._closing_quote(chunk, start)
                 if end == -1:
-                    self._hold(chunk[start:])
+                    self._hold(view[start:])
                     break
-                self._hold(chunk[start : end + 1])
+                self._hold(view[start : end + 1])
                 self._close_string()
                 start = end + 1
                 continue
@@ -374,18 +387,18 @@ class LiftedStrings(io.RawIOBase):
             # only a string left open at the end needs finding.
             quotes = chunk.count(b'"', start) - (_escaped_quotes(chunk, start) if escapes else 0)
             if quotes % 2 == 0:
-                self._out += chunk[start:] if start else chunk
+                self._emit(view[start:])
                 break
             opening = self._last_opening_quote(chunk, start)
-            self._out += chunk[start:opening]
+            self._emit(view[start:opening])
             self._in_string = True
             self._held, self._held_size = [], 0
             start = opening
-            self._hold(chunk[start : start + 1])
+            self._hold(view[start : start + 1])
             start += 1
         self._offset += len(chunk)
 
-    def _hold(self, piece: bytes) -> None:
+    def _hold(self, piece: memoryview) -> None:
         self._held.append(piece)
         self._held_size += len(piece)
 
@@ -393,8 +406,7 @@ class LiftedStrings(io.RawIOBase):
         self._in_string = False
         held, self._held, size, self._held_size = self._held, [], self._held_size, 0
         if size <= self._long:
-            for piece in held:
-                self._out += piece
+            self._out.extend(piece for piece in held if len(piece))
             return
         raw = b"".join(held)
         del held
@@ -410,7 +422,7 @@ class LiftedStrings(io.RawIOBase):
         del text
         key = f"{_STAND_IN}{self._nonce}-{len(self.values)}"
         self.values[key] = value
-        self._out += json.dumps(key).encode("ascii")
+        self._emit(memoryview(json.dumps(key).encode("ascii")))
 
     @staticmethod
     def _closing_quote(chunk: bytes, start: int) -> int:
