@@ -3,8 +3,9 @@
 Playwright never downloads a browser here: it launches the system ``chromium``. When it is missing the tests
 fail with a message that says how to install it (``make system-deps``), never skip silently.
 
-The pages run under a Content-Security-Policy without 'unsafe-eval': give ``wait_for_function`` a function
-(``"() => ..."``); a bare expression string is evaluated with eval in the page, which the policy refuses.
+The pages run under a Content-Security-Policy without 'unsafe-eval': Playwright evaluates a bare expression given to
+``wait_for_function`` with eval in the page, which the policy refuses, so the pages of these fixtures wrap one into a
+function (``"() => (...)"``).
 """
 from __future__ import annotations
 
@@ -45,9 +46,24 @@ def browser() -> Iterator[object]:
 @pytest.fixture
 def page(browser) -> Iterator[object]:
     context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    context.on("page", _functions_not_expressions)
     page = context.new_page()
     yield page
     context.close()
+
+
+def _functions_not_expressions(page: object) -> None:
+    """``wait_for_function("expr")`` as ``wait_for_function("() => (expr)")``: Playwright evaluates a bare expression
+    with eval in the page, which the pages' Content-Security-Policy refuses; a function it does not."""
+    original = page.wait_for_function  # type: ignore[attr-defined]
+
+    def wait_for_function(expression: str, *args: object, **kwargs: object) -> object:
+        head = expression.lstrip()
+        if not head.startswith(("(", "function", "async")) and "=>" not in head.split("\n", 1)[0]:
+            expression = f"() => ({expression})"
+        return original(expression, *args, **kwargs)
+
+    page.wait_for_function = wait_for_function  # type: ignore[attr-defined]
 
 
 @pytest.fixture
