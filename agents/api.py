@@ -7,7 +7,6 @@ form as the session list. One error shape: ``{"error": "..."}``.
 from __future__ import annotations
 
 import io
-import json
 import uuid
 from typing import Any
 
@@ -33,11 +32,10 @@ from agents import capture, diffs, imports, models, services
 from agents.api_auth import ApiKeyAuthentication
 from agents.auth import ThrottledBasicAuthentication
 from agents.forms import AgentForm, SessionFilterForm
-from agents.lab import spec_parse
 from agents.memory import schema
 from agents.memory.formats import FORMATS
 from agents.memory.tokens import COUNTERS, DEFAULT_COUNTER, get_counter
-from agents.memory.trimming import STRATEGIES, StrategyError, resolve_params, trim
+from agents.memory.trimming import FALSE_WORDS, STRATEGIES, TRUE_WORDS, StrategyError, spec_from_query, spec_from_text
 
 MAX_MESSAGE_PAGE = 1000
 
@@ -316,37 +314,29 @@ def session_trim(request: Request, session_id: int) -> Response:
     (per-index ``dropped``, ``explanation``, ``messages``)."""
     session = services.session_for_user(request.user, session_id)
     query = request.query_params
-    name = query.get("strategy", "")
     detail = query.get("detail", "compact")
     if detail not in TRIM_DETAILS:
         return _bad_request(f"detail={detail}: expected {' or '.join(TRIM_DETAILS)}")
     with_messages = query.get("messages", "0").strip().lower()
-    if with_messages not in _YES | _NO:
+    if with_messages not in TRUE_WORDS | FALSE_WORDS | {""}:
         return _bad_request(f"messages={with_messages}: expected 1 or 0")
     counter = query.get("counter") or session.token_counter
     try:
         get_counter(counter)
     except ValueError as exc:
         return _bad_request(f"counter: {exc}")
-    params: dict[str, Any] = {}
-    for key in query:
-        if key in TRIM_QUERY_KEYS:
-            continue
-        values = [_query_value(v) for v in query.getlist(key)]
-        params[key] = values if len(values) > 1 else values[0]
     try:
-        # Cheap checks before a large session is read.
-        resolve_params(name, params)
-        messages, counts = services.session_messages_with_counts(session)
-        recounted = counter != session.token_counter
-        result = trim(messages, name, params, counter=counter, token_counts=None if recounted else counts)
+        # Checked before a large session is read.
+        spec = spec_from_query(query.get("strategy", ""), query, other_keys=TRIM_QUERY_KEYS)
     except StrategyError as exc:
         return _bad_request(str(exc))
-    del messages, counts  # the input list can go before the answer is built (200,000 messages: hundreds of MB)
+    trimmed = services.session_trim(session=session, specs=[spec], counter=counter)
+    result, recounted = trimmed.results[0], trimmed.recounted
+    del trimmed  # the input list can go before the answer is built (200,000 messages: hundreds of MB)
     if detail == "full":
         data = result.to_dict()
     else:
-        data = result.to_compact_dict(messages=with_messages in _YES)
+        data = result.to_compact_dict(messages=with_messages in TRUE_WORDS)
     data["detail"] = detail
     data["recounted"] = recounted
     return Response(data)
@@ -355,15 +345,6 @@ def session_trim(request: Request, session_id: int) -> Response:
 # Query keys of the trim endpoint that are not strategy parameters (format: DRF's ?format=json).
 TRIM_QUERY_KEYS = frozenset({"strategy", "format", "counter", "detail", "messages"})
 TRIM_DETAILS = ("compact", "full")
-_YES = frozenset({"1", "true", "yes", "on"})
-_NO = frozenset({"0", "false", "no", "off", ""})
-
-
-def _query_value(value: str) -> Any:
-    try:
-        return json.loads(value)
-    except ValueError:
-        return value
 
 
 @extend_schema(operation_id="strategies_list", summary="Trimming strategies and their parameters", responses={200: OpenApiTypes.OBJECT})
@@ -551,7 +532,7 @@ def session_diff(request: Request, session_id: int, other_id: int | None = None)
             return _bad_request(f"{key}={text}: expected a whole number{f' up to {top}' if top else ''}")
         numbers[key] = int(text)
     with_messages = query.get("messages", "0").strip().lower()
-    if with_messages not in _YES | _NO:
+    if with_messages not in TRUE_WORDS | FALSE_WORDS | {""}:
         return _bad_request(f"messages={with_messages}: expected 1 or 0")
     if other == "" and not spec_text:
         return _bad_request("say what to compare with: /diff/{id}/, ?with=ID or ?trim=name:key=value")
@@ -561,12 +542,12 @@ def session_diff(request: Request, session_id: int, other_id: int | None = None)
         found = diffs.session_diff(left=session, right=services.session_for_user(request.user, int(other)))
     else:
         try:
-            found = diffs.session_diff_trimmed(session=session, spec=spec_parse(spec_text))
+            found = diffs.session_diff_trimmed(session=session, spec=spec_from_text(spec_text))
         except StrategyError as exc:
             return _bad_request(f"trim: {exc}")
     start = numbers["start"]
     data = diffs.diff_dict(found, start=start, stop=start + numbers["limit"], context=numbers["context"],
-                           messages=with_messages in _YES)
+                           messages=with_messages in TRUE_WORDS)
     return Response({
         "left": _session_summary(request, found.left),
         "right": _session_summary(request, found.right) if found.right is not None else None,

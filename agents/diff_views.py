@@ -10,8 +10,7 @@ from django.views.decorators.http import require_GET
 
 from agents import diffs, services
 from agents.http import HtmxHttpRequest
-from agents.lab import spec_parse
-from agents.memory.trimming import STRATEGIES, StrategyError
+from agents.memory.trimming import STRATEGIES, StrategyError, spec_from_text
 
 
 @require_GET
@@ -26,7 +25,7 @@ def session_diff(request: HtmxHttpRequest, session_id: int) -> HttpResponse:
         if other:
             found = diffs.session_diff(left=session, right=services.session_for_user(request.user, _id(other)))
         elif spec_text:
-            found = diffs.session_diff_trimmed(session=session, spec=spec_parse(spec_text))
+            found = diffs.session_diff_trimmed(session=session, spec=spec_from_text(spec_text))
     except StrategyError as exc:
         context["error"] = f"trim={spec_text}: {exc}"
     if found is None:

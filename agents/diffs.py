@@ -14,10 +14,9 @@ from typing import Any, Literal
 from django.core.paginator import Page, Paginator
 
 from agents import models, services
-from agents.lab import Spec
 from agents.memory.diff import CallDiff, Fold, MessageDiff, PairDiff, Row, TextDiff, diff_messages, diff_trim
 from agents.memory.schema import Message, ToolCall
-from agents.memory.trimming import TrimResult, trim
+from agents.memory.trimming import StrategySpec, TrimResult
 
 # Blocks (a row, or a folded run of identical rows) per page, and rows shown when a fold is opened.
 BLOCKS_PER_PAGE = 200
@@ -37,7 +36,7 @@ class SessionDiff:
     left: models.Session
     right: models.Session | None
     diff: MessageDiff
-    spec: Spec | None = None
+    spec: StrategySpec | None = None
     result: TrimResult | None = None
 
     @property
@@ -50,11 +49,11 @@ def session_diff(*, left: models.Session, right: models.Session) -> SessionDiff:
     return SessionDiff(left, right, diff_messages(services.session_messages(left), services.session_messages(right)))
 
 
-def session_diff_trimmed(*, session: models.Session, spec: Spec) -> SessionDiff:
+def session_diff_trimmed(*, session: models.Session, spec: StrategySpec) -> SessionDiff:
     """The session against its trimmed view under ``spec``, with the counts stored at import (nothing recounted)."""
-    messages, counts = services.session_messages_with_counts(session)
-    result = trim(messages, spec.name, spec.params, counter=session.token_counter, token_counts=counts)
-    return SessionDiff(session, None, diff_trim(messages, result), spec, result)
+    trimmed = services.session_trim(session=session, specs=[spec])
+    result = trimmed.results[0]
+    return SessionDiff(session, None, diff_trim(trimmed.messages, result), spec, result)
 
 
 # --- one page as the template shows it -----------------------------------------------------------------------

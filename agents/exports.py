@@ -18,7 +18,7 @@ from django.utils import timezone
 from agents import models, services
 from agents.memory import formats
 from agents.memory.schema import Conversation, Message
-from agents.memory.trimming import StrategyError, resolve_params, trim
+from agents.memory.trimming import StrategySpec, TrimResult
 
 # Messages read from the database per query while exporting.
 PAGE_SIZE = 2_000
@@ -40,13 +40,20 @@ class ExportPlan:
     format: str
     scope: str
     filters: dict[str, Any] = field(default_factory=dict)
-    strategy: str = ""
-    params: dict[str, Any] = field(default_factory=dict)
+    spec: StrategySpec | None = None  # export each session as trimmed by this
     on_invalid: str = "skip"
 
     @property
     def trimmed(self) -> bool:
-        return bool(self.strategy)
+        return self.spec is not None
+
+    @property
+    def strategy(self) -> str:
+        return self.spec.name if self.spec is not None else ""
+
+    @property
+    def params(self) -> dict[str, Any]:
+        return self.spec.params.model_dump(mode="json") if self.spec is not None else {}
 
 
 @dataclass
@@ -77,30 +84,21 @@ def export_plan(
     format: str,
     scope: str,
     filters: Mapping[str, Any] | None = None,
-    strategy: str | None = None,
-    params: Mapping[str, Any] | None = None,
+    spec: StrategySpec | None = None,
     on_invalid: str = "skip",
 ) -> ExportPlan:
-    """Check the format, the strategy and its parameters before a byte is written. Raises ExportFailed."""
+    """Check the format and what to do with invalid conversations before a byte is written (the strategy and
+    its parameters come validated, once for every session). Raises ExportFailed."""
     if format not in formats.FORMATS:
         raise ExportFailed(f"format: unknown format {format!r}; valid: {', '.join(sorted(formats.FORMATS))}")
     if on_invalid not in ON_INVALID:
         raise ExportFailed(f"on_invalid: {on_invalid!r}; valid: skip, stop")
-    resolved: dict[str, Any] = {}
-    if strategy:
-        try:
-            resolved = resolve_params(strategy, params).model_dump(mode="json")
-        except StrategyError as exc:
-            raise ExportFailed(f"strategy: {exc}") from None
-    elif params:
-        raise ExportFailed("params: parameters were given without a strategy")
     return ExportPlan(
         sessions=sessions.order_by("id"),
         format=format,
         scope=scope,
         filters=dict(filters or {}),
-        strategy=strategy or "",
-        params=resolved,
+        spec=spec,
         on_invalid=on_invalid,
     )
 
@@ -224,10 +222,9 @@ class SessionMessages:
                 self.progress.add(len(rows))
 
 
-def _trim_session(session: models.Session, plan: ExportPlan) -> Any:
-    messages, counts = services.session_messages_with_counts(session)
-    # The stored counts were made by the session's counter: the strategy uses them and never recounts.
-    return trim(messages, plan.strategy, plan.params, counter=session.token_counter, token_counts=counts)
+def _trim_session(session: models.Session, plan: ExportPlan) -> TrimResult:
+    assert plan.spec is not None
+    return services.session_trim(session=session, specs=[plan.spec]).results[0]
 
 
 def _conversations(plan: ExportPlan, counter: services.Progress) -> Iterator[Any]:

@@ -1,103 +1,23 @@
 """The trimming lab's logic, shared by its pages (one session, side by side, across sessions).
 
-A stored session becomes the trimmer's input with the token counts stored at import, so nothing is recounted;
-``trim_preview`` turns a ``TrimResult`` into what a page can show of a long session in bounded HTML (a strip of
-runs and a capped list of message bodies); ``trimming_report`` runs strategies over many sessions with a
-bounded number of queries. A strategy is written ``name:key=value,key=value`` (a "spec") in URLs.
+``services.session_trim`` reads a stored session with the token counts stored at import (nothing is recounted)
+and trims it; ``trim_preview`` turns a ``TrimResult`` into what a page can show of a long session in bounded HTML
+(a strip of runs and a capped list of message bodies); ``trimming_report`` runs strategies over many sessions
+with a bounded number of queries. A strategy is written ``name:key=value,key=value`` (``StrategySpec.text``) in
+URLs.
 """
 from __future__ import annotations
 
-import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from itertools import groupby
-from typing import Any
-from urllib.parse import urlencode
 
 from django.db.models import QuerySet
 
 from agents import models, services
 from agents.memory.chain import Violation
 from agents.memory.schema import Message, content_text
-from agents.memory.trimming import TrimResult, get_strategy, parse_param_pairs, resolve_params, split_param_text, trim
-
-# --- a stored session as the trimmer's input ---------------------------------------------------------------
-
-
-# Message rows per query when the report loads many sessions: few queries, bounded memory.
-REPORT_ROWS_PER_QUERY = 20_000
-
-
-def sessions_messages_with_counts(
-    sessions: Sequence[models.Session],
-) -> Iterator[tuple[models.Session, list[Message], list[int]]]:
-    """Each session with its messages and counts, loading several sessions' messages per query."""
-    batch: list[models.Session] = []
-    size = 0
-    for session in sessions:
-        if batch and size + session.message_count > REPORT_ROWS_PER_QUERY:
-            yield from _load_batch(batch)
-            batch, size = [], 0
-        batch.append(session)
-        size += session.message_count
-    if batch:
-        yield from _load_batch(batch)
-
-
-def _load_batch(batch: list[models.Session]) -> Iterator[tuple[models.Session, list[Message], list[int]]]:
-    rows = (
-        models.Message.objects.filter(session__in=[s.pk for s in batch])
-        .order_by("session_id", "seq")
-        .only("session_id", *services.MESSAGE_FIELDS)
-    )
-    by_session = {pk: list(group) for pk, group in groupby(rows, key=lambda r: r.session_id)}
-    for session in batch:
-        messages, counts = services.schema_and_counts(by_session.get(session.pk, []))
-        yield session, messages, counts
-
-
-# --- specs: "name:key=value,key=value" ---------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Spec:
-    name: str
-    params: dict[str, Any]
-
-    @property
-    def text(self) -> str:
-        return spec_text(self.name, self.params)
-
-    @property
-    def lab_query(self) -> str:
-        """The lab page's query string (lists as repeated values, as its checkboxes send them)."""
-        pairs: list[tuple[str, str]] = [("strategy", self.name)]
-        for key, value in self.params.items():
-            for v in value if isinstance(value, list) else [value]:
-                pairs.append((key, v if isinstance(v, str) else json.dumps(v)))
-        return urlencode(pairs)
-
-
-def spec_parse(text: str) -> Spec:
-    """``buffered:buffer_size=5`` → Spec; StrategyError names the unknown strategy or the invalid parameter."""
-    name, _, rest = text.strip().partition(":")
-    pairs = split_param_text(rest)
-    params = parse_param_pairs(pairs)
-    resolve_params(get_strategy(name.strip()), params)
-    return Spec(name.strip(), params)
-
-
-def spec_text(name: str, params: dict[str, Any]) -> str:
-    """The spec of a strategy with the parameters that differ from its defaults (short URLs)."""
-    model = get_strategy(name).params_model
-    parts = []
-    for key, value in params.items():
-        info = model.model_fields.get(key)
-        if info is not None and info.default == value:
-            continue
-        parts.append(f"{key}={value if isinstance(value, str) else json.dumps(value)}")
-    return name + (":" + ",".join(parts) if parts else "")
-
+from agents.memory.trimming import StrategySpec, TrimResult
 
 # --- one trim as a page shows it -----------------------------------------------------------------------------
 
@@ -311,7 +231,7 @@ REPORT_MESSAGE_LIMIT = 100_000
 
 @dataclass
 class ReportCell:
-    spec: Spec
+    spec: StrategySpec
     tokens_after: int
     kept: int
     errors: int
@@ -329,7 +249,7 @@ class ReportRow:
 
 @dataclass
 class ReportSummary:
-    spec: Spec
+    spec: StrategySpec
     broken: int = 0
     questions_lost: int = 0
     tokens_after_total: int = 0
@@ -342,7 +262,7 @@ class ReportSummary:
 
 @dataclass
 class TrimmingReport:
-    specs: list[Spec]
+    specs: list[StrategySpec]
     rows: list[ReportRow]
     summaries: list[ReportSummary]
     capped: bool
@@ -350,7 +270,7 @@ class TrimmingReport:
 
 
 def trimming_report(
-    sessions: QuerySet[models.Session], specs: Sequence[Spec], *, limit: int | None = None
+    sessions: QuerySet[models.Session], specs: Sequence[StrategySpec], *, limit: int | None = None
 ) -> TrimmingReport:
     """Each spec over each session (at most ``limit``; ``sessions`` must already be scoped to the user)."""
     limit = limit or REPORT_SESSION_LIMIT
@@ -365,14 +285,14 @@ def trimming_report(
             break
     summaries = [ReportSummary(spec) for spec in specs]
     rows: list[ReportRow] = []
-    for session, messages, counts in sessions_messages_with_counts(chosen):
+    for session, messages, counts in services.sessions_messages_with_counts(chosen):
         newest_user = next((i for i in range(len(messages) - 1, -1, -1) if messages[i].role == "user"), None)
         cells: list[ReportCell] = []
         tokens_before = 0
         for spec, summary in zip(specs, summaries):
             try:
-                result = trim(messages, spec.name, spec.params, counter=session.token_counter, token_counts=counts)
-            except ValueError as exc:  # StrategyError is a ValueError; a stored session is never half-read
+                result = services.session_trim(session=session, specs=[spec], read=(messages, counts)).results[0]
+            except ValueError as exc:  # a strategy that fails on this session (should not happen): said, not a 500
                 cells.append(ReportCell(spec, 0, 0, 0, None, False, error=str(exc)))
                 continue
             tokens_before = result.tokens_before

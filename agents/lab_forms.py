@@ -1,7 +1,8 @@
 """The lab's parameter form, built from a strategy's pydantic parameter model.
 
-Not a Django form: the pydantic model is the one schema of the parameters (the API, the commands and the export
-form validate against it too), so this only maps query-string values to it and its errors back to the fields.
+Not a Django form: the pydantic model is the one schema of the parameters and ``spec_from_query`` the one reader
+of them (the API, the commands and the export read theirs the same way), so this only lays out the fields and
+puts each error next to its field.
 """
 from __future__ import annotations
 
@@ -12,13 +13,9 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from django.http import QueryDict
-from pydantic import ValidationError
 from pydantic.fields import FieldInfo
 
-from agents.memory.trimming import Strategy
-
-TRUE_WORDS = {"true", "on", "1", "yes"}
-FALSE_WORDS = {"false", "off", "0", "no"}
+from agents.memory.trimming import Strategy, StrategyError, StrategySpec, spec_from_query
 
 
 @dataclass
@@ -85,12 +82,12 @@ class ParamField:
 class StrategyParamsForm:
     strategy: Strategy
     fields: list[ParamField]
-    params: dict[str, Any]  # the given values, as the trimmer takes them
+    spec: StrategySpec | None  # the strategy with the parameters read and validated (None when one is invalid)
     errors: dict[str, str]
 
     @property
     def is_valid(self) -> bool:
-        return not self.errors
+        return self.spec is not None
 
 
 def _kind(info: FieldInfo) -> tuple[str, list[str], bool, bool]:
@@ -131,41 +128,20 @@ def _is_union(annotation: Any) -> bool:
     return typing.get_origin(annotation) in (typing.Union, types.UnionType)
 
 
-def _read(kind: str, multiple: bool, values: list[str]) -> tuple[bool, Any]:
-    """(given, value) of one parameter from its query values; an empty input means "use the default"."""
-    if kind == "checkbox":
-        # A hidden "false" precedes the checkbox, so an unchecked box still says so; the last value wins.
-        if not values:
-            return False, None
-        last = values[-1].strip().lower()
-        if last in TRUE_WORDS:
-            return True, True
-        if last in FALSE_WORDS or last == "":
-            return True, False
-        return True, values[-1]  # pydantic names the problem
-    values = [v.strip() for v in values if v.strip()]
-    if not values:
-        return False, None
-    if kind == "choices":
-        if len(values) == 1 and values[0].startswith("["):
-            try:
-                return True, json.loads(values[0])
-            except ValueError:
-                return True, values[0]
-        return True, (values if multiple and len(values) > 1 else values[0])
-    return True, values[-1]
-
-
 def strategy_params_form(strategy: Strategy, query: QueryDict | None) -> StrategyParamsForm:
     """The strategy's parameters read from ``query`` (keys that are not parameters are ignored), validated."""
+    spec: StrategySpec | None = None
+    errors: dict[str, str] = {}
+    try:
+        spec = spec_from_query(strategy.name, query if query is not None else QueryDict())
+        shown = spec.params.model_dump()
+    except StrategyError as exc:
+        errors = {p.param: p.reason for p in exc.problems}
+        shown = exc.given
     schema = strategy.params_model.model_json_schema()["properties"]
     fields: list[ParamField] = []
-    params: dict[str, Any] = {}
     for name, info in strategy.params_model.model_fields.items():
         kind, choices, multiple, integer = _kind(info)
-        given, value = _read(kind, multiple, query.getlist(name) if query is not None else [])
-        if given:
-            params[name] = value
         prop = schema.get(name, {})
         fields.append(
             ParamField(
@@ -173,21 +149,13 @@ def strategy_params_form(strategy: Strategy, query: QueryDict | None) -> Strateg
                 kind=kind,
                 help=info.description or "",
                 default=info.default,
-                value=value if given else info.default,
+                value=shown.get(name, info.default),
                 minimum=prop.get("minimum"),
                 exclusive_minimum=prop.get("exclusiveMinimum"),
                 integer=integer,
                 choices=choices,
                 multiple=multiple,
+                error=errors.get(name, ""),
             )
         )
-    errors: dict[str, str] = {}
-    try:
-        strategy.params_model.model_validate(params)
-    except ValidationError as exc:
-        for err in exc.errors(include_url=False):
-            name = str(err["loc"][0]) if err.get("loc") else "params"
-            errors.setdefault(name, err["msg"])  # a union reports one error per member: the first says enough
-    for f in fields:
-        f.error = errors.get(f.name, "")
-    return StrategyParamsForm(strategy, fields, params, errors)
+    return StrategyParamsForm(strategy, fields, spec, errors)

@@ -14,7 +14,7 @@ from agents import lab, services
 from agents.forms import SessionFilterForm
 from agents.http import HtmxHttpRequest
 from agents.lab_forms import strategy_params_form
-from agents.memory.trimming import STRATEGIES, StrategyError, get_strategy, trim
+from agents.memory.trimming import STRATEGIES, StrategyError, StrategySpec, get_strategy, spec_from_text, strategy_spec
 
 DEFAULT_STRATEGY = "buffered"
 DEFAULT_COMPARE = ["buffered", "langchain_last", "safe_token_budget"]
@@ -32,11 +32,10 @@ def session_lab(request: HtmxHttpRequest, session_id: int) -> HttpResponse:
     params_for = request.GET.get("params_for")
     form = strategy_params_form(strategy, None if params_for and params_for != strategy.name else request.GET)
     preview = None
-    if form.is_valid and not strategy_error:
-        messages, counts = services.session_messages_with_counts(session)
-        result = trim(messages, strategy.name, form.params, counter=session.token_counter, token_counts=counts)
-        preview = lab.trim_preview(messages, counts, result)
-    spec = lab.Spec(strategy.name, form.params if form.is_valid else {})
+    if form.spec is not None and not strategy_error:
+        trimmed = services.session_trim(session=session, specs=[form.spec])
+        preview = lab.trim_preview(trimmed.messages, trimmed.counts, trimmed.results[0])
+    spec = form.spec or strategy_spec(strategy)
     other = "safe_token_budget" if strategy.name != "safe_token_budget" else "buffered"
     context = {
         "session": session,
@@ -63,7 +62,7 @@ def session_lab(request: HtmxHttpRequest, session_id: int) -> HttpResponse:
 @dataclass
 class CompareColumn:
     text: str
-    spec: lab.Spec | None
+    spec: StrategySpec | None
     error: str
     preview: lab.TrimPreview | None = None
     remove_query: str = ""
@@ -85,18 +84,16 @@ def session_lab_compare(request: HtmxHttpRequest, session_id: int) -> HttpRespon
     for k, text in enumerate(texts):
         others = urlencode([("s", t) for j, t in enumerate(texts) if j != k])
         try:
-            spec = lab.spec_parse(text)
+            spec = spec_from_text(text)
         except StrategyError as exc:
             columns.append(CompareColumn(text, None, str(exc), remove_query=others))
             continue
         columns.append(CompareColumn(spec.text, spec, "", remove_query=others, lab_query=spec.lab_query))
-    if any(c.spec for c in columns):
-        messages, counts = services.session_messages_with_counts(session)
-        for column in columns:
-            if column.spec is not None:
-                result = trim(messages, column.spec.name, column.spec.params,
-                              counter=session.token_counter, token_counts=counts)
-                column.preview = lab.trim_preview(messages, counts, result)
+    valid = [c for c in columns if c.spec is not None]
+    if valid:
+        trimmed = services.session_trim(session=session, specs=[c.spec for c in valid if c.spec is not None])
+        for column, result in zip(valid, trimmed.results):
+            column.preview = lab.trim_preview(trimmed.messages, trimmed.counts, result)
     context = {
         "session": session,
         "columns": columns,
@@ -116,11 +113,11 @@ def trimming_report(request: HtmxHttpRequest) -> HttpResponse:
     filter_form = SessionFilterForm(request.GET or None, user=request.user)
     filter_form.is_valid()  # invalid filters are dropped and shown with their error, as on the session list
     texts = [t.strip() for t in request.GET.getlist("s") if t.strip()][:MAX_COLUMNS] or DEFAULT_REPORT
-    specs: list[lab.Spec] = []
+    specs: list[StrategySpec] = []
     spec_fields: list[dict[str, Any]] = []
     for text in texts:
         try:
-            spec = lab.spec_parse(text)
+            spec = spec_from_text(text)
         except StrategyError as exc:
             spec_fields.append({"text": text, "error": str(exc)})
             continue

@@ -13,7 +13,7 @@ import hmac
 import secrets
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from itertools import islice
+from itertools import groupby, islice
 from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
@@ -28,7 +28,7 @@ from agents import models
 from agents.memory import schema
 from agents.memory.chain import ProtocolChecker, Violation
 from agents.memory.tokens import DEFAULT_COUNTER, count_messages, get_counter, total_tokens
-
+from agents.memory.trimming import StrategyError, StrategySpec, TrimResult, strategy_spec, trim
 
 
 class KeyUser:
@@ -604,6 +604,72 @@ def session_messages(session: models.Session) -> list[schema.Message]:
     return session_messages_with_counts(session)[0]
 
 
+# Message rows per query when many sessions are read for trimming (the lab's report): few queries, bounded memory.
+SESSIONS_ROWS_PER_QUERY = 20_000
+
+
+def sessions_messages_with_counts(
+    sessions: Sequence[models.Session],
+) -> Iterator[tuple[models.Session, list[schema.Message], list[int]]]:
+    """Each session with its messages and stored counts, several sessions' messages per query."""
+    batch: list[models.Session] = []
+    size = 0
+    for session in sessions:
+        if batch and size + session.message_count > SESSIONS_ROWS_PER_QUERY:
+            yield from _sessions_batch(batch)
+            batch, size = [], 0
+        batch.append(session)
+        size += session.message_count
+    if batch:
+        yield from _sessions_batch(batch)
+
+
+def _sessions_batch(batch: list[models.Session]) -> Iterator[tuple[models.Session, list[schema.Message], list[int]]]:
+    rows = (
+        models.Message.objects.filter(session__in=[s.pk for s in batch])
+        .order_by("session_id", "seq")
+        .only("session_id", *MESSAGE_FIELDS)
+    )
+    by_session = {pk: list(group) for pk, group in groupby(rows, key=lambda r: r.session_id)}
+    for session in batch:
+        messages, counts = schema_and_counts(by_session.get(session.pk, []))
+        yield session, messages, counts
+
+
+# --- trimming -----------------------------------------------------------------------------------------------
+
+
+@dataclass
+class SessionTrim:
+    """A stored session as the trimmer read it, and what each spec made of it (in the order of the specs)."""
+
+    session: models.Session
+    messages: list[schema.Message]
+    counts: list[int]  # under the session's counter, as stored
+    results: list[TrimResult]
+    recounted: bool  # another counter than the session's: every message was counted again
+
+
+def session_trim(
+    *,
+    session: models.Session,
+    specs: Sequence[StrategySpec],
+    counter: str | None = None,
+    read: tuple[list[schema.Message], list[int]] | None = None,
+) -> SessionTrim:
+    """Read the session with its stored token counts, then trim it with each spec: the lab's pages, the trim API
+    and trimmed exports. The session's own counter (the default) trims with the stored counts, so nothing is
+    recounted; another ``counter`` recounts. ``read``: the messages and counts when the caller read them already
+    (the report reads many sessions per query, ``sessions_messages_with_counts``)."""
+    messages, counts = read if read is not None else session_messages_with_counts(session)
+    counter = counter or session.token_counter
+    recounted = counter != session.token_counter
+    results = [
+        trim(messages, spec, counter=counter, token_counts=None if recounted else counts) for spec in specs
+    ]
+    return SessionTrim(session, messages, counts, results, recounted)
+
+
 @dataclass
 class MessagePage:
     """One page of a session's messages, for the session page."""
@@ -845,8 +911,6 @@ def preset_create(
 ) -> models.Preset:
     """Save a strategy with its parameters and counter under ``name`` in ``project``. The parameters are
     validated by the core and stored whole (defaults included). PresetError says what is wrong."""
-    from agents.memory.trimming import StrategyError, resolve_params
-
     name = name.strip()
     if not name:
         raise PresetError("A preset needs a name.")
@@ -859,7 +923,7 @@ def preset_create(
     except ValueError as exc:
         raise PresetError(str(exc)) from None
     try:
-        resolved = resolve_params(strategy, params)
+        resolved = strategy_spec(strategy, params).params
     except StrategyError as exc:
         raise PresetError(str(exc)) from None
     if models.Preset.objects.filter(project=project, name=name).exists():

@@ -20,7 +20,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from agents import exports, imports, models, services, uploads
 from agents.forms import MAX_PASTE_CHARS, ImportForm, SessionFilterForm
 from agents.memory import formats
-from agents.memory.trimming import StrategyError, parse_param_pairs, split_param_text
+from agents.memory.trimming import StrategyError, StrategySpec, spec_from_pairs, split_pairs
 
 # The label of pasted JSON (it has no file name to read a kind from).
 PASTED_LABEL = "pasted JSON"
@@ -121,8 +121,6 @@ _WEB_WORDING = (
     (re.compile(r"name the format with --format"), "choose the format in the Format list"),
     (re.compile(r"name one with --format"), "choose one in the Format list"),
     (re.compile(r"--format NAME"), "the Format list"),
-    (re.compile(r"--set ('[^']*'|\"[^\"]*\")"), r"\1"),
-    (re.compile(r"\(use --on-invalid skip[^)]*\)"), "(choose 'skip' to leave them out)"),
 )
 
 
@@ -193,11 +191,9 @@ def _export_response(
     single: models.Session | None = None,
 ) -> HttpResponse:
     try:
-        params = _params_from(request.GET)
         plan = exports.export_plan(
             sessions=sessions, format=request.GET.get("format") or "native", scope=scope, filters=filters,
-            strategy=request.GET.get("strategy") or None, params=params,
-            on_invalid=request.GET.get("on_invalid") or "skip",
+            spec=_export_spec(request.GET), on_invalid=request.GET.get("on_invalid") or "skip",
         )
         if not plan.sessions.exists():
             raise exports.ExportFailed("no session matches these filters")
@@ -225,12 +221,13 @@ def _export_response(
     return response
 
 
-def _params_from(query: Any) -> dict[str, Any]:
-    """Strategy parameters from ``set=key=value`` (repeatable) and ``params=key=value, key=value``."""
-    pairs: list[str] = list(query.getlist("set"))
-    pairs += split_param_text(query.get("params", ""))
+def _export_spec(query: Any) -> StrategySpec | None:
+    """The strategy of ``strategy=`` with its parameters from ``params=key=value, key=value`` and ``set=key=value``
+    (repeatable); an error names the field."""
     try:
-        return parse_param_pairs(pairs)
+        return spec_from_pairs(query.get("strategy"), [*query.getlist("set"), *split_pairs(query.get("params", ""))])
     except StrategyError as exc:
-        raise exports.ExportFailed(f"params: {exc}") from None
-
+        if not exc.problems:
+            raise exports.ExportFailed(f"strategy: {exc}") from None
+        field = "set" if query.getlist("set") and not query.get("params") else "params"
+        raise exports.ExportFailed(exc.text(flag=f"{field}: ")) from None

@@ -39,7 +39,7 @@ from agents.memory.diff import Fold, diff_messages, diff_trim  # noqa: E402
 from agents.memory.formats import read_data  # noqa: E402
 from agents.memory.schema import FunctionCall, Message  # noqa: E402
 from agents.memory.tokens import count_messages  # noqa: E402
-from agents.memory.trimming import trim  # noqa: E402
+from agents.memory.trimming import strategy_spec, trim  # noqa: E402
 
 
 def renamed(messages: list[Message], tag: str) -> list[Message]:
@@ -97,7 +97,7 @@ def cases(n: int, edits: int) -> tuple[list[tuple[str, Callable[[], object]]], d
     other = unrelated(run1)
     renamed_run1 = renamed(run1, "again_")
     counts = count_messages(run1, "cl100k")
-    trimmed = trim(run1, "safe_token_budget", {"max_tokens": sum(counts) // 10}, token_counts=counts)
+    trimmed = trim(run1, strategy_spec("safe_token_budget", {"max_tokens": sum(counts) // 10}), token_counts=counts)
 
     def read_both() -> None:
         for text in files:

@@ -29,7 +29,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 from agents.memory.compare import compare_aligned  # noqa: E402
 from agents.memory.replay import replay  # noqa: E402
 from agents.memory.tokens import count_messages  # noqa: E402
-from agents.memory.trimming import STRATEGIES, trim  # noqa: E402
+from agents.memory.trimming import STRATEGIES, strategy_spec, trim  # noqa: E402
 from bench_chain import build_history  # noqa: E402
 
 
@@ -73,12 +73,15 @@ def main() -> None:
     out: dict[str, Any] = {"messages": len(history), "calls": sum(m.role == "assistant" for m in history) + 1}
 
     def preview(name: str) -> Callable[[], Any]:
-        return lambda: trim(history, name, params.get(name, {}), counter="cl100k", token_counts=counts)
+        spec = strategy_spec(name, params.get(name, {}))
+        return lambda: trim(history, spec, counter="cl100k", token_counts=counts)
 
     columns = ["buffered", "head_and_tail", "safe_token_budget", "langchain_last"]
 
+    specs = [strategy_spec(n, params[n]) for n in columns]
+
     def compare() -> Any:
-        results = [trim(history, n, params[n], counter="cl100k", token_counts=counts) for n in columns]
+        results = [trim(history, spec, counter="cl100k", token_counts=counts) for spec in specs]
         return compare_aligned(history, results)
 
     base = median_seconds(preview("safe_token_budget"), args.repeat)

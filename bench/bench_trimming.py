@@ -32,7 +32,7 @@ from autogen_core.model_context import TokenLimitedChatCompletionContext  # noqa
 from langchain_core.messages import trim_messages  # noqa: E402
 
 from agents.memory.tokens import count_messages  # noqa: E402
-from agents.memory.trimming import STRATEGIES, trim  # noqa: E402
+from agents.memory.trimming import STRATEGIES, strategy_spec, trim  # noqa: E402
 from bench_chain import build_history  # noqa: E402
 from tests.test_trimming_reference import CountingClient, to_autogen, to_langchain  # noqa: E402
 
@@ -72,7 +72,8 @@ def compare(n: int, repeat: int) -> dict[str, Any]:
         return trim_messages(lc_messages, max_tokens=budget, token_counter=lc_counter, strategy="last")
 
     def ours(name: str, key: str) -> Callable[[], Any]:
-        return lambda: trim(history, name, {key: budget, "pin_system": False}, counter="cl100k", token_counts=counts)
+        spec = strategy_spec(name, {key: budget, "pin_system": False})  # read once, as an interface does
+        return lambda: trim(history, spec, counter="cl100k", token_counts=counts)
 
     # Same output first: a fast wrong answer is worth nothing.
     ag_kept = [i for m in autogen() for i in where[id(m)]]
@@ -133,9 +134,9 @@ def scale(n: int, repeat: int) -> dict[str, Any]:
     for name in STRATEGIES:
         per_message = {}
         for size in sizes:
-            params = scale_params(name, sum(counts[size]) + PER_LIST, size)
+            spec = strategy_spec(name, scale_params(name, sum(counts[size]) + PER_LIST, size))
             seconds = median_seconds(
-                lambda: trim(histories[size], name, params, counter="cl100k", token_counts=counts[size]), repeat
+                lambda: trim(histories[size], spec, counter="cl100k", token_counts=counts[size]), repeat
             )
             per_message[size] = seconds / size * 1e6
         rows[name] = {"microseconds_per_message": per_message, "seconds_at_full": per_message[n] * n / 1e6}

@@ -18,7 +18,7 @@ from agents.memory.compare import (
 )
 from agents.memory.schema import FunctionCall, Message, ToolCall
 from agents.memory.tokens import count_messages
-from agents.memory.trimming import trim
+from agents.memory.trimming import strategy_spec, trim
 from tests.strategies_messages import conversations, strategy_and_params
 
 
@@ -50,9 +50,9 @@ def kinds(row: Row | Fold) -> list[str]:
 
 def test_it_marks_each_message_in_every_column_and_places_a_placeholder_where_its_column_sent_it() -> None:
     results = [
-        trim(CANONICAL, "unbounded", counter="messages"),
-        trim(CANONICAL, "buffered", {"buffer_size": 2}, counter="messages"),
-        trim(CANONICAL, "head_and_tail", {"head_size": 1, "tail_size": 1}, counter="messages"),
+        trim(CANONICAL, strategy_spec("unbounded"), counter="messages"),
+        trim(CANONICAL, strategy_spec("buffered", {"buffer_size": 2}), counter="messages"),
+        trim(CANONICAL, strategy_spec("head_and_tail", {"head_size": 1, "tail_size": 1}), counter="messages"),
     ]
     compared = compare_aligned(CANONICAL, results)
     rows = [(x.index, kinds(x), x.disagree) for x in compared.items]
@@ -78,7 +78,7 @@ def test_it_marks_each_message_in_every_column_and_places_a_placeholder_where_it
 
 def test_it_marks_a_message_a_strategy_changed_as_edited_with_what_changed() -> None:
     thinking = [S(), U(), Message(role="assistant", content="Sunny.", reasoning="The user wants weather.")]
-    compared = compare_aligned(thinking, [trim(thinking, "unbounded"), trim(thinking, "strip_thoughts")])
+    compared = compare_aligned(thinking, [trim(thinking, strategy_spec("unbounded")), trim(thinking, strategy_spec("strip_thoughts"))])
 
     last = compared.items[-1]
     assert kinds(last) == [KEPT, EDITED] and last.disagree
@@ -87,7 +87,7 @@ def test_it_marks_a_message_a_strategy_changed_as_edited_with_what_changed() -> 
 
 
 def test_it_does_not_flag_a_placeholder_every_column_inserted_alike() -> None:
-    same = [trim(CANONICAL, "head_and_tail", {"head_size": 1, "tail_size": 1}) for _ in range(2)]
+    same = [trim(CANONICAL, strategy_spec("head_and_tail", {"head_size": 1, "tail_size": 1})) for _ in range(2)]
     compared = compare_aligned(CANONICAL, same)
     assert compared.disagreeing == 0
     assert [kinds(x) for x in compared.items if x.index is None] == [[INSERTED, INSERTED]]
@@ -103,10 +103,10 @@ def long_run(turns: int) -> list[Message]:
 def test_it_folds_long_runs_so_a_long_session_is_a_short_page() -> None:
     messages = long_run(2_500)  # 10,001 messages
     results = [
-        trim(messages, "unbounded", counter="messages"),
-        trim(messages, "buffered", {"buffer_size": 40}, counter="messages"),
-        trim(messages, "safe_window", {"max_messages": 100}, counter="messages"),
-        trim(messages, "last_turns", {"max_turns": 8}, counter="messages"),
+        trim(messages, strategy_spec("unbounded"), counter="messages"),
+        trim(messages, strategy_spec("buffered", {"buffer_size": 40}), counter="messages"),
+        trim(messages, strategy_spec("safe_window", {"max_messages": 100}), counter="messages"),
+        trim(messages, strategy_spec("last_turns", {"max_turns": 8}), counter="messages"),
     ]
     compared = compare_aligned(messages, results)
 
@@ -122,7 +122,7 @@ def test_it_folds_long_runs_so_a_long_session_is_a_short_page() -> None:
 
 def test_it_shows_only_the_rows_the_columns_disagree_on_when_asked() -> None:
     messages = long_run(30)
-    results = [trim(messages, "unbounded"), trim(messages, "last_turns", {"max_turns": 2})]
+    results = [trim(messages, strategy_spec("unbounded")), trim(messages, strategy_spec("last_turns", {"max_turns": 2}))]
     compared = compare_aligned(messages, results, only_disagreements=True)
 
     agreeing = [x for x in compared.items if not x.disagree]
@@ -134,7 +134,7 @@ def test_it_shows_only_the_rows_the_columns_disagree_on_when_asked() -> None:
 
 def test_it_pages_what_is_left_after_folding() -> None:
     messages = long_run(40)
-    results = [trim(messages, "unbounded"), trim(messages, "strip_thoughts")]  # they agree everywhere
+    results = [trim(messages, strategy_spec("unbounded")), trim(messages, strategy_spec("strip_thoughts"))]  # they agree everywhere
     first = compare_aligned(messages, results, page_size=3)
     assert first.total_items == CONTEXT + 1 + CONTEXT and first.next_offset == 3
     second = compare_aligned(messages, results, page_size=3, offset=first.next_offset)
@@ -149,7 +149,7 @@ def test_every_message_and_every_inserted_message_has_its_row_in_order(
 ) -> None:
     counts = count_messages(messages, "messages")
     columns = [data.draw(strategy_and_params(sum(counts))) for _ in range(data.draw(st.integers(1, 4)))]
-    results = [trim(messages, name, params, counter="messages") for name, params in columns]
+    results = [trim(messages, strategy_spec(name, params), counter="messages") for name, params in columns]
     compared = compare_aligned(messages, results, only_disagreements=only_disagreements)
 
     indices: list[int] = []

@@ -21,7 +21,7 @@ from agents.memory.diff import (
 )
 from agents.memory.schema import FunctionCall, Message, ToolCall
 from agents.memory.tokens import count_messages
-from agents.memory.trimming import STRATEGIES, trim
+from agents.memory.trimming import STRATEGIES, strategy_spec, trim
 from tests.strategies_messages import texts, valid_conversations
 
 SETTINGS = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -360,7 +360,7 @@ def test_it_folds_identical_runs_into_a_count_keeping_context_around_changes() -
 def test_it_diffs_a_session_against_any_trimmed_view_of_it(messages: list[Message], data: st.DataObject) -> None:
     counts = count_messages(messages, "approx")
     name, params = data.draw(strategy_and_params(sum(counts) + 3))
-    result = trim(messages, name, params, counter="approx", token_counts=counts)
+    result = trim(messages, strategy_spec(name, params), counter="approx", token_counts=counts)
 
     diff = diff_trim(messages, result)
 
@@ -377,7 +377,7 @@ def test_it_diffs_a_session_against_any_trimmed_view_of_it(messages: list[Messag
 
 def test_it_folds_a_long_run_dropped_for_one_reason() -> None:
     messages = [Message(role="user", content=f"q{i}") for i in range(30)]
-    result = trim(messages, "openmanus_window", {"max_messages": 4})
+    result = trim(messages, strategy_spec("openmanus_window", {"max_messages": 4}))
 
     blocks = diff_trim(messages, result).blocks(context=1)
 
@@ -394,11 +394,11 @@ def test_it_shows_stripped_thoughts_as_edits_and_a_placeholder_as_inserted() -> 
         Message(role="assistant", content="a", reasoning="long thought"),
     ]
 
-    stripped = diff_trim(messages, trim(messages, "strip_thoughts"))
+    stripped = diff_trim(messages, trim(messages, strategy_spec("strip_thoughts")))
     assert [r.kind for r in stripped.rows] == ["same"] * 7 + ["changed"]
     assert stripped.changes(stripped.rows[-1]).reasoning.segments == (("-", "long thought"),)
 
-    windowed = diff_trim(messages, trim(messages, "head_and_tail", {"head_size": 1, "tail_size": 2}))
+    windowed = diff_trim(messages, trim(messages, strategy_spec("head_and_tail", {"head_size": 1, "tail_size": 2})))
     kinds = [(r.kind, r.left, r.right) for r in windowed.rows]
     assert kinds[:3] == [("same", 0, 0), ("same", 1, 1), ("right_only", None, 2)]
     assert windowed.rows[2].note and "Skipped" in windowed.right[2].text

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from agents import lab, services
 from agents.memory.tokens import count_messages, get_counter
-from agents.memory.trimming import StrategyError, trim
+from agents.memory.trimming import StrategyError, spec_from_text, strategy_spec, trim
 from tests.strategies_messages import valid_conversations
 
 SYSTEM = {"role": "system", "content": "You are a travel assistant."}
@@ -70,7 +70,7 @@ def test_it_marks_the_same_messages_kept_as_trim_does(alice_client, make_session
     session = make_session(chat(12))
     params = {"buffer_size": 7}
     messages, counts = services.session_messages_with_counts(session)
-    expected = trim(messages, "buffered", params, counter=session.token_counter, token_counts=counts)
+    expected = trim(messages, strategy_spec("buffered", params), counter=session.token_counter, token_counts=counts)
     html = alice_client.get(lab_url(session), {"strategy": "buffered", "buffer_size": "7"}).content.decode()
     assert kept_in_page(html) == expected.kept
     assert f'<span id="tokens-before">{expected.tokens_before:,}</span>' in html
@@ -188,7 +188,8 @@ def test_it_requires_login(client, make_session):
 def test_it_renders_a_long_session_compactly(alice_client, make_session):
     session = make_session(chat(1250))  # 5,001 messages
     messages, counts = services.session_messages_with_counts(session)
-    result = trim(messages, "buffered", {"buffer_size": 10}, counter=session.token_counter, token_counts=counts)
+    result = trim(messages, strategy_spec("buffered", {"buffer_size": 10}),
+                  counter=session.token_counter, token_counts=counts)
     html = alice_client.get(lab_url(session), {"strategy": "buffered", "buffer_size": "10"}).content.decode()
     assert f"… {len(result.dropped):,} dropped …</a>" in html  # one folded run in the strip
     assert len(re.findall(r'class="strip-cell', html)) == len(result.kept) + 5  # + the legend's cells
@@ -219,14 +220,14 @@ def test_it_keeps_what_the_json_twin_keeps(alice_client, make_session):
 
 
 def test_it_reads_and_writes_strategy_specs():
-    spec = lab.spec_parse('langchain_last:max_tokens=2000,start_on=["human","ai"]')
-    assert spec.name == "langchain_last" and spec.params == {"max_tokens": 2000, "start_on": ["human", "ai"]}
-    assert lab.spec_parse(spec.text) == spec
-    assert lab.spec_parse("buffered").text == "buffered"
+    spec = spec_from_text('langchain_last:max_tokens=2000,start_on=["human","ai"]')
+    assert spec.name == "langchain_last" and spec.changed() == {"max_tokens": 2000, "start_on": ["human", "ai"]}
+    assert spec_from_text(spec.text) == spec
+    assert spec_from_text("buffered").text == "buffered"
     with pytest.raises(StrategyError, match="buffer_size"):
-        lab.spec_parse("buffered:buffer_size=0")
+        spec_from_text("buffered:buffer_size=0")
     with pytest.raises(StrategyError, match="unknown strategy"):
-        lab.spec_parse("nope:x=1")
+        spec_from_text("nope:x=1")
 
 
 # --- side by side ----------------------------------------------------------------------------------------------
@@ -242,7 +243,7 @@ def test_it_compares_strategies_side_by_side(alice_client, make_session):
     html = response.content.decode()
     assert html.count('class="compare-column') == 3
     for name, params in (("buffered", {"buffer_size": 5}), ("langchain_last", {"max_tokens": 200})):
-        result = trim(messages, name, params, counter=session.token_counter, token_counts=counts)
+        result = trim(messages, strategy_spec(name, params), counter=session.token_counter, token_counts=counts)
         assert f'data-tokens-after="{result.tokens_after}"' in html
         assert f'data-kept="{len(result.kept)}"' in html
 
@@ -344,7 +345,7 @@ def test_it_shows_every_message_once_in_order_whatever_the_caps(messages, name, 
     import agents.lab as lab_module
 
     counts = count_messages(messages, get_counter("cl100k"))
-    result = trim(messages, name, SMALL_PARAMS[name], counter="cl100k", token_counts=counts)
+    result = trim(messages, strategy_spec(name, SMALL_PARAMS[name]), counter="cl100k", token_counts=counts)
     saved = (lab_module.MAX_RENDERED, lab_module.RENDERED_HEAD, lab_module.DROPPED_SHOWN)
     lab_module.MAX_RENDERED, lab_module.RENDERED_HEAD, lab_module.DROPPED_SHOWN = cut
     try:

@@ -30,6 +30,7 @@ from agents.memory.trimming import (
     STRATEGIES,
     StrategyError,
     get_strategy,
+    strategy_spec,
     trim,
 )
 from tests.strategies_messages import (
@@ -69,7 +70,7 @@ def errors(messages: list[Message]) -> int:
 def sent_at(messages: list[Message], name: str, params: dict[str, Any], counter: str, counts: list[int],
             call: int) -> dict[str, Any]:
     """What trimming the call's input from scratch sends, in the terms of a replay step."""
-    result = trim(messages[:call], name, params, counter=counter, token_counts=counts[:call])
+    result = trim(messages[:call], strategy_spec(name, params), counter=counter, token_counts=counts[:call])
     users = [i for i in range(call) if messages[i].role == "user"]
     return {
         "call": call,
@@ -119,7 +120,7 @@ def test_its_last_step_is_the_plain_preview_of_the_whole_list(
     if get_strategy(name).memory in (MEMORY_CARRIED, MEMORY_AFTER_TURN):
         return  # what it holds by the end is not what trimming the whole list once keeps
     last = replay(messages, name, params, counter=counter, token_counts=counts).steps[-1]
-    preview = trim(messages, name, params, counter=counter, token_counts=counts)
+    preview = trim(messages, strategy_spec(name, params), counter=counter, token_counts=counts)
     newest_user = next((i for i in range(len(messages) - 1, -1, -1) if messages[i].role == "user"), None)
 
     assert last.call == len(messages)
@@ -151,7 +152,7 @@ def test_it_replays_a_framework_that_carries_what_it_kept_from_what_it_kept(
         held += messages[added:k]
         held_counts += counts[added:k]
         added = k
-        result = trim(held, name, params, counter=counter, token_counts=held_counts, pinned=lead)
+        result = trim(held, strategy_spec(name, params), counter=counter, token_counts=held_counts, pinned=lead)
         users = [i for i in range(k) if messages[i].role == "user"]
         expected.append({
             "call": k, "sent": len(result.messages), "tokens": result.tokens_after,
@@ -184,7 +185,7 @@ def test_it_replays_idempotent_strategies_as_their_framework_deleting_would(
         added = step.call
         # The framework deletes what it trimmed from its memory; its system prompt (the leading system messages)
         # is outside it.
-        held = trim(held, name, params, counter=counter, pinned=lead).messages
+        held = trim(held, strategy_spec(name, params), counter=counter, pinned=lead).messages
         assert len(held) == step.sent
         assert sum(count_messages(held, counter)) + (0 if counter == "messages" else 3) == step.tokens
 
@@ -197,7 +198,7 @@ def test_it_replays_semantic_kernel_from_what_its_reducer_left() -> None:
     # At call 6 the reducer cut the history to [system, a0, q1]; at call 7 it holds 4 messages, not more than
     # target + threshold, so it sends them all, a0 included. Trimming the whole list would send 3.
     assert [(s.call, s.sent) for s in result.steps] == [(2, 2), (4, 4), (6, 3), (7, 4)]
-    assert len(trim(messages, "sk_truncation", params, counter="messages").messages) == 3
+    assert len(trim(messages, strategy_spec("sk_truncation", params), counter="messages").messages) == 3
     at_7 = replay_call(messages, "sk_truncation", params, call=7, counter="messages")
     assert at_7.kept == [0, 4, 5, 6]
     assert [d.index for d in at_7.dropped] == [1, 2, 3]
@@ -239,7 +240,7 @@ def test_it_finds_a_strategy_that_breaks_at_some_call_though_not_at_the_end() ->
     # Call 5 sends the two results without their call; by the end the window holds [q2, a2] again.
     assert [(s.call, s.errors) for s in result.steps] == [(2, 0), (5, 2), (7, 0), (8, 0)]
     assert result.breaks_at_some_call and not result.breaks_at_the_end
-    assert not trim(messages, "openmanus_window", {"max_messages": 2}, counter="messages").violations
+    assert not trim(messages, strategy_spec("openmanus_window", {"max_messages": 2}), counter="messages").violations
 
 
 def test_it_tells_how_each_strategy_keeps_what_it_trimmed() -> None:
@@ -267,7 +268,8 @@ def test_replay_call_is_what_the_framework_sent_at_that_call() -> None:
     at_9 = replay_call(messages, "openmanus_window", {"max_messages": 2}, call=9, counter="messages")
 
     assert at_9.kept == [0, 7, 8]
-    assert at_9.to_dict() == trim(messages[:9], "openmanus_window", {"max_messages": 2}, counter="messages").to_dict()
+    assert at_9.to_dict() == trim(messages[:9], strategy_spec("openmanus_window", {"max_messages": 2}),
+                                  counter="messages").to_dict()
     with pytest.raises(ValueError, match="outside the session"):
         replay_call(messages, "unbounded", call=11)
 
@@ -326,11 +328,11 @@ def test_it_never_pins_a_system_message_from_inside_the_frameworks_memory() -> N
     at_end = replay_call(messages, "sk_truncation", params, call=8, counter="messages")
     assert at_end.kept[0] == 0 and 3 in at_end.kept  # the note is in the history, kept as its first system message
     held = [messages[i] for i in at_end.kept]
-    assert trim(held, "sk_truncation", params, counter="messages", pinned=1).kept_reasons[1] != (
+    assert trim(held, strategy_spec("sk_truncation", params), counter="messages", pinned=1).kept_reasons[1] != (
         "pinned system message: set aside before trimming and put back in front"
     )
     with pytest.raises(ValueError, match="system or developer"):
-        trim(messages, "sk_truncation", params, pinned=2)
+        trim(messages, strategy_spec("sk_truncation", params), pinned=2)
 
 
 @SETTINGS
@@ -356,7 +358,7 @@ def test_it_replays_a_framework_that_trims_when_a_turn_ends_once_per_turn(
             held += messages[added:end]
             held_counts += counts[added:end]
             added = end
-            trimmed = trim(held, name, params, counter=counter, token_counts=held_counts, pinned=lead)
+            trimmed = trim(held, strategy_spec(name, params), counter=counter, token_counts=held_counts, pinned=lead)
             held, held_counts = list(trimmed.messages), list(trimmed.message_tokens)
         sent = held + messages[added : step.call]
         assert step.sent == len(sent)

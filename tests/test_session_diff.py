@@ -9,7 +9,7 @@ from django.urls import reverse
 
 from agents import diffs
 from agents.memory.schema import parse_messages
-from agents.memory.trimming import trim
+from agents.memory.trimming import strategy_spec, trim
 from agents.models import Membership
 from tests.conversations import TRAVEL
 
@@ -241,7 +241,7 @@ def test_it_answers_a_trimmed_view_diff_as_json(alice_client, make_session):
 
     data = alice_client.get(api_url(session.pk) + "?trim=buffered:buffer_size=2").json()
 
-    result = trim(parse_messages(TRAVEL), "buffered", {"buffer_size": 2})
+    result = trim(parse_messages(TRAVEL), strategy_spec("buffered", {"buffer_size": 2}))
     assert data["right"] is None
     assert data["trim"]["strategy"] == "buffered" and data["trim"]["params"]["buffer_size"] == 2
     assert data["counts"] == {"same": len(result.kept), "changed": 0, "left_only": len(result.dropped),

@@ -8,7 +8,7 @@ import json
 from django.core.management import call_command
 
 from agents import lab, models
-from agents.memory.trimming import STRATEGIES
+from agents.memory.trimming import STRATEGIES, spec_from_text
 from agents.memory.trimming.summaries import placeholder_text
 from tests.conversations import TRAVEL
 
@@ -62,7 +62,7 @@ def test_it_exports_a_session_as_a_2026_strategy_sends_it(agent: models.Agent, m
 def test_it_reports_the_2026_strategies_across_sessions(alice_client, make_session):
     for _ in range(3):
         make_session(TRAVEL)
-    specs = [lab.spec_parse(text) for text in (
+    specs = [spec_from_text(text) for text in (
         "adk_compaction:compaction_interval=1", "strands_summarizing:preserve_recent_messages=2",
         "maf_tool_result_compaction", "openai_session_limit:limit=3")]
     report = lab.trimming_report(models.Session.objects.all(), specs)

@@ -9,7 +9,7 @@ import pytest
 from django.core.management import call_command
 
 from agents.memory.schema import parse_messages
-from agents.memory.trimming import trim
+from agents.memory.trimming import strategy_spec, trim
 
 from tests.paths import SAMPLES
 TRAVEL = SAMPLES / "openai" / "travel.json"
@@ -40,7 +40,7 @@ def test_it_prints_the_contract_json_for_a_sample_history() -> None:
     assert data["kept"] == [0, 7, 8, 9]
     assert [d["index"] for d in data["dropped"]] == [1, 2, 3, 4, 5, 6]
     assert all(d["reason"] == "outside the last 3 messages of AutoGen's buffer" for d in data["dropped"])
-    expected = trim(parse_messages(json.loads(TRAVEL.read_text())), "buffered", {"buffer_size": 3})
+    expected = trim(parse_messages(json.loads(TRAVEL.read_text())), strategy_spec("buffered", {"buffer_size": 3}))
     assert data["messages"] == [m.to_openai() for m in expected.messages]
     assert data["tokens_before"] == expected.tokens_before > data["tokens_after"] == expected.tokens_after
     assert data["violations"] == []

@@ -20,7 +20,7 @@ from agents.memory.trimming import (
     LlamaIndexContentCount,
     StrategyError,
     get_strategy,
-    resolve_params,
+    strategy_spec,
     trim,
 )
 
@@ -105,7 +105,7 @@ def test_it_registers_every_strategy_of_the_design_table_with_its_pin_default() 
 
 def test_it_rejects_an_unknown_strategy_listing_the_valid_ones() -> None:
     with pytest.raises(StrategyError) as err:
-        trim(CANONICAL, "newest_five")
+        trim(CANONICAL, strategy_spec("newest_five"))
     assert "unknown strategy 'newest_five'" in str(err.value)
     assert "safe_token_budget" in str(err.value) and "buffered" in str(err.value)
 
@@ -124,7 +124,7 @@ def test_it_rejects_an_unknown_strategy_listing_the_valid_ones() -> None:
 )
 def test_it_rejects_invalid_parameters_listing_the_valid_ones(strategy: str, params: dict, says: str) -> None:
     with pytest.raises(StrategyError) as err:
-        trim(CANONICAL, strategy, params)
+        trim(CANONICAL, strategy_spec(strategy, params))
     text = str(err.value)
     assert says in text
     assert "Valid parameters:" in text and "pin_system (boolean" in text
@@ -135,17 +135,17 @@ def test_it_rejects_invalid_parameters_listing_the_valid_ones(strategy: str, par
     ["human,ai", " human , ai ", ["human", "ai"], ["human,ai"], ["human", "ai,"], ("human", "ai")],
 )
 def test_it_reads_a_list_parameter_however_it_is_written(written: Any) -> None:
-    resolved = resolve_params("langchain_last", {"start_on": written, "end_on": written})
+    resolved = strategy_spec("langchain_last", {"start_on": written, "end_on": written}).params
     assert resolved.start_on == ["human", "ai"] and resolved.end_on == ["human", "ai"]
 
 
 def test_it_keeps_one_choice_of_a_list_parameter_as_one_choice() -> None:
-    assert resolve_params("langchain_first", {"end_on": "ai"}).end_on == "ai"
+    assert strategy_spec("langchain_first", {"end_on": "ai"}).params.end_on == "ai"
 
 
 def test_it_names_a_bad_item_of_a_comma_separated_list() -> None:
     with pytest.raises(StrategyError, match=r'end_on="human,bob": Input should be'):
-        resolve_params("langchain_last", {"end_on": "human,bob"})
+        strategy_spec("langchain_last", {"end_on": "human,bob"})
 
 
 def test_it_tells_how_to_write_a_list_in_the_parameter_help() -> None:
@@ -155,25 +155,26 @@ def test_it_tells_how_to_write_a_list_in_the_parameter_help() -> None:
 
 
 def test_it_resolves_parameters_with_their_defaults() -> None:
-    result = trim(CANONICAL, "safe_window", {"max_messages": 3})
+    result = trim(CANONICAL, strategy_spec("safe_window", {"max_messages": 3}))
     assert result.params == {"pin_system": False, "max_messages": 3}
-    assert trim(CANONICAL, "langchain_last").params["include_system"] is False
+    assert trim(CANONICAL, strategy_spec("langchain_last")).params["include_system"] is False
 
 
 def test_it_never_recounts_text_when_stored_counts_are_given() -> None:
     # Made-up counts that no counter would produce: the result must follow them.
     counts = [1, 1, 1, 1, 1, 100]
-    result = trim(CANONICAL, "langchain_last", {"max_tokens": 10}, counter="cl100k", token_counts=counts)
+    result = trim(CANONICAL, strategy_spec("langchain_last", {"max_tokens": 10}), counter="cl100k", token_counts=counts)
     assert result.tokens_before == sum(counts) + 3
     assert result.kept == []
-    assert trim(CANONICAL, "langchain_first", {"max_tokens": 10}, token_counts=counts).kept == [0, 1, 2, 3, 4]
+    assert trim(CANONICAL, strategy_spec("langchain_first", {"max_tokens": 10}),
+                token_counts=counts).kept == [0, 1, 2, 3, 4]
 
 
 # --- AutoGen (the reference's verified cases) ---------------------------------------------------------------
 
 
 def test_it_keeps_autogen_buffered_windows_as_the_reference_shows() -> None:
-    result = trim(CANONICAL, "buffered", {"buffer_size": 3, "pin_system": False})
+    result = trim(CANONICAL, strategy_spec("buffered", {"buffer_size": 3, "pin_system": False}))
     # [AssistantMessage(tool_calls), FERM, AssistantMessage]: no user message left.
     assert result.kept == [2, 3, 4, 5]
     assert result.dropped[0].reason == "outside the last 3 messages of AutoGen's buffer"
@@ -181,13 +182,13 @@ def test_it_keeps_autogen_buffered_windows_as_the_reference_shows() -> None:
 
 
 def test_it_removes_one_leading_tool_result_and_says_why() -> None:
-    result = trim(CANONICAL, "buffered", {"buffer_size": 2, "pin_system": False})
+    result = trim(CANONICAL, strategy_spec("buffered", {"buffer_size": 2, "pin_system": False}))
     assert result.kept == [5]
     assert {d.index: d.reason for d in result.dropped}[3].startswith("leading tool result removed, as AutoGen removes one")
 
 
 def test_it_returns_autogens_empty_context_when_the_buffer_holds_only_a_tool_result() -> None:
-    result = trim(CANONICAL[:5], "buffered", {"buffer_size": 1})
+    result = trim(CANONICAL[:5], strategy_spec("buffered", {"buffer_size": 1}))
     assert result.kept == [0]  # only the pinned system prompt: AutoGen's view is []
     assert any("empty context" in n for n in result.notes)
 
@@ -200,7 +201,8 @@ def test_it_returns_autogens_empty_context_when_the_buffer_holds_only_a_tool_res
 def test_it_reproduces_autogens_head_and_tail_placeholder_undercount(
     head: int, tail: int, kept: list[int], placeholder: str, omitted: int
 ) -> None:
-    result = trim(CANONICAL, "head_and_tail", {"head_size": head, "tail_size": tail, "pin_system": False})
+    params = {"head_size": head, "tail_size": tail, "pin_system": False}
+    result = trim(CANONICAL, strategy_spec("head_and_tail", params))
     assert result.kept == kept
     [inserted] = result.inserted
     assert inserted.message.content == placeholder and inserted.message.name == "System"
@@ -210,7 +212,7 @@ def test_it_reproduces_autogens_head_and_tail_placeholder_undercount(
 
 
 def test_it_returns_the_whole_history_when_head_and_tail_overlap() -> None:
-    result = trim(CANONICAL, "head_and_tail", {"head_size": 3, "tail_size": 3, "pin_system": False})
+    result = trim(CANONICAL, strategy_spec("head_and_tail", {"head_size": 3, "tail_size": 3, "pin_system": False}))
     assert result.kept == list(range(6)) and not result.inserted
 
 
@@ -223,7 +225,8 @@ AUTOGEN_COUNTS = [10, 10, 82, 10, 10, 20]
     [(200, [0, 1, 2, 3, 4, 5]), (120, [0, 1, 3, 4, 5]), (60, [0, 1, 5]), (40, [0, 5]), (20, [0]), (1, [])],
 )
 def test_it_pops_the_middle_like_autogens_token_limited_context(limit: int, kept: list[int]) -> None:
-    result = trim(CANONICAL, "token_limited", {"token_limit": limit, "pin_system": False}, counter="approx",
+    result = trim(CANONICAL, strategy_spec("token_limited", {"token_limit": limit, "pin_system": False}),
+                  counter="approx",
                   token_counts=AUTOGEN_COUNTS)
     assert result.tokens_before == 145
     assert result.kept == kept
@@ -238,7 +241,7 @@ def test_it_pops_the_middle_like_autogens_token_limited_context(limit: int, kept
 
 def test_it_says_when_autogen_keeps_a_call_whose_results_it_popped() -> None:
     # With the system prompt pinned, AutoGen holds [U, A(call), FERM, A] and pops index 2: the results.
-    result = trim(CANONICAL, "token_limited", {"token_limit": 50}, counter="approx",
+    result = trim(CANONICAL, strategy_spec("token_limited", {"token_limit": 50}), counter="approx",
                   token_counts=[10, 10, 10, 30, 30, 10])
     assert result.kept == [0, 1, 2, 5]
     assert any("kept the tool call (message 2)" in n for n in result.notes)
@@ -247,7 +250,8 @@ def test_it_says_when_autogen_keeps_a_call_whose_results_it_popped() -> None:
 
 def test_it_does_not_count_the_pinned_system_prompt_against_autogens_budget() -> None:
     counts = [1000, 10, 82, 10, 10, 20]
-    result = trim(CANONICAL, "token_limited", {"token_limit": 140}, counter="approx", token_counts=counts)
+    result = trim(CANONICAL, strategy_spec("token_limited", {"token_limit": 140}),
+                  counter="approx", token_counts=counts)
     assert result.kept == [0, 1, 2, 3, 4, 5]
     assert result.explanation()[0]["reason"].startswith("pinned system message")
 
@@ -256,18 +260,20 @@ def test_it_does_not_count_the_pinned_system_prompt_against_autogens_budget() ->
 
 
 def test_it_always_keeps_the_system_message_with_include_system() -> None:
-    result = trim(CANONICAL, "langchain_last", {"max_tokens": 5, "include_system": True}, counter="cl100k")
+    result = trim(CANONICAL, strategy_spec("langchain_last", {"max_tokens": 5, "include_system": True}),
+                  counter="cl100k")
     assert result.kept == [0]
     assert any("include_system keeps the system message" in n for n in result.notes)
 
 
 def test_it_ends_langchain_first_on_a_call_whose_results_were_cut() -> None:
-    result = trim(CANONICAL, "langchain_first", {"max_tokens": 3}, counter="messages")
+    result = trim(CANONICAL, strategy_spec("langchain_first", {"max_tokens": 3}), counter="messages")
     assert result.kept == [0, 1, 2]
     assert any("tool call at the end" in n for n in result.notes)
     assert {v.kind for v in result.violations} == {"pending_tool_call"}
     assert all(v.severity == "error" for v in result.violations)  # sent as is, it fails
-    partial = trim(CANONICAL, "langchain_first", {"max_tokens": 4, "end_on": ["human", "tool"]}, counter="messages")
+    partial = trim(CANONICAL, strategy_spec("langchain_first", {"max_tokens": 4, "end_on": ["human", "tool"]}),
+                   counter="messages")
     assert partial.kept == [0, 1, 2, 3]  # ends on a tool message, but call_2 has no result
     assert {v.kind for v in partial.violations} == {"pending_tool_call"}
 
@@ -279,7 +285,7 @@ OPENMANUS = [U(), A(None, "c1", "c2"), T("c1"), T("c2"), A()]
 
 @pytest.mark.parametrize(("size", "kept"), [(2, [3, 4]), (3, [2, 3, 4]), (0, [0, 1, 2, 3, 4]), (100, [0, 1, 2, 3, 4])])
 def test_it_slices_like_openmanus_memory(size: int, kept: list[int]) -> None:
-    result = trim(OPENMANUS, "openmanus_window", {"max_messages": size})
+    result = trim(OPENMANUS, strategy_spec("openmanus_window", {"max_messages": size}))
     assert result.kept == kept
     if size in (2, 3):
         assert any("OpenManus#23" in n for n in result.notes)
@@ -309,7 +315,7 @@ SK_HISTORY = [S(), U("Q0"), A(None, "a1", "a2"), T("a1"), T("a2"), A("A0"), U("Q
     ],
 )
 def test_it_truncates_like_semantic_kernel(target: int, threshold: int, kept: list[int]) -> None:
-    result = trim(SK_HISTORY, "sk_truncation", {"target_count": target, "threshold_count": threshold})
+    result = trim(SK_HISTORY, strategy_spec("sk_truncation", {"target_count": target, "threshold_count": threshold}))
     assert result.kept == kept
     if target == 1:
         assert any("keeps only the system message" in n for n in result.notes)
@@ -351,22 +357,23 @@ def test_it_counts_llamaindex_joined_contents_exactly_from_pieces(texts: list[st
 def test_it_keeps_llamaindex_windows_that_never_start_on_an_assistant_or_tool_message() -> None:
     history = CANONICAL
     whole = llama_tokens(history)
-    result = trim(history, "llamaindex_buffer", {"token_limit": whole, "pin_system": False})
+    result = trim(history, strategy_spec("llamaindex_buffer", {"token_limit": whole, "pin_system": False}))
     assert result.kept == list(range(6))
     # Just below the whole: the system goes, then the window skips the assistant and tools down to the answer.
-    result = trim(history, "llamaindex_buffer", {"token_limit": whole - 1, "pin_system": False})
+    result = trim(history, strategy_spec("llamaindex_buffer", {"token_limit": whole - 1, "pin_system": False}))
     window = llama_tokens(history[1:])
     assert result.kept == ([1, 2, 3, 4, 5] if window <= whole - 1 else [5])
-    result = trim(history, "llamaindex_buffer", {"token_limit": llama_tokens(history[1:]) - 1, "pin_system": False})
+    params = {"token_limit": llama_tokens(history[1:]) - 1, "pin_system": False}
+    result = trim(history, strategy_spec("llamaindex_buffer", params))
     assert result.kept == [5]
     assert "LlamaIndex skips those" in {d.index: d.reason for d in result.dropped}[2]
 
 
 def test_it_returns_the_last_message_alone_when_nothing_fits_llamaindex() -> None:
-    result = trim(CANONICAL, "llamaindex_buffer", {"token_limit": 1})
+    result = trim(CANONICAL, strategy_spec("llamaindex_buffer", {"token_limit": 1}))
     assert result.kept == [0, 5]
     assert any("returns the last message alone" in n for n in result.notes)
-    lone_tool = trim(CANONICAL[:5], "llamaindex_buffer", {"token_limit": 1})
+    lone_tool = trim(CANONICAL[:5], strategy_spec("llamaindex_buffer", {"token_limit": 1}))
     assert lone_tool.kept == [0, 4]
     assert lone_tool.violations[0].kind == "leading_tool_result"
 
@@ -375,7 +382,7 @@ def test_it_returns_the_last_message_alone_when_nothing_fits_llamaindex() -> Non
 
 
 def test_it_drops_the_oldest_non_system_message_with_the_tool_messages_after_it() -> None:
-    result = trim(SK_HISTORY, "safe_window", {"max_messages": 6})
+    result = trim(SK_HISTORY, strategy_spec("safe_window", {"max_messages": 6}))
     # Q0 goes (10 left), then the call with its two results (7 left), then A0 (6).
     assert result.kept == [0, 6, 7, 8, 9, 10]
     reasons = {d.index: d.reason for d in result.dropped}
@@ -384,20 +391,20 @@ def test_it_drops_the_oldest_non_system_message_with_the_tool_messages_after_it(
         "(the tool messages right after a dropped message go with it)"
     )
     assert not result.violations
-    assert trim(SK_HISTORY, "safe_window", {"max_messages": 5}).kept == [0, 7, 8, 9, 10]
-    assert trim(SK_HISTORY, "safe_window", {"max_messages": 4}).kept == [0, 10]
+    assert trim(SK_HISTORY, strategy_spec("safe_window", {"max_messages": 5})).kept == [0, 7, 8, 9, 10]
+    assert trim(SK_HISTORY, strategy_spec("safe_window", {"max_messages": 4})).kept == [0, 10]
 
 
 def test_it_keeps_the_last_user_turns_whole() -> None:
-    assert trim(SK_HISTORY, "last_turns", {"max_turns": 1}).kept == [0, 6, 7, 8, 9, 10]
-    assert trim(SK_HISTORY, "last_turns", {"max_turns": 2}).kept == list(range(11))
-    unpinned = trim(SK_HISTORY, "last_turns", {"max_turns": 1, "pin_system": False})
+    assert trim(SK_HISTORY, strategy_spec("last_turns", {"max_turns": 1})).kept == [0, 6, 7, 8, 9, 10]
+    assert trim(SK_HISTORY, strategy_spec("last_turns", {"max_turns": 2})).kept == list(range(11))
+    unpinned = trim(SK_HISTORY, strategy_spec("last_turns", {"max_turns": 1, "pin_system": False}))
     assert unpinned.kept == [6, 7, 8, 9, 10]
     assert {d.index: d.reason for d in unpinned.dropped}[0] == "before the last 1 user turn"
 
 
 def test_it_clears_everything_but_system_messages() -> None:
-    result = trim([*SK_HISTORY, Message(role="developer", content="be brief")], "clear_non_system")
+    result = trim([*SK_HISTORY, Message(role="developer", content="be brief")], strategy_spec("clear_non_system"))
     assert result.kept == [0, 11]
     assert result.dropped[0].reason == "/clear keeps only system messages"
 
@@ -405,7 +412,7 @@ def test_it_clears_everything_but_system_messages() -> None:
 def test_it_strips_thoughts_as_autogens_reasoning_example_does() -> None:
     history = [U(), A("checking", "c1").model_copy(update={"reasoning": "think"}), T("c1"),
                A("done").model_copy(update={"reasoning": "more thinking"})]
-    result = trim(history, "strip_thoughts")
+    result = trim(history, strategy_spec("strip_thoughts"))
     assert result.kept == [0, 1, 2, 3]
     assert [m.reasoning for m in result.messages] == [None] * 4
     assert result.messages[1].content is None  # AutoGen keeps the text sent with calls as the thought
@@ -417,7 +424,7 @@ def test_it_strips_thoughts_as_autogens_reasoning_example_does() -> None:
 
 def test_it_marks_messages_sent_changed_as_edited() -> None:
     history = [U(), A("checking", "c1").model_copy(update={"reasoning": "think"}), T("c1"), A("done")]
-    result = trim(history, "strip_thoughts", counter="approx")
+    result = trim(history, strategy_spec("strip_thoughts"), counter="approx")
     assert [e.index for e in result.edited] == [1]
     assert result.edited[0].reason == result.kept_reasons[1]
     assert [row["status"] for row in result.explanation()] == ["kept", "edited", "kept", "kept"]
@@ -435,7 +442,7 @@ def test_it_marks_messages_sent_changed_as_edited() -> None:
 def test_it_drops_whole_tool_exchanges_oldest_first() -> None:
     counts = count_messages(SK_HISTORY, "cl100k")
     need = counts[0] + sum(counts[6:]) + 3
-    result = trim(SK_HISTORY, "safe_token_budget", {"max_tokens": need}, token_counts=counts)
+    result = trim(SK_HISTORY, strategy_spec("safe_token_budget", {"max_tokens": need}), token_counts=counts)
     assert result.kept == [0, 6, 7, 8, 9, 10]
     assert result.tokens_after == need and not result.budget_exceeded
     reasons = {d.index: d.reason for d in result.dropped}
@@ -446,7 +453,7 @@ def test_it_drops_whole_tool_exchanges_oldest_first() -> None:
 
 
 def test_it_keeps_the_newest_user_message_and_newest_unit_and_says_the_budget_is_exceeded() -> None:
-    result = trim(SK_HISTORY, "safe_token_budget", {"max_tokens": 5})
+    result = trim(SK_HISTORY, strategy_spec("safe_token_budget", {"max_tokens": 5}))
     # The pinned system message, the newest user message (6) and the newest unit after it (10, the answer):
     # the tool exchange between them is dropped like any older unit.
     assert result.kept == [0, 6, 10]
@@ -474,7 +481,8 @@ def test_it_drops_the_oldest_steps_of_a_single_turn_agent_loop_to_fit() -> None:
     counts = count_messages(history, "approx")
     # Budget for: system, user, the last 3 exchanges and the answer, plus reply priming.
     need = counts[0] + counts[1] + sum(counts[96:]) + 3
-    result = trim(history, "safe_token_budget", {"max_tokens": need}, counter="approx", token_counts=counts)
+    result = trim(history, strategy_spec("safe_token_budget", {"max_tokens": need}),
+                  counter="approx", token_counts=counts)
     assert result.kept == [0, 1, 96, 97, 98, 99, 100, 101, 102]
     assert result.tokens_after == need and not result.budget_exceeded
     assert not result.violations and result.notes == []
@@ -486,13 +494,14 @@ def test_it_drops_the_oldest_steps_of_a_single_turn_agent_loop_to_fit() -> None:
     assert result.dropped_runs() == [{"from": 2, "to": 95, "reason": reasons[2]}]
     assert result.explanation()[1]["reason"] == "the newest user message: always kept"
     # One token less and the oldest kept exchange goes too, never half of it.
-    tighter = trim(history, "safe_token_budget", {"max_tokens": need - 1}, counter="approx", token_counts=counts)
+    tighter = trim(history, strategy_spec("safe_token_budget", {"max_tokens": need - 1}),
+                   counter="approx", token_counts=counts)
     assert tighter.kept == [0, 1, 98, 99, 100, 101, 102]
 
 
 def test_it_goes_over_budget_only_for_the_newest_user_message_and_newest_unit() -> None:
     history = _agent_loop(5)[:-1]  # ends on a tool result: the newest unit is the last exchange
-    result = trim(history, "safe_token_budget", {"max_tokens": 10}, counter="approx")
+    result = trim(history, strategy_spec("safe_token_budget", {"max_tokens": 10}), counter="approx")
     assert result.kept == [0, 1, 10, 11]
     assert result.budget_exceeded
     assert any("the newest tool exchange after it (messages 10-11)" in n for n in result.notes)
@@ -502,7 +511,7 @@ def test_it_goes_over_budget_only_for_the_newest_user_message_and_newest_unit() 
 def test_it_drops_what_would_break_the_protocol() -> None:
     history = [S(), T("ghost"), U(), A(None, "c1", "c2"), T("c1"), U("again"), A(None, "c3"), T("c3"),
                T("c3"), A(None), U("last"), A(None, "c4")]
-    result = trim(history, "safe_token_budget", {"max_tokens": 100_000})
+    result = trim(history, strategy_spec("safe_token_budget", {"max_tokens": 100_000}))
     assert result.kept == [0, 2, 5, 6, 7, 10]
     assert not result.violations
     reasons = {d.index: d.reason for d in result.dropped}
@@ -524,7 +533,7 @@ def test_it_explains_every_input_message(name: str) -> None:
                 "last_turns": {"max_turns": 1}, "sk_truncation": {"target_count": 3},
                 "llamaindex_buffer": {"token_limit": 10}, "safe_token_budget": {"max_tokens": 60},
                 "head_and_tail": {"head_size": 1, "tail_size": 2}}
-    result = trim(SK_HISTORY, name, defaults.get(name, {}))
+    result = trim(SK_HISTORY, strategy_spec(name, defaults.get(name, {})))
     rows = result.explanation()
     assert [r["index"] for r in rows] == list(range(len(SK_HISTORY)))
     assert all(r["reason"] for r in rows)
@@ -538,7 +547,7 @@ def test_it_explains_every_input_message(name: str) -> None:
 
 def test_it_names_a_violation_by_its_trimmed_position_and_the_input_message_it_came_from() -> None:
     history = [S(), U(), A(None, "call_1"), T("call_1"), U("again"), A(None, "call_2"), T("call_2"), A("done")]
-    result = trim(history, "openmanus_window", {"max_messages": 2})
+    result = trim(history, strategy_spec("openmanus_window", {"max_messages": 2}))
     assert result.kept == [0, 6, 7]
     (violation,) = result.to_dict()["violations"]
     assert violation["kind"] == "leading_tool_result"
@@ -550,7 +559,7 @@ def test_it_names_a_violation_by_its_trimmed_position_and_the_input_message_it_c
 
 def test_it_gives_no_input_index_for_a_violation_at_an_inserted_placeholder() -> None:
     history = [S(), U(), A(None, "call_1"), T("call_1"), U("again"), A(None, "call_2"), T("call_2"), A("done")]
-    result = trim(history, "head_and_tail", {"head_size": 2, "tail_size": 2})
+    result = trim(history, strategy_spec("head_and_tail", {"head_size": 2, "tail_size": 2}))
     data = result.to_dict()
     positions = [x["position"] for x in data["inserted"]]
     assert positions
@@ -617,7 +626,8 @@ def test_it_never_recounts_stored_messages(counting_counter) -> None:
     stored = {id(m) for m in history}
     for name in STRATEGIES:
         counting_counter.calls, counting_counter.seen = 0, []
-        result = trim(history, name, params.get(name, {}), counter=counting_counter.name, token_counts=counts)
+        result = trim(history, strategy_spec(name, params.get(name, {})),
+                      counter=counting_counter.name, token_counts=counts)
         # Only what the strategy inserts or changes is new text to count (a placeholder summary not even that:
         # it counts summary_tokens); a stored message never is.
         assert not stored & set(counting_counter.seen), name
@@ -636,7 +646,7 @@ def test_it_sums_up_a_long_sessions_dropped_messages_in_a_few_runs(name: str, sh
               "safe_window": {"max_messages": 20}, "last_turns": {"max_turns": 2},
               "sk_truncation": {"target_count": 20}, "llamaindex_buffer": {"token_limit": 3000},
               "safe_token_budget": {"max_tokens": 3000}}
-    result = trim(history, name, params.get(name, {}), counter="approx", token_counts=counts)
+    result = trim(history, strategy_spec(name, params.get(name, {})), counter="approx", token_counts=counts)
     runs = result.dropped_runs()
     expanded = [(i, r["reason"]) for r in runs for i in range(r["from"], r["to"] + 1)]
     assert expanded == [(d.index, d.reason) for d in result.dropped]

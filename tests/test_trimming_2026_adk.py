@@ -7,7 +7,7 @@ from typing import Any
 from hypothesis import strategies as st
 
 from agents.memory.schema import Message, parse_messages
-from agents.memory.trimming import trim
+from agents.memory.trimming import strategy_spec, trim
 from tests.reference.canonical import CANONICAL, CANONICAL_DICTS
 from tests.reference.conversations import conversations, counters
 from tests.reference.harness import case, check_all, collect
@@ -29,8 +29,8 @@ def test_it_compacts_what_adk_compacts() -> None:
 
 
 def test_it_follows_the_references_examples() -> None:
-    compact = lambda a, b: trim(CANONICAL, "adk_compaction",  # noqa: E731
-                                {"compaction_interval": a, "overlap_size": b}, counter="messages")
+    compact = lambda a, b: trim(CANONICAL, strategy_spec("adk_compaction",  # noqa: E731
+                                {"compaction_interval": a, "overlap_size": b}), counter="messages")
     one = compact(1, 0)
     assert one.sources == [0, None, None]
     assert [x.message.content for x in one.inserted] == ["[summary of 5 messages]", "[summary of 4 messages]"]
@@ -52,7 +52,7 @@ def test_it_keeps_the_docs_overlapping_summaries() -> None:
         turns += [{"role": "user", "content": f"question {k} " + "word " * 30},
                   {"role": "assistant", "content": f"answer {k} " + "word " * 30}]
     messages = parse_messages(turns)
-    result = trim(messages, "adk_compaction", {}, counter="approx")
+    result = trim(messages, strategy_spec("adk_compaction", {}), counter="approx")
     assert [x.summarizes for x in result.inserted] == [tuple(range(1, 7)), tuple(range(5, 13)), tuple(range(11, 19))]
     assert result.sources == [0, None, None, None]
     assert any("reach the model twice" in note for note in result.notes)
@@ -67,7 +67,8 @@ def test_it_asks_the_endpoint_with_adks_summarizer_prompt(summary_endpoint: Stub
         if not answer["prompts"]:
             continue
         summary_endpoint.requests.clear()
-        trim(messages, "adk_compaction", {**c["params"], "summarize_with": "endpoint"}, counter=c["counter"])
+        trim(messages, strategy_spec("adk_compaction", {**c["params"], "summarize_with": "endpoint"}),
+             counter=c["counter"])
         # A real summary has another size than the placeholder, so later windows may differ: the first matches.
         assert summary_endpoint.requests[0]["body"]["messages"] == [{"role": "user", "content": answer["prompts"][0]}]
         asked += 1
@@ -86,6 +87,6 @@ def test_it_compacts_past_a_call_nothing_answers() -> None:
         {"role": "user", "content": "third " + "y" * 60}, {"role": "assistant", "content": "three " + "z" * 60},
     ])
     params = {"compaction_interval": 2, "overlap_size": 0}
-    result = trim(messages, "adk_compaction", params, counter="approx")
+    result = trim(messages, strategy_spec("adk_compaction", params), counter="approx")
     assert 1 in result.inserted[0].summarizes  # the dead call is summarized, not a block
     check_all([(messages, case(messages, "adk_compaction", params, "approx"))])

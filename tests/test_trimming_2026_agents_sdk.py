@@ -7,7 +7,7 @@ from typing import Any
 from hypothesis import strategies as st
 
 from agents.memory.schema import Message, parse_messages
-from agents.memory.trimming import trim
+from agents.memory.trimming import strategy_spec, trim
 from tests.reference.canonical import CANONICAL, call
 from tests.reference.conversations import conversations_unique_calls, counters
 from tests.reference.harness import case, check_all, collect
@@ -47,7 +47,8 @@ def test_it_trims_what_the_agents_sdks_tool_output_trimmer_trims() -> None:
 
 
 def test_it_follows_the_references_session_limit_examples() -> None:
-    limit = lambda n: trim(CANONICAL, "openai_session_limit", {"limit": n}, counter="messages")  # noqa: E731
+    limit = lambda n: trim(CANONICAL, strategy_spec("openai_session_limit", {"limit": n}),  # noqa: E731
+                           counter="messages")
     assert limit(2).sources == [0, 9]  # the output of c goes with its call
     assert "openai/openai-agents-python#4322" in dict((d.index, d.reason) for d in limit(2).dropped)[8]
     three = limit(3)
@@ -64,7 +65,7 @@ def test_it_drops_a_pending_call_even_without_a_limit() -> None:
         {"role": "user", "content": "and Rome?"},
         {"role": "assistant", "content": None, "tool_calls": [call("d", "get_weather", '{"city": "Rome"}')]},
     ])]
-    result = trim(messages, "openai_session_limit", {}, counter="messages")
+    result = trim(messages, strategy_spec("openai_session_limit", {}), counter="messages")
     assert result.sources == [0, 1, 2, 3, 4, 5, 6]
     assert "drop_orphan_function_calls" in result.dropped[0].reason
     check_all([(messages, case(messages, "openai_session_limit", {}, "messages"))])
@@ -83,12 +84,12 @@ def test_it_follows_the_references_tool_output_trimmer_example() -> None:
         {"role": "assistant", "content": "Booked."},
     ])
     params = {"recent_turns": 1, "max_output_chars": 60, "preview_chars": 20}
-    result = trim(messages, "openai_tool_output_trimmer", params, counter="approx")
+    result = trim(messages, strategy_spec("openai_tool_output_trimmer", params), counter="approx")
     assert result.messages[2].content == (
         "[Trimmed: search_hotels output — 118 chars → 20 char preview]\nHotel Lutetia 240 EU...")
     assert [e.index for e in result.edited] == [2] and result.tokens_after < result.tokens_before
     # Within the recent turns nothing is trimmed; a trimmed form that is not shorter is not used.
-    assert not trim(messages, "openai_tool_output_trimmer", {**params, "recent_turns": 2}).edited
-    assert not trim(messages, "openai_tool_output_trimmer", {**params, "preview_chars": 100}).edited
+    assert not trim(messages, strategy_spec("openai_tool_output_trimmer", {**params, "recent_turns": 2})).edited
+    assert not trim(messages, strategy_spec("openai_tool_output_trimmer", {**params, "preview_chars": 100})).edited
     check_all([(messages, case(messages, "openai_tool_output_trimmer", p, "approx"))
                for p in (params, {**params, "recent_turns": 2}, {**params, "trimmable_tools": ["get_weather"]})])

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from agents.memory.schema import Message, parse_messages
-from agents.memory.trimming import StrategyError, resolve_params, trim
+from agents.memory.trimming import StrategyError, strategy_spec, trim
 from tests.reference.canonical import CANONICAL, call
 
 TOOLS = ["get_weather", "search_docs", "get_weather", "read_file", "get_weather"]
@@ -28,7 +28,7 @@ CALL = {k: 2 * k for k in range(1, 6)}
 
 
 def clear(params: dict, messages: list[Message] | None = None, counter: str = "approx"):
-    return trim(messages or five_uses(), "anthropic_clear_tool_uses", params, counter=counter)
+    return trim(messages or five_uses(), strategy_spec("anthropic_clear_tool_uses", params), counter=counter)
 
 
 def cleared_results(result) -> list[int]:
@@ -67,19 +67,19 @@ def test_it_applies_nothing_below_the_trigger_or_when_too_little_would_be_freed(
 
 
 def test_it_counts_each_parallel_call_as_a_tool_use() -> None:
-    result = trim(CANONICAL, "anthropic_clear_tool_uses", {"trigger_tool_uses": 1, "keep_tool_uses": 1},
+    result = trim(CANONICAL, strategy_spec("anthropic_clear_tool_uses", {"trigger_tool_uses": 1, "keep_tool_uses": 1}),
                   counter="messages")
     assert [e.index for e in result.edited] == [3, 4]  # a and b cleared, c kept
     assert result.messages[8].content == CANONICAL[8].content
-    assert resolve_params("anthropic_clear_tool_uses", {}).pin_system is False  # the system prompt is input
+    assert strategy_spec("anthropic_clear_tool_uses", {}).params.pin_system is False  # the system prompt is input
 
 
 def test_it_takes_true_false_or_a_list_of_tools_for_clear_tool_inputs() -> None:
-    assert resolve_params("anthropic_clear_tool_uses", {"clear_tool_inputs": "get_weather,read_file"}
-                          ).clear_tool_inputs == ["get_weather", "read_file"]
-    assert resolve_params("anthropic_clear_tool_uses", {"clear_tool_inputs": True}).clear_tool_inputs is True
+    assert strategy_spec("anthropic_clear_tool_uses", {"clear_tool_inputs": "get_weather,read_file"}
+                          ).params.clear_tool_inputs == ["get_weather", "read_file"]
+    assert strategy_spec("anthropic_clear_tool_uses", {"clear_tool_inputs": True}).params.clear_tool_inputs is True
     with pytest.raises(StrategyError, match="clear_tool_inputs"):
-        resolve_params("anthropic_clear_tool_uses", {"clear_tool_inputs": 3})
+        strategy_spec("anthropic_clear_tool_uses", {"clear_tool_inputs": 3})
 
 
 # --- clear_thinking -------------------------------------------------------------------------------------------
@@ -102,7 +102,7 @@ def thinking_turns() -> list[Message]:
 
 
 def test_it_keeps_only_the_last_thinking_turn_by_default() -> None:
-    result = trim(thinking_turns(), "anthropic_clear_thinking", {}, counter="approx")
+    result = trim(thinking_turns(), strategy_spec("anthropic_clear_thinking", {}), counter="approx")
     assert [m.reasoning for m in result.messages] == [None, None, None, None, None, None, None, None, None, "think 4"]
     assert [e.index for e in result.edited] == [1, 5, 7]
     assert result.notes[0] == "applied_edits: clear_thinking_20251015, cleared_thinking_turns=2."
@@ -111,18 +111,19 @@ def test_it_keeps_only_the_last_thinking_turn_by_default() -> None:
 
 
 def test_it_counts_only_turns_with_thinking_and_keeps_all_when_asked() -> None:
-    two = trim(thinking_turns(), "anthropic_clear_thinking", {"keep_thinking_turns": 2})
+    two = trim(thinking_turns(), strategy_spec("anthropic_clear_thinking", {"keep_thinking_turns": 2}))
     # The turn without thinking does not count: turns three and four keep theirs. [unverified]
     assert [e.index for e in two.edited] == [1]
-    assert not trim(thinking_turns(), "anthropic_clear_thinking", {"keep_thinking_turns": "all"}).edited
+    assert not trim(thinking_turns(), strategy_spec("anthropic_clear_thinking", {"keep_thinking_turns": "all"})).edited
     with pytest.raises(StrategyError, match="keep_thinking_turns"):
-        resolve_params("anthropic_clear_thinking", {"keep_thinking_turns": 0})
+        strategy_spec("anthropic_clear_thinking", {"keep_thinking_turns": 0})
 
 
 def test_it_reads_one_tool_name_as_a_list_of_one() -> None:
-    assert resolve_params("anthropic_clear_tool_uses", {"clear_tool_inputs": "read_file", "exclude_tools": "f"}
-                          ).model_dump(include={"clear_tool_inputs", "exclude_tools"}) == {
+    assert strategy_spec("anthropic_clear_tool_uses", {"clear_tool_inputs": "read_file", "exclude_tools": "f"}
+                          ).params.model_dump(include={"clear_tool_inputs", "exclude_tools"}) == {
         "clear_tool_inputs": ["read_file"], "exclude_tools": ["f"]}
-    assert resolve_params("anthropic_clear_tool_uses", {"clear_tool_inputs": "false"}).clear_tool_inputs is False
-    assert resolve_params("openai_tool_output_trimmer", {"trimmable_tools": "search"}).trimmable_tools == ["search"]
-    assert resolve_params("langchain_clear_tool_uses", {"exclude_tools": "a, b"}).exclude_tools == ["a", "b"]
+    assert strategy_spec("anthropic_clear_tool_uses", {"clear_tool_inputs": "false"}).params.clear_tool_inputs is False
+    trimmer = strategy_spec("openai_tool_output_trimmer", {"trimmable_tools": "search"})
+    assert trimmer.params.trimmable_tools == ["search"]
+    assert strategy_spec("langchain_clear_tool_uses", {"exclude_tools": "a, b"}).params.exclude_tools == ["a", "b"]

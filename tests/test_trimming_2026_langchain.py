@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from agents.memory.schema import Message, parse_messages
 from agents.memory.tokens import count_messages, get_counter
-from agents.memory.trimming import trim
+from agents.memory.trimming import strategy_spec, trim
 from tests.reference.canonical import CANONICAL, call
 from tests.reference.conversations import conversations, counters
 from tests.reference.harness import case, check_all, collect, oracle
@@ -50,7 +50,7 @@ def test_it_summarizes_what_langchain_summarization_middleware_summarizes(summar
         if "prompt" not in answer:
             continue
         summary_endpoint.requests.clear()
-        again = trim(messages, "langchain_summarization", {**c["params"], "summarize_with": "endpoint"},
+        again = trim(messages, strategy_spec("langchain_summarization", {**c["params"], "summarize_with": "endpoint"}),
                      counter=c["counter"])
         assert [x.summarizes for x in again.inserted] == [x.summarizes for x in result.inserted]
         [request] = summary_endpoint.requests
@@ -86,7 +86,7 @@ def test_it_clears_what_langchain_clear_tool_uses_edit_clears() -> None:
 
 
 def summarize(params: dict[str, Any], messages: list[Message] = CANONICAL, counter: str = "messages") -> Any:
-    return trim(messages, "langchain_summarization", params, counter=counter)
+    return trim(messages, strategy_spec("langchain_summarization", params), counter=counter)
 
 
 def test_it_follows_the_references_summarization_examples() -> None:
@@ -191,7 +191,7 @@ def test_it_asks_the_endpoint_with_langchains_prompt(summary_endpoint: StubEndpo
 
 
 def clear(params: dict[str, Any], messages: list[Message] = CANONICAL, counter: str = "messages") -> Any:
-    return trim(messages, "langchain_clear_tool_uses", params, counter=counter)
+    return trim(messages, strategy_spec("langchain_clear_tool_uses", params), counter=counter)
 
 
 def test_it_follows_the_references_clearing_examples() -> None:

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import strategies as st
 
 from agents.memory.schema import Message, parse_messages
-from agents.memory.trimming import StrategyError, resolve_params, trim
+from agents.memory.trimming import StrategyError, strategy_spec, trim
 from agents.memory.trimming.maf import maf_summary_prompt
 from tests.reference.canonical import CANONICAL, call
 from tests.reference.conversations import conversations, counters
@@ -60,7 +60,8 @@ def test_it_asks_the_summarizer_with_mafs_own_request(summary_endpoint: StubEndp
         if "prompt" not in answer:
             continue
         summary_endpoint.requests.clear()
-        trim(messages, "maf_summarization", {**c["params"], "summarize_with": "endpoint"}, counter=c["counter"])
+        trim(messages, strategy_spec("maf_summarization", {**c["params"], "summarize_with": "endpoint"}),
+             counter=c["counter"])
         [request] = summary_endpoint.requests
         assert request["body"]["messages"] == answer["prompt"]
         asked += 1
@@ -68,7 +69,7 @@ def test_it_asks_the_summarizer_with_mafs_own_request(summary_endpoint: StubEndp
 
 
 def test_it_follows_the_references_tool_result_example() -> None:
-    result = trim(CANONICAL, "maf_tool_result_compaction", {}, counter="messages")
+    result = trim(CANONICAL, strategy_spec("maf_tool_result_compaction", {}), counter="messages")
     assert result.sources == [0, 1, None, 5, 6, 7, 8, 9]
     assert result.inserted[0].message.role == "assistant"
     assert result.inserted[0].message.content == (
@@ -85,7 +86,7 @@ def test_it_caps_compacted_tool_results_at_4096_characters() -> None:
         {"role": "assistant", "content": None, "tool_calls": [call("s", "read_file", "{}")]},
         {"role": "tool", "tool_call_id": "s", "content": "ok"},
     ])
-    result = trim(messages, "maf_tool_result_compaction", {}, counter="approx")
+    result = trim(messages, strategy_spec("maf_tool_result_compaction", {}), counter="approx")
     text = result.inserted[0].message.content
     assert len(text) == 4096 and text.endswith("... [truncated]]")
     assert any("microsoft/agent-framework#7393" in note for note in result.notes)
@@ -102,7 +103,7 @@ def test_it_links_a_result_to_its_earlier_call_across_other_messages() -> None:
         {"role": "assistant", "content": None, "tool_calls": [call("y", "g", "{}")]},
         {"role": "tool", "tool_call_id": "y", "content": "fine"},
     ])
-    result = trim(messages, "maf_selective_tool_calls", {}, counter="messages")
+    result = trim(messages, strategy_spec("maf_selective_tool_calls", {}), counter="messages")
     assert result.sources == [0, 2, 4, 5, 6]  # the call, its text and its later result went as one group
     assert any("non-adjacent" in note for note in result.notes)
     check_all([(messages, case(messages, "maf_selective_tool_calls", {}, "messages"))])
@@ -110,7 +111,7 @@ def test_it_links_a_result_to_its_earlier_call_across_other_messages() -> None:
 
 def test_it_refuses_compact_to_above_max_n() -> None:
     with pytest.raises(StrategyError, match="compact_to must be less than or equal to max_n"):
-        resolve_params("maf_truncation", {"max_n": 5, "compact_to": 6})
+        strategy_spec("maf_truncation", {"max_n": 5, "compact_to": 6})
 
 
 def test_it_skips_a_first_group_too_large_for_the_summarizer_budget() -> None:
@@ -122,7 +123,7 @@ def test_it_skips_a_first_group_too_large_for_the_summarizer_budget() -> None:
         {"role": "user", "content": "six"}, {"role": "assistant", "content": "seven"},
     ])
     params = {"target_count": 2, "threshold": 0, "max_summary_input_tokens": 300}
-    result = trim(messages, "maf_summarization", params, counter="messages")
+    result = trim(messages, strategy_spec("maf_summarization", params), counter="messages")
     assert result.sources == [0, None, 6, 7]
     assert result.inserted[0].summarizes == (1, 2, 3, 4, 5)
     assert any("sits among kept messages it does not cover" in note for note in result.notes)

@@ -7,7 +7,7 @@ from typing import Any
 from hypothesis import strategies as st
 
 from agents.memory.schema import Message, parse_messages
-from agents.memory.trimming import trim
+from agents.memory.trimming import strategy_spec, trim
 from tests.reference.canonical import CANONICAL, call
 from tests.reference.conversations import conversations, counters, long_texts
 from tests.reference.harness import case, check_all, collect, oracle
@@ -59,13 +59,14 @@ def test_it_summarizes_what_strands_summarizing_manager_summarizes() -> None:
 
 
 def test_it_follows_the_references_sliding_window_examples() -> None:
-    window = lambda **p: trim(CANONICAL, "strands_sliding_window", p, counter="messages").sources  # noqa: E731
+    window = lambda **p: trim(CANONICAL, strategy_spec("strands_sliding_window", p),  # noqa: E731
+                              counter="messages").sources
     assert window(window_size=3) == [0, 7, 8, 9]  # no user message in the last 3: the pair at 7
-    fallback = trim(CANONICAL, "strands_sliding_window", {"window_size": 3}, counter="messages")
+    fallback = trim(CANONICAL, strategy_spec("strands_sliding_window", {"window_size": 3}), counter="messages")
     assert any("strands-agents/harness-sdk#1749" in note for note in fallback.notes)  # starts on a tool call
     assert window(window_size=4) == window(window_size=5) == window(window_size=6) == [0, 6, 7, 8, 9]
     assert window(window_size=3, pin_first=1) == [0, 1, 7, 8, 9]
-    stays = trim(CANONICAL, "strands_sliding_window", {"window_size": 2}, counter="messages")
+    stays = trim(CANONICAL, strategy_spec("strands_sliding_window", {"window_size": 2}), counter="messages")
     assert stays.sources == list(range(10))
     assert any("unable to trim conversation context" in note for note in stays.notes)
     check_all([(CANONICAL, case(CANONICAL, "strands_sliding_window", {"window_size": w, "pin_first": pf}, "messages"))
@@ -84,7 +85,7 @@ def results_conversation(*texts: str) -> list[Message]:
 def test_it_truncates_the_oldest_results_on_a_context_overflow() -> None:
     messages = results_conversation("a" * 1000, "b" * 1000)
     params = {"window_size": 40, "context_overflow": True}
-    result = trim(messages, "strands_sliding_window", params, counter="approx")
+    result = trim(messages, strategy_spec("strands_sliding_window", params), counter="approx")
     assert [e.index for e in result.edited] == [2]  # only the oldest message with results
     text = result.messages[2].content
     assert text == "a" * 200 + "...\n\n... [truncated: 600 chars removed] ...\n\n..." + "a" * 200
@@ -95,7 +96,7 @@ def test_it_reproduces_strands_trying_only_the_oldest_result() -> None:
     # strands-agents/harness-sdk#4341: a small oldest result sends the reduction straight to removing messages.
     messages = results_conversation("small", "b" * 1000)
     params = {"window_size": 40, "context_overflow": True}
-    result = trim(messages, "strands_sliding_window", params, counter="messages")
+    result = trim(messages, strategy_spec("strands_sliding_window", params), counter="messages")
     assert not result.edited and result.dropped
     assert any("strands-agents/harness-sdk#4341" in note for note in result.notes)
     check_all([(messages, case(messages, "strands_sliding_window", params, "messages"))])
@@ -103,7 +104,7 @@ def test_it_reproduces_strands_trying_only_the_oldest_result() -> None:
 
 def test_it_makes_a_result_of_401_to_446_characters_longer() -> None:
     messages = results_conversation("x" * 420)
-    result = trim(messages, "strands_sliding_window", {"context_overflow": True}, counter="approx")
+    result = trim(messages, strategy_spec("strands_sliding_window", {"context_overflow": True}), counter="approx")
     assert len(result.messages[2].content) > 420
     assert any("longer" in note for note in result.notes)
 
@@ -111,14 +112,14 @@ def test_it_makes_a_result_of_401_to_446_characters_longer() -> None:
 def test_it_quotes_strands_error_when_nothing_can_be_removed() -> None:
     messages = parse_messages([{"role": "assistant", "content": "hello"}, {"role": "assistant", "content": "again"}])
     params = {"window_size": 1, "context_overflow": True}
-    result = trim(messages, "strands_sliding_window", params, counter="messages")
+    result = trim(messages, strategy_spec("strands_sliding_window", params), counter="messages")
     assert result.kept == [0, 1] and any("Unable to trim conversation context!" in n for n in result.notes)
     [answer] = oracle([case(messages, "strands_sliding_window", params, "messages")])
     assert answer["error"] == "Unable to trim conversation context!"
 
 
 def test_it_follows_the_references_summarizing_examples() -> None:
-    summarize = lambda **p: trim(CANONICAL, "strands_summarizing", p, counter="messages")  # noqa: E731
+    summarize = lambda **p: trim(CANONICAL, strategy_spec("strands_summarizing", p), counter="messages")  # noqa: E731
     result = summarize(summary_ratio=0.3, preserve_recent_messages=2)
     assert result.sources == [0, None, 5, 6, 7, 8, 9]
     assert result.inserted[0].message.role == "user"

@@ -6,7 +6,7 @@ from hypothesis import strategies as st
 
 from agents.memory.schema import SYSTEM_ROLES, Message
 from agents.memory.tokens import count_messages
-from agents.memory.trimming import LlamaIndexContentCount, trim
+from agents.memory.trimming import LlamaIndexContentCount, strategy_spec, trim
 from tests.strategies_messages import conversations, messy_conversations, strategy_and_params, valid_conversations
 
 SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -27,7 +27,7 @@ def test_it_keeps_a_subsequence_and_explains_every_message(messages: list[Messag
     counts = count_messages(messages, counter)
     name, params = data.draw(strategy_and_params(sum(counts) + 3))
     before = [m.model_copy(deep=True) for m in messages]
-    result = trim(messages, name, params, counter=counter, token_counts=counts)
+    result = trim(messages, strategy_spec(name, params), counter=counter, token_counts=counts)
 
     assert messages == before  # a view: the input never changes
     assert result.kept == sorted(set(result.kept))
@@ -59,7 +59,7 @@ def test_it_keeps_a_subsequence_and_explains_every_message(messages: list[Messag
 @SETTINGS
 @given(valid_conversations(system=None, pending=False, max_turns=5, max_calls=4), st.integers(1, 20))
 def test_it_never_breaks_a_valid_list_with_safe_window(messages: list[Message], size: int) -> None:
-    result = trim(messages, "safe_window", {"max_messages": size})
+    result = trim(messages, strategy_spec("safe_window", {"max_messages": size}))
     assert result.violations == []
     assert len(result.kept) <= size or all(messages[i].role in SYSTEM_ROLES for i in result.kept)
 
@@ -71,7 +71,8 @@ def test_it_never_produces_a_violation_with_safe_token_budget(
 ) -> None:
     counts = count_messages(messages, counter)
     budget = max(1, int((sum(counts) + 3) * fraction))
-    result = trim(messages, "safe_token_budget", {"max_tokens": budget, "pin_system": pin}, counter=counter,
+    result = trim(messages, strategy_spec("safe_token_budget", {"max_tokens": budget, "pin_system": pin}),
+                  counter=counter,
                   token_counts=counts)
     assert result.violations == []
     body = [i for i in result.kept if i >= _pinned(messages, pin)]
@@ -85,7 +86,7 @@ def test_it_never_produces_a_violation_with_safe_token_budget(
 
     # What is kept besides the newest user message is the newest part of what an unlimited budget keeps: the
     # oldest units are dropped first, inside the newest turn too.
-    everything = trim(messages, "safe_token_budget", {"max_tokens": 10**9, "pin_system": pin},
+    everything = trim(messages, strategy_spec("safe_token_budget", {"max_tokens": 10**9, "pin_system": pin}),
                       counter=counter, token_counts=counts)
     assert set(result.kept) <= set(everything.kept)
     rest = [i for i in everything.kept if i >= n and i != newest_user]
@@ -117,12 +118,13 @@ def test_it_respects_token_budgets_where_the_framework_does(
         ("langchain_last", {"max_tokens": budget}),
         ("langchain_first", {"max_tokens": budget}),
     ):
-        result = trim(messages, name, {**params, "pin_system": pin}, counter=counter, token_counts=counts)
+        result = trim(messages, strategy_spec(name, {**params, "pin_system": pin}),
+                      counter=counter, token_counts=counts)
         body = [i for i in result.kept if i >= n]
         assert not body or result.tokens_after - pinned <= budget, name
 
     # LlamaIndex respects its own content-only count, except its fallback to the last message alone.
-    result = trim(messages, "llamaindex_buffer", {"token_limit": budget, "pin_system": pin})
+    result = trim(messages, strategy_spec("llamaindex_buffer", {"token_limit": budget, "pin_system": pin}))
     body = [i for i in result.kept if i >= n]
     if len(body) > 1:
         texts = ["None" if m.content is None else m.text for m in messages[body[0]:]]
@@ -135,8 +137,8 @@ def test_it_respects_message_counts_where_the_framework_does(messages: list[Mess
     n = _pinned(messages, True)
     body = lambda r: [i for i in r.kept if i >= n]  # noqa: E731
     if size:
-        assert len(body(trim(messages, "openmanus_window", {"max_messages": size}))) <= size
-        assert len(body(trim(messages, "buffered", {"buffer_size": size}))) <= size + sum(
+        assert len(body(trim(messages, strategy_spec("openmanus_window", {"max_messages": size})))) <= size
+        assert len(body(trim(messages, strategy_spec("buffered", {"buffer_size": size})))) <= size + sum(
             1 for m in messages if m.role == "tool")  # a run of tool results is one AutoGen message
-    kept = body(trim(messages, "last_turns", {"max_turns": turns}))
+    kept = body(trim(messages, strategy_spec("last_turns", {"max_turns": turns})))
     assert sum(1 for i in kept if messages[i].role == "user") <= turns

@@ -43,7 +43,7 @@ from langchain_core.messages import trim_messages
 
 from agents.memory.schema import SYSTEM_ROLES, FunctionCall, Message, ToolCall
 from agents.memory.tokens import count_messages, get_counter
-from agents.memory.trimming import trim
+from agents.memory.trimming import strategy_spec, trim
 from tests.strategies_messages import conversations
 
 SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -150,7 +150,7 @@ def run_autogen(messages: Sequence[Message], pin: bool, make_context: Any) -> tu
 
 
 def ours(messages: Sequence[Message], strategy: str, params: dict[str, Any], counter: str = "messages") -> Any:
-    return trim(messages, strategy, params, counter=counter)
+    return trim(messages, strategy_spec(strategy, params), counter=counter)
 
 
 @SETTINGS
@@ -195,7 +195,7 @@ def test_it_keeps_what_autogen_token_limited_context_keeps(
                                                  initial_messages=stored)
 
     expected, _ = run_autogen(messages, pin, make)
-    result = trim(messages, "token_limited", {"token_limit": limit, "pin_system": pin}, counter=counter,
+    result = trim(messages, strategy_spec("token_limited", {"token_limit": limit, "pin_system": pin}), counter=counter,
                   token_counts=counts)
     assert result.kept == expected
 
@@ -228,7 +228,8 @@ def test_it_keeps_what_autogen_token_limited_keeps_on_a_long_conversation() -> N
                                                      initial_messages=stored)
 
         expected, _ = run_autogen(messages, False, make)
-        assert trim(messages, "token_limited", {"token_limit": limit, "pin_system": False}, counter="approx",
+        assert trim(messages, strategy_spec("token_limited", {"token_limit": limit, "pin_system": False}),
+                    counter="approx",
                     token_counts=counts).kept == expected, limit
 
 
@@ -289,7 +290,8 @@ def test_it_keeps_what_langchain_trim_messages_last_keeps(
     )
     params = {"max_tokens": budget, "include_system": include_system, "start_on": start_on, "end_on": end_on,
               "pin_system": pin}
-    assert trim(messages, "langchain_last", params, counter=counter, token_counts=counts).kept == expected
+    assert trim(messages, strategy_spec("langchain_last", params),
+                counter=counter, token_counts=counts).kept == expected
 
 
 @SETTINGS
@@ -302,7 +304,8 @@ def test_it_keeps_what_langchain_trim_messages_first_keeps(
     budget = int((sum(counts) + per_list) * fraction)
     expected = run_langchain(messages, pin, counts, per_list, max_tokens=budget, strategy="first", end_on=end_on)
     params = {"max_tokens": budget, "end_on": end_on, "pin_system": pin}
-    assert trim(messages, "langchain_first", params, counter=counter, token_counts=counts).kept == expected
+    assert trim(messages, strategy_spec("langchain_first", params),
+                counter=counter, token_counts=counts).kept == expected
 
 
 def test_it_matches_langchain_on_the_documented_leading_tool_message_bug() -> None:
@@ -315,10 +318,11 @@ def test_it_matches_langchain_on_the_documented_leading_tool_message_bug() -> No
         Message(role="assistant", content="done"),
     ]
     for budget, kept in ((2, [4, 5]), (3, [3, 4, 5])):
-        result = trim(messages, "langchain_last", {"max_tokens": budget}, counter="messages")
+        result = trim(messages, strategy_spec("langchain_last", {"max_tokens": budget}), counter="messages")
         assert result.kept == kept
         assert run_langchain(messages, False, [1] * 6, 0, max_tokens=budget, strategy="last") == kept
         assert any("langchain-ai/langchain#33245" in note for note in result.notes)
         assert result.violations[0].kind == "leading_tool_result"
-    fixed = trim(messages, "langchain_last", {"max_tokens": 3, "start_on": ["human", "ai"]}, counter="messages")
+    fixed = trim(messages, strategy_spec("langchain_last", {"max_tokens": 3, "start_on": ["human", "ai"]}),
+                 counter="messages")
     assert fixed.kept == [5]

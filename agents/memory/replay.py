@@ -60,7 +60,8 @@ from agents.memory.trimming import (
     Inserted,
     TrimResult,
     get_strategy,
-    resolve_params,
+    StrategySpec,
+    strategy_spec,
     trim,
 )
 from agents.memory.trimming.registry import View, _in_input_terms
@@ -878,7 +879,7 @@ class _CarriedCall:
     why_inserted: list[str]  # for each message sent: why it was inserted ("" when it is an input message)
 
 
-def _carried_calls(run: _Run, name: str, params: Mapping[str, Any], counter: str) -> Iterator[_CarriedCall]:
+def _carried_calls(run: _Run, spec: StrategySpec, counter: str) -> Iterator[_CarriedCall]:
     """Each call of a framework that keeps only what it trimmed: it trims what it held after the previous call
     plus the messages added since, and holds the result (edited messages stay edited, inserted ones stay). The
     session's leading system messages are the framework's system prompt, outside its memory: they are set aside
@@ -896,7 +897,7 @@ def _carried_calls(run: _Run, name: str, params: Mapping[str, Any], counter: str
         added = k
         # The system prompt is outside the framework's memory: what pins is the session's leading system run, not
         # a system message that trimming left at the front.
-        result = trim(held_messages, name, params, counter=counter, token_counts=held_counts, pinned=run.lead)
+        result = trim(held_messages, spec, counter=counter, token_counts=held_counts, pinned=run.lead)
         sent = [held[s] if s is not None else None for s in result.sources]
         why = [held_why[s] if s is not None else "" for s in result.sources]
         for x in result.inserted:
@@ -916,7 +917,7 @@ class _TurnCall:
     notes: list[str]
 
 
-def _after_turn_calls(run: _Run, name: str, params: Mapping[str, Any], counter: str) -> Iterator[_TurnCall]:
+def _after_turn_calls(run: _Run, spec: StrategySpec, counter: str) -> Iterator[_TurnCall]:
     """Each call of a framework that trims when a turn ends: a turn ends where the next user message starts the
     next one (and at the end of the session, for the next call); the framework trims what it held plus the
     turn's messages then, and holds the result. Before the first user message no turn has run."""
@@ -937,7 +938,7 @@ def _after_turn_calls(run: _Run, name: str, params: Mapping[str, Any], counter: 
             held_messages += run.messages[added:end]
             held_counts += run.counts[added:end]
             added = end
-            result = trim(held_messages, name, params, counter=counter, token_counts=held_counts, pinned=run.lead)
+            result = trim(held_messages, spec, counter=counter, token_counts=held_counts, pinned=run.lead)
             for d in result.dropped:
                 source = held[d.index]
                 if source is not None:
@@ -995,8 +996,8 @@ def replay(
     """The strategy on every call of the run (module docstring). StrategyError on an unknown strategy or invalid
     parameters, as ``trim``. ``incremental=False`` trims every call's input from scratch (no sampling unless
     ``work_limit`` says so): the reference the faster paths are tested and measured against."""
-    strat = get_strategy(strategy)
-    resolved = resolve_params(strat, params)
+    spec = strategy_spec(strategy, params)
+    strat, resolved = spec.strategy, spec.params
     tc = get_counter(counter)
     counts = list(token_counts) if token_counts is not None else count_messages(messages, tc)
     if len(counts) != len(messages):
@@ -1016,11 +1017,11 @@ def replay(
             out.steps, _ = _windows_to_steps(run, list(_CARRIED[strat.name](run, resolved)))
         elif strat.memory == MEMORY_CARRIED:
             out.method = METHOD_CARRIED
-            carried = _carried_calls(run, strat.name, resolved.model_dump(), tc.name)
+            carried = _carried_calls(run, spec, tc.name)
             out.steps = [_step_from_result(c.call, c.result, c.sent, run) for c in carried]
         elif strat.memory == MEMORY_AFTER_TURN:
             out.method = METHOD_AFTER_TURN
-            out.steps = _after_turn_steps(run, list(_after_turn_calls(run, strat.name, resolved.model_dump(), tc.name)))
+            out.steps = _after_turn_steps(run, list(_after_turn_calls(run, spec, tc.name)))
         elif incremental and strat.name in _INCREMENTAL:
             out.steps, incremental_errors = _windows_to_steps(run, list(_INCREMENTAL[strat.name](run, resolved)))
             if not incremental_errors:
@@ -1029,7 +1030,7 @@ def replay(
             out.steps = list(_safe_token_budget(run, resolved))
         else:
             out.method = METHOD_PER_CALL
-            out.steps, out.stride = _per_call(run, strat.name, resolved.model_dump(), tc.name, work_limit)
+            out.steps, out.stride = _per_call(run, spec, tc.name, work_limit)
             if out.stride > 1:
                 out.notes.append(
                     f"Trimming each of the {len(run.calls):,} calls from scratch would take too long: every "
@@ -1080,7 +1081,7 @@ def _windows_to_steps(run: _Run, windows: list[_Window]) -> tuple[list[ReplaySte
 
 
 def _per_call(
-    run: _Run, name: str, params: Mapping[str, Any], counter: str, work_limit: int
+    run: _Run, spec: StrategySpec, counter: str, work_limit: int
 ) -> tuple[list[ReplayStep], int]:
     work = sum(run.calls)
     stride = max(1, math.ceil(work / work_limit)) if work_limit > 0 else 1
@@ -1089,7 +1090,7 @@ def _per_call(
         chosen.append(run.calls[-1])
     steps = []
     for k in chosen:
-        result = trim(run.messages[:k], name, params, counter=counter, token_counts=run.counts[:k])
+        result = trim(run.messages[:k], spec, counter=counter, token_counts=run.counts[:k])
         steps.append(_step_from_result(k, result, result.sources, run))
     return steps, stride
 
@@ -1106,20 +1107,20 @@ def replay_call(
     """What the framework sent at the call that produced message ``call`` (``len(messages)``: the next call), as
     a TrimResult in input indices: every input message before the call is kept or dropped. For a framework that
     carries what it kept, a message it had already deleted is dropped "at an earlier call"."""
-    strat = get_strategy(strategy)
-    resolved = resolve_params(strat, params)
+    spec = strategy_spec(strategy, params)
+    strat, resolved = spec.strategy, spec.params
     tc = get_counter(counter)
     counts = list(token_counts) if token_counts is not None else count_messages(messages, tc)
     if not 0 <= call <= len(messages):
         raise ValueError(f"call {call} is outside the session (0 to {len(messages)})")
     if strat.memory == MEMORY_AFTER_TURN:
-        return _after_turn_result(messages, counts, tc, strat.name, resolved, call)
+        return _after_turn_result(messages, counts, tc, spec, call)
     if strat.memory != MEMORY_CARRIED:
-        return trim(messages[:call], strat.name, resolved.model_dump(), counter=tc.name, token_counts=counts[:call])
+        return trim(messages[:call], spec, counter=tc.name, token_counts=counts[:call])
     run = _Run(messages, counts, tc, resolved.pin_system)
     run.calls = [k for k in run.calls if k < call] + [call]
     last: _CarriedCall | None = None
-    for last in _carried_calls(run, strat.name, resolved.model_dump(), tc.name):
+    for last in _carried_calls(run, spec, tc.name):
         pass
     assert last is not None
     result = last.result
@@ -1152,13 +1153,14 @@ def replay_call(
 
 
 def _after_turn_result(
-    messages: Sequence[Message], counts: list[int], tc: TokenCounter, name: str, resolved: Any, call: int
+    messages: Sequence[Message], counts: list[int], tc: TokenCounter, spec: StrategySpec, call: int
 ) -> TrimResult:
     """What a framework that trims when a turn ends sent at ``call``, as a TrimResult in input indices."""
+    name, resolved = spec.name, spec.params
     run = _Run(messages, counts, tc, resolved.pin_system)
     run.calls = [k for k in run.calls if k < call] + [call]
     last: _TurnCall | None = None
-    for last in _after_turn_calls(run, name, resolved.model_dump(), tc.name):
+    for last in _after_turn_calls(run, spec, tc.name):
         pass
     assert last is not None
     sent_messages = last.held_messages + list(messages[last.start : call])

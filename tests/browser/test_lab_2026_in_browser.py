@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from agents import services
-from agents.memory.trimming import trim
+from agents.memory.trimming import strategy_spec, trim
 from tests.browser.conftest import screenshot
 from tests.reference.canonical import CANONICAL_DICTS
 
@@ -17,7 +17,8 @@ def test_it_marks_cleared_results_and_inserted_summaries(logged_in_page, live_se
     session = make_session(CANONICAL_DICTS, title="Weather, then a hotel")
     messages, counts = services.session_messages_with_counts(session)
     params = {"trigger": 0, "keep": 1, "clear_tool_inputs": True}
-    expected = trim(messages, "langchain_clear_tool_uses", params, counter=session.token_counter, token_counts=counts)
+    expected = trim(messages, strategy_spec("langchain_clear_tool_uses", params),
+                    counter=session.token_counter, token_counts=counts)
     assert [e.index for e in expected.edited] == [2, 3, 4]  # two results and their calls' message
 
     page.goto(f"{live_server.url}/sessions/{session.pk}/lab/?strategy=langchain_clear_tool_uses&trigger=0&keep=1"

@@ -6,7 +6,7 @@ import re
 import pytest
 
 from agents import services
-from agents.memory.trimming import trim
+from agents.memory.trimming import strategy_spec, trim
 from tests.browser.conftest import screenshot
 from tests.test_lab import chat
 
@@ -17,7 +17,8 @@ def test_it_updates_the_preview_when_a_parameter_changes(logged_in_page, live_se
     page = logged_in_page
     session = make_session(chat(12), title="Weather in twelve cities")
     messages, counts = services.session_messages_with_counts(session)
-    expected = trim(messages, "buffered", {"buffer_size": 3}, counter=session.token_counter, token_counts=counts)
+    expected = trim(messages, strategy_spec("buffered", {"buffer_size": 3}),
+                    counter=session.token_counter, token_counts=counts)
 
     page.goto(f"{live_server.url}/sessions/{session.pk}/")
     page.click("text=Preview trimming")

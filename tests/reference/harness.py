@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 from agents.memory.schema import SYSTEM_ROLES, Message
-from agents.memory.trimming import TrimResult, resolve_params, trim
+from agents.memory.trimming import TrimResult, strategy_spec, trim
 from agents.memory.trimming.summaries import placeholder_text
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -47,7 +47,7 @@ def collect(strategy: st.SearchStrategy[Any], n: int) -> list[Any]:
 
 
 def pinned(messages: Sequence[Message], strategy: str, params: dict[str, Any]) -> int:
-    if not resolve_params(strategy, params).pin_system:
+    if not strategy_spec(strategy, params).params.pin_system:
         return 0
     n = 0
     while n < len(messages) and messages[n].role in SYSTEM_ROLES:
@@ -148,7 +148,7 @@ def check_all(cases_and_inputs: list[tuple[list[Message], dict[str, Any]]]) -> l
     pairs = []
     problems = []
     for (messages, c), answer in zip(cases_and_inputs, answers):
-        result = trim(messages, c["strategy"], c["params"], counter=c["counter"])
+        result = trim(messages, strategy_spec(c["strategy"], c["params"]), counter=c["counter"])
         problem = mismatch(messages, c, answer, result)
         if problem:
             problems.append(problem)

@@ -19,7 +19,7 @@ from agents import exports, models
 from agents.management.cli import ContractCommand
 from agents.management.progress import ProgressBar
 from agents.memory import formats
-from agents.memory.trimming import StrategyError, parse_param_pairs
+from agents.memory.trimming import StrategyError, spec_from_pairs
 
 
 class Command(ContractCommand):
@@ -44,11 +44,14 @@ class Command(ContractCommand):
         try:
             if options["output"]:
                 _check_output(options["output"])
-            params = _strategy_params(options["params"])
+            try:
+                spec = spec_from_pairs(options["strategy"], options["params"])
+            except StrategyError as exc:
+                raise exports.ExportFailed(exc.text(flag="--set ")) from None
             sessions, scope, filters = self._sessions(options)
             plan = exports.export_plan(
-                sessions=sessions, format=options["format"], scope=scope, filters=filters,
-                strategy=options["strategy"], params=params, on_invalid=options["on_invalid"],
+                sessions=sessions, format=options["format"], scope=scope, filters=filters, spec=spec,
+                on_invalid=options["on_invalid"],
             )
             if plan.format == "openai_jsonl" and plan.on_invalid == "stop":
                 invalid = exports.invalid_sessions(plan)
@@ -148,10 +151,3 @@ def _check_output(output: str) -> None:
     else:
         return
     raise exports.ExportFailed(f"-o {output}: {raise_for}")
-
-
-def _strategy_params(pairs: list[str]) -> dict[str, Any]:
-    try:
-        return parse_param_pairs(pairs)
-    except StrategyError as exc:
-        raise exports.ExportFailed(str(exc)) from None

@@ -21,7 +21,7 @@ from django.core.management.base import CommandParser
 from agents.management.cli import ContractCommand
 from agents.memory import formats
 from agents.memory.tokens import COUNTERS, DEFAULT_COUNTER
-from agents.memory.trimming import STRATEGIES, StrategyError, get_strategy, parse_param_pairs, resolve_params, trim
+from agents.memory.trimming import STRATEGIES, StrategyError, spec_from_pairs, trim
 
 
 class Command(ContractCommand):
@@ -45,10 +45,11 @@ class Command(ContractCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         # Check the cheap things first, so a typo never waits for a big file to be read.
         try:
-            strategy = get_strategy(options["strategy"])
-            params = resolve_params(strategy, parse_param_pairs(options["params"])).model_dump()
+            spec = spec_from_pairs(options["strategy"], options["params"])
         except StrategyError as exc:
-            self.fail(str(exc))
+            self.fail(exc.text(flag="--set "))
+        if spec is None:
+            self.fail(f"--strategy: name one of {', '.join(STRATEGIES)}")
         counter = self.check_counter(options["counter"])
         fmt = self.check_format(options["format"])
         with self.reading(options["file"], options):
@@ -65,5 +66,5 @@ class Command(ContractCommand):
                 )
         elif not 0 <= number < len(conversations):
             self.fail(f"--conversation {number}: the file holds {len(conversations)} (0 to {len(conversations) - 1})")
-        result = trim(conversations[number].messages, strategy.name, params, counter=counter.name)
+        result = trim(conversations[number].messages, spec, counter=counter.name)
         self.stdout.write(json.dumps(result.to_dict(), indent=2, ensure_ascii=False))

@@ -7,7 +7,8 @@ Speed: strategies read per-message token counts (the stored ones when the caller
 never recount text, except for the few messages a strategy creates or changes (placeholders, stripped thoughts)
 and LlamaIndex's own content-only count. Every strategy is O(n) or O(n log n) (bench/bench_trimming.py).
 
-One module per framework registers its strategies; ``registry`` holds what they share and ``trim``.
+One module per framework registers its strategies; ``registry`` holds what they share and ``trim``; ``spec`` reads
+a strategy and its parameters, however an interface writes them, into the ``StrategySpec`` that ``trim`` runs.
 """
 from __future__ import annotations
 
@@ -38,15 +39,23 @@ from agents.memory.trimming.registry import (
     Dropped,
     Edited,
     Inserted,
+    ParamProblem,
     Strategy,
     StrategyError,
     StrategyParams,
     TrimResult,
     get_strategy,
-    parse_param_pairs,
-    split_param_text,
-    resolve_params,
     trim,
+)
+from agents.memory.trimming.spec import (
+    FALSE_WORDS,
+    TRUE_WORDS,
+    StrategySpec,
+    spec_from_pairs,
+    spec_from_query,
+    spec_from_text,
+    split_pairs,
+    strategy_spec,
 )
 
 # DESIGN.md's table order, which forms and error messages list.
@@ -69,7 +78,8 @@ STRATEGIES.update({name: _registered.pop(name) for name in _ORDER})
 STRATEGIES.update(_registered)  # any added later keep their own order
 
 __all__ = [
-    "MEMORY_AFTER_TURN", "MEMORY_CARRIED", "MEMORY_IDEMPOTENT", "MEMORY_KINDS", "MEMORY_VIEW", "STRATEGIES",
-    "Dropped", "Edited", "Inserted", "LlamaIndexContentCount", "Strategy", "StrategyError", "StrategyParams",
-    "TrimResult", "get_strategy", "parse_param_pairs", "split_param_text", "resolve_params", "trim",
+    "FALSE_WORDS", "MEMORY_AFTER_TURN", "MEMORY_CARRIED", "MEMORY_IDEMPOTENT", "MEMORY_KINDS", "MEMORY_VIEW",
+    "STRATEGIES", "TRUE_WORDS", "Dropped", "Edited", "Inserted", "LlamaIndexContentCount", "ParamProblem", "Strategy",
+    "StrategyError", "StrategyParams", "StrategySpec", "TrimResult", "get_strategy", "spec_from_pairs",
+    "spec_from_query", "spec_from_text", "split_pairs", "strategy_spec", "trim",
 ]

@@ -4,22 +4,54 @@
 from __future__ import annotations
 
 import dataclasses
-import json
 import re
-import types
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple, Union, get_args, get_origin
+from typing import Any, NamedTuple, Protocol
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
 from agents.memory.chain import Violation, _gc_paused, find_violations
 from agents.memory.schema import SYSTEM_ROLES, Message
 from agents.memory.tokens import DEFAULT_COUNTER, TokenCounter, count_messages, get_counter
 
 
+class ParamProblem(NamedTuple):
+    """One invalid parameter: its name, how it was written (``buffer_size=0``), and what is wrong with it."""
+
+    param: str
+    written: str
+    reason: str
+
+
 class StrategyError(ValueError):
-    """An unknown strategy or invalid parameters; the text lists what is valid."""
+    """An unknown strategy or invalid parameters; the text lists what is valid.
+
+    For invalid parameters, ``problems`` names each one, ``text(flag)`` writes the error with an interface's own
+    way of naming a parameter in front of each (the commands: ``--set``), and ``given`` holds the values as read
+    (a form shows them again)."""
+
+    def __init__(
+        self,
+        message: str = "",
+        *,
+        strategy: str = "",
+        problems: Sequence[ParamProblem] = (),
+        valid: str = "",
+        given: Mapping[str, Any] | None = None,
+    ) -> None:
+        self.strategy = strategy
+        self.problems = tuple(problems)
+        self.valid = valid
+        self.given = dict(given or {})
+        self.message = message
+        super().__init__(message or self.text())
+
+    def text(self, flag: str = "") -> str:
+        if not self.problems:
+            return self.message
+        listed = "; ".join(f"{flag}{p.written}: {p.reason}" for p in self.problems)
+        return f"invalid parameters for strategy '{self.strategy}': {listed}. Valid parameters: {self.valid}"
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -317,103 +349,24 @@ def get_strategy(name: str) -> Strategy:
         raise StrategyError(f"unknown strategy '{name}'; valid: {', '.join(STRATEGIES)}") from None
 
 
-def _describe_params(strategy: Strategy) -> str:
-    parts = []
-    for row in strategy.parameters():
-        bound = ""
-        if "exclusiveMinimum" in row:
-            bound = f" > {row['exclusiveMinimum']}"
-        elif "minimum" in row:
-            bound = f" >= {row['minimum']}"
-        parts.append(f"{row['name']} ({row['type']}{bound}, default {json.dumps(row['default'])})")
-    return ", ".join(parts)
-
-
-def _accepts_list(annotation: Any) -> bool:
-    origin = get_origin(annotation)
-    if origin is list:
-        return True
-    if origin is Union or origin is types.UnionType:
-        return any(_accepts_list(a) for a in get_args(annotation))
-    return False
-
-
-def _as_list(value: Any) -> Any:
-    """A list parameter as written anywhere: ``"human,ai"`` (a command line, a lab spec, one query parameter),
-    a list whose items may themselves be comma-separated (``end_on=human&end_on=ai`` gathered by the API), or
-    JSON (``["human", "ai"]``, already a list). One name stays a name, so a single choice keeps its type."""
-    if isinstance(value, str) and "," in value:
-        return [part.strip() for part in value.split(",") if part.strip()]
-    if isinstance(value, (list, tuple)):
-        out: list[Any] = []
-        for item in value:
-            split = _as_list(item)
-            out.extend(split if isinstance(split, list) else [split])
-        return out
-    return value
-
-
-def resolve_params(strategy: str | Strategy, params: Mapping[str, Any] | None = None) -> StrategyParams:
-    """Validate parameters against the strategy's model; StrategyError says what is wrong and what is valid.
-
-    A parameter that takes a list (LangChain's start_on/end_on) also takes a comma-separated string
-    (``human,ai``) or a list of such strings (a query parameter repeated), here, so that the command line, the API,
-    the lab and the export all read lists the same way."""
-    strat = get_strategy(strategy) if isinstance(strategy, str) else strategy
-    fields = strat.params_model.model_fields
-    given = dict(params or {})  # as written, for the error message
-    readable = {k: _as_list(v) if k in fields and _accepts_list(fields[k].annotation) else v for k, v in given.items()}
-    try:
-        return strat.params_model.model_validate(readable)
-    except ValidationError as exc:
-        problems: dict[str, str] = {}  # the first error of each parameter (a union reports one per member)
-        for err in exc.errors(include_url=False):
-            name = str(err["loc"][0]) if err.get("loc") else "params"
-            if name in problems:
-                continue
-            if err["type"] == "extra_forbidden":
-                problems[name] = f"unknown parameter '{name}'"
-            else:
-                value = json.dumps(given.get(name, err.get("input")), default=str)
-                problems[name] = f"{name}={value}: {err['msg']}"
-        raise StrategyError(
-            f"invalid parameters for strategy '{strat.name}': {'; '.join(problems.values())}. "
-            f"Valid parameters: {_describe_params(strat)}"
-        ) from None
-
-
-# Split before each "key=", so that a JSON value with commas (start_on=["human","ai"]) stays whole.
-_PARAM_SEPARATOR = re.compile(r"[,\s]+(?=[A-Za-z_][A-Za-z0-9_]*=)")
-
-
-def split_param_text(text: str) -> list[str]:
-    """``"buffer_size=5, start_on=["human","ai"]"`` -> ``["buffer_size=5", 'start_on=["human","ai"]']``."""
-    return [p for p in _PARAM_SEPARATOR.split(text.strip()) if p.strip()]
-
-
-def parse_param_pairs(pairs: Sequence[str]) -> dict[str, Any]:
-    """``key=value`` pairs from a command line; a value is read as JSON when it parses (``5``, ``true``,
-    ``"human"``, ``["human","ai"]``), else kept as text (``human``). StrategyError on a pair without ``=``."""
-    out: dict[str, Any] = {}
-    for pair in pairs:
-        key, sep, value = pair.partition("=")
-        if not sep or not key.strip():
-            raise StrategyError(f"--set {pair!r}: expected key=value")
-        try:
-            out[key.strip()] = json.loads(value)
-        except ValueError:
-            out[key.strip()] = value
-    return out
-
-
 # ---------------------------------------------------------------------------------------------------------------
 # The entry point
 
 
+class Spec(Protocol):
+    """What ``trim`` runs: a strategy with its parameters already validated (``spec.StrategySpec``, which every
+    interface reads its parameters into, once)."""
+
+    @property
+    def strategy(self) -> Strategy: ...
+
+    @property
+    def params(self) -> StrategyParams: ...
+
+
 def trim(
     messages: Sequence[Message],
-    strategy: str,
-    params: Mapping[str, Any] | None = None,
+    spec: Spec,
     *,
     counter: str = DEFAULT_COUNTER,
     token_counts: Sequence[int] | None = None,
@@ -422,8 +375,7 @@ def trim(
     """``pinned``: for a caller that knows what the framework holds outside its memory (replay.py, whose later
     calls trim what was kept): when the strategy pins, exactly the first ``pinned`` messages are set aside (all
     system or developer messages), rather than whatever system messages lead the list."""
-    strat = get_strategy(strategy)
-    resolved = resolve_params(strat, params)
+    strat, resolved = spec.strategy, spec.params
     tc = get_counter(counter)
     counts = list(token_counts) if token_counts is not None else count_messages(messages, tc)
     if len(counts) != len(messages):
