@@ -26,7 +26,7 @@ from django.utils import timezone
 
 from agents import models
 from agents.memory import schema
-from agents.memory.chain import ProtocolChecker, Violation
+from agents.memory.chain import ProtocolChecker, ResultPlace, Violation, place_results
 from agents.memory.tokens import DEFAULT_COUNTER, count_messages, get_counter, total_tokens
 from agents.memory.trimming import StrategyError, StrategySpec, TrimResult, strategy_spec, trim
 
@@ -702,6 +702,31 @@ def session_message_page(
         tokens_before=tokens_before,
         shown_through=min(last_seq + 1, session.message_count) if session.message_count else len(rows),
     )
+
+
+@dataclass
+class ChainPage:
+    """A page of the session page: its messages, each tool result placed against its call (``ResultPlace``)."""
+
+    page: MessagePage
+    results: dict[int, ResultPlace]  # seq of each tool result on the page -> where its call is
+
+
+def session_chain_page(session: models.Session, *, after: int | None = None) -> ChainPage:
+    """``session_message_page`` with the page's tool results paired with their calls: right above, earlier on
+    the page (a late result), or on another page, found with one query only when the page has such a result."""
+    page = session_message_page(session, after=after)
+
+    def calls_outside(ids: set[str]) -> dict[str, list[tuple[int, str]]]:
+        found: dict[str, list[tuple[int, str]]] = {}
+        calls = models.ToolCall.objects.filter(session=session, call_id__in=ids).order_by("message__seq", "position")
+        for call_id, name, seq in calls.values_list("call_id", "name", "message__seq"):
+            found.setdefault(call_id, []).append((seq, name))
+        return found
+
+    start = page.rows[0].seq if page.rows else 0
+    results = place_results([message_to_schema(row) for row in page.rows], start=start, calls_outside=calls_outside)
+    return ChainPage(page, results)
 
 
 # --- the session list ---------------------------------------------------------------------------------------

@@ -83,8 +83,9 @@ def session_detail(request: HtmxHttpRequest, session_id: int) -> HttpResponse:
         # plain URL's page, so a permalink into it opens the same page the session link does).
         boundary = (at // size) * size
         after = boundary - 1 if boundary > 0 else None
-    page = services.session_message_page(session, after=after)
-    messages = _message_views(session, page)
+    chain = services.session_chain_page(session, after=after)
+    page = chain.page
+    messages = _message_views(session, chain)
     _add_llm_calls(session, messages)
     violations = session.violations or []
     live = session.is_live
@@ -193,29 +194,15 @@ def _permalink(session: models.Session, seq: int) -> str:
     return f"{session.get_absolute_url()}?at={seq}#m-{seq}"
 
 
-def _message_views(session: models.Session, page: services.MessagePage) -> list[MessageView]:
+def _message_views(session: models.Session, chain: services.ChainPage) -> list[MessageView]:
     by_seq: dict[int, list[dict[str, Any]]] = {}
     for violation in session.violations or []:
         by_seq.setdefault(violation.get("seq", violation.get("index", -1)), []).append(violation)
     window = max(session.agent.context_window, 1)
-    open_calls: dict[str, str] = {}  # call id -> tool name, of the latest assistant message with calls
-    elsewhere = _calls_elsewhere(session, page.rows)
     out: list[MessageView] = []
-    for row in page.rows:
+    for row in chain.page.rows:
         running = row.token_running  # stored at import: this message and all before it
-        in_exchange = False
-        call_name = call_href = ""
-        if row.role == "assistant" and row.tool_calls:
-            open_calls = {tc.get("id", ""): (tc.get("function") or {}).get("name", "") for tc in row.tool_calls}
-        elif row.role == "tool" and row.tool_call_id in open_calls:
-            in_exchange = True
-            call_name = open_calls[row.tool_call_id]
-        else:
-            open_calls = {}
-            if row.role == "tool" and row.tool_call_id in elsewhere:
-                # A late result, or one whose call is on an earlier page: name the tool and link to the call.
-                call_seq, call_name = _call_for(elsewhere[row.tool_call_id], row.seq)
-                call_href = _permalink(session, call_seq)
+        place = chain.results.get(row.seq)
         text, is_json = _display_text(row)
         out.append(
             MessageView(
@@ -225,9 +212,10 @@ def _message_views(session: models.Session, page: services.MessagePage) -> list[
                 window_percent=round(min(running / window, 1.0) * 100, 1),
                 over_window=running > window,
                 violations=by_seq.get(row.seq, []),
-                in_exchange=in_exchange,
-                call_name=call_name,
-                call_href=call_href,
+                in_exchange=place is not None and place.in_exchange,
+                call_name=place.call_name if place is not None else "",
+                # A late result, or one whose call is on another page: a link to the call.
+                call_href=_permalink(session, place.call_index) if place and place.call_index is not None else "",
                 calls=[_call_view(tc) for tc in row.tool_calls],
                 text=text,
                 is_json=is_json,
@@ -236,37 +224,6 @@ def _message_views(session: models.Session, page: services.MessagePage) -> list[
             )
         )
     return out
-
-
-def _calls_elsewhere(session: models.Session, rows: list[models.Message]) -> dict[str, list[tuple[int, str]]]:
-    """call id -> [(seq of a calling message, tool name)] for the page's tool results not right under their call.
-
-    One query, and none at all for a page whose every result follows its call (most pages).
-    """
-    open_ids: set[str] = set()
-    wanted: set[str] = set()
-    for row in rows:
-        if row.role == "assistant" and row.tool_calls:
-            open_ids = {tc.get("id", "") for tc in row.tool_calls}
-        elif row.role == "tool" and row.tool_call_id in open_ids:
-            continue
-        else:
-            open_ids = set()
-            if row.role == "tool" and row.tool_call_id:
-                wanted.add(row.tool_call_id)
-    if not wanted:
-        return {}
-    found: dict[str, list[tuple[int, str]]] = {}
-    calls = models.ToolCall.objects.filter(session=session, call_id__in=wanted).order_by("message__seq", "position")
-    for call_id, name, seq in calls.values_list("call_id", "name", "message__seq"):
-        found.setdefault(call_id, []).append((seq, name))
-    return found
-
-
-def _call_for(candidates: list[tuple[int, str]], result_seq: int) -> tuple[int, str]:
-    """The latest call before the result (ids repeat across turns in some agents), else the first one."""
-    before = [c for c in candidates if c[0] < result_seq]
-    return before[-1] if before else candidates[0]
 
 
 def _display_text(row: models.Message) -> tuple[str, bool]:

@@ -6,7 +6,7 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agents.memory.chain import find_violations, group_blocks, group_turns
+from agents.memory.chain import ResultPlace, find_violations, group_blocks, group_turns, place_results
 from agents.memory.schema import FunctionCall, Message, ToolCall, parse_messages
 from tests.strategies_messages import valid_conversations
 
@@ -184,6 +184,63 @@ def test_it_splits_the_list_into_turns_without_loss(messages: list[Message]) -> 
         assert users == ([t.user_index] if t.user_index is not None else [])
         assert t.user_index in (None, t.indices[0])
     assert sum(1 for t in turns if t.user_index is not None) == sum(1 for m in messages if m.role == "user")
+
+
+def test_it_places_results_under_their_call_and_points_late_ones_at_it() -> None:
+    messages = [U(), AC("c1", "c2", name="search"), T("c2"), T("x"), T("c1"), U("wait"), T("c1"), AC("c3"), T("c1")]
+    asked: list[set[str]] = []
+
+    def calls_outside(ids: set[str]) -> dict[str, list[tuple[int, str]]]:
+        asked.append(ids)
+        return {}
+
+    placed = place_results(messages, calls_outside=calls_outside)
+    assert placed == {
+        2: ResultPlace("search", True, None),
+        3: ResultPlace("", False, None),  # no call of that id anywhere
+        4: ResultPlace("search", True, None),  # a stray result in between does not close the exchange
+        6: ResultPlace("search", False, 1),  # a second result, after the exchange closed: linked to its call
+        8: ResultPlace("search", False, 1),  # under another call's exchange, but answering the earlier one
+    }
+    assert asked == [{"x"}]
+
+
+def test_it_asks_once_for_the_calls_of_results_outside_the_window_and_picks_the_latest_before() -> None:
+    whole = [U(), AC("c1"), T("c1"), U(), AC("c1", name="again"), T("c1"), T("c9"), U(), AC("c9", name="later")]
+    outside = {"c1": [(1, "get_weather"), (4, "again")], "c9": [(8, "later")]}
+    asked: list[set[str]] = []
+
+    def calls_outside(ids: set[str]) -> dict[str, list[tuple[int, str]]]:
+        asked.append(ids)
+        return {i: outside[i] for i in ids}
+
+    placed = place_results(whole[5:7], start=5, calls_outside=calls_outside)
+    assert placed == {5: ResultPlace("again", False, 4), 6: ResultPlace("later", False, 8)}  # before its call
+    assert asked == [{"c1", "c9"}]
+    asked.clear()
+    assert place_results(whole[:3], calls_outside=calls_outside) == {2: ResultPlace("get_weather", True, None)}
+    assert asked == []  # every result has its call on the page: no lookup
+
+
+@PROPS
+@given(valid_conversations(), st.data())
+def test_it_places_each_result_of_a_window_as_the_whole_list_does(messages: list[Message], data: st.DataObject) -> None:
+    start = data.draw(st.integers(0, len(messages)))
+    end = data.draw(st.integers(start, len(messages)))
+    calls: dict[str, list[tuple[int, str]]] = {}
+    for i, m in enumerate(messages):
+        for tc in m.tool_calls:
+            calls.setdefault(tc.id, []).append((i, tc.function.name))
+    whole = place_results(messages)
+    window = place_results(messages[start:end], start=start,
+                           calls_outside=lambda ids: {i: calls[i] for i in ids if i in calls})
+    assert sorted(window) == [i for i in range(start, end) if messages[i].role == "tool"]
+    for i, place in window.items():
+        assert place.call_name == whole[i].call_name
+        if place.in_exchange:
+            assert whole[i].in_exchange
+        else:
+            assert place.call_index is not None and messages[place.call_index].tool_calls
 
 
 def test_it_imports_no_django() -> None:

@@ -71,7 +71,7 @@ import gc
 import json
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Iterator, Sequence
+from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 from agents.memory.schema import SYSTEM_ROLES, Message, ToolCall
 
@@ -646,6 +646,57 @@ def _group_blocks(messages: Sequence[Message]) -> list[Block]:
         else:
             blocks.append(Block(_BLOCK_KIND[role], [i], i))
     return blocks
+
+
+@dataclass(frozen=True, slots=True)
+class ResultPlace:
+    """Where the call that a tool result answers is, seen from a window of messages (a page of a long session)."""
+
+    call_name: str  # the called tool's name ("" when no call with the result's id was found)
+    in_exchange: bool  # right under its call: nothing but tool results between the call and it
+    call_index: int | None  # the calling message, when the result is not right under it (None: in exchange, none)
+
+
+def place_results(
+    messages: Sequence[Message],
+    *,
+    start: int = 0,
+    calls_outside: Callable[[set[str]], Mapping[str, Sequence[tuple[int, str]]]] | None = None,
+) -> dict[int, ResultPlace]:
+    """For each tool result of a window of a list (``messages`` are indices ``start``, ``start + 1``, ...), where
+    its call is: right above it in the exchange, earlier in the window (a late result), or outside the window.
+
+    Pairing is ``group_blocks``': by id, with the latest call before the result. For results whose id no call of
+    the window made before them, ``calls_outside(ids)`` gives every call with those ids in the whole list as
+    ``id -> [(index, tool name)]`` in index order (one lookup, and none when every result has its call in the
+    window); a result is paired with the latest of them before it, else the first (a result before its call)."""
+    placed: dict[int, ResultPlace] = {}
+    stray: dict[int, str] = {}  # window position -> call id, for results without a call in the window
+    for block in group_blocks(messages):
+        if block.kind == "tool_result":
+            stray[block.start] = messages[block.start].tool_call_id or ""
+            continue
+        if block.kind != "tool_exchange":
+            continue
+        run_end = block.start + 1  # the results right under the call: the run of tool messages after it
+        while run_end < len(messages) and messages[run_end].role == "tool":
+            run_end += 1
+        for call in block.calls:
+            for i in call.result_indices:
+                under = i < run_end
+                call_index = None if under else start + block.start
+                placed[start + i] = ResultPlace(call.tool_call.function.name, under, call_index)
+    wanted = {call_id for call_id in stray.values() if call_id}
+    found = calls_outside(wanted) if wanted and calls_outside is not None else {}
+    for i, call_id in stray.items():
+        candidates = found.get(call_id) or []
+        if not candidates:
+            placed[start + i] = ResultPlace("", False, None)
+            continue
+        before = [c for c in candidates if c[0] < start + i]
+        index, name = before[-1] if before else candidates[0]
+        placed[start + i] = ResultPlace(name, False, index)
+    return dict(sorted(placed.items()))
 
 
 @dataclass(slots=True)
