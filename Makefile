@@ -67,8 +67,10 @@ test: test-setup browser-deps
 system-deps:
 	bash .ci/system-deps
 
+# Every benchmark with its default settings (bench/README.md has each one's command and figures of record); several
+# minutes, best run on a quiet machine.
 bench: test-setup
-	$(PY) bench/run.py
+	@for script in $(sort $(wildcard bench/bench_*.py)); do echo "=== $$script"; $(PY) $$script || exit 1; done
 
 clean:
 	rm -rf $(VENV) $(OTEL_VENV) $(OTEL_LEGACY_VENV) $(REF_VENV) staticfiles .pytest_cache .hypothesis

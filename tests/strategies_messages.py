@@ -115,7 +115,7 @@ def valid_conversations(
 def broken_unique_id_conversations(draw: st.DrawFn, max_size: int = 14) -> list[Message]:
     """Any order of roles, but every call id is used by one call only: results late, early (before their call),
     twice, missing, orphaned; leading results, system messages mid-list, empty assistants. (messy lists that
-    reuse ids are in test_trimming_reference.messy_conversations.)"""
+    reuse ids are messy_conversations.)"""
     ids = [f"call_{k}" for k in range(8)]
     unused = iter(ids)
     out: list[Message] = []

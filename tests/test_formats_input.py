@@ -47,6 +47,7 @@ def error_of(call: Any) -> FormatError:
 
 # --- big inputs stream -----------------------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_it_streams_a_200_mb_conversation_with_bounded_memory(tmp_path: Path) -> None:
     path = tmp_path / "big.json"
     body = "x" * 10_000

@@ -181,6 +181,7 @@ class Discard(io.TextIOBase):
         return len(text)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fmt", sorted(FORMATS))
 def test_it_writes_a_long_conversation_in_one_pass_with_bounded_memory(fmt: str) -> None:
     messages = OnePass(10_000)

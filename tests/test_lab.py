@@ -11,26 +11,8 @@ from hypothesis import strategies as st
 from agents import lab, services
 from agents.memory.tokens import count_messages, get_counter
 from agents.memory.trimming import StrategyError, spec_from_text, strategy_spec, trim
+from tests.conversations import chat
 from tests.strategies_messages import valid_conversations
-
-SYSTEM = {"role": "system", "content": "You are a travel assistant."}
-
-
-def chat(turns: int) -> list[dict]:
-    """A system prompt then ``turns`` user questions, each answered through a tool call."""
-    messages = [SYSTEM]
-    for t in range(turns):
-        call = f"call_{t}"
-        messages += [
-            {"role": "user", "content": f"Question {t}: weather in city {t}?"},
-            {"role": "assistant", "content": None, "tool_calls": [
-                {"id": call, "type": "function", "function": {"name": "get_weather", "arguments": f'{{"city": "c{t}"}}'}}
-            ]},
-            {"role": "tool", "tool_call_id": call, "content": f"{t}°C"},
-            {"role": "assistant", "content": f"It is {t}°C in city {t}."},
-        ]
-    return messages
-
 
 def lab_url(session) -> str:
     return f"/sessions/{session.pk}/lab/"

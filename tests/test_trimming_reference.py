@@ -50,8 +50,6 @@ SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[Heal
 COUNTERS = st.sampled_from(["approx", "messages", "cl100k"])
 
 
-# --- conversations, valid and not ---------------------------------------------------------------------------
-
 
 def _pinned(messages: Sequence[Message], pin: bool) -> int:
     n = 0

@@ -8,7 +8,7 @@ import pytest
 from agents import services
 from agents.memory.trimming import strategy_spec, trim
 from tests.browser.conftest import screenshot
-from tests.test_lab import chat
+from tests.conversations import chat
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

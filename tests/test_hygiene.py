@@ -1,0 +1,100 @@
+"""Rules that keep the code in shape: the core imports no Django, no import cycle, no test module imports another."""
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_it_imports_every_module_of_the_core_without_django() -> None:
+    # Every module under agents/memory, found by walking the package: a new one is covered the day it is added.
+    code = textwrap.dedent(
+        """
+        import importlib, pkgutil, sys
+        import agents.memory as core
+        names = [m.name for m in pkgutil.walk_packages(core.__path__, "agents.memory.")]
+        for name in names:
+            importlib.import_module(name)
+        assert {"agents.memory.trimming.spec", "agents.memory.formats.native"} <= set(names), names
+        loaded = sorted(m for m in sys.modules if m.split(".")[0] in ("django", "rest_framework"))
+        assert not loaded, loaded
+        print(len(names))
+        """
+    )
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert int(done.stdout) >= 30  # trimming and formats included
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _imports(path: Path, known: set[str]) -> set[str]:
+    """The modules of ``known`` that ``path`` imports, wherever in the file (a function-level import is how a cycle
+    hides), except under ``if TYPE_CHECKING:``."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    package = _module_name(path) if path.name == "__init__.py" else _module_name(path).rpartition(".")[0]
+    skipped: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            skipped |= {id(n) for child in node.body for n in ast.walk(child)}
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if id(node) in skipped:
+            continue
+        if isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                base = ".".join([*package.split(".")[: len(package.split(".")) - node.level + 1], *filter(None, [base])])
+            found.add(base)
+            found |= {f"{base}.{alias.name}" for alias in node.names}
+    return {name for name in found if name in known}
+
+
+def test_it_has_no_import_cycle_in_the_app() -> None:
+    files = [p for p in (ROOT / "agents").rglob("*.py") if "migrations" not in p.parts]
+    known = {_module_name(p) for p in files}
+    graph = {_module_name(p): _imports(p, known) for p in files}
+    # A package's __init__ importing its own modules is how a package is made, not a cycle.
+    for name in graph:
+        graph[name] = {m for m in graph[name] if m != name and not (m.startswith(name + ".") or name.startswith(m + "."))}
+    cycles: list[list[str]] = []
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+
+    def visit(name: str, path: list[str]) -> None:
+        state[name] = 1
+        for nxt in sorted(graph[name]):
+            if state.get(nxt) == 1:
+                cycles.append(path[path.index(nxt):] + [nxt])
+            elif nxt not in state:
+                visit(nxt, [*path, nxt])
+        state[name] = 2
+
+    for name in sorted(graph):
+        if name not in state:
+            visit(name, [name])
+    assert cycles == []
+
+
+def test_it_has_no_test_module_that_imports_another() -> None:
+    # Shared test data lives in non-test modules (tests/conversations.py, tests/strategies_messages.py, ...) or in
+    # fixtures: importing a test module runs its tests' module-level setup and collects them twice.
+    offenders: list[str] = []
+    for path in sorted((ROOT / "tests").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names: list[str] = []
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                names = [base, *(f"{base}.{alias.name}" for alias in node.names)]
+            offenders += [f"{path.relative_to(ROOT)}: {n}" for n in names if n.split(".")[-1].startswith("test_")]
+    assert offenders == []
