@@ -322,11 +322,11 @@ def session_trim(request: Request, session_id: int) -> Response:
         return _bad_request(f"messages={with_messages}: expected 1 or 0")
     counter = query.get("counter") or session.token_counter
     try:
+        # Checked before a large session is read.
         get_counter(counter)
     except ValueError as exc:
         return _bad_request(f"counter: {exc}")
     try:
-        # Checked before a large session is read.
         spec = spec_from_query(query.get("strategy", ""), query, other_keys=TRIM_QUERY_KEYS)
     except StrategyError as exc:
         return _bad_request(str(exc))

@@ -1,10 +1,8 @@
-"""The trimming lab's logic, shared by its pages (one session, side by side, across sessions).
+"""One trim as the lab's pages show it (one session, side by side).
 
 ``services.session_trim`` reads a stored session with the token counts stored at import (nothing is recounted)
-and trims it; ``trim_preview`` turns a ``TrimResult`` into what a page can show of a long session in bounded HTML
-(a strip of runs and a capped list of message bodies); ``trimming_report`` runs strategies over many sessions
-with a bounded number of queries. A strategy is written ``name:key=value,key=value`` (``StrategySpec.text``) in
-URLs.
+and trims it; ``trim_preview`` turns the ``TrimResult`` into what a page can show of a long session in bounded
+HTML: a strip of runs and a capped list of message bodies. (Across sessions: ``services.trimming_report``.)
 """
 from __future__ import annotations
 
@@ -12,12 +10,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from itertools import groupby
 
-from django.db.models import QuerySet
-
-from agents import models, services
 from agents.memory.chain import Violation
 from agents.memory.schema import Message, content_text
-from agents.memory.trimming import StrategySpec, TrimResult
+from agents.memory.trimming import TrimResult
 
 # --- one trim as a page shows it -----------------------------------------------------------------------------
 
@@ -219,89 +214,3 @@ def _bounded_items(sequence: list[PreviewRow]) -> list[PreviewRow | Gap]:
     first = next((x.index if isinstance(x, PreviewRow) else x.first) for x in hidden)
     last = next((x.index if isinstance(x, PreviewRow) else x.last) for x in reversed(hidden))
     return chosen[:start] + [Gap(hidden_count, "hidden", first or 0, last or 0)] + chosen[end + 1 :]
-
-
-# --- across sessions -------------------------------------------------------------------------------------------
-
-REPORT_SESSION_LIMIT = 200
-# Reading and trimming costs about 0.1 ms per message and strategy: past this many messages a page would take
-# too long, so the report stops there too (and says so) even before REPORT_SESSION_LIMIT sessions.
-REPORT_MESSAGE_LIMIT = 100_000
-
-
-@dataclass
-class ReportCell:
-    spec: StrategySpec
-    tokens_after: int
-    kept: int
-    errors: int
-    question_lost: bool | None
-    budget_exceeded: bool
-    error: str = ""  # the strategy failed on this session (should not happen; said rather than a 500)
-
-
-@dataclass
-class ReportRow:
-    session: models.Session
-    tokens_before: int
-    cells: list[ReportCell]
-
-
-@dataclass
-class ReportSummary:
-    spec: StrategySpec
-    broken: int = 0
-    questions_lost: int = 0
-    tokens_after_total: int = 0
-    sessions: int = 0
-
-    @property
-    def mean_tokens_after(self) -> float:
-        return self.tokens_after_total / self.sessions if self.sessions else 0.0
-
-
-@dataclass
-class TrimmingReport:
-    specs: list[StrategySpec]
-    rows: list[ReportRow]
-    summaries: list[ReportSummary]
-    capped: bool
-    limit: int
-
-
-def trimming_report(
-    sessions: QuerySet[models.Session], specs: Sequence[StrategySpec], *, limit: int | None = None
-) -> TrimmingReport:
-    """Each spec over each session (at most ``limit``; ``sessions`` must already be scoped to the user)."""
-    limit = limit or REPORT_SESSION_LIMIT
-    chosen = list(sessions[: limit + 1])
-    capped = len(chosen) > limit
-    chosen = chosen[:limit]
-    total = 0
-    for k, session in enumerate(chosen):
-        total += session.message_count
-        if total > REPORT_MESSAGE_LIMIT and k > 0:
-            chosen, capped, limit = chosen[:k], True, k
-            break
-    summaries = [ReportSummary(spec) for spec in specs]
-    rows: list[ReportRow] = []
-    for session, messages, counts in services.sessions_messages_with_counts(chosen):
-        newest_user = next((i for i in range(len(messages) - 1, -1, -1) if messages[i].role == "user"), None)
-        cells: list[ReportCell] = []
-        tokens_before = 0
-        for spec, summary in zip(specs, summaries):
-            try:
-                result = services.session_trim(session=session, specs=[spec], read=(messages, counts)).results[0]
-            except ValueError as exc:  # a strategy that fails on this session (should not happen): said, not a 500
-                cells.append(ReportCell(spec, 0, 0, 0, None, False, error=str(exc)))
-                continue
-            tokens_before = result.tokens_before
-            errors = sum(1 for v in result.violations if v.severity == "error")
-            lost = None if newest_user is None else newest_user not in set(result.kept)
-            cells.append(ReportCell(spec, result.tokens_after, len(result.kept), errors, lost, result.budget_exceeded))
-            summary.sessions += 1
-            summary.tokens_after_total += result.tokens_after
-            summary.broken += errors > 0
-            summary.questions_lost += bool(lost)
-        rows.append(ReportRow(session, tokens_before, cells))
-    return TrimmingReport(list(specs), rows, summaries, capped, limit)

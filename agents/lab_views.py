@@ -125,14 +125,14 @@ def trimming_report(request: HtmxHttpRequest) -> HttpResponse:
         spec_fields.append({"text": spec.text, "error": ""})
     spec_fields += [{"text": "", "error": ""}] * (MAX_COLUMNS - len(spec_fields))
     sessions = services.sessions_filtered(request.user, filter_form.filters())
-    report = lab.trimming_report(sessions, specs) if specs else None
+    report = services.trimming_report(sessions, specs) if specs else None
     context = {
         "filter_form": filter_form,
         "spec_fields": spec_fields,
         "report": report,
         "strategies": list(STRATEGIES.values()),
-        "session_limit": lab.REPORT_SESSION_LIMIT,
-        "message_limit": lab.REPORT_MESSAGE_LIMIT,
+        "session_limit": services.REPORT_SESSION_LIMIT,
+        "message_limit": services.REPORT_MESSAGE_LIMIT,
     }
     template_name = "agents/lab_report.html"
     if request.htmx:

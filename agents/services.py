@@ -710,11 +710,18 @@ class ChainPage:
 
     page: MessagePage
     results: dict[int, ResultPlace]  # seq of each tool result on the page -> where its call is
+    per_list: int  # the tokens the session's counter adds once per list (in the header's total, in no message)
 
 
-def session_chain_page(session: models.Session, *, after: int | None = None) -> ChainPage:
-    """``session_message_page`` with the page's tool results paired with their calls: right above, earlier on
-    the page (a late result), or on another page, found with one query only when the page has such a result."""
+def session_chain_page(session: models.Session, *, after: int | None = None, at: int | None = None) -> ChainPage:
+    """The page of the session page after ``after`` or, for a permalink, the page holding message ``at``, with its
+    tool results paired with their calls: right above, earlier on the page (a late result), or on another page,
+    found with one query only when the page has such a result."""
+    if after is None and at is not None and at >= 0:
+        # The page that starts at the page boundary holding ``at`` (the first page stays the plain URL's page, so a
+        # permalink into it opens the same page the session link does).
+        boundary = (at // MESSAGE_PAGE_SIZE) * MESSAGE_PAGE_SIZE
+        after = boundary - 1 if boundary > 0 else None
     page = session_message_page(session, after=after)
 
     def calls_outside(ids: set[str]) -> dict[str, list[tuple[int, str]]]:
@@ -726,7 +733,97 @@ def session_chain_page(session: models.Session, *, after: int | None = None) -> 
 
     start = page.rows[0].seq if page.rows else 0
     results = place_results([message_to_schema(row) for row in page.rows], start=start, calls_outside=calls_outside)
-    return ChainPage(page, results)
+    try:
+        per_list = get_counter(session.token_counter).per_list
+    except ValueError:  # a counter no longer installed: the header's total shows without it
+        per_list = 0
+    return ChainPage(page, results, per_list)
+
+
+# --- the lab's report: strategies across sessions ----------------------------------------------------------
+
+REPORT_SESSION_LIMIT = 200
+# Reading and trimming costs about 0.1 ms per message and strategy: past this many messages a page would take
+# too long, so the report stops there too (and says so) even before REPORT_SESSION_LIMIT sessions.
+REPORT_MESSAGE_LIMIT = 100_000
+
+
+@dataclass
+class ReportCell:
+    spec: StrategySpec
+    tokens_after: int
+    kept: int
+    errors: int
+    question_lost: bool | None
+    budget_exceeded: bool
+    error: str = ""  # the strategy failed on this session (should not happen; said rather than a 500)
+
+
+@dataclass
+class ReportRow:
+    session: models.Session
+    tokens_before: int
+    cells: list[ReportCell]
+
+
+@dataclass
+class ReportSummary:
+    spec: StrategySpec
+    broken: int = 0
+    questions_lost: int = 0
+    tokens_after_total: int = 0
+    sessions: int = 0
+
+    @property
+    def mean_tokens_after(self) -> float:
+        return self.tokens_after_total / self.sessions if self.sessions else 0.0
+
+
+@dataclass
+class TrimmingReport:
+    specs: list[StrategySpec]
+    rows: list[ReportRow]
+    summaries: list[ReportSummary]
+    capped: bool
+    limit: int
+
+
+def trimming_report(
+    sessions: QuerySet[models.Session], specs: Sequence[StrategySpec], *, limit: int | None = None
+) -> TrimmingReport:
+    """Each spec over each session (at most ``limit``; ``sessions`` must already be scoped to the user)."""
+    limit = limit or REPORT_SESSION_LIMIT
+    chosen = list(sessions[: limit + 1])
+    capped = len(chosen) > limit
+    chosen = chosen[:limit]
+    total = 0
+    for k, session in enumerate(chosen):
+        total += session.message_count
+        if total > REPORT_MESSAGE_LIMIT and k > 0:
+            chosen, capped, limit = chosen[:k], True, k
+            break
+    summaries = [ReportSummary(spec) for spec in specs]
+    rows: list[ReportRow] = []
+    for session, messages, counts in sessions_messages_with_counts(chosen):
+        newest_user = next((i for i in range(len(messages) - 1, -1, -1) if messages[i].role == "user"), None)
+        cells: list[ReportCell] = []
+        tokens_before = 0
+        for spec, summary in zip(specs, summaries):
+            try:
+                result = session_trim(session=session, specs=[spec], read=(messages, counts)).results[0]
+            except ValueError as exc:  # a strategy that fails on this session (should not happen): said, not a 500
+                cells.append(ReportCell(spec, 0, 0, 0, None, False, error=str(exc)))
+                continue
+            tokens_before = result.tokens_before
+            errors = sum(1 for v in result.violations if v.severity == "error")
+            lost = None if newest_user is None else newest_user not in set(result.kept)
+            cells.append(ReportCell(spec, result.tokens_after, len(result.kept), errors, lost, result.budget_exceeded))
+            summary.sessions += 1
+            summary.tokens_after_total += result.tokens_after
+            summary.broken += errors > 0
+            summary.questions_lost += bool(lost)
+        rows.append(ReportRow(session, tokens_before, cells))
+    return TrimmingReport(list(specs), rows, summaries, capped, limit)
 
 
 # --- the session list ---------------------------------------------------------------------------------------

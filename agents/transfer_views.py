@@ -191,9 +191,10 @@ def _export_response(
     single: models.Session | None = None,
 ) -> HttpResponse:
     try:
+        spec = _export_spec(request.GET)
         plan = exports.export_plan(
             sessions=sessions, format=request.GET.get("format") or "native", scope=scope, filters=filters,
-            spec=_export_spec(request.GET), on_invalid=request.GET.get("on_invalid") or "skip",
+            spec=spec, on_invalid=request.GET.get("on_invalid") or "skip",
         )
         if not plan.sessions.exists():
             raise exports.ExportFailed("no session matches these filters")

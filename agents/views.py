@@ -15,7 +15,6 @@ from django.views.decorators.http import require_GET, require_http_methods
 from agents import models, services
 from agents.forms import AgentForm, SessionFilterForm
 from agents.http import HtmxHttpRequest
-from agents.memory import tokens
 
 SESSIONS_PER_PAGE = 50
 
@@ -74,16 +73,10 @@ class MessageView:
 
 @require_GET
 def session_detail(request: HtmxHttpRequest, session_id: int) -> HttpResponse:
-    session = services.session_for_user(request.user, session_id)
-    size = services.MESSAGE_PAGE_SIZE
     after = _int_or_none(request.GET.get("after"))
     at = _int_or_none(request.GET.get("at"))
-    if after is None and at is not None and at >= 0:
-        # A permalink: the page that starts at the page boundary holding ``at`` (the first page stays the
-        # plain URL's page, so a permalink into it opens the same page the session link does).
-        boundary = (at // size) * size
-        after = boundary - 1 if boundary > 0 else None
-    chain = services.session_chain_page(session, after=after)
+    session = services.session_for_user(request.user, session_id)
+    chain = services.session_chain_page(session, after=after, at=at)
     page = chain.page
     messages = _message_views(session, chain)
     _add_llm_calls(session, messages)
@@ -100,10 +93,10 @@ def session_detail(request: HtmxHttpRequest, session_id: int) -> HttpResponse:
             {**v, "href": _permalink(session, v.get("seq", v.get("index", 0)))} for v in violations[:VIOLATIONS_LISTED]
         ],
         "violations_hidden": max(0, len(violations) - VIOLATIONS_LISTED),
-        "page_size": size,
-        "per_list": _per_list(session.token_counter),
+        "page_size": services.MESSAGE_PAGE_SIZE,
+        "per_list": chain.per_list,
         "live": live,
-        "last_seq": page.rows[-1].seq if page.rows else (after if after is not None else -1),
+        "last_seq": page.rows[-1].seq if page.rows else (page.after if page.after is not None else -1),
     }
     template_name = "agents/session_detail.html"
     if request.htmx:
@@ -150,14 +143,6 @@ def llm_call(request: HtmxHttpRequest, session_id: int, call_id: int) -> HttpRes
                "left_out": max(before - len(set(call.sent)), 0),
                "reply_href": _permalink(session, call.reply_seq) if call.reply_seq is not None else ""}
     return render(request, "agents/llm_call.html", context)
-
-
-def _per_list(counter_name: str) -> int:
-    """The tokens a counter adds once per list (reply priming), which the header total has and no message has."""
-    try:
-        return tokens.get_counter(counter_name).per_list
-    except ValueError:
-        return 0
 
 
 def _page_range(request: HtmxHttpRequest, session: models.Session, page: services.MessagePage) -> dict[str, Any]:

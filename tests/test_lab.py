@@ -276,7 +276,7 @@ def test_it_filters_the_report_like_the_session_list(alice_client, make_session)
 
 
 def test_it_caps_the_report_and_says_so(alice_client, make_session, monkeypatch):
-    monkeypatch.setattr(lab, "REPORT_SESSION_LIMIT", 2)
+    monkeypatch.setattr(services, "REPORT_SESSION_LIMIT", 2)
     for _ in range(3):
         make_session(chat(1))
     html = alice_client.get("/lab/report/", {"s": "buffered"}).content.decode()
@@ -284,7 +284,7 @@ def test_it_caps_the_report_and_says_so(alice_client, make_session, monkeypatch)
 
 
 def test_it_caps_the_report_by_messages_too(alice_client, make_session, monkeypatch):
-    monkeypatch.setattr(lab, "REPORT_MESSAGE_LIMIT", 12)
+    monkeypatch.setattr(services, "REPORT_MESSAGE_LIMIT", 12)
     for _ in range(3):
         make_session(chat(2))  # 9 messages each
     html = alice_client.get("/lab/report/", {"s": "buffered"}).content.decode()
