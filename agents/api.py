@@ -504,7 +504,8 @@ def import_upload(request: Request) -> Response:
         report = imports.import_file(source, project=project, agent=options.agent, format=options.format,
                                      label=upload.name, name=upload.name)
     except imports.ImportFailed as exc:
-        return _bad_request(f"{exc.naming(upload.name)} Nothing was imported.")
+        named = exc.naming(upload.name) + (" in the format field" if exc.choose_format else "")
+        return _bad_request(f"{named} Nothing was imported.")
     models.Session.objects.filter(pk__in=[s.session_id for s in report.sessions if s.session_id and s.added]).update(
         last_activity_at=timezone.now())
     return Response(report.to_dict(), status=201)

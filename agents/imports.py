@@ -36,7 +36,12 @@ Source = str | os.PathLike[str] | IO[bytes]
 
 
 class ImportFailed(Exception):
-    """The file could not be imported and nothing of it was saved. ``str(e)`` is ``place: what is wrong``."""
+    """The file could not be imported and nothing of it was saved. ``str(e)`` is ``place: what is wrong``;
+    ``choose_format`` as in FormatError (naming the format would let the file be read)."""
+
+    def __init__(self, message: str, *, choose_format: bool = False) -> None:
+        super().__init__(message)
+        self.choose_format = choose_format
 
     def naming(self, file: str) -> str:
         """The error naming the file, once (some errors name it already)."""
@@ -185,7 +190,7 @@ def _said_in_one_line() -> Iterator[None]:
     except ImportFailed:
         raise
     except formats.FormatError as exc:
-        raise ImportFailed(str(exc)) from None
+        raise ImportFailed(str(exc), choose_format=exc.choose_format) from None
     except DatabaseError as exc:
         raise ImportFailed(f"database: {_first_line(exc)}") from None
     except RecursionError:

@@ -51,7 +51,7 @@ def import_upload(request: HttpRequest) -> HttpResponse:
                                        name=_detection_name(label))
     except imports.ImportFailed as exc:
         path.unlink(missing_ok=True)
-        return _render_form(request, form, status=400, error=web_message(exc.naming(label)))
+        return _render_form(request, form, status=400, error=_import_error(exc, label))
     context = {
         "form": form, "preview": preview, "token": token, "label": label, "project": project,
         "agent_value": agent.pk if isinstance(agent, models.Agent) else "",
@@ -81,7 +81,7 @@ def import_confirm(request: HttpRequest) -> HttpResponse:
                                      name=_detection_name(label))
     except imports.ImportFailed as exc:
         return _render_form(request, ImportForm(user=request.user, initial={"project": project.slug}),
-                            status=400, error=f"{web_message(exc.naming(label))} Nothing was imported.")
+                            status=400, error=f"{_import_error(exc, label)} Nothing was imported.")
     finally:
         path.unlink(missing_ok=True)
     return render(request, "agents/import_report.html", {"report": report, "project": project})
@@ -116,19 +116,9 @@ def _detection_name(label: str) -> str | None:
     return None if label == PASTED_LABEL else label
 
 
-# Command-line wording in messages from the shared readers and parsers, said as the page says it.
-_WEB_WORDING = (
-    (re.compile(r"name the format with --format"), "choose the format in the Format list"),
-    (re.compile(r"name one with --format"), "choose one in the Format list"),
-    (re.compile(r"--format NAME"), "the Format list"),
-)
-
-
-def web_message(text: str) -> str:
-    """An error message for a page: the same facts, without command-line options the page does not have."""
-    for pattern, replacement in _WEB_WORDING:
-        text = pattern.sub(replacement, text)
-    return text
+def _import_error(exc: imports.ImportFailed, label: str) -> str:
+    """What went wrong in the file, and where the page names a format when naming one would let it be read."""
+    return exc.naming(label) + (" in the Format list" if exc.choose_format else "")
 
 
 def _require_editor(user: Any, project: models.Project | None = None) -> None:
@@ -208,7 +198,7 @@ def _export_response(
                     + (f"; and {len(invalid) - 20} more" if len(invalid) > 20 else "")
                 )
     except exports.ExportFailed as exc:
-        return render(request, "agents/export_error.html", {"error": web_message(str(exc)), "scope": scope},
+        return render(request, "agents/export_error.html", {"error": str(exc), "scope": scope},
                       status=400)
     spec = formats.FORMATS[plan.format]
     response = StreamingHttpResponse(

@@ -102,7 +102,7 @@ def test_it_still_lists_the_candidates_of_an_ambiguous_shape() -> None:
     for doc in ([msg], [{**msg, "role": "wizard"}]):
         with pytest.raises(FormatError) as info:
             detect_format(doc)
-        assert str(info.value) == "input: ambiguous format: it reads as openai or agentscope; name one with --format"
+        assert str(info.value) == "input: ambiguous format: it reads as openai or agentscope; name the format"
 
 
 def run_lint(path: Path) -> tuple[int, str, str]:

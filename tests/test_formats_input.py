@@ -275,13 +275,14 @@ def test_it_lists_the_candidates_when_a_document_is_ambiguous() -> None:
     doc = {"messages": [{"role": "user", "content": "hi"}],
            "content": [[{"id": "a", "name": "user", "role": "user", "content": "hi", "timestamp": None}, []]]}
     err = error_of(lambda: detect_format(doc))
-    assert str(err) == "input: ambiguous format: it reads as openai or agentscope; name one with --format"
+    assert str(err) == "input: ambiguous format: it reads as openai or agentscope; name the format"
     assert read_data(doc, "agentscope")[0].source_format == "agentscope"
 
 
 def test_it_says_what_it_saw_when_the_format_is_unknown() -> None:
     err = error_of(lambda: read_input(io.BytesIO(b'{"hello": "world"}')))
-    assert "unknown format: an object with keys hello" in err.detail and "--format" in err.detail
+    assert "unknown format: an object with keys hello" in err.detail and err.detail.endswith("; name the format")
+    assert err.choose_format and "--format" not in err.detail  # each interface says where the format is named
 
 
 def test_it_reads_the_format_the_user_names() -> None:
@@ -322,7 +323,7 @@ def test_it_asks_for_the_format_when_a_big_input_starts_with_a_message_too_big_t
     data = json.dumps(doc).encode()
     monkeypatch.setattr(formats, "SMALL_INPUT", 2_000_000)
     err = error_of(lambda: read_input(io.BytesIO(data)))
-    assert "cannot tell the format" in err.detail and "--format" in err.detail
+    assert "cannot tell the format" in err.detail and err.detail.endswith("; name the format") and err.choose_format
     assert [m.role for m in read_input(io.BytesIO(data), "langchain")[0].messages] == ["user", "assistant"]
 
 

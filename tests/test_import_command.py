@@ -173,3 +173,10 @@ def test_it_exits_2_and_imports_nothing_from_a_file_without_a_message(db, tmp_pa
     assert code == 2 and out == ""
     assert err.strip() == f"import_history: {path}: has no message, so there is nothing to import."
     assert rows() == before
+
+
+def test_it_says_to_name_the_format_with_its_option_when_it_cannot_tell(db, tmp_path: Path) -> None:
+    path = tmp_path / "odd.json"
+    path.write_text(json.dumps([{"shape": "unknown"}]))
+    code, _, err = run(str(path))
+    assert code == 2 and "unknown format" in err and err.rstrip().endswith("; name the format with --format")

@@ -245,3 +245,9 @@ def test_it_reads_every_sample_format_and_finds_it_clean(path: Path) -> None:
     per_message = json.loads(run("tokens", str(path), "--counter", "messages")[1])["per_message"]
     # Ten messages in OpenAI granularity, nine where the format keeps the system prompt outside (OpenManus).
     assert len(per_message) == (9 if path.parent.name == "openmanus" else 10)
+
+
+def test_it_says_to_name_the_format_with_its_option_when_it_cannot_tell(tmp_path: Path) -> None:
+    code, out, err = run("lint", write(tmp_path, [{"shape": "unknown"}]))
+    assert code == 2 and out == ""
+    assert "unknown format" in err and err.rstrip().endswith("; name the format with --format")

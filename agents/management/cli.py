@@ -60,10 +60,14 @@ class ContractCommand(BaseCommand):
             )
 
 
+# Where a command names the format, for an error that says to name it (FormatError.choose_format).
+CHOOSE_FORMAT = " with --format"
+
+
 def read_error(exc: BaseException, path: str) -> str:
     """What is wrong, naming the file when the error does not already."""
     if isinstance(exc, FormatError):
-        text = str(exc)
+        text = str(exc) + (CHOOSE_FORMAT if exc.choose_format else "")
     elif isinstance(exc, OSError):
         text = f"{path}: {exc.strerror or exc}"
     elif isinstance(exc, RecursionError):

@@ -20,7 +20,7 @@ from django.core.management.base import CommandParser
 from django.db import transaction
 
 from agents import imports, models
-from agents.management.cli import ContractCommand
+from agents.management.cli import CHOOSE_FORMAT, ContractCommand
 from agents.management.progress import ProgressBar
 from agents.memory.tokens import DEFAULT_COUNTER
 
@@ -71,7 +71,7 @@ class Command(ContractCommand):
                             "the dashboard yet: add them with --member USERNAME or in the admin."
                         )
         except imports.ImportFailed as exc:
-            self.fail(str(exc))
+            self.fail(str(exc) + (CHOOSE_FORMAT if exc.choose_format else ""))
         out = {
             "files": [r.to_dict() for r in reports],
             "sessions_imported": sum(r.sessions_imported for r in reports),
@@ -112,7 +112,7 @@ class Command(ContractCommand):
             completed = True
             return report
         except imports.ImportFailed as exc:
-            raise imports.ImportFailed(exc.naming(path)) from None
+            raise imports.ImportFailed(exc.naming(path), choose_format=exc.choose_format) from None
         finally:
             bar.close(completed=completed)
             if path != "-":

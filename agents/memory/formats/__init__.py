@@ -24,7 +24,7 @@ Public API (the commands, views, API and importer all call these):
 Small inputs (up to 8 MB) are parsed whole, so that a JSON syntax error names its line and column; bigger ones
 are parsed with ijson, and detection looks at their first megabyte.
 
-Detection rules (a file can always name its format instead, ``--format NAME``):
+Detection rules (a file can always be read as a named format instead):
 
 - ``native``: an object with ``"format": "memoryviz"``.
 - ``autogen``: an object whose ``messages`` items have ``type`` SystemMessage, UserMessage, AssistantMessage or
@@ -44,7 +44,7 @@ Detection rules (a file can always name its format instead, ``--format NAME``):
   format, one document per line.
 - A JSON array of documents (lists, or objects with ``messages`` / ``input`` / ``llm_context`` / ...) holds several
   conversations of one format.
-When more than one format fits, the error lists the candidates and says to name one with ``--format``.
+When more than one format fits, the error lists the candidates and says to name the format (``FormatError.choose_format``).
 When none fits these rules, detection goes by shape alone: a list (or an object with ``messages``) whose objects
 look like chat messages (a ``role`` key, whatever its value, or only Chat Completions keys) is ``openai``
 (``openmanus``, ``anthropic`` or ambiguous by the same marks as above), so that its reader names the bad place
@@ -180,9 +180,11 @@ def detect_format(data: Any) -> str:
         raise FormatError(
             "input",
             f"unknown format: {describe_shape(data)}, which matches none of {', '.join(sorted(_CODECS))}; "
-            "name the format with --format",
+            "name the format",
+            choose_format=True,
         )
-    raise FormatError("input", f"ambiguous format: it reads as {' or '.join(found)}; name one with --format")
+    raise FormatError("input", f"ambiguous format: it reads as {' or '.join(found)}; name the format",
+                      choose_format=True)
 
 
 # --- reading ----------------------------------------------------------------------------------------------------
@@ -295,7 +297,7 @@ def _large(head: bytes, stream: io.BufferedReader, name: str, format: str | None
     if format is None:
         if _nothing_whole(doc):
             raise FormatError("input", f"cannot tell the format from the first {len(head) / 1e6:.1f} MB (the first "
-                                       "message is bigger than that); name the format with --format")
+                                       "message is bigger than that); name the format", choose_format=True)
         format = detect_format(doc)
     codec = _codec(format)
     # Long strings go round ijson (whose parser is quadratic in a token's length) and come back as values.

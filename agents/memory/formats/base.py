@@ -29,11 +29,15 @@ class ConversationStream:
 
 
 class FormatError(ValueError):
-    """Input that cannot be read (or a conversation that cannot be written), naming the place."""
+    """Input that cannot be read (or a conversation that cannot be written), naming the place.
 
-    def __init__(self, place: str, detail: str) -> None:
+    ``choose_format``: naming the format would let it be read (the text ends "name the format"); each interface
+    adds where that is done (a command's option, a page's field)."""
+
+    def __init__(self, place: str, detail: str, *, choose_format: bool = False) -> None:
         self.place = place
         self.detail = detail
+        self.choose_format = choose_format
         super().__init__(f"{place}: {detail}" if place else detail)
 
 
