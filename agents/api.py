@@ -79,6 +79,7 @@ class AgentPatch(BaseModel):
     description: str | None = None
     model: str | None = None
     context_window: int | None = None
+    token_counter: str | None = Field(default=None, description="A counter's name; empty follows the model.")
 
 
 class MessagesAppend(BaseModel):
@@ -208,6 +209,8 @@ def _agent_dict(request: Request, agent: models.Agent, *, can_edit: bool, sessio
         "description": agent.description,
         "model": agent.model,
         "context_window": agent.context_window,
+        "token_counter": agent.token_counter,  # as chosen ("" follows the model)
+        "counter": agent.counter,  # what its new sessions count with
         "session_count": session_count,
         "can_edit": can_edit,
     }

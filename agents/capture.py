@@ -144,7 +144,7 @@ def _session(project: models.Project, external_id: str, agent_name: str, calls: 
     session = models.Session.objects.filter(agent__project=project, external_id=external_id).select_related("agent").first()
     if session is None:
         session = models.Session.objects.create(
-            agent=agent, external_id=external_id[:255], source_format=SOURCE_FORMAT,
+            agent=agent, external_id=external_id[:255], source_format=SOURCE_FORMAT, token_counter=agent.counter,
             started_at=min((_when(c) for c in calls if _when(c)), default=None),
             title=_title(calls),
         )

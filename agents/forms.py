@@ -81,10 +81,24 @@ class AgentForm(forms.Form):
         min_value=1, max_value=MAX_CONTEXT_WINDOW, label="Context window (tokens)",
         help_text="What the model accepts: the session page measures each running total against it.",
     )
+    token_counter = forms.ChoiceField(
+        required=False, label="Token counter",
+        help_text="What its new sessions are counted with. Empty follows the model (gpt-4o and later count with "
+        "o200k, gpt-4 and gpt-3.5 with cl100k); a stored session is recounted from its own page.",
+    )
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        from agents.memory.tokens import COUNTERS
+
+        self.fields["token_counter"].choices = [("", "follow the model")] + [
+            (name, f"{name}: {c.description}") for name, c in sorted(COUNTERS.items())
+        ]
 
     @staticmethod
     def initial_for(agent: Any) -> dict[str, Any]:
-        return {name: getattr(agent, name) for name in ("name", "description", "model", "context_window")}
+        return {name: getattr(agent, name) for name in ("name", "description", "model", "context_window",
+                                                        "token_counter")}
 
 
 # Pasted JSON is read from the POST body, so it is kept small; big histories are uploaded as files.

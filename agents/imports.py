@@ -139,7 +139,7 @@ def import_file(
     project: models.Project | str | None = None,
     agent: models.Agent | str | None = None,
     format: str | None = None,
-    counter: str = DEFAULT_COUNTER,
+    counter: str | None = None,
     label: str | None = None,
     on_messages: ProgressCallback | None = None,
     name: str | None = None,
@@ -154,7 +154,8 @@ def import_file(
     its extension (``.jsonl``) as the command line reads the path's.
     Raises :class:`ImportFailed` naming the place; then nothing of the file is saved.
     """
-    get_counter(counter)  # an unknown counter is refused before anything is read
+    if counter is not None:
+        get_counter(counter)  # an unknown counter is refused before anything is read
     report = ImportReport(file=label or _source_label(source))
     with _said_in_one_line(), transaction.atomic():
         _walk(source, report, project=project, agent=agent, format=format, name=name, counter=counter,
@@ -211,7 +212,7 @@ def _walk(
     agent: models.Agent | str | None,
     format: str | None,
     name: str | None,
-    counter: str,
+    counter: str | None,
     progress: services.Progress | None,
 ) -> None:
     """Read the file conversation by conversation into ``report``: stored when a ``progress`` is given (the
@@ -358,7 +359,7 @@ def _store(
     agent: models.Agent,
     messages: Iterator[Message],
     *,
-    counter: str,
+    counter: str | None,
     progress: services.Progress,
 ) -> None:
     """A new session, undone whole (a savepoint) when it turns out to duplicate a stored one."""
@@ -393,7 +394,7 @@ def _append(
     session: models.Session,
     messages: Iterator[Message],
     *,
-    counter: str,
+    counter: str | None,
     progress: services.Progress,
 ) -> None:
     """Add to a session already stored the messages whose id it does not have (as AgentScope's memory does)."""

@@ -70,6 +70,10 @@ class Agent(models.Model):
     description = models.TextField(blank=True)
     model = models.CharField(max_length=200, blank=True, help_text="Model name, e.g. gpt-4o.")
     context_window = models.PositiveIntegerField(default=128_000, help_text="Tokens the model accepts.")
+    token_counter = models.CharField(
+        max_length=40, blank=True,
+        help_text="The counter its new sessions are counted with; empty: the one its model counts with.",
+    )
 
     class Meta:
         ordering = ["project__name", "name"]
@@ -77,6 +81,14 @@ class Agent(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+    @property
+    def counter(self) -> str:
+        """The counter its sessions count with: the one chosen for it, else the one its model counts with (the
+        core's table: gpt-4o and later with o200k, gpt-4 and gpt-3.5 with cl100k), else the default."""
+        from agents.memory.tokens import counter_for_model
+
+        return self.token_counter or counter_for_model(self.model)
 
     def get_absolute_url(self) -> str:
         return reverse("agents:agent_detail", args=[self.pk])

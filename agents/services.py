@@ -27,7 +27,7 @@ from django.utils import timezone
 from agents import models
 from agents.memory import schema
 from agents.memory.chain import ProtocolChecker, ResultPlace, Violation, place_results
-from agents.memory.tokens import DEFAULT_COUNTER, count_messages, get_counter, total_tokens
+from agents.memory.tokens import count_messages, get_counter, total_tokens
 from agents.memory.trimming import StrategyError, StrategySpec, TrimResult, strategy_spec, trim
 
 
@@ -122,7 +122,7 @@ def agent_editable(user: User, agent: models.Agent) -> bool:
 
 
 # What a person may change about an agent (its project and slug name it and stay).
-AGENT_FIELDS = ("name", "description", "model", "context_window")
+AGENT_FIELDS = ("name", "description", "model", "context_window", "token_counter")
 
 
 def agent_update(*, agent: models.Agent, user: User, changes: dict[str, Any]) -> models.Agent:
@@ -342,11 +342,13 @@ class StoredBatch:
 
 
 def session_create(
-    *, agent: models.Agent, conversation: schema.Conversation, counter: str = DEFAULT_COUNTER, external_id: str = ""
+    *, agent: models.Agent, conversation: schema.Conversation, counter: str | None = None, external_id: str = ""
 ) -> models.Session:
-    """The Session row of a conversation, without messages and with zero summaries.
+    """The Session row of a conversation, without messages and with zero summaries. ``counter``: what its
+    messages are counted with; None: the agent's (``Agent.counter``: chosen for it, or its model's).
 
     Raises ValueError naming the place for a value the database cannot store (see ``conversation_problem``)."""
+    counter = counter or agent.counter
     get_counter(counter)  # fail before anything is written when the counter is unknown
     problem = conversation_problem(conversation)
     if problem:
@@ -515,7 +517,7 @@ def violation_record(violation: Violation) -> dict[str, Any]:
 
 
 def session_store(
-    *, agent: models.Agent, conversation: schema.Conversation, counter: str = DEFAULT_COUNTER, external_id: str = ""
+    *, agent: models.Agent, conversation: schema.Conversation, counter: str | None = None, external_id: str = ""
 ) -> models.Session:
     """Save a whole conversation: Session, Message and ToolCall rows, tokens and violations.
 
@@ -1003,6 +1005,38 @@ def llm_call_sent_messages(call: models.LlmCall) -> list[models.Message]:
     listed twice)."""
     rows = {row.seq: row for row in models.Message.objects.filter(session_id=call.session_id, seq__in=set(call.sent))}
     return [rows[seq] for seq in call.sent if seq in rows]
+
+
+# --- counting again ------------------------------------------------------------------------------------------
+
+
+class RecountError(ValueError):
+    """A recount that cannot be done; the text is a sentence a person reads."""
+
+
+def session_recount(*, session: models.Session, counter: str, user: User) -> models.Session:
+    """Count every stored message of the session again with ``counter`` and store the counts (token_count,
+    token_running, the session's token_counter and token_total), so that the lab, the trim API and the session
+    page use them without recounting per request. In one transaction, a batch of rows at a time: a reader sees the
+    old counts or the new ones, never a mix. Editors and admins of the session's project only."""
+    try:
+        get_counter(counter)
+    except ValueError as exc:
+        raise RecountError(str(exc)) from None
+    if not editable_projects(user).filter(pk=session.agent.project_id).exists():
+        raise RecountError("Counting a session again needs the editor or admin role in its project.")
+    with transaction.atomic():
+        running = 0
+        for rows in session_row_batches(session, fields=MESSAGE_FIELDS):
+            counts = count_messages([message_to_schema(row) for row in rows], counter)
+            for row, count in zip(rows, counts):
+                running += count
+                row.token_count, row.token_running = count, running
+            models.Message.objects.bulk_update(rows, ["token_count", "token_running"], batch_size=BULK_BATCH)
+        session.token_counter = counter
+        session.token_total = total_tokens([running], counter) if session.message_count else 0
+        session.save(update_fields=["token_counter", "token_total"])
+    return session
 
 
 # --- presets ------------------------------------------------------------------------------------------------

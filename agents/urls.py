@@ -9,6 +9,7 @@ app_name = "agents"
 urlpatterns = [
     path("", views.session_list, name="session_list"),
     path("sessions/<int:session_id>/", views.session_detail, name="session_detail"),
+    path("sessions/<int:session_id>/recount/", views.session_recount, name="session_recount"),
     path("sessions/<int:session_id>/calls/<int:call_id>/", views.llm_call, name="llm_call"),
     path("agents/<int:agent_id>/", views.agent_detail, name="agent_detail"),
 ]

@@ -5,16 +5,17 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.contrib import messages as flash
-from django.core.exceptions import PermissionDenied
+from django.core.exceptions import BadRequest, PermissionDenied
 from django.core.paginator import Paginator
 from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
-from django.views.decorators.http import require_GET, require_http_methods
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from agents import models, services
 from agents.forms import AgentForm, SessionFilterForm
 from agents.http import HtmxHttpRequest
+from agents.memory.tokens import COUNTERS
 
 SESSIONS_PER_PAGE = 50
 
@@ -95,6 +96,8 @@ def session_detail(request: HtmxHttpRequest, session_id: int) -> HttpResponse:
         "violations_hidden": max(0, len(violations) - VIOLATIONS_LISTED),
         "page_size": services.MESSAGE_PAGE_SIZE,
         "per_list": chain.per_list,
+        "recount": _recount_choices(request, session),
+        "recounted": request.GET.get("recounted") == "1",
         "live": live,
         "last_seq": page.rows[-1].seq if page.rows else (page.after if page.after is not None else -1),
     }
@@ -102,6 +105,30 @@ def session_detail(request: HtmxHttpRequest, session_id: int) -> HttpResponse:
     if request.htmx:
         template_name += "#live-tail" if request.GET.get("live") else "#message-page"
     return render(request, template_name, context)
+
+
+def _recount_choices(request: HtmxHttpRequest, session: models.Session) -> dict[str, Any] | None:
+    """The session page's "count again with" form, for the project's editors: the counters and which to offer
+    first (the agent's, when the session counts with another)."""
+    if not services.editable_projects(request.user).filter(pk=session.agent.project_id).exists():
+        return None
+    return {
+        "counters": sorted(COUNTERS),
+        "suggested": session.agent.counter if session.agent.counter != session.token_counter else "",
+    }
+
+
+@require_POST
+def session_recount(request: HtmxHttpRequest, session_id: int) -> HttpResponse:
+    """Count the session's stored messages again with another counter and store the counts (POST-redirect-GET)."""
+    session = services.session_for_user(request.user, session_id)
+    if not services.editable_projects(request.user).filter(pk=session.agent.project_id).exists():
+        raise PermissionDenied("Counting a session again needs the editor or admin role in its project.")
+    try:
+        services.session_recount(session=session, counter=request.POST.get("counter", ""), user=request.user)
+    except services.RecountError as exc:
+        raise BadRequest(str(exc)) from None
+    return redirect(f"{session.get_absolute_url()}?recounted=1")
 
 
 def _add_llm_calls(session: models.Session, messages: list[MessageView]) -> None:

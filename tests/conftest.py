@@ -20,7 +20,10 @@ def project(db, alice) -> Project:
 
 @pytest.fixture
 def agent(project) -> Agent:
-    return Agent.objects.create(project=project, name="Travel bot", slug="travel-bot", model="gpt-4o", context_window=128_000)
+    # Its sessions count with cl100k, as the tests' token figures were written for (a gpt-4o agent would otherwise
+    # count with o200k: test_counters.py covers that).
+    return Agent.objects.create(project=project, name="Travel bot", slug="travel-bot", model="gpt-4o",
+                                context_window=128_000, token_counter="cl100k")
 
 
 @pytest.fixture

@@ -22,7 +22,6 @@ from django.db import transaction
 from agents import imports, models
 from agents.management.cli import CHOOSE_FORMAT, ContractCommand
 from agents.management.progress import ProgressBar
-from agents.memory.tokens import DEFAULT_COUNTER
 
 
 class Command(ContractCommand):
@@ -33,7 +32,11 @@ class Command(ContractCommand):
         parser.add_argument("--project", help="Project slug (created when missing).")
         parser.add_argument("--agent", help="Agent slug or name in that project (created when missing).")
         parser.add_argument("--format", help="The input format, when detection should not guess.")
-        parser.add_argument("--counter", default=DEFAULT_COUNTER, help="Token counter for the stored counts.")
+        parser.add_argument(
+            "--counter", default=None,
+            help="Token counter for the stored counts (default: the agent's, which follows its model: o200k for "
+            "gpt-4o and later, cl100k for gpt-4 and gpt-3.5, else cl100k).",
+        )
         parser.add_argument(
             "--member",
             action="append",
@@ -47,7 +50,8 @@ class Command(ContractCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         self.check_format(options["format"])
-        self.check_counter(options["counter"])
+        if options["counter"] is not None:
+            self.check_counter(options["counter"])
         User = get_user_model()
         members = list(User.objects.filter(username__in=options["member"]))
         missing = sorted(set(options["member"]) - {u.get_username() for u in members})
