@@ -41,12 +41,24 @@ class SessionFilterForm(forms.Form):
         super().__init__(*args, **kwargs)
         self.fields["project"].queryset = services.user_projects(user)
         agents = services.agents_for_user(user)
-        project = self.data.get("project") if self.is_bound else None
-        if project:
-            # Offer only the chosen project's agents; an agent of another project then reads as no agent filter.
-            agents = agents.filter(project__slug=project)
+        # Any agent of the user's projects is accepted (clean() clears one of another project than the chosen one),
+        # but the select offers only the chosen project's agents.
         self.fields["agent"].queryset = agents
-        self.fields["agent"].label_from_instance = lambda a: f"{a.name} ({a.project.name})"
+        project = self.data.get("project") if self.is_bound else None
+        offered = forms.ModelChoiceField(queryset=agents.filter(project__slug=project) if project else agents,
+                                         empty_label=self.fields["agent"].empty_label)
+        offered.label_from_instance = lambda a: f"{a.name} ({a.project.name})"
+        self.fields["agent"].widget.choices = offered.choices
+        self.cleared: list[str] = []  # fields clean() emptied because another filter excludes them
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        project, agent = data.get("project"), data.get("agent")
+        if agent is not None and project is not None and agent.project_id != project.pk:
+            # Choosing another project leaves the old project's agent in the query: it is no filter any more.
+            data["agent"] = None
+            self.cleared.append("agent")
+        return data
 
     def filters(self) -> services.SessionFilters:
         """The valid filters; an invalid field is ignored (the form shows its error) rather than failing the page."""

@@ -11,6 +11,7 @@ from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
+from django_htmx.http import push_url
 
 from agents import models, services
 from agents.forms import AgentForm, SessionFilterForm
@@ -24,10 +25,13 @@ SESSIONS_PER_PAGE = 50
 def session_list(request: HtmxHttpRequest) -> HttpResponse:
     form = SessionFilterForm(request.GET or None, user=request.user)
     form.is_valid()  # invalid fields are dropped from the filters and shown with their error
+    if form.cleared and not request.htmx:
+        return redirect(_list_url_without(request, form.cleared))
     sessions = services.sessions_filtered(request.user, form.filters())
     page = Paginator(sessions, SESSIONS_PER_PAGE).get_page(request.GET.get("page"))
     query = request.GET.copy()
-    query.pop("page", None)
+    for name in ["page", *form.cleared]:
+        query.pop(name, None)
     sort_query = query.copy()
     sort_query.pop("sort", None)
     context = {
@@ -42,7 +46,18 @@ def session_list(request: HtmxHttpRequest) -> HttpResponse:
     template_name = "agents/session_list.html"
     if request.htmx:
         template_name += "#session-table"
-    return render(request, template_name, context)
+    response = render(request, template_name, context)
+    if form.cleared and request.htmx:
+        # The URL htmx pushes is the request's; push the one the table shows instead.
+        push_url(response, _list_url_without(request, form.cleared))
+    return response
+
+
+def _list_url_without(request: HtmxHttpRequest, names: list[str]) -> str:
+    query = request.GET.copy()
+    for name in names:
+        query.pop(name, None)
+    return f"{request.path}?{query.urlencode()}" if query else request.path
 
 
 # Contents longer than this are folded under a <details> with a one-line preview.

@@ -87,6 +87,7 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    "agents.http.VaryOnHtmxMiddleware",
 ]
 
 ROOT_URLCONF = "memoryviz.urls"

@@ -157,7 +157,8 @@ def test_it_ignores_an_agent_of_another_project_than_the_chosen_one(alice_client
     from agents.models import Membership
 
     Membership.objects.create(project=other_project, user=alice)
-    response = alice_client.get(URL, {"project": project.slug, "agent": other_agent.pk})
+    response = alice_client.get(URL, {"project": project.slug, "agent": other_agent.pk}, follow=True)
+    assert response.redirect_chain == [(f"{URL}?project={project.slug}", 302)]
     assert len(_titles(response)) == 3
 
 
@@ -178,3 +179,38 @@ def test_it_sends_search_keystrokes_with_a_valid_htmx_trigger(alice_client, sess
     content = alice_client.get(URL).content.decode()
     # htmx 2 reads a selector with spaces only inside parentheses ("from:(...)"); unwrapped it is a syntax error.
     assert "from:(#session-filters input[type=search])" in content
+
+
+def test_it_varies_on_htmx_so_a_browser_never_shows_the_cached_table_as_the_page(alice_client, sessions):
+    page = alice_client.get(URL, {"violations": "on"})
+    fragment = alice_client.get(URL, {"violations": "on"}, headers={"HX-Request": "true"})
+    for response in (page, fragment):
+        assert "HX-Request" in [v.strip() for v in response["Vary"].split(",")]
+
+
+def test_it_answers_a_history_restore_without_htmx_with_the_whole_page(alice_client, sessions):
+    # htmx is configured (base.html) to ask for a page it has no snapshot of without HX-Request.
+    content = alice_client.get(URL, {"violations": "on"}, headers={"HX-History-Restore-Request": "true"}).content
+    assert b"<html" in content and b'id="session-filters"' in content
+    assert b'"historyRestoreAsHxRequest": false' in alice_client.get(URL).content
+
+
+def test_it_pushes_a_url_without_the_agent_of_the_previous_project(alice_client, sessions, project, alice, other_project, other_agent):
+    from agents.models import Membership
+
+    Membership.objects.create(project=other_project, user=alice)
+    travel_bot = Agent.objects.get(slug="travel-bot")
+    # The agent menu said Travel bot (Alpha); then the project changed to Beta: the form sends both.
+    response = alice_client.get(URL, {"project": other_project.slug, "agent": travel_bot.pk, "violations": "on"},
+                                headers={"HX-Request": "true"})
+    assert response.status_code == 200
+    assert response["HX-Push-Url"] == f"{URL}?project={other_project.slug}&violations=on"
+    content = response.content.decode()
+    assert f'<option value="{other_agent.pk}">Beta bot (Beta)</option>' in content
+    assert "selected" not in content.split('id="agent-choice"', 1)[1].split("</div>", 1)[0]
+    # Without htmx (a shared link), the page redirects to the URL it shows.
+    plain = alice_client.get(URL, {"project": other_project.slug, "agent": travel_bot.pk})
+    assert plain.status_code == 302 and plain["Location"] == f"{URL}?project={other_project.slug}"
+    # The agent of the chosen project stays.
+    kept = alice_client.get(URL, {"project": other_project.slug, "agent": other_agent.pk}, headers={"HX-Request": "true"})
+    assert "HX-Push-Url" not in kept and "No session matches these filters." in kept.content.decode()

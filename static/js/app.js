@@ -12,6 +12,31 @@ document.addEventListener("htmx:configRequest", (event) => {
   }
 });
 
+// Forms whose values live in the URL (data-sync-url: the list's filters, the report's). After Back or Forward htmx
+// puts back a snapshot of the page's markup, which does not hold what was typed or ticked before the snapshot; set
+// every field from the URL, so that the form says what the table shows and the next change keeps every filter.
+function syncFormFromUrl(form) {
+  const params = new URLSearchParams(location.search);
+  const seen = new Map(); // name -> how many text fields of that name were filled (the report's strategy boxes)
+  for (const field of form.elements) {
+    if (!field.name || ["hidden", "submit", "button", "reset"].includes(field.type)) continue;
+    const values = params.getAll(field.name);
+    if (field.type === "checkbox" || field.type === "radio") {
+      field.checked = values.includes(field.value);
+    } else if (field.tagName === "SELECT") {
+      for (const option of field.options) option.selected = values.includes(option.value);
+      if (field.selectedIndex === -1) field.selectedIndex = 0;
+    } else {
+      const k = seen.get(field.name) || 0;
+      seen.set(field.name, k + 1);
+      field.value = values[k] ?? "";
+    }
+  }
+}
+document.addEventListener("htmx:historyRestore", () => {
+  document.querySelectorAll("form[data-sync-url]").forEach(syncFormFromUrl);
+});
+
 // A permalink (#m-N) to a message that is not on this page: open the page holding it (?at=N), which the server
 // starts at that message's page boundary; the browser then scrolls to the anchor itself.
 (() => {
