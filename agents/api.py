@@ -189,9 +189,8 @@ def session_list(request: Request) -> Response:
     if request.method == "POST":
         return _session_create(request)
     form = SessionFilterForm(request.query_params or None, user=request.user)
-    if form.is_bound and not form.is_valid():
-        field, errors = next(iter(form.errors.items()))
-        return _bad_request(f"{field}: {errors[0]}")
+    if form.is_bound and form.refusal():
+        return _bad_request(form.refusal())
     sessions = services.sessions_filtered(request.user, form.filters())
     paginator = _Pages()
     page = paginator.paginate_queryset(sessions, request)

@@ -49,7 +49,9 @@ class SessionFilterForm(forms.Form):
                                          empty_label=self.fields["agent"].empty_label)
         offered.label_from_instance = lambda a: f"{a.name} ({a.project.name})"
         self.fields["agent"].widget.choices = offered.choices
-        self.cleared: list[str] = []  # fields clean() emptied because another filter excludes them
+        # Fields clean() emptied because another filter excludes them, with why: the list drops them from its URL,
+        # an export refuses them (dropping a filter widens what is downloaded).
+        self.cleared: dict[str, str] = {}
 
     def clean(self) -> dict[str, Any]:
         data = super().clean()
@@ -57,8 +59,17 @@ class SessionFilterForm(forms.Form):
         if agent is not None and project is not None and agent.project_id != project.pk:
             # Choosing another project leaves the old project's agent in the query: it is no filter any more.
             data["agent"] = None
-            self.cleared.append("agent")
+            self.cleared["agent"] = f"{agent.name} is not an agent of {project.name}."
         return data
+
+    def refusal(self) -> str:
+        """For an export or the API, which must not widen what they answer by dropping a filter: the first invalid
+        or cleared field as ``field: why``, or "" when every filter holds."""
+        for name, errors in (self.errors.items() if self.is_bound and not self.is_valid() else ()):
+            return f"{name}: {errors[0]}"
+        for name, why in self.cleared.items():
+            return f"{name}: {why}"
+        return ""
 
     def filters(self) -> services.SessionFilters:
         """The valid filters; an invalid field is ignored (the form shows its error) rather than failing the page."""

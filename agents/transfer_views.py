@@ -152,12 +152,11 @@ def export_sessions(request: HttpRequest) -> HttpResponse:
     form = SessionFilterForm(request.GET, user=request.user)
     filters = {k: v for k, v in request.GET.items() if k in form.fields and k != "sort" and v}
     scope = "sessions matching " + (", ".join(f"{k}={v}" for k, v in filters.items()) or "no filter (all)")
-    if not form.is_valid():
-        # The list page may ignore an invalid field and show its error; an export must not: dropping a filter
-        # widens what is downloaded (a project the user is not in would read as "all projects").
-        field, errors = next(iter(form.errors.items()))
-        return render(request, "agents/export_error.html", {"error": f"{field}: {errors[0]}", "scope": scope},
-                      status=400)
+    # The list page may ignore an invalid field and show its error, or clear an agent of another project; an export
+    # must not: dropping a filter widens what is downloaded (a project the user is not in would read as "all").
+    refusal = form.refusal()
+    if refusal:
+        return render(request, "agents/export_error.html", {"error": refusal, "scope": scope}, status=400)
     sessions = services.sessions_filtered(request.user, form.filters())
     return _export_response(request, sessions, scope=scope, filters=filters)
 

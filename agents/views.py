@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -53,7 +54,7 @@ def session_list(request: HtmxHttpRequest) -> HttpResponse:
     return response
 
 
-def _list_url_without(request: HtmxHttpRequest, names: list[str]) -> str:
+def _list_url_without(request: HtmxHttpRequest, names: Iterable[str]) -> str:
     query = request.GET.copy()
     for name in names:
         query.pop(name, None)

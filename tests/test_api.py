@@ -40,6 +40,15 @@ def test_it_rejects_a_bad_filter_with_the_error_shape(alice_client, travel):
     assert response.json()["error"].startswith("min_tokens:")
 
 
+def test_it_refuses_an_agent_of_another_project_than_the_chosen_one(alice_client, travel, alice, other_project, other_agent):
+    from agents.models import Membership
+
+    Membership.objects.create(project=other_project, user=alice)
+    response = alice_client.get(f"/api/sessions/?project=alpha&agent={other_agent.pk}")
+    assert response.status_code == 400
+    assert response.json() == {"error": "agent: Beta bot is not an agent of Alpha."}
+
+
 def test_it_returns_404_for_another_projects_session(alice_client, make_session, other_agent):
     secret = make_session(ORPHAN, agent=other_agent)
     for url in (f"/api/sessions/{secret.pk}/", f"/api/sessions/{secret.pk}/messages/",
