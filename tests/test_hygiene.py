@@ -98,3 +98,15 @@ def test_it_has_no_test_module_that_imports_another() -> None:
                 names = [base, *(f"{base}.{alias.name}" for alias in node.names)]
             offenders += [f"{path.relative_to(ROOT)}: {n}" for n in names if n.split(".")[-1].startswith("test_")]
     assert offenders == []
+
+
+def test_it_has_no_template_comment_that_spans_lines() -> None:
+    # Django's {# ... #} ends on its own line; one that spans lines is printed on the page as text (base.html's was,
+    # on top of every page). Longer comments use {% comment %}.
+    spanning = [
+        f"{path.relative_to(ROOT)}:{number}"
+        for path in sorted((ROOT / "templates").rglob("*.html"))
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        if "{#" in line and "#}" not in line.split("{#", 1)[1]
+    ]
+    assert not spanning, spanning

@@ -214,3 +214,8 @@ def test_it_pushes_a_url_without_the_agent_of_the_previous_project(alice_client,
     # The agent of the chosen project stays.
     kept = alice_client.get(URL, {"project": other_project.slug, "agent": other_agent.pk}, headers={"HX-Request": "true"})
     assert "HX-Push-Url" not in kept and "No session matches these filters." in kept.content.decode()
+
+
+def test_it_prints_no_template_comment_on_the_page(alice_client) -> None:
+    page = alice_client.get(URL).content.decode()
+    assert "{#" not in page and "#}" not in page
