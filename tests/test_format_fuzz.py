@@ -138,3 +138,27 @@ def test_it_writes_whatever_a_stored_extra_says(path: Path, target: str, data: s
         return
     if target != "openai_jsonl":
         json.loads(text)
+
+
+def test_it_writes_a_part_whose_type_is_not_a_string_in_every_format() -> None:
+    """Found by the fuzzer in CI: an AgentScope block whose type is a list is kept as an opaque part, and the
+    OpenAI writer asked a set whether it held that list (TypeError)."""
+    doc = json.loads((SAMPLES_DIR / "agentscope" / "travel.json").read_text())
+    found = []
+
+    def damage(value: Any) -> None:
+        if isinstance(value, dict):
+            if value.get("type") == "tool_use" and value.get("id") == "call_a2":
+                value["type"] = []
+                found.append(value)
+            for item in value.values():
+                damage(item)
+        elif isinstance(value, list):
+            for item in value:
+                damage(item)
+
+    damage(doc)
+    assert found, "the sample still has the block the fuzzer damaged"
+    conversations = read_data(doc, "agentscope")
+    for fmt in FORMATS:
+        assert dumps(conversations, fmt)

@@ -78,7 +78,7 @@ def test_it_tells_htmx_to_need_neither_inline_styles_nor_eval(alice_client):
     config = re.search(r"<meta name=\"htmx-config\" content='([^']+)'>", html)
     assert config, "base.html configures htmx"
     assert json.loads(config.group(1)) == {"includeIndicatorStyles": False, "allowEval": False,
-                                           "allowScriptTags": False}
+                                           "allowScriptTags": False, "historyRestoreAsHxRequest": False}
 
 
 # --- HTTPS settings from the environment -------------------------------------------------------------------------

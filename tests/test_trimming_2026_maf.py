@@ -129,3 +129,23 @@ def test_it_skips_a_first_group_too_large_for_the_summarizer_budget() -> None:
     assert any("sits among kept messages it does not cover" in note for note in result.notes)
     assert maf_summary_prompt([messages[1]])[1]["content"] == "1. [assistant] short"
     check_all([(messages, case(messages, "maf_summarization", params, "messages"))])
+
+
+def test_it_names_an_empty_tool_result_as_maf_does(summary_endpoint: StubEndpoint) -> None:
+    """Found in CI: MAF renders an empty result by its item's type ("text content"), not as nothing."""
+    messages = parse_messages([
+        {"role": "user", "content": "go"},
+        {"role": "assistant", "content": None, "tool_calls": [call("a", "f", "{}"), call("b", "g", "{}")]},
+        {"role": "tool", "tool_call_id": "a", "content": ""},
+        {"role": "tool", "tool_call_id": "b", "content": None},
+        {"role": "assistant", "content": "done"},
+        {"role": "user", "content": "two"}, {"role": "assistant", "content": "three"},
+        {"role": "user", "content": "four"}, {"role": "assistant", "content": "five"},
+    ])
+    params = {"target_count": 2, "threshold": 0}
+    [(_, answer)] = check_all([(messages, case(messages, "maf_summarization", params, "messages"))])
+    assert "3. [tool] function_result: text content [call_id=a]" in answer["prompt"][1]["content"]
+    assert "4. [tool] function_result: text content [call_id=b]" in answer["prompt"][1]["content"]
+    trim(messages, strategy_spec("maf_summarization", {**params, "summarize_with": "endpoint"}), counter="messages")
+    [request] = summary_endpoint.requests
+    assert request["body"]["messages"] == answer["prompt"]

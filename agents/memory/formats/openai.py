@@ -275,7 +275,8 @@ def plain_text(parts: list[Any]) -> str | None:
     stay parts). Several text parts are joined with a newline, as memoryviz joins them everywhere."""
     texts: list[str] = []
     for part in parts:
-        if not (isinstance(part, dict) and part.get("type") in _TEXT_PART_TYPES and isinstance(part.get("text"), str)):
+        kind = part.get("type") if isinstance(part, dict) else None
+        if not (isinstance(kind, str) and kind in _TEXT_PART_TYPES and isinstance(part.get("text"), str)):
             return None
         if set(part) - {"type", "text", "annotations"} or part.get("annotations"):
             return None

@@ -357,8 +357,10 @@ def maf_transcript_line(number: int, m: Message) -> str:
     """``_format_summary_message``: ``{i}. [{role}] {text; function_call name(args) [call_id=…]; …}``."""
     parts: list[str] = []
     if m.role == "tool":
-        parts.append(f"function_result: {m.text} [call_id={m.tool_call_id}]" if m.tool_call_id
-                     else f"function_result: {m.text}")
+        # An empty result is one empty text item, which MAF renders by its type ("text content").
+        result = m.text or "text content"
+        parts.append(f"function_result: {result} [call_id={m.tool_call_id}]" if m.tool_call_id
+                     else f"function_result: {result}")
     else:
         if m.text:
             parts.append(m.text)
