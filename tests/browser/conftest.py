@@ -76,6 +76,15 @@ def logged_in_page(page, live_server, alice):
     return page
 
 
+HTMX_IDLE = "() => !document.querySelector('.htmx-request, .htmx-swapping, .htmx-settling, .htmx-added')"
+
+
+def htmx_idle(page) -> None:
+    """Wait until htmx has no request in flight and has settled what it swapped in: a field typed into before
+    htmx has processed the form it belongs to sends nothing (this raced on the loaded CI machine)."""
+    page.wait_for_function(HTMX_IDLE)
+
+
 def screenshot(page, name: str) -> Path:
     ARTIFACTS.mkdir(exist_ok=True)
     path = ARTIFACTS / f"{name}.png"

@@ -6,7 +6,7 @@ import pytest
 
 from agents import services
 from agents.memory.trimming import strategy_spec, trim
-from tests.browser.conftest import screenshot
+from tests.browser.conftest import htmx_idle, screenshot
 from tests.reference.canonical import CANONICAL_DICTS
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -56,6 +56,7 @@ def test_it_takes_tool_names_true_false_and_all_in_the_form(logged_in_page, live
     screenshot(page, "trimming-lab-2026-form")
     page.select_option("#lab-strategy", "anthropic_clear_thinking")
     page.wait_for_selector("input[name=keep_thinking_turns]")
+    htmx_idle(page)
     page.fill("input[name=keep_thinking_turns]", "0")
     page.wait_for_selector("#error-keep_thinking_turns:not(:empty)")
     page.fill("input[name=keep_thinking_turns]", "all")
