@@ -89,6 +89,13 @@ class SessionFilterForm(forms.Form):
         )
 
 
+def session_filter_pairs(data: Any) -> list[tuple[str, str]]:
+    """The session list's filters in a query or form data (a QueryDict), as (name, value) pairs: what an export of
+    "these sessions" carries as hidden fields."""
+    return [(key, value) for key, values in data.lists() if key in SessionFilterForm.base_fields
+            for value in values if value != ""]
+
+
 # A bound for typing mistakes, far above any model's window (the largest are a few million tokens).
 MAX_CONTEXT_WINDOW = 100_000_000
 

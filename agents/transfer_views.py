@@ -9,18 +9,20 @@ import json
 import re
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlencode
 
 from django.conf import settings
 from django.core.exceptions import PermissionDenied
-from django.db.models import QuerySet
+from django.db.models import Count, QuerySet, Sum
 from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import render
+from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from agents import exports, imports, models, services, uploads
-from agents.forms import MAX_PASTE_CHARS, ImportForm, SessionFilterForm
+from agents.forms import MAX_PASTE_CHARS, ImportForm, SessionFilterForm, session_filter_pairs
 from agents.memory import formats
-from agents.memory.trimming import StrategyError, StrategySpec, spec_from_pairs, split_pairs
+from agents.memory.trimming import STRATEGIES, StrategyError, StrategySpec, spec_from_pairs, split_pairs
 
 # The label of pasted JSON (it has no file name to read a kind from).
 PASTED_LABEL = "pasted JSON"
@@ -137,28 +139,32 @@ def _render_form(request: HttpRequest, form: ImportForm, *, status: int = 200, e
 # --- export ---------------------------------------------------------------------------------------------------
 
 
-@require_GET
+# An export is a POST (it streams the file and writes an ExportRecord), from the Export menu or the export page, with
+# CSRF. A GET of the same URL (a shared link, a bookmark) shows that page, filled in from its query: it downloads
+# and records nothing until its button is pressed.
+
+
+@require_http_methods(["GET", "POST"])
 def export_session(request: HttpRequest, session_id: int) -> HttpResponse:
-    """One session (404 when not in the user's projects), whole or as trimmed by ?strategy=...&set=key=value."""
+    """One session (404 when not in the user's projects), whole or as trimmed by strategy= and params=."""
     session = services.session_for_user(request.user, session_id)
     sessions = services.sessions_for_user(request.user).filter(pk=session.pk)
     scope = f"session {session.pk} ({session.title or session.external_id})"
-    return _export_response(request, sessions, scope=scope, filters={"session": session.pk}, single=session)
+    return _export(request, sessions, scope=scope, filters={"session": session.pk}, single=session)
 
 
-@require_GET
+@require_http_methods(["GET", "POST"])
 def export_sessions(request: HttpRequest) -> HttpResponse:
-    """The sessions matching the list's filters (the same query string as the session list)."""
-    form = SessionFilterForm(request.GET, user=request.user)
-    filters = {k: v for k, v in request.GET.items() if k in form.fields and k != "sort" and v}
+    """The sessions matching the list's filters (the same fields as the session list's query string)."""
+    data = _export_data(request)
+    form = SessionFilterForm(data, user=request.user)
+    filters = {k: v for k, v in data.items() if k in form.fields and k != "sort" and v}
     scope = "sessions matching " + (", ".join(f"{k}={v}" for k, v in filters.items()) or "no filter (all)")
     # The list page may ignore an invalid field and show its error, or clear an agent of another project; an export
     # must not: dropping a filter widens what is downloaded (a project the user is not in would read as "all").
     refusal = form.refusal()
-    if refusal:
-        return render(request, "agents/export_error.html", {"error": refusal, "scope": scope}, status=400)
-    sessions = services.sessions_filtered(request.user, form.filters())
-    return _export_response(request, sessions, scope=scope, filters=filters)
+    sessions = services.sessions_filtered(request.user, form.filters()) if not refusal else models.Session.objects.none()
+    return _export(request, sessions, scope=scope, filters=filters, refusal=refusal)
 
 
 @require_GET
@@ -171,44 +177,88 @@ def export_log(request: HttpRequest) -> HttpResponse:
     return render(request, "agents/export_log.html", {"records": records})
 
 
-def _export_response(
+def _export_data(request: HttpRequest) -> Any:
+    return request.POST if request.method == "POST" else request.GET
+
+
+def _export(
     request: HttpRequest,
     sessions: QuerySet[models.Session],
     *,
     scope: str,
     filters: dict[str, Any],
     single: models.Session | None = None,
+    refusal: str = "",
 ) -> HttpResponse:
+    """GET: the export page. POST: the download, or the export page with what is wrong."""
+    data = _export_data(request)
     try:
-        spec = _export_spec(request.GET)
+        if refusal:
+            raise exports.ExportFailed(refusal)
         plan = exports.export_plan(
-            sessions=sessions, format=request.GET.get("format") or "native", scope=scope, filters=filters,
-            spec=spec, on_invalid=request.GET.get("on_invalid") or "skip",
+            sessions=sessions, format=data.get("format") or "native", scope=scope, filters=filters,
+            spec=_export_spec(data), on_invalid=data.get("on_invalid") or "skip",
         )
         if not plan.sessions.exists():
             raise exports.ExportFailed("no session matches these filters")
-        invalid: list[str] = []
-        if plan.format == "openai_jsonl":
-            invalid = exports.invalid_sessions(plan)
-            if invalid and plan.on_invalid == "stop":
-                raise exports.ExportFailed(
-                    "stopped: these conversations break the protocol, and openai_jsonl was asked to stop on them "
-                    "(choose 'skip' to leave them out): " + "; ".join(invalid[:20])
-                    + (f"; and {len(invalid) - 20} more" if len(invalid) > 20 else "")
-                )
+        if request.method == "GET":
+            return _export_page(request, data, scope=scope, single=single, plan=plan)
+        skipped = _skipped_or_refuse(plan)
     except exports.ExportFailed as exc:
-        return render(request, "agents/export_error.html", {"error": str(exc), "scope": scope},
-                      status=400)
+        # 200 with the form and what is wrong, as every form here answers invalid input.
+        return _export_page(request, data, scope=scope, single=single, error=str(exc))
     spec = formats.FORMATS[plan.format]
     response = StreamingHttpResponse(
         exports.export_chunks(plan, user=request.user, interface="web"),
         content_type=f"{getattr(spec, 'media_type', 'application/json')}; charset=utf-8",
     )
     response["Content-Disposition"] = f'attachment; filename="{exports.export_filename(plan, single=single)}"'
-    if invalid:
+    if skipped:
         # The body is streamed, so the skipped conversations are told up front, and kept on the export record.
-        response["X-Memoryviz-Skipped"] = str(len(invalid))
+        response["X-Memoryviz-Skipped"] = str(len(skipped))
     return response
+
+
+def _skipped_or_refuse(plan: exports.ExportPlan) -> list[str]:
+    """For ``openai_jsonl``, the conversations that break the protocol, which the file leaves out; ExportFailed
+    when it was asked to stop on them."""
+    if plan.format != "openai_jsonl":
+        return []
+    invalid = exports.invalid_sessions(plan)
+    listed = "; ".join(invalid[:20]) + (f"; and {len(invalid) - 20} more" if len(invalid) > 20 else "")
+    if invalid and plan.on_invalid == "stop":
+        raise exports.ExportFailed(
+            "stopped: these conversations break the protocol, and openai_jsonl was asked to stop on them "
+            f"(choose 'skip' to leave them out): {listed}"
+        )
+    return invalid
+
+
+def _export_page(
+    request: HttpRequest,
+    data: Any,
+    *,
+    scope: str,
+    single: models.Session | None,
+    plan: exports.ExportPlan | None = None,
+    error: str = "",
+) -> HttpResponse:
+    """The export form on a page of its own, filled in from ``data``; with the error when there is one."""
+    context = {
+        "session": single,
+        "scope": scope,
+        "plan": plan,
+        "summary": plan.sessions.aggregate(sessions=Count("id"), messages=Sum("message_count")) if plan else None,
+        "error": error,
+        "values": {key: data.get(key, "") for key in ("format", "on_invalid", "strategy", "params")},
+        "carried": [] if single else session_filter_pairs(data),
+        "fixed_strategy": False,
+        "back_url": single.get_absolute_url() if single else
+        f"{reverse('agents:session_list')}?{urlencode(session_filter_pairs(data))}".rstrip("?"),
+        "formats": list(formats.FORMATS.values()),
+        "strategies": list(STRATEGIES),
+    }
+    return render(request, "agents/export.html", context)
 
 
 def _export_spec(query: Any) -> StrategySpec | None:

@@ -4,6 +4,7 @@ from typing import Any
 
 from django import template
 
+from agents.forms import session_filter_pairs
 from agents.memory.formats import FORMATS
 from agents.memory.trimming import STRATEGIES
 
@@ -12,24 +13,17 @@ register = template.Library()
 
 @register.inclusion_tag("agents/_export_menu.html", takes_context=True)
 def export_menu(context: template.Context, session: Any = None, strategy: str = "", params: str = "") -> dict[str, Any]:
-    """Export buttons: on a session page (``session``), or on the list, carrying the list's current filters.
-
-    The formats and strategies come from their registries, so a new one shows up here by itself."""
+    """Export buttons: on a session page (``session``), or on the list, carrying the list's current filters; with
+    ``strategy`` and ``params`` (the trimming lab), the trimmed view. The form is a POST with CSRF (an export writes
+    a record). The formats and strategies come from their registries, so a new one shows up here by itself."""
     request = context["request"]
-    carried = []
-    if session is None:
-        carried = [
-            (key, value)
-            for key, values in request.GET.lists()
-            if key not in {"page", "format", "on_invalid"}
-            for value in values
-        ]
     return {
         "request": request,
+        "csrf_token": context.get("csrf_token"),
         "session": session,
-        "strategy": strategy,
-        "params": params,
-        "carried": carried,
+        "values": {"strategy": strategy, "params": params},
+        "fixed_strategy": bool(strategy),
+        "carried": [] if session is not None else session_filter_pairs(request.GET),
         "formats": list(FORMATS.values()),
         "strategies": list(STRATEGIES),
     }

@@ -59,3 +59,57 @@ def test_it_downloads_a_session_as_native_json(logged_in_page, live_server, make
     assert document["format"] == "memoryviz"
     [stored] = document["sessions"]
     assert [m["content"] for m in stored["messages"]] == ["Bonjour, 東京の天気は?", "Il fait beau."]
+
+
+ORPHAN = [{"role": "user", "content": "hi"}, {"role": "tool", "tool_call_id": "x", "content": "stray"}]
+CLEAN = [{"role": "user", "content": "hello"}, {"role": "assistant", "content": "hi there"}]
+
+
+def test_it_exports_the_filtered_list_with_a_post_and_a_link_downloads_nothing(
+    logged_in_page, live_server, make_session
+):
+    from agents.models import ExportRecord
+
+    page = logged_in_page
+    make_session(CLEAN, title="Clean one")
+    broken = make_session(ORPHAN, title="Broken one")
+    # Filter the list (htmx swaps the table and its Export menu), then export what it shows.
+    page.goto(f"{live_server.url}/")
+    page.check("input[name=violations]")
+    page.wait_for_url(lambda url: "violations=on" in url)
+    page.wait_for_function("document.querySelectorAll('#session-table td.title-cell > a').length === 1")
+    page.click("summary:has-text('Export these sessions')")
+    page.select_option(".export-menu select[name=format]", "native")
+    requests: list[str] = []
+    page.on("request", lambda request: requests.append(request.method) if "/export/" in request.url else None)
+    with page.expect_download() as info:
+        page.click(".export-menu button:has-text('Download')")
+    document = json.loads(open(info.value.path(), encoding="utf-8").read())
+    assert [s["external_id"] for s in document["sessions"]] == [broken.external_id]
+    assert requests == ["POST"]
+    assert ExportRecord.objects.get().filters == {"violations": "on"}
+
+    # A link to an export (a GET) shows the export page filled in from it, and records nothing.
+    page.goto(f"{live_server.url}/export/?violations=on&format=openai_jsonl&on_invalid=stop")
+    assert page.locator("h1").inner_text() == "Export"
+    assert "sessions matching violations=on: 1 session, 2 messages" in page.locator("main").inner_text()
+    assert page.locator("select[name=format]").input_value() == "openai_jsonl"
+    assert ExportRecord.objects.count() == 1
+    for width in (1440, 390):
+        page.set_viewport_size({"width": width, "height": 900})
+        screenshot(page, f"export-page-{width}")
+        assert page.evaluate("() => document.documentElement.scrollWidth <= window.innerWidth")
+    # Its Download asks to stop on broken conversations: the page says why, nothing is downloaded or recorded.
+    page.click("main button:has-text('Download')")
+    page.wait_for_load_state()
+    assert page.locator("h1").inner_text() == "Nothing was exported"
+    assert f"session {broken.pk} (Broken one)" in page.locator("[role=alert]").inner_text()
+    assert page.locator("select[name=on_invalid]").input_value() == "stop"
+    assert ExportRecord.objects.count() == 1
+    # Another format downloads the filtered sessions from this page.
+    page.select_option("main select[name=format]", "native")
+    with page.expect_download() as info:
+        page.click("main button:has-text('Download')")
+    document = json.loads(open(info.value.path(), encoding="utf-8").read())
+    assert [s["external_id"] for s in document["sessions"]] == [broken.external_id]
+    assert ExportRecord.objects.count() == 2
