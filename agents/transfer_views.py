@@ -221,7 +221,7 @@ def _export(
 
 def _skipped_or_refuse(plan: exports.ExportPlan) -> list[str]:
     """For ``openai_jsonl``, the conversations that break the protocol, which the file leaves out; ExportFailed
-    when it was asked to stop on them."""
+    when it would leave out every one (an empty file says nothing) or was asked to stop on them."""
     if plan.format != "openai_jsonl":
         return []
     invalid = exports.invalid_sessions(plan)
@@ -230,6 +230,12 @@ def _skipped_or_refuse(plan: exports.ExportPlan) -> list[str]:
         raise exports.ExportFailed(
             "stopped: these conversations break the protocol, and openai_jsonl was asked to stop on them "
             f"(choose 'skip' to leave them out): {listed}"
+        )
+    if invalid and len(invalid) == plan.sessions.count():
+        every = "the conversation breaks" if len(invalid) == 1 else f"all {len(invalid)} conversations break"
+        raise exports.ExportFailed(
+            f"nothing to export: {every} the protocol, and openai_jsonl leaves out a conversation that does "
+            f"(choose another format, or a strategy that keeps the protocol): {listed}"
         )
     return invalid
 

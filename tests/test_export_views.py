@@ -226,6 +226,24 @@ def test_a_get_of_the_list_export_shows_its_filters_and_what_is_wrong(alice_clie
     assert models.ExportRecord.objects.count() == 0
 
 
+def test_it_refuses_a_jsonl_export_that_would_skip_every_conversation(alice_client: Any, agent: models.Agent) -> None:
+    first = store(agent, "b1", BROKEN, title="First broken")
+    store(agent, "b2", BROKEN, title="Second broken")
+    response = alice_client.post(reverse("agents:export_sessions"), {"format": "openai_jsonl", "on_invalid": "skip"})
+    assert response.status_code == 200 and not response.streaming
+    text = response.content.decode()
+    assert "nothing to export: all 2 conversations break the protocol" in text
+    assert f"session {first.pk} (First broken)" in text
+    one = alice_client.post(reverse("agents:export_session", args=[first.pk]), {"format": "openai_jsonl"})
+    assert one.status_code == 200 and not one.streaming
+    assert "nothing to export: the conversation breaks the protocol" in one.content.decode()
+    assert models.ExportRecord.objects.count() == 0
+    # A strategy that keeps the protocol gives a line per conversation.
+    trimmed = alice_client.post(reverse("agents:export_sessions"),
+                                {"format": "openai_jsonl", "strategy": "safe_token_budget", "params": "max_tokens=1000"})
+    assert trimmed.status_code == 200 and len(body(trimmed).strip().splitlines()) == 2
+
+
 def test_it_reads_a_long_params_field_in_linear_time(alice_client: Any, agent: models.Agent) -> None:
     # Issue 9: a 60 KB params= took 20 s to read. Quadratic, this 1 MB field would take hours; linear, a moment.
     session = store(agent, "a", CHAT)
