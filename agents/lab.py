@@ -35,6 +35,7 @@ class PreviewRow:
     reason: str
     violations: list[Violation] = field(default_factory=list)
     original: Message | None = None  # an edited message as stored (``message`` is what is sent)
+    original_tokens: int | None = None  # its stored count (``tokens`` counts what is sent)
 
     @property
     def text(self) -> str:
@@ -132,10 +133,15 @@ def trim_preview(messages: Sequence[Message], counts: Sequence[int], result: Tri
         i = next(kept_iter)
         if pending:
             before[i], pending = pending, []
+        is_edited = i in edited
+        sent_tokens = counts[i]
+        if is_edited and position < len(result.message_tokens):
+            sent_tokens = result.message_tokens[position]  # the edit as counted, not the stored count
         rows_kept[i] = PreviewRow(
-            "edited" if i in edited else "kept", i, position, result.messages[position], counts[i],
+            "edited" if is_edited else "kept", i, position, result.messages[position], sent_tokens,
             result.kept_reasons.get(i, "kept"), by_position.get(position, []),
-            original=messages[i] if i in edited else None,
+            original=messages[i] if is_edited else None,
+            original_tokens=counts[i] if is_edited else None,
         )
 
     sequence: list[PreviewRow] = []

@@ -89,6 +89,12 @@ def test_it_marks_an_edited_message_and_shows_it_as_stored(alice_client, make_se
     assert "1 sent edited" in html and 'class="strip-cell strip-edited' in html
     # The stored text is shown beside the edit, escaped.
     assert "As stored (before the edit)" in html and "Let me check &lt;b&gt;the weather&lt;/b&gt;." in html
+    # The edited row counts what is sent; the stored count is shown beside it.
+    read = services.session_trim(session=session, specs=[strategy_spec("strip_thoughts", {})])
+    sent, stored = read.results[0].message_tokens[2], read.counts[2]
+    assert sent < stored
+    row = re.search(r'id="lm-2".*?<span class="tokens">(.*?)</span>\s*</header>', html, re.S).group(1)
+    assert f"{sent} tok" in row and f"(stored {stored})" in row
 
 
 def test_it_says_when_the_newest_question_is_lost(alice_client, make_session):
