@@ -92,6 +92,12 @@ def test_a_receiving_session_has_a_live_badge_and_a_tail_that_polls_for_new_mess
     tail = alice_client.get(trimmed_session.get_absolute_url() + "?after=6&live=1", HTTP_HX_REQUEST="true").content.decode()
     assert 'id="m-7"' in tail and 'id="m-8"' in tail and "Booked." in tail and "<html" not in tail
     assert 'hx-get="?after=8&amp;live=1"' in tail
+    # The header's figures follow: messages, tokens and violations as stored now (out of band).
+    trimmed_session.refresh_from_db()
+    assert f'<dd id="session-message-count" hx-swap-oob="true">{trimmed_session.message_count}</dd>' in tail
+    assert f'<span id="session-token-total" hx-swap-oob="true">{trimmed_session.token_total:,}' in tail
+    assert '<dd id="session-violation-count" hx-swap-oob="true">' in tail
+    assert 'hx-swap-oob' not in quiet
 
 
 def test_a_session_without_recent_activity_has_no_badge_and_no_poll(alice_client, trimmed_session):

@@ -42,6 +42,9 @@ def test_a_receiving_session_shows_new_messages_within_two_seconds_without_a_rel
     assert page.evaluate("window.__notReloaded") is True
     assert "24°C and clear." in page.locator("#m-4").inner_text()
     assert page.locator("#session-message-count").inner_text() == "5"
+    session.refresh_from_db()
+    assert page.locator("#session-token-total").inner_text().startswith(f"{session.token_total:,}")
+    assert page.locator("dd#session-violation-count").count() == 1  # swapped in place, not added beside
     assert "sent with 2 of 4 messages; 2 left out by the framework" in page.locator("#m-4 .sent-note").inner_text()
     screenshot(page, "live-session")
     page.click("#m-4 .sent-note a")
