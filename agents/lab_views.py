@@ -32,7 +32,8 @@ def session_lab(request: HtmxHttpRequest, session_id: int) -> HttpResponse:
     params_for = request.GET.get("params_for")
     form = strategy_params_form(strategy, None if params_for and params_for != strategy.name else request.GET)
     preview = None
-    if form.spec is not None and not strategy_error:
+    # An unknown strategy shows the default one's preview, as its message says.
+    if form.spec is not None:
         trimmed = services.session_trim(session=session, specs=[form.spec])
         preview = lab.trim_preview(trimmed.messages, trimmed.counts, trimmed.results[0])
     spec = form.spec or strategy_spec(strategy)
@@ -46,17 +47,19 @@ def session_lab(request: HtmxHttpRequest, session_id: int) -> HttpResponse:
         "preview": preview,
         "compare_query": urlencode([("s", spec.text), ("s", other)]),
         "diff_query": urlencode({"trim": spec.text}),
+        # The Export menu of the trimmed view: the strategy and its changed parameters (``key=value,key=value``).
+        "export_params": spec.text.partition(":")[2],
         "dropped_shown": lab.DROPPED_SHOWN,
         # Only the result is swapped on a parameter change: the field errors travel out of band.
         "oob_errors": bool(request.htmx) and request.htmx.target != "lab-main",
     }
     template_name = "agents/lab.html"
-    status = 200
     if request.htmx:
-        # The strategy select replaces the form and the result; any other change only the result.
+        # The strategy select replaces the form and the result; any other change only the result. Invalid input
+        # answers 200 with the errors like every form here (under DEBUG, django-htmx's script replaces the whole
+        # document with a 400 answer to htmx).
         template_name += "#lab-main" if request.htmx.target == "lab-main" else "#lab-result"
-        status = 400 if strategy_error or not form.is_valid else 200
-    return render(request, template_name, context, status=status)
+    return render(request, template_name, context)
 
 
 @dataclass
@@ -123,12 +126,17 @@ def trimming_report(request: HtmxHttpRequest) -> HttpResponse:
             continue
         specs.append(spec)
         spec_fields.append({"text": spec.text, "error": ""})
+    # Over htmx only the result is swapped: what the report leaves out is said there too, not only beside the box.
+    left_out = [{"box": k, **f} for k, f in enumerate(spec_fields, 1) if f["error"]]
     spec_fields += [{"text": "", "error": ""}] * (MAX_COLUMNS - len(spec_fields))
     sessions = services.sessions_filtered(request.user, filter_form.filters())
     report = services.trimming_report(sessions, specs) if specs else None
     context = {
         "filter_form": filter_form,
         "spec_fields": spec_fields,
+        "left_out": left_out,
+        # (The form has a field named "errors", which {{ filter_form.errors }} would give.)
+        "filter_problems": [f"{name}: {' '.join(errors)}" for name, errors in filter_form.errors.items()],
         "report": report,
         "strategies": list(STRATEGIES.values()),
         "session_limit": services.REPORT_SESSION_LIMIT,
@@ -137,4 +145,4 @@ def trimming_report(request: HtmxHttpRequest) -> HttpResponse:
     template_name = "agents/lab_report.html"
     if request.htmx:
         template_name += "#report-result"
-    return render(request, template_name, context, status=400 if request.htmx and not specs else 200)
+    return render(request, template_name, context)

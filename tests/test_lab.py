@@ -136,13 +136,14 @@ def test_it_shows_an_invalid_parameter_next_to_its_field(alice_client, make_sess
     assert "No preview" in html
 
 
-def test_it_answers_an_invalid_parameter_over_htmx_with_400_and_the_error(alice_client, make_session):
+def test_it_answers_an_invalid_parameter_over_htmx_with_200_and_the_error(alice_client, make_session):
+    # 200, not 400: under DEBUG (make run) django-htmx's script replaces the whole document with a 400 answer.
     session = make_session(chat(3))
     for params in ({"buffer_size": "many"}, {"pin_system": "maybe"}):
         response = alice_client.get(
             lab_url(session), {"strategy": "buffered", **params}, HTTP_HX_REQUEST="true", HTTP_HX_TARGET="lab-result"
         )
-        assert response.status_code == 400
+        assert response.status_code == 200
         name = next(iter(params))
         assert re.search(rf'id="error-{name}" role="alert" hx-swap-oob="true">Input should be', response.content.decode())
 
@@ -151,7 +152,32 @@ def test_it_falls_back_from_an_unknown_strategy_with_a_message(alice_client, mak
     session = make_session(chat(2))
     response = alice_client.get(lab_url(session), {"strategy": "nope"})
     assert response.status_code == 200
-    assert "unknown strategy &#x27;nope&#x27;" in response.content.decode()
+    html = response.content.decode()
+    assert "unknown strategy &#x27;nope&#x27;; showing buffered." in html
+    # It shows what it says it shows: buffered's preview, not "No preview".
+    assert "No preview" not in html and 'id="kept-count"' in html and kept_in_page(html)
+
+
+def test_it_exports_the_trimmed_view_from_the_lab(alice_client, make_session):
+    import json
+
+    session = make_session(chat(6), title="Weather")
+    html = alice_client.get(lab_url(session), {"strategy": "buffered", "buffer_size": "3"}).content.decode()
+    menu = html.split('class="export-menu')[1].split("</details>")[0]
+    assert f'<form method="post" action="/sessions/{session.pk}/export/"' in menu
+    assert 'name="csrfmiddlewaretoken"' in menu and "Export this trimmed view" in menu
+    assert '<input type="hidden" name="strategy" value="buffered">' in menu
+    assert '<input type="hidden" name="params" value="buffer_size=3">' in menu
+    # What that form sends downloads the trimmed view.
+    response = alice_client.post(f"/sessions/{session.pk}/export/",
+                                 {"format": "native", "strategy": "buffered", "params": "buffer_size=3"})
+    exported = json.loads(b"".join(response.streaming_content))["sessions"][0]
+    assert exported["metadata"]["trimmed"]["params"]["buffer_size"] == 3
+    assert len(exported["messages"]) == len(kept_in_page(html)) < session.message_count
+    # A parameter change over htmx swaps the result, and the menu with it.
+    fragment = alice_client.get(lab_url(session), {"strategy": "buffered", "buffer_size": "5"},
+                                HTTP_HX_REQUEST="true", HTTP_HX_TARGET="lab-result").content.decode()
+    assert '<input type="hidden" name="params" value="buffer_size=5">' in fragment
 
 
 def test_it_resets_parameters_when_the_strategy_changed_without_js(alice_client, make_session):
@@ -305,6 +331,22 @@ def test_it_reports_with_a_bounded_number_of_queries(alice_client, make_session,
         response = alice_client.get("/lab/report/", {"s": ["buffered", "safe_token_budget", "langchain_last"]})
     assert response.status_code == 200
     assert response.content.decode().count('class="report-row"') == 12
+
+
+def test_it_says_which_strategy_boxes_the_report_left_out_in_the_swapped_result(alice_client, make_session):
+    make_session(chat(3), title="Weather")
+    response = alice_client.get("/lab/report/", {"s": ["nope", "buffered:buffer_size=2"], "date_from": "2024-13-45"},
+                                HTTP_HX_REQUEST="true")
+    assert response.status_code == 200
+    html = response.content.decode()
+    assert html.lstrip().startswith('<section id="report-result"')
+    assert "Left out of the report:" in html and "strategy box 1, <span class=\"mono\">nope</span>: unknown strategy" in html
+    assert "Filters not applied:</strong> date_from:" in html
+    assert 'data-spec="buffered:buffer_size=2"' in html
+    # Nothing valid: 200 with the message, which replaces the old report (a 400 is not swapped by htmx).
+    empty = alice_client.get("/lab/report/", {"s": "nope"}, HTTP_HX_REQUEST="true")
+    assert empty.status_code == 200
+    assert "Name at least one valid strategy." in empty.content.decode() and "report-row" not in empty.content.decode()
 
 
 def test_it_serves_the_report_fragment_to_htmx(alice_client, make_session):

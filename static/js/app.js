@@ -12,6 +12,18 @@ document.addEventListener("htmx:configRequest", (event) => {
   }
 });
 
+// A form that pushes its values to the URL also listens to "change", which a text field fires again when it loses
+// focus after its "input" events were already sent: a request for what the page already shows would swap the
+// result again under the user's hands (closing the Export menu they just opened). Skip it.
+document.addEventListener("htmx:configRequest", (event) => {
+  const { elt, verb, formData, triggeringEvent } = event.detail;
+  if (verb !== "get" || !triggeringEvent || triggeringEvent.type !== "change" || !formData) return;
+  if (!elt.matches || !elt.matches("form[hx-push-url='true']")) return;
+  const asked = Array.from(formData.entries(), ([key, value]) => [key, String(value)]);
+  const shown = Array.from(new URLSearchParams(location.search).entries());
+  if (JSON.stringify(asked) === JSON.stringify(shown)) event.preventDefault();
+});
+
 // Forms whose values live in the URL (data-sync-url: the list's filters, the report's). After Back or Forward htmx
 // puts back a snapshot of the page's markup, which does not hold what was typed or ticked before the snapshot; set
 // every field from the URL, so that the form says what the table shows and the next change keeps every filter.
@@ -61,14 +73,6 @@ document.addEventListener("click", (event) => {
   history.replaceState(history.state, "", url.href);
 });
 
-// The lab answers an invalid parameter with 400 and the form's errors: show them instead of ignoring the answer.
-document.addEventListener("htmx:beforeSwap", (event) => {
-  if (event.detail.xhr.status === 400 && event.detail.elt.closest && event.detail.elt.closest("#lab-main")) {
-    event.detail.shouldSwap = true;
-    event.detail.isError = false;
-  }
-});
-
 // "Back" links go back in history when there is somewhere to go back to; their href is the way without JS.
 document.addEventListener("click", (event) => {
   const link = event.target.closest && event.target.closest("a[data-history-back]");
@@ -80,4 +84,12 @@ document.addEventListener("click", (event) => {
 // A field that shows something to copy (a new API key) selects all of it when focused.
 document.addEventListener("focusin", (event) => {
   if (event.target.matches && event.target.matches("input[data-select-on-focus]")) event.target.select();
+});
+
+// The report's strategy boxes wrap a long spec (a one-line field cut it off), and Enter runs the report as it would
+// in a one-line field.
+document.addEventListener("keydown", (event) => {
+  if (event.key !== "Enter" || event.shiftKey || !event.target.matches || !event.target.matches("textarea.spec-input")) return;
+  event.preventDefault();
+  event.target.form.requestSubmit();
 });

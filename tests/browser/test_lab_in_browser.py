@@ -69,9 +69,57 @@ def test_it_compares_and_reports_in_the_browser(logged_in_page, live_server, mak
     screenshot(page, "trimming-lab-report")
     page.evaluate("window.__same_document = true")
     page.fill("input[name=q]", "Open question")
-    page.fill("input[name=s] >> nth=0", "clear_non_system")
+    page.fill("[name=s] >> nth=0", "clear_non_system")
     page.click("text=Run report")
     page.wait_for_url(re.compile(r"q=Open"))
     page.wait_for_function("() => document.querySelectorAll('.report-row').length === 1")
     assert page.locator(".summary-row[data-spec=clear_non_system] [data-questions-lost='1']").count() == 1
     assert page.evaluate("window.__same_document") is True
+
+
+def test_invalid_input_keeps_the_page_and_says_why_under_debug(logged_in_page, live_server, make_session, settings):
+    # Under `make run` (DEBUG) django-htmx's script replaces the whole document with any 400 answer to htmx: the lab
+    # and the report answer invalid input with 200 and the errors.
+    import json
+
+    settings.DEBUG = True
+    page = logged_in_page
+    session = make_session(chat(8), title="Weather in eight cities")
+    page.goto(f"{live_server.url}/sessions/{session.pk}/lab/")
+    page.fill("input[name=buffer_size]", "0")
+    page.wait_for_selector("#error-buffer_size:has-text('greater than 0')")
+    assert page.locator(".lab-header h1").inner_text() == "Trimming lab"
+    assert page.locator("#lab-result").get_by_text("No preview").is_visible()
+
+    # The trimmed view exports from the lab, as its Export menu says.
+    page.fill("input[name=buffer_size]", "3")
+    page.wait_for_selector("#lab-result .lab-stats")
+    kept = int(page.locator("#kept-count").inner_text())
+    page.click("#lab-result summary:has-text('Export this trimmed view')")
+    page.select_option("#lab-result select[name=format]", "native")
+    with page.expect_download() as info:
+        page.click("#lab-result button:has-text('Download')")
+    [exported] = json.loads(open(info.value.path(), encoding="utf-8").read())["sessions"]
+    assert len(exported["messages"]) == kept and exported["metadata"]["trimmed"]["params"]["buffer_size"] == 3
+
+    # The report: an invalid box is left out and said so in the result; a box keeps its value as typed.
+    page.goto(f"{live_server.url}/lab/report/?s=buffered")
+    page.wait_for_selector(".report-summary")
+    page.fill("[name=s] >> nth=0", "nope")
+    page.fill("[name=s] >> nth=1", "token_limited:token_limit=100")
+    page.press("[name=s] >> nth=1", "Enter")
+    page.wait_for_selector(".report-left-out")
+    assert page.locator("h1").first.inner_text() == "Trimming across sessions"
+    assert "strategy box 1, nope: unknown strategy 'nope'" in page.locator(".report-left-out").inner_text()
+    assert page.locator(".summary-row[data-spec='token_limited:token_limit=100']").count() == 1
+    box = page.locator("[name=s] >> nth=1")
+    assert box.input_value() == "token_limited:token_limit=100"
+    # The box shows all of it (a one-line field showed "token_limited:token_limit=1").
+    assert box.evaluate("(b) => b.scrollWidth <= b.clientWidth && b.scrollHeight <= b.clientHeight")
+    screenshot(page, "trimming-report-left-out")
+    # No valid box at all: the old report goes, the message says why.
+    page.fill("[name=s] >> nth=1", "")
+    page.click("text=Run report")
+    page.wait_for_selector("#report-result:has-text('Name at least one valid strategy')")
+    assert page.locator(".report-row").count() == 0
+    assert page.locator("header.topbar").count() == 1
