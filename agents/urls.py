@@ -12,6 +12,7 @@ urlpatterns = [
     path("sessions/<int:session_id>/recount/", views.session_recount, name="session_recount"),
     path("sessions/<int:session_id>/calls/<int:call_id>/", views.llm_call, name="llm_call"),
     path("agents/<int:agent_id>/", views.agent_detail, name="agent_detail"),
+    path("favicon.ico", views.favicon, name="favicon"),
 ]
 
 # Import and export (agents.transfer_views).

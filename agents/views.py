@@ -6,9 +6,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.contrib import messages as flash
+from django.contrib.auth.decorators import login_not_required
 from django.core.exceptions import BadRequest, PermissionDenied
 from django.core.paginator import Paginator
-from django.http import HttpResponse
+from django.http import HttpRequest, HttpResponse, HttpResponsePermanentRedirect
+from django.templatetags.static import static
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
@@ -317,3 +319,11 @@ def agent_detail(request: HtmxHttpRequest, agent_id: int) -> HttpResponse:
         template_name += "#agent-card"
     return render(request, template_name, context)
 
+
+
+@login_not_required
+@require_GET
+def favicon(request: HttpRequest) -> HttpResponse:
+    """Browsers ask for /favicon.ico before (or without) reading the page's <link rel="icon">, logged in or not. The
+    static URL is read per request: with the manifest storage it exists only after collectstatic."""
+    return HttpResponsePermanentRedirect(static("img/favicon.svg"))
