@@ -93,3 +93,12 @@ document.addEventListener("keydown", (event) => {
   event.preventDefault();
   event.target.form.requestSubmit();
 });
+
+// Escape closes an open Export menu (a <details>) and gives the focus back to its button.
+document.addEventListener("keydown", (event) => {
+  if (event.key !== "Escape") return;
+  for (const menu of document.querySelectorAll("details.export-menu[open]")) {
+    menu.open = false;
+    if (menu.contains(document.activeElement) || document.activeElement === document.body) menu.querySelector("summary").focus();
+  }
+});
