@@ -102,3 +102,21 @@ document.addEventListener("keydown", (event) => {
     if (menu.contains(document.activeElement) || document.activeElement === document.body) menu.querySelector("summary").focus();
   }
 });
+
+// A field the browser rejects (Min tokens below 0, "1e" in a number field) stops htmx's request, which said nothing:
+// say which field and why, in the form's [data-validation-message] box, until a request goes out again.
+function labelOf(field) {
+  const label = field.id && document.querySelector(`label[for="${field.id}"]`);
+  return label ? label.textContent.trim() : field.name;
+}
+document.addEventListener("htmx:validation:halted", (event) => {
+  const box = event.detail.elt.querySelector && event.detail.elt.querySelector("[data-validation-message]");
+  if (!box) return;
+  const problems = event.detail.errors.map((e) => `${labelOf(e.elt)}: ${e.message}`);
+  box.textContent = `${problems.join(" ")} The list still shows the filters before this change.`;
+  box.hidden = false;
+});
+document.addEventListener("htmx:beforeRequest", (event) => {
+  const box = event.detail.elt.querySelector && event.detail.elt.querySelector("[data-validation-message]");
+  if (box) box.hidden = true;
+});

@@ -176,3 +176,23 @@ def test_it_keeps_the_user_and_log_out_on_screen_on_a_phone(logged_in_page, live
         assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= 390, locator
     assert page.evaluate("document.querySelector('.topbar').scrollWidth <= 390")
     screenshot(page, "session-list-390px")
+
+
+def test_it_says_why_a_token_bound_the_browser_rejects_is_not_applied(logged_in_page, live_server, make_session):
+    page = logged_in_page
+    make_session(TRAVEL, title="Paris and Tokyo")
+    page.goto(f"{live_server.url}/")
+    page.fill("input[name=min_tokens]", "-3")
+    page.keyboard.press("Tab")
+    message = page.locator("#session-filters [data-validation-message]")
+    message.wait_for(state="visible")
+    assert message.inner_text().startswith("Min tokens: ")
+    assert "0" in message.inner_text() and "still shows the filters before this change" in message.inner_text()
+    assert "min_tokens" not in page.url
+    screenshot(page, "list-min-tokens-rejected")
+    # A value the browser accepts goes out, and the message goes.
+    page.fill("input[name=min_tokens]", "5")
+    page.keyboard.press("Tab")
+    page.wait_for_url(re.compile(r"min_tokens=5"))
+    assert message.is_hidden()
+    assert page.locator("#session-table").get_by_text("Paris and Tokyo").is_visible()
