@@ -254,3 +254,6 @@ def test_it_says_when_a_permalinked_message_does_not_exist(alice_client, make_se
     response = alice_client.get(session.get_absolute_url(), {"at": 5000})
     assert response.status_code == 200
     assert "There is no message #5,000: the session has 650 messages." in response.content.decode()
+    # The footer too speaks of that message, not of a page boundary computed from it ("no messages after #4,899").
+    footer = response.content.decode().split('<div class="load-more">')[1].split("</div>")[0]
+    assert "no message #5,000 (650 in the session, #0–#649)" in footer and "after" not in footer
