@@ -51,11 +51,18 @@ document.addEventListener("htmx:historyRestore", () => {
 
 // A permalink (#m-N) to a message that is not on this page: open the page holding it (?at=N), which the server
 // starts at that message's page boundary; the browser then scrolls to the anchor itself.
+// ?at=N alone (the login page sends back to the permalink without its #m-N: a fragment does not travel through a
+// form's POST) scrolls to that message and highlights it as #m-N would.
 (() => {
+  const params = new URLSearchParams(location.search);
+  const at = params.get("at");
+  if (!location.hash && at && /^\d+$/.test(at) && document.getElementById(`m-${at}`)) {
+    location.replace(`#m-${at}`);
+    return;
+  }
   const match = /^#m-(\d+)$/.exec(location.hash);
   if (!match || document.getElementById(`m-${match[1]}`) || !document.querySelector(".messages")) return;
-  const params = new URLSearchParams(location.search);
-  if (params.get("at") === match[1]) return; // already asked for it: the message does not exist, stay here
+  if (at === match[1]) return; // already asked for it: the message does not exist, stay here
   location.replace(`${location.pathname}?at=${match[1]}${location.hash}`);
 })();
 

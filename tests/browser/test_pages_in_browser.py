@@ -196,3 +196,21 @@ def test_it_says_why_a_token_bound_the_browser_rejects_is_not_applied(logged_in_
     page.wait_for_url(re.compile(r"min_tokens=5"))
     assert message.is_hidden()
     assert page.locator("#session-table").get_by_text("Paris and Tokyo").is_visible()
+
+
+def test_a_permalink_opened_logged_out_lands_on_its_message_after_login(page, live_server, alice, make_session):
+    messages = [{"role": "user" if i % 2 == 0 else "assistant", "content": f"message number {i}"} for i in range(700)]
+    long = make_session(messages, title="Seven hundred")
+    page.goto(f"{live_server.url}/sessions/{long.pk}/?at=650#m-650")
+    assert "/login/" in page.url
+    page.fill("input[name=username]", "alice")
+    page.fill("input[name=password]", "pw-alice-123")
+    page.click("button[type=submit], input[type=submit]")
+    # The login's redirect keeps ?at=650 but not #m-650 (a fragment does not travel through the form's POST).
+    page.wait_for_url(re.compile(r"\?at=650#m-650$"))
+    page.wait_for_function(
+        "() => { const r = document.getElementById('m-650').getBoundingClientRect();"
+        " return r.top >= 0 && r.top < window.innerHeight; }"
+    )
+    assert page.evaluate("() => document.querySelector(':target').id") == "m-650"
+    screenshot(page, "permalink-after-login")
