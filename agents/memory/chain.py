@@ -69,9 +69,10 @@ from __future__ import annotations
 
 import gc
 import json
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
+from typing import Any
 
 from agents.memory.schema import SYSTEM_ROLES, Message, ToolCall
 
@@ -302,7 +303,9 @@ class ProtocolChecker:
 
     def _add(self, kind: str, index: int, call_id: str | None, message: str, provider_error: str = "") -> None:
         severity = "warning" if kind in WARNING_KINDS else "error"
-        self._found.append((index, len(self._found), Violation(kind, index, call_id, message, severity, provider_error)))
+        self._found.append(
+            (index, len(self._found), Violation(kind, index, call_id, message, severity, provider_error))
+        )
 
     def _orphan_error(self, call_id: str) -> str:
         return _ANTHROPIC_ORPHAN.format(id=call_id) if self._anthropic else _OPENAI_ORPHAN
@@ -421,9 +424,11 @@ class ProtocolChecker:
             if ex is not self._open:
                 assert ex.closed_by is not None  # an exchange that is not open was closed by a message
                 self._add(
-                    "interrupted_exchange", ex.closed_by, call_id,
-                    f"Message {ex.closed_by} ({ex.closed_by_role}) comes between call {call_id} ({call.name}) at message {call.index} and "
-                    f"its result at message {i}; results must follow their call directly.",
+                    "interrupted_exchange",
+                    ex.closed_by,
+                    call_id,
+                    f"Message {ex.closed_by} ({ex.closed_by_role}) comes between call {call_id} ({call.name}) "
+                    f"at message {call.index} and its result at message {i}; results must follow their call directly.",
                     self._unanswered_error(call),
                 )
                 if ex.answered == ex.total:
@@ -537,16 +542,28 @@ class ProtocolChecker:
                 found.append((call.index, seq, Violation(kind, call.index, call.id, text, "error",
                                                        self._unanswered_error(call))))
                 seq += 1
-        ex = self._open
-        if ex is not None:
-            for call in ex.calls:
+        still_open = self._open
+        if still_open is not None:
+            for call in still_open.calls:
                 if call.answered_at is None:
                     text = (
                         f"Call {call.id} ({call.name}) at message {call.index} is still waiting for its result at "
                         "the end of the list: fine while the agent runs the tool, an error if sent as is."
                     )
-                    found.append((call.index, seq, Violation("pending_tool_call", call.index, call.id, text, self._pending_severity,
-                                                           self._unanswered_error(call))))
+                    found.append(
+                        (
+                            call.index,
+                            seq,
+                            Violation(
+                                "pending_tool_call",
+                                call.index,
+                                call.id,
+                                text,
+                                self._pending_severity,
+                                self._unanswered_error(call),
+                            ),
+                        )
+                    )
                     seq += 1
         found.sort(key=lambda item: (item[0], item[1]))
         return [v for _, _, v in found]

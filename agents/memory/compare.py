@@ -260,7 +260,7 @@ def compare_aligned(
         messages=n,
         rows=row_count,
         disagreeing=disagreeing,
-        summaries=[column_summary(messages, r, kinds) for r, (kinds, _) in zip(results, columns)],
+        summaries=[column_summary(messages, r, kinds) for r, (kinds, _) in zip(results, columns, strict=True)],
         items=page,
         only_disagreements=only_disagreements,
         offset=offset,

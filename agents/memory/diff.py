@@ -340,9 +340,8 @@ def json_changes(left: Any, right: Any, path: str = "$") -> list[PathChange]:
             i, j = pi + 1, pj + 1
         return out
     # Scalars, or two values of different kinds. 1 and 1.0 are the same JSON number; True is not 1.
-    if type(left) is type(right) or (_is_number(left) and _is_number(right)):
-        if left == right:
-            return []
+    if (type(left) is type(right) or (_is_number(left) and _is_number(right))) and left == right:
+        return []
     return [PathChange(path, "changed", left, right)]
 
 

@@ -28,6 +28,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from .formats.base import dict_or_empty
 from .otlp import Batch, LogRecord, Span
 from .schema import Message, describe_validation_error
 
@@ -96,8 +97,16 @@ class CapturedCall:
         for name in self.__dataclass_fields__:
             mine, theirs = getattr(self, name), getattr(other, name)
             fields[name] = mine if mine not in (None, "", {}, []) else theirs
-        if self.input_times is not None and other.input_times is not None and self.inputs is not None and other.inputs is not None:
-            timed = {(t, m.model_dump_json()): (t, m) for t, m in zip(self.input_times + other.input_times, self.inputs + other.inputs)}
+        if (
+            self.input_times is not None
+            and other.input_times is not None
+            and self.inputs is not None
+            and other.inputs is not None
+        ):
+            timed = {
+                (t, m.model_dump_json()): (t, m)
+                for t, m in zip(self.input_times + other.input_times, self.inputs + other.inputs, strict=True)
+            }
             joined = sorted(timed.values(), key=lambda pair: pair[0])
             fields["input_times"] = [t for t, _ in joined]
             fields["inputs"] = [m for _, m in joined]
@@ -206,7 +215,7 @@ def call_from_events(trace_id: str, span_id: str, records: Iterable[LogRecord]) 
         body = record.body if isinstance(record.body, dict) else {"content": record.body}
         place = f"{record.event_name}[{n}]"
         if record.event_name == CHOICE_EVENT:
-            message = body.get("message") if isinstance(body.get("message"), dict) else {}
+            message = dict_or_empty(body.get("message"))
             choices.append((int(body.get("index") or 0), _openai_like({"role": "assistant", **message}, place)))
         else:
             inputs.append(_openai_like({**body, "role": EVENT_ROLES[record.event_name]}, place))
@@ -330,8 +339,13 @@ def _genai_message(item: dict[str, Any], place: str) -> list[Message]:
         if kind == "text":
             content.append({"type": "text", "text": str(part.get("content") or "")})
         elif kind == "tool_call":
-            tool_calls.append({"id": str(part.get("id") or f"call_{j}"), "type": "function",
-                               "function": {"name": str(part.get("name") or ""), "arguments": _arguments(part.get("arguments"))}})
+            tool_calls.append(
+                {
+                    "id": str(part.get("id") or f"call_{j}"),
+                    "type": "function",
+                    "function": {"name": str(part.get("name") or ""), "arguments": _arguments(part.get("arguments"))},
+                }
+            )
         elif kind == "tool_call_response":
             response = part.get("response", part.get("result"))
             text = response if isinstance(response, str) else json.dumps(response, ensure_ascii=False)
@@ -355,7 +369,8 @@ def _content(parts: list[dict[str, Any]]) -> str | list[dict[str, Any]] | None:
     if not parts:
         return None
     if len(parts) == 1 and parts[0].get("type") == "text":
-        return parts[0]["text"]
+        text: str = parts[0]["text"]
+        return text
     return parts
 
 
@@ -407,7 +422,7 @@ def _flat_messages(attrs: Mapping[str, Any], prefix: str, read: Any) -> list[Mes
 
 
 def _openinference_message(node: dict[str, Any], place: str) -> Message:
-    message = node.get("message") if isinstance(node.get("message"), dict) else {}
+    message = dict_or_empty(node.get("message"))
     content: Any = message.get("content")
     parts = _indexed(message.get("contents"))
     if content is None and parts:

@@ -135,7 +135,9 @@ def _ids_to_base64(value: Any, place: str) -> Any:
                 try:
                     out[key] = base64.b64encode(bytes.fromhex(item)).decode()
                 except ValueError:
-                    raise OtlpError(f"malformed OTLP JSON at {place}.{key}: ids are hex strings, got {item[:40]!r}") from None
+                    raise OtlpError(
+                        f"malformed OTLP JSON at {place}.{key}: ids are hex strings, got {item[:40]!r}"
+                    ) from None
             else:
                 out[key] = _ids_to_base64(item, f"{place}.{key}")
         return out

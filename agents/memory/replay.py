@@ -14,15 +14,15 @@ How each strategy is replayed (``Replay.method``), for a 10,000-message run at a
 preview (bench/README.md):
 
 - ``incremental`` (``INCREMENTAL_STRATEGIES``): the strategies of DESIGN.md's table send, at each call, system
-  messages (pinned, or kept by the strategy) and then one contiguous slice ``messages[s:e]`` of the input, or two (head_and_tail: head,
-  placeholder, tail; token_limited: the two ends middle-out removal leaves). Where the slices start and end is
-  found from arrays built once for the run (prefix sums of the token counts, positions of user messages, unit
-  starts) by bisection, or by a pointer that only moves forward; tokens sent are prefix-sum differences; the
-  errors of every slice are counted at once by ``SliceViolations`` (O(n log n) for the whole run), two slices
-  sent together by ``SliceViolations.joined_counts``. Assumptions, checked by the property tests against
-  trimming each call's input from scratch: ``llamaindex_buffer``'s pointer assumes what LlamaIndex counts
-  never shrinks when a message is added (true of cl100k on joined text in practice); ``safe_token_budget``
-  keeps whole valid units by construction, so it sends no violation.
+  messages (pinned, or kept by the strategy) and then one contiguous slice ``messages[s:e]`` of the input, or two
+  (head_and_tail: head, placeholder, tail; token_limited: the two ends middle-out removal leaves). Where the slices
+  start and end is found from arrays built once for the run (prefix sums of the token counts, positions of user
+  messages, unit starts) by bisection, or by a pointer that only moves forward; tokens sent are prefix-sum
+  differences; the errors of every slice are counted at once by ``SliceViolations`` (O(n log n) for the whole run),
+  two slices sent together by ``SliceViolations.joined_counts``. Assumptions, checked by the property tests against
+  trimming each call's input from scratch: ``llamaindex_buffer``'s pointer assumes what LlamaIndex counts never
+  shrinks when a message is added (true of cl100k on joined text in practice); ``safe_token_budget`` keeps whole valid
+  units by construction, so it sends no violation.
 - ``per call, bounded``: in a session that reuses a call id across messages, the two parts of head_and_tail and
   token_limited cannot be counted apart, so the list they send is checked at every call (the cost per call is
   what is sent, bounded by head_size + tail_size or by the budget, not the history); safe_token_budget, whose
@@ -40,10 +40,14 @@ preview (bench/README.md):
   ``incremental=False``, is trimmed on each call's input from scratch, which is quadratic; past
   ``PER_CALL_WORK`` message-trims the calls are sampled at a stride, and the replay says so.
 """
+
 from __future__ import annotations
 
 import bisect
+import functools
+import itertools
 import math
+from collections import deque
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -58,9 +62,9 @@ from agents.memory.trimming import (
     Dropped,
     Edited,
     Inserted,
+    StrategySpec,
     TrimResult,
     get_strategy,
-    StrategySpec,
     strategy_spec,
     trim,
 )
@@ -597,7 +601,7 @@ class _PrefixContentCount:
                 self._cuts.append(j)
         self._cuts.append(n)
         self._piece_sums = [0]  # tokens of the pieces between consecutive cuts, each with its joining space
-        for a, b in zip(self._cuts[1:-1], self._cuts[2:]):
+        for a, b in itertools.pairwise(self._cuts[1:]):
             self._piece_sums.append(self._piece_sums[-1] + self._tokens(" " + " ".join(self._texts[a:b])))
         self._head: dict[tuple[int, int], int] = {}
         self._tail: dict[tuple[int, int], int] = {}
@@ -671,18 +675,11 @@ def _safe_token_budget(run: _Run, p: Any) -> Iterator[ReplayStep]:
         last_size = 0 if problem else sum(counts[i] for i in members)
         last_sent = 0 if problem else len(members)
         user_unit = bisect.bisect_left(starts, u) if u >= 0 else None
-
-        def from_unit(a: int, table: list[int], last_value: int) -> int:  # units a .. m-1, the cut one as now
-            return table[m - 1] - table[min(a, m - 1)] + (last_value if a <= m - 1 else 0)
-
-        def fits(a: int) -> bool:
-            user = counts[u] if user_unit is not None and user_unit < a else 0
-            return base + user + from_unit(a, size, last_size) <= budget
-
-        lo, hi = 0, m  # the smallest a whose units fit (fits only grows with a)
+        lo, hi = 0, m  # the smallest a whose units fit (what is sent only shrinks as a grows)
         while lo < hi:
             mid = (lo + hi) // 2
-            if fits(mid):
+            user = counts[u] if user_unit is not None and user_unit < mid else 0
+            if base + user + _from_unit(size, m, mid, last_size) <= budget:
                 hi = mid
             else:
                 lo = mid + 1
@@ -692,12 +689,17 @@ def _safe_token_budget(run: _Run, p: Any) -> Iterator[ReplayStep]:
             newest = -1
         if newest >= 0 and (user_unit is None or newest > user_unit) and a > newest:
             a = newest  # the floor: the newest step is sent whatever it costs
-        tokens = base + from_unit(a, size, last_size)
-        n_sent = v0 + from_unit(a, sent, last_sent)
+        tokens = base + _from_unit(size, m, a, last_size)
+        n_sent = v0 + _from_unit(sent, m, a, last_sent)
         if user_unit is not None and user_unit < a:
             tokens += counts[u]
             n_sent += 1
         yield ReplayStep(k, n_sent, tokens, tokens_input, 0, question)
+
+
+def _from_unit(table: list[int], m: int, a: int, last_value: int) -> int:
+    """The sum over units a .. m-1 of a prefix-sum table, the last one (cut by the call) counted as ``last_value``."""
+    return table[m - 1] - table[min(a, m - 1)] + (last_value if a <= m - 1 else 0)
 
 
 _INCREMENTAL = {
@@ -747,23 +749,15 @@ def _token_limited(run: _Run, p: Any) -> Iterator[_Window]:
     for k in run.calls:
         m = bisect.bisect_left(starts, k)
         bound = starts[:m] + [k]  # unit u is messages bound[u]:bound[u + 1]; the last one cut by the call
-
-        def split(pops: int) -> tuple[int, int]:  # as registry's _middle_out_kept: units [0, left) and [right, m)
-            rest = m - pops
-            return (rest + 1) // 2, m - rest // 2
-
-        def fits(pops: int) -> bool:
-            left, right = split(pops)
-            return (g[bound[left]] - g[bound[0]]) + (g[k] - g[bound[right]]) + per_list <= p.token_limit
-
-        lo, hi = 0, m
+        lo, hi = 0, m  # the fewest units popped for the rest to fit
         while lo < hi:
             mid = (lo + hi) // 2
-            if fits(mid):
+            left, right = _middle_out_split(m, mid)
+            if (g[bound[left]] - g[bound[0]]) + (g[k] - g[bound[right]]) + per_list <= p.token_limit:
                 hi = mid
             else:
                 lo = mid + 1
-        left, right = split(lo)
+        left, right = _middle_out_split(m, lo)
         head = [bound[0], bound[left]]
         tail = [bound[right], k]
         # AutoGen then removes one leading result message of what is left.
@@ -773,6 +767,10 @@ def _token_limited(run: _Run, p: Any) -> Iterator[_Window]:
         yield _Window(head[0], head[1], v0, g[v0], start2=tail[0], end2=tail[1])
 
 
+def _middle_out_split(m: int, pops: int) -> tuple[int, int]:
+    """As registry's _middle_out_kept: of m units with ``pops`` removed, units [0, left) and [right, m) stay."""
+    rest = m - pops
+    return (rest + 1) // 2, m - rest // 2
 
 
 _INCREMENTAL.update(head_and_tail=_head_and_tail, token_limited=_token_limited)
@@ -796,10 +794,7 @@ def _sk_truncation_carried(run: _Run, p: Any) -> Iterator[_Window]:
 
     for k in run.calls:
         held = len(head) + (k - start)
-
-        def at(position: int) -> int:  # input index of a position of what is held
-            return head[position] if position < len(head) else start + position - len(head)
-
+        at = functools.partial(_held_at, head, start, 0)  # input index of a position of what is held
         pinned = run.lead if p.pin_system else 0  # the system prompt, outside the reducer's history
         size = held - pinned  # the reducer's view
         if size > target + threshold:
@@ -811,7 +806,8 @@ def _sk_truncation_carried(run: _Run, p: Any) -> Iterator[_Window]:
                 first_system = len(head) + found - start if found < k else None
             sys_view = None if first_system is None else first_system - pinned
             would_truncate = sys_view is not None and sys_view < size - target
-            idx = _sk_locate(size, lambda q: at(pinned + q), msgs, function_content, target, threshold, would_truncate)
+            view_at = functools.partial(_held_at, head, start, pinned)
+            idx = _sk_locate(size, view_at, msgs, function_content, target, threshold, would_truncate)
             if idx is not None:
                 keep_from = pinned + idx  # position in what is held
                 new_head = [at(q) for q in range(pinned)]
@@ -823,6 +819,12 @@ def _sk_truncation_carried(run: _Run, p: Any) -> Iterator[_Window]:
                     start = at(keep_from) if keep_from < held else k
                 head = new_head
         yield _Window(start, k, len(head), sum(counts[i] for i in head))
+
+
+def _held_at(head: list[int], start: int, offset: int, position: int) -> int:
+    """The input index of a position (plus ``offset``) of what the reducer holds: ``head``, then ``start`` on."""
+    position += offset
+    return head[position] if position < len(head) else start + position - len(head)
 
 
 def _sk_locate(
@@ -1051,11 +1053,11 @@ def _windows_to_steps(run: _Run, windows: list[_Window]) -> tuple[list[ReplaySte
     errors = slices.counts([(w.start, w.end) for w in windows])
     incremental = True
     if two_parts and slices.unique_ids:
-        joined = {}
+        joined: dict[int, int] = {}
         for separated in (False, True):
             chosen = [q for q in two_parts if (windows[q].between is not None) == separated]
             parts = [(windows[q].start, windows[q].end, windows[q].start2, windows[q].end2) for q in chosen]
-            joined.update(zip(chosen, slices.joined_counts(parts, separated=separated)))
+            joined.update(zip(chosen, slices.joined_counts(parts, separated=separated), strict=True))
         for q, e in joined.items():
             errors[q] = e
     elif two_parts:
@@ -1067,7 +1069,7 @@ def _windows_to_steps(run: _Run, windows: list[_Window]) -> tuple[list[ReplaySte
             sent = list(msgs[w.start : w.end]) + ([w.between] if w.between is not None else [])
             errors[q] = _errors(sent + list(msgs[w.start2 : w.end2]))
     steps = []
-    for k, w, e in zip(run.calls, windows, errors):
+    for k, w, e in zip(run.calls, windows, errors, strict=True):
         if w.tokens is not None:
             tokens = w.tokens
         else:
@@ -1119,10 +1121,7 @@ def replay_call(
         return trim(messages[:call], spec, counter=tc.name, token_counts=counts[:call])
     run = _Run(messages, counts, tc, resolved.pin_system)
     run.calls = [k for k in run.calls if k < call] + [call]
-    last: _CarriedCall | None = None
-    for last in _carried_calls(run, spec, tc.name):
-        pass
-    assert last is not None
+    last = deque(_carried_calls(run, spec, tc.name), maxlen=1).pop()  # the trims before it, only to carry memory
     result = last.result
     why_dropped = {last.held[d.index]: d.reason for d in result.dropped if last.held[d.index] is not None}
     kept = sorted(s for s in last.sent if s is not None)
@@ -1139,7 +1138,7 @@ def replay_call(
     ]
     kept_reasons = {
         s: result.kept_reasons.get(held_pos, "kept")
-        for s, held_pos in zip(last.sent, result.sources)
+        for s, held_pos in zip(last.sent, result.sources, strict=True)
         if s is not None and held_pos is not None
     }
     return TrimResult(
@@ -1159,10 +1158,7 @@ def _after_turn_result(
     name, resolved = spec.name, spec.params
     run = _Run(messages, counts, tc, resolved.pin_system)
     run.calls = [k for k in run.calls if k < call] + [call]
-    last: _TurnCall | None = None
-    for last in _after_turn_calls(run, spec, tc.name):
-        pass
-    assert last is not None
+    last = deque(_after_turn_calls(run, spec, tc.name), maxlen=1).pop()
     sent_messages = last.held_messages + list(messages[last.start : call])
     sources: list[int | None] = last.held + list(range(last.start, call))
     kept = sorted(s for s in sources if s is not None)
@@ -1172,7 +1168,7 @@ def _after_turn_result(
     kept_reasons.update({i: in_turn for i in range(last.start, call)})
     edited = [
         Edited(s, "changed when a turn ended")
-        for s, m in zip(last.held, last.held_messages)
+        for s, m in zip(last.held, last.held_messages, strict=True)
         if s is not None and m is not messages[s]
     ]
     violations = [
@@ -1183,7 +1179,7 @@ def _after_turn_result(
         dropped=[Dropped(i, last.why_dropped.get(i, "dropped when a turn ended")) for i in range(call)
                  if i not in kept_set],
         inserted=[Inserted(pos, m, "inserted when a turn ended") for pos, (s, m) in
-                  enumerate(zip(sources, sent_messages)) if s is None],
+                  enumerate(zip(sources, sent_messages, strict=True)) if s is None],
         messages=sent_messages, tokens_before=run.g[call] + tc.per_list,
         tokens_after=sum(last.held_counts) + run.g[call] - run.g[last.start] + tc.per_list,
         violations=violations, notes=list(last.notes), kept_reasons=kept_reasons, sources=sources, edited=edited,

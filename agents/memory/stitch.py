@@ -106,7 +106,7 @@ def place_call(index: ChainIndex, inputs: Sequence[Message], outputs: Sequence[M
             matched[i] = cursor = spots[j]
     new: list[Message] = []
     sent: list[int] = []
-    for message, spot in zip(inputs, matched):
+    for message, spot in zip(inputs, matched, strict=True):
         if spot is None:
             spot = size + len(new)
             new.append(message)

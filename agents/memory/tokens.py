@@ -22,8 +22,9 @@ import binascii
 import fnmatch
 import hashlib
 import threading
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Iterator, Protocol, Sequence, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from agents.memory.schema import Message
 
@@ -138,7 +139,7 @@ def load_o200k_encoding(path: Path | None = None) -> tiktoken.Encoding:
     # keeps a copy of the file in a temporary cache and may answer from it instead of from the file whose hash was
     # checked. The hash proves the layout, so one split of the whole file does (twice as fast as line by line).
     fields = data.split()
-    ranks = dict(zip(map(binascii.a2b_base64, fields[::2]), map(int, fields[1::2])))
+    ranks = dict(zip(map(binascii.a2b_base64, fields[::2]), map(int, fields[1::2]), strict=True))
     return tiktoken.Encoding(
         name="o200k_base", pat_str=O200K_PAT_STR, mergeable_ranks=ranks, special_tokens=O200K_SPECIAL_TOKENS
     )

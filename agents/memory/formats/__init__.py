@@ -10,9 +10,9 @@ Public API (the commands, views, API and importer all call these):
   under another name, pasted text): ``travel.jsonl`` means JSON Lines, as the path does on the command line.
   Without it the name is the path's, or the file object's ``name`` attribute.
 - ``iter_conversations(source, format=None, *, name=None)``: the same, one conversation at a time.
-- ``open_stream(source, format=None, *, name=None)``: ``ConversationStream``s whose messages are read as they are consumed,
-  so that a single conversation of a million messages never sits in memory (openai and native stream message by
-  message; JSONL line by line; an array of documents in any format document by document; any other big
+- ``open_stream(source, format=None, *, name=None)``: ``ConversationStream``s whose messages are read as they are
+  consumed, so that a single conversation of a million messages never sits in memory (openai and native stream
+  message by message; JSONL line by line; an array of documents in any format document by document; any other big
   document is read whole).
 - ``write_chunks(conversations, format, report, on_invalid="skip")``: write, as a generator of text pieces
   (each conversation's messages are iterated once, in order, so a lazy sequence from the database works) that
@@ -44,7 +44,8 @@ Detection rules (a file can always be read as a named format instead):
   format, one document per line.
 - A JSON array of documents (lists, or objects with ``messages`` / ``input`` / ``llm_context`` / ...) holds several
   conversations of one format.
-When more than one format fits, the error lists the candidates and says to name the format (``FormatError.choose_format``).
+When more than one format fits, the error lists the candidates and says to name the format
+(``FormatError.choose_format``).
 When none fits these rules, detection goes by shape alone: a list (or an object with ``messages``) whose objects
 look like chat messages (a ``role`` key, whatever its value, or only Chat Completions keys) is ``openai``
 (``openmanus``, ``anthropic`` or ambiguous by the same marks as above), so that its reader names the bad place
@@ -243,7 +244,7 @@ def open_stream(
                 head = head[3:]  # the UTF-8 byte order mark, which the streaming parser would call invalid JSON
             if len(head) < PREVIEW_BYTES:
                 head += read_head(src.stream, PREVIEW_BYTES - len(head))
-            stream = io.BufferedReader(PrefixedStream(head, src.stream), 1 << 16)  # type: ignore[arg-type]
+            stream = io.BufferedReader(PrefixedStream(head, src.stream), 1 << 16)
             yield from _large(head, stream, src.name, format)
     finally:
         if src.close:
@@ -273,10 +274,7 @@ def _jsonl(rows: Iterator[tuple[int, Any]], format: str | None) -> Iterator[Conv
                     line_format = "openai_jsonl"
                 else:
                     line_format = detect_format(row)
-            if line_format == "openai_jsonl":
-                convs = [jsonl.read_row(row)]
-            else:
-                convs = _codec(line_format).read(row)
+            convs = [jsonl.read_row(row)] if line_format == "openai_jsonl" else _codec(line_format).read(row)
         except FormatError as exc:
             raise FormatError(f"line {number}", str(exc)) from None
         for conv in convs:
@@ -285,7 +283,7 @@ def _jsonl(rows: Iterator[tuple[int, Any]], format: str | None) -> Iterator[Conv
         raise FormatError("input", "empty input: no JSON lines")
 
 
-def _large(head: bytes, stream: io.BufferedReader, name: str, format: str | None) -> Iterator[ConversationStream]:
+def _large(head: bytes, stream: IO[bytes], name: str, format: str | None) -> Iterator[ConversationStream]:
     """``head`` is what was read to tell small from big; ``stream`` gives it again, followed by the rest."""
     head_text = head[:PREVIEW_BYTES].decode("utf-8", errors="ignore")
     if format == "openai_jsonl" or looks_like_jsonl(head_text, name):
@@ -302,7 +300,7 @@ def _large(head: bytes, stream: io.BufferedReader, name: str, format: str | None
     codec = _codec(format)
     # Long strings go round ijson (whose parser is quadratic in a token's length) and come back as values.
     lifted = LiftedStrings(stream)
-    events = Events(io.BufferedReader(lifted, 1 << 16), lifted.values)  # type: ignore[arg-type]
+    events = Events(io.BufferedReader(lifted, 1 << 16), lifted.values)
     if hasattr(codec, "stream"):
         yield from codec.stream(events)
         return
@@ -345,10 +343,12 @@ def write_chunks(
     FormatError at the first one instead)."""
     codec = _codec(format)
     if format != "openai_jsonl":
-        return codec.write(conversations, report)
+        chunks: Iterator[str] = codec.write(conversations, report)
+        return chunks
     if on_invalid not in {"skip", "stop"}:
         raise FormatError("on_invalid", f"expected 'skip' or 'stop', got {on_invalid!r}")
-    return codec.write(conversations, report, on_invalid=on_invalid)
+    chunks = codec.write(conversations, report, on_invalid=on_invalid)
+    return chunks
 
 
 def write_conversations(

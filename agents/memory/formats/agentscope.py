@@ -21,10 +21,12 @@ from .base import (
     Streamed,
     WriteReport,
     at,
+    dict_or_empty,
     dump_arguments,
     format_extra,
     format_metadata,
     json_type,
+    list_or_empty,
     load_arguments,
     make_conversation,
     make_message,
@@ -62,7 +64,7 @@ def full_msgs(items: list[Any]) -> bool:
     """Every object carries all of ``Msg.to_dict()``'s keys (id, name, role, content, metadata, timestamp): an
     AgentScope list, which no Chat Completions list is (its messages have neither ids nor timestamps)."""
     objects = [m for m in items if isinstance(m, dict)]
-    return bool(objects) and all(_MSG_KEYS <= m.keys() for m in objects)
+    return bool(objects) and all(m.keys() >= _MSG_KEYS for m in objects)
 
 
 def looks_like_msg(item: Any) -> bool:
@@ -72,7 +74,8 @@ def looks_like_msg(item: Any) -> bool:
 
 
 def _is_entry(item: Any) -> bool:
-    return (isinstance(item, list) and len(item) == 2 and _is_msg(item[0]) and isinstance(item[1], list)) or _is_msg(item)
+    pair = isinstance(item, list) and len(item) == 2 and _is_msg(item[0]) and isinstance(item[1], list)
+    return pair or _is_msg(item)
 
 
 def detect(doc: Any) -> bool:
@@ -114,10 +117,10 @@ def parse_timestamp(value: Any, place: str) -> tuple[datetime | None, str | None
 
 
 def _marks(value: Any, place: str) -> list[str]:
-    need_list(value, place)
-    for i, mark in enumerate(value):
+    marks: list[str] = need_list(value, place)
+    for i, mark in enumerate(marks):
         need_str(mark, at(place, i))
-    return value
+    return marks
 
 
 def _read_msg(item: Any, place: str, marks: list[str]) -> list[Message]:
@@ -146,7 +149,9 @@ def _read_msg(item: Any, place: str, marks: list[str]) -> list[Message]:
     content = item.get("content")
     cplace = at(place, "content")
     if content is None or isinstance(content, str):
-        return [make_message(place, role=role, content=content, name=name, extra={NAME: memo} if memo else {}, **common)]
+        return [
+            make_message(place, role=role, content=content, name=name, extra={NAME: memo} if memo else {}, **common)
+        ]
     need_parts(content, cplace)
     if role == "system" and content and all(b.get("type") == "tool_result" for b in content):
         out: list[Message] = []
@@ -182,7 +187,9 @@ def _read_msg(item: Any, place: str, marks: list[str]) -> list[Message]:
         elif kind == "tool_use" and role == "assistant":
             args = need_dict(block.get("input"), at(bplace, "input"))
             raw = block.get("raw_input")
-            cm: dict[str, Any] = {k: v for k, v in block.items() if k not in {"type", "id", "name", "input", "raw_input"}}
+            cm: dict[str, Any] = {
+                k: v for k, v in block.items() if k not in {"type", "id", "name", "input", "raw_input"}
+            }
             if isinstance(raw, str):
                 arguments = raw
                 cm["raw_input"] = True
@@ -192,8 +199,12 @@ def _read_msg(item: Any, place: str, marks: list[str]) -> list[Message]:
                 if raw is not None:
                     cm["raw_input_value"] = raw
                 arguments = dump_arguments(args)
-            calls.append({"id": need_str(block.get("id"), at(bplace, "id")),
-                          "function": {"name": need_str(block.get("name"), at(bplace, "name")), "arguments": arguments}})
+            calls.append(
+                {
+                    "id": need_str(block.get("id"), at(bplace, "id")),
+                    "function": {"name": need_str(block.get("name"), at(bplace, "name")), "arguments": arguments},
+                }
+            )
             call_memo.append(cm)
             order.append("tool_use")
         else:
@@ -257,7 +268,8 @@ def _blocks(content: str | list[dict[str, Any]] | None) -> list[dict[str, Any]]:
 
 def _id(conversation_index: int, index: int, message: Message) -> str:
     # AgentScope gives every Msg an id; deterministic ones keep exports reproducible.
-    return uuid.uuid5(uuid.NAMESPACE_URL, f"memoryviz:{conversation_index}:{index}:{message.role}:{message.text}").hex[:22]
+    name = f"memoryviz:{conversation_index}:{index}:{message.role}:{message.text}"
+    return uuid.uuid5(uuid.NAMESPACE_URL, name).hex[:22]
 
 
 def _timestamp(message: Message, memo: dict[str, Any]) -> str | None:
@@ -285,14 +297,19 @@ def _msg(message: Message, memo: dict[str, Any], role: str, name: str, content: 
 
 
 def _assistant_content(message: Message, memo: dict[str, Any], report: WriteReport) -> Any:
-    thinking = memo.get("thinking") if isinstance(memo.get("thinking"), list) else []
+    thinking = list_or_empty(memo.get("thinking"))
     if message.reasoning is None:
         thinking = []
     elif "\n\n".join(str(b.get("thinking")) for b in thinking if isinstance(b, dict)) != message.reasoning:
         thinking = [{"type": "thinking", "thinking": message.reasoning}]
-    if not thinking and not message.tool_calls and not isinstance(message.content, list) and not memo.get("empty_blocks"):
+    if (
+        not thinking
+        and not message.tool_calls
+        and not isinstance(message.content, list)
+        and not memo.get("empty_blocks")
+    ):
         return message.content if message.content is not None else ""
-    call_memo = memo.get("tool_use") if isinstance(memo.get("tool_use"), list) else []
+    call_memo = list_or_empty(memo.get("tool_use"))
     uses = []
     for i, call in enumerate(message.tool_calls):
         cm = call_memo[i] if i < len(call_memo) and isinstance(call_memo[i], dict) else {}
@@ -314,7 +331,11 @@ def _assistant_content(message: Message, memo: dict[str, Any], report: WriteRepo
         uses.append(block)
     queues = {"thinking": list(thinking), "content": _blocks(message.content), "tool_use": uses}
     order = memo.get("order")
-    if isinstance(order, list) and all(isinstance(k, str) for k in order) and sorted(order) == sorted(k for k, q in queues.items() for _ in q):
+    if (
+        isinstance(order, list)
+        and all(isinstance(k, str) for k in order)
+        and sorted(order) == sorted(k for k, q in queues.items() for _ in q)
+    ):
         return [queues[kind].pop(0) for kind in order]
     return queues["thinking"] + queues["content"] + queues["tool_use"]
 
@@ -338,13 +359,14 @@ def render_with_index(conversation: Conversation, report: WriteReport, conversat
             if isinstance(memo.get("block"), dict):
                 block.update(memo["block"])
             last = entries[-1][0] if entries else None
-            joins = (memo.get("same_msg") and last is not None and last["role"] == "system"
-                     and isinstance(last["content"], list) and last["content"]
-                     and last["content"][-1].get("type") == "tool_result")
-            if joins:
+            if (memo.get("same_msg") and last is not None and last["role"] == "system"
+                    and isinstance(last["content"], list) and last["content"]
+                    and last["content"][-1].get("type") == "tool_result"):
                 last["content"].append(block)
                 return
-            name = memo.get("msg_name") if isinstance(memo.get("msg_name"), str) else "system"
+            name = memo.get("msg_name")
+            if not isinstance(name, str):
+                name = "system"
             entries.append([_msg(message, memo, "system", name, [block], msg_id), list(message.marks)])
             return
         role = message.role
@@ -363,7 +385,7 @@ def render_with_index(conversation: Conversation, report: WriteReport, conversat
     head: dict[str, Any] = {}
     if not meta.get("no_summary"):
         head["_compressed_summary"] = meta.get("compressed_summary", "")
-    fields = meta.get("fields") if isinstance(meta.get("fields"), dict) else {}
+    fields = dict_or_empty(meta.get("fields"))
     return Streamed(head=head, key="content", items=entries,
                     tail={k: v for k, v in fields.items() if k not in {"content", "_compressed_summary"}})
 

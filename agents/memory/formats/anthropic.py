@@ -20,13 +20,15 @@ from .base import (
     WriteReport,
     anthropic_image_block,
     at,
-    convert_parts,
     chat_tool_from_flat,
+    convert_parts,
+    dict_or_empty,
     dump_arguments,
     flat_tool_from_chat,
     format_extra,
     format_metadata,
     json_type,
+    list_or_empty,
     load_arguments,
     make_conversation,
     make_message,
@@ -63,7 +65,9 @@ def _anthropic_messages(messages: list[Any], need_blocks: bool) -> bool:
         return True
     for m in sample:
         content = m.get("content")
-        if isinstance(content, list) and any(isinstance(b, dict) and isinstance(b.get("type"), str) and b["type"] in _BLOCKS for b in content):
+        if isinstance(content, list) and any(
+            isinstance(b, dict) and isinstance(b.get("type"), str) and b["type"] in _BLOCKS for b in content
+        ):
             return True
     return False
 
@@ -83,7 +87,7 @@ def _read_user(item: dict[str, Any], place: str) -> list[Message]:
     cplace = at(place, "content")
     if isinstance(content, str):
         return [make_message(place, role="user", content=content)]
-    need_parts(content, cplace)
+    blocks = need_parts(content, cplace)
     out: list[Message] = []
     pending: list[dict[str, Any]] = []
 
@@ -93,7 +97,7 @@ def _read_user(item: dict[str, Any], place: str) -> list[Message]:
             out.append(make_message(place, role="user", content=list(pending), extra={NAME: memo} if memo else {}))
             pending.clear()
 
-    for i, block in enumerate(content):
+    for i, block in enumerate(blocks):
         bplace = at(cplace, i)
         if block.get("type") != "tool_result":
             pending.append(block)
@@ -167,7 +171,8 @@ def _read_assistant(item: dict[str, Any], place: str) -> Message:
 
 def read(doc: Any, place: str = "") -> list[Conversation]:
     if isinstance(doc, list):
-        raw, top, memo = doc, {}, {"list": True}
+        raw, top = doc, {}
+        memo: dict[str, Any] = {"list": True}
         mplace = at(place, "messages")
     else:
         need_dict(doc, place or "input")
@@ -205,10 +210,14 @@ def read(doc: Any, place: str = "") -> list[Conversation]:
         rest = {k: v for k, v in item.items() if k not in {"role", "content"}}
         if rest:
             first = batch[0]
-            batch[0] = first.model_copy(update={"extra": {**first.extra, NAME: {**format_extra(first, NAME), "fields": rest}}})
+            batch[0] = first.model_copy(
+                update={"extra": {**first.extra, NAME: {**format_extra(first, NAME), "fields": rest}}}
+            )
         if batch[0].role == "tool" and messages and messages[-1].role == "tool":
             first = batch[0]
-            batch[0] = first.model_copy(update={"extra": {**first.extra, NAME: {**format_extra(first, NAME), "split": True}}})
+            batch[0] = first.model_copy(
+                update={"extra": {**first.extra, NAME: {**format_extra(first, NAME), "split": True}}}
+            )
         messages.extend(batch)
     if top:
         memo["fields"] = top
@@ -235,16 +244,20 @@ def _content(content: str | list[dict[str, Any]] | None) -> Any:
 
 def _assistant(message: Message, report: WriteReport) -> dict[str, Any]:
     memo = format_extra(message, NAME)
-    thinking = memo.get("thinking") if isinstance(memo.get("thinking"), list) else []
-    texts = [b.get("thinking") for b in thinking if isinstance(b, dict) and b.get("type") == "thinking"]
-    if message.reasoning is not None and not ("\n\n".join(texts) == message.reasoning):
+    thinking = list_or_empty(memo.get("thinking"))
+    texts = [
+        b["thinking"]
+        for b in thinking
+        if isinstance(b, dict) and b.get("type") == "thinking" and isinstance(b.get("thinking"), str)
+    ]
+    if message.reasoning is not None and "\n\n".join(texts) != message.reasoning:
         report.lose("reasoning", "anthropic needs the thinking block's signature to accept it back; not written")
         thinking = []
     elif message.reasoning is None:
         thinking = [b for b in thinking if isinstance(b, dict) and b.get("type") == "redacted_thinking"]
     if not thinking and not message.tool_calls and not isinstance(message.content, list):
         return {"role": "assistant", "content": message.content if message.content is not None else ""}
-    rests = memo.get("tool_use") if isinstance(memo.get("tool_use"), list) else []
+    rests = list_or_empty(memo.get("tool_use"))
     uses = []
     for i, call in enumerate(message.tool_calls):
         args = load_arguments(call.function.arguments)
@@ -315,11 +328,15 @@ def render(conversation: Conversation, report: WriteReport) -> Any:
         last = out[-1] if out else None
         if message.role == "tool":
             block = _result(message)
-            can_join = last is not None and last["role"] == "user" and isinstance(last["content"], list)
-            ends_in_result = can_join and bool(last["content"]) and last["content"][-1].get("type") == "tool_result"
+            joinable = last if last and last["role"] == "user" and isinstance(last["content"], list) else None
+            ends_in_result = (
+                joinable is not None
+                and bool(joinable["content"])
+                and joinable["content"][-1].get("type") == "tool_result"
+            )
             # Consecutive results share one user message, unless the source had them in separate messages.
-            if can_join and (memo.get("joined") or (ends_in_result and not memo.get("split"))):
-                last["content"].append(block)
+            if joinable is not None and (memo.get("joined") or (ends_in_result and not memo.get("split"))):
+                joinable["content"].append(block)
                 return
             out.append({"role": "user", "content": [block]})
             return
@@ -349,7 +366,7 @@ def render(conversation: Conversation, report: WriteReport) -> Any:
     if meta.get("list") and system is None and conversation.tools is None:
         return Streamed(items=items)
     head: dict[str, Any] = {}
-    fields = meta.get("fields") if isinstance(meta.get("fields"), dict) else {}
+    fields = dict_or_empty(meta.get("fields"))
     head.update({k: v for k, v in fields.items() if k not in {"system", "messages", "tools"}})
     if system is not None:
         head["system"] = system
@@ -357,7 +374,10 @@ def render(conversation: Conversation, report: WriteReport) -> Any:
     if conversation.tools is not None:
         tools = [flat_tool_from_chat(t, "input_schema", False) for t in conversation.tools]
         original = meta.get("tools")
-        if isinstance(original, list) and [chat_tool_from_flat(t, "input_schema") for t in original] == conversation.tools:
+        if (
+            isinstance(original, list)
+            and [chat_tool_from_flat(t, "input_schema") for t in original] == conversation.tools
+        ):
             tools = original
         tail["tools"] = tools
     return Streamed(head=head, key="messages", items=items, tail=tail)

@@ -20,9 +20,11 @@ from .base import (
     Streamed,
     WriteReport,
     at,
+    dict_or_empty,
     format_extra,
     format_metadata,
     json_type,
+    list_or_empty,
     make_conversation,
     make_message,
     need_dict,
@@ -50,7 +52,9 @@ HELD = frozenset({"name", "tool_name", "is_error", "reasoning"})
 
 def _typed(messages: list[Any]) -> bool:
     sample = messages[:200]
-    return bool(sample) and all(isinstance(m, dict) and isinstance(m.get("type"), str) and m["type"] in TYPES for m in sample)
+    return bool(sample) and all(
+        isinstance(m, dict) and isinstance(m.get("type"), str) and m["type"] in TYPES for m in sample
+    )
 
 
 def detect(doc: Any) -> bool:
@@ -96,10 +100,10 @@ def _read_message(item: Any, place: str, previous: Message | None, state: dict[s
         return [make_message(place, role="system", content=content,
                              extra=_memo_extra(_rest(item, {"content", "type"})))]
     if kind == "UserMessage":
-        content, memo = _user_content(item.get("content"), cplace)
+        user_content, memo = _user_content(item.get("content"), cplace)
         source = opt_str(item.get("source"), at(place, "source"))
         memo.update(_rest(item, {"content", "source", "type"}))
-        return [make_message(place, role="user", content=content, name=source, extra=_memo_extra(memo))]
+        return [make_message(place, role="user", content=user_content, name=source, extra=_memo_extra(memo))]
     if kind == "AssistantMessage":
         source = opt_str(item.get("source"), at(place, "source"))
         thought = opt_str(item.get("thought"), at(place, "thought"))
@@ -150,10 +154,17 @@ def _read_message(item: Any, place: str, previous: Message | None, state: dict[s
                 memo["new_result_message"] = True  # two FERMs in a row: keep them apart when writing back
             if "is_error" not in raw:
                 memo["no_is_error"] = True
-            out.append(make_message(
-                rp, role="tool", tool_call_id=call_id, content=need_str(raw.get("content"), at(rp, "content")),
-                name=opt_str(raw.get("name"), at(rp, "name")), is_error=opt_bool(raw.get("is_error"), at(rp, "is_error")),
-                extra=_memo_extra(memo)))
+            out.append(
+                make_message(
+                    rp,
+                    role="tool",
+                    tool_call_id=call_id,
+                    content=need_str(raw.get("content"), at(rp, "content")),
+                    name=opt_str(raw.get("name"), at(rp, "name")),
+                    is_error=opt_bool(raw.get("is_error"), at(rp, "is_error")),
+                    extra=_memo_extra(memo),
+                )
+            )
         if not out:
             raise FormatError(cplace, "a FunctionExecutionResultMessage with no results")
         return out
@@ -222,7 +233,7 @@ def render(conversation: Conversation, report: WriteReport) -> Any:
         report_losses(report, message, HELD, names)
         names.see(message)
         report.messages += 1
-        fields = memo.get("fields") if isinstance(memo.get("fields"), dict) else {}
+        fields = dict_or_empty(memo.get("fields"))
         if message.role in ("system", "developer"):
             if message.role == "developer":
                 report.lose("the developer role", "autogen has SystemMessage only; written as one")
@@ -242,11 +253,13 @@ def render(conversation: Conversation, report: WriteReport) -> Any:
                 text = _text(message, report) if message.content is not None else None
                 thought = text if text or memo.get("thought") else message.reasoning
                 if text and message.reasoning is not None:
-                    report.lose("reasoning", "an autogen AssistantMessage with calls has one thought, taken by its text")
+                    report.lose(
+                        "reasoning", "an autogen AssistantMessage with calls has one thought, taken by its text"
+                    )
                 elif not text and message.reasoning is not None:
                     report.lose("reasoning", "written as the thought of an autogen AssistantMessage with calls, "
                                              "which reads back as the message's text")
-                empty = memo.get("empty_ids") if isinstance(memo.get("empty_ids"), list) else []
+                empty = list_or_empty(memo.get("empty_ids"))
                 calls = [{"id": "" if k in empty and c.id.startswith("autogen-empty-") else c.id,
                           "arguments": c.function.arguments, "name": c.function.name}
                          for k, c in enumerate(message.tool_calls)]
@@ -269,7 +282,11 @@ def render(conversation: Conversation, report: WriteReport) -> Any:
                 result["is_error"] = message.is_error
             result.update(fields)
             last = items[-1] if items else None
-            if last is not None and last["type"] == "FunctionExecutionResultMessage" and not memo.get("new_result_message"):
+            if (
+                last is not None
+                and last["type"] == "FunctionExecutionResultMessage"
+                and not memo.get("new_result_message")
+            ):
                 last["content"].append(result)
             else:
                 items.append({"content": [result], "type": "FunctionExecutionResultMessage"})

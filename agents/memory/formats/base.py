@@ -117,6 +117,16 @@ def json_type(value: Any) -> str:
     return type(value).__name__
 
 
+def dict_or_empty(value: Any) -> dict[str, Any]:
+    """``value`` if it is an object, else an empty one: for what a memo or an optional key may hold."""
+    return value if isinstance(value, dict) else {}
+
+
+def list_or_empty(value: Any) -> list[Any]:
+    """``value`` if it is a list, else an empty one."""
+    return value if isinstance(value, list) else []
+
+
 def need_dict(value: Any, place: str) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise FormatError(place, f"expected an object, got {json_type(value)}")
@@ -147,10 +157,10 @@ def opt_bool(value: Any, place: str) -> bool | None:
 
 def need_parts(value: Any, place: str) -> list[dict[str, Any]]:
     """A list of content parts (each an object)."""
-    need_list(value, place)
-    for i, part in enumerate(value):
+    parts: list[dict[str, Any]] = need_list(value, place)
+    for i, part in enumerate(parts):
         need_dict(part, at(place, i))
-    return value
+    return parts
 
 
 def text_or_parts(value: Any, place: str) -> str | list[dict[str, Any]] | None:
@@ -414,7 +424,10 @@ def image_url_part(part: dict[str, Any]) -> dict[str, Any] | None:
     if kind == "image" and isinstance(part.get("source"), dict):
         source = part["source"]
         if source.get("type") == "base64" and isinstance(source.get("data"), str):
-            return {"type": "image_url", "image_url": {"url": f"data:{source.get('media_type', 'image/png')};base64,{source['data']}"}}
+            return {
+                "type": "image_url",
+                "image_url": {"url": f"data:{source.get('media_type', 'image/png')};base64,{source['data']}"},
+            }
         if source.get("type") == "url" and isinstance(source.get("url"), str):
             return {"type": "image_url", "image_url": {"url": source["url"]}}
     if kind == "input_image" and isinstance(part.get("image_url"), str):

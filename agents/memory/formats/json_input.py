@@ -7,7 +7,6 @@ than Python reads (4,300).
 """
 from __future__ import annotations
 
-import codecs
 import io
 import json
 import os
@@ -267,10 +266,7 @@ def looks_like_jsonl(text: str, name: str) -> bool:
 def iter_jsonl(lines: Iterator[bytes | str]) -> Iterator[tuple[int, Any]]:
     """(line number, parsed object) for each non-blank line; errors say ``line 7: ...``."""
     for number, raw in enumerate(lines, start=1):
-        if isinstance(raw, bytes):
-            line = decode(raw, f"line {number}")
-        else:
-            line = raw
+        line = decode(raw, f"line {number}") if isinstance(raw, bytes) else raw
         if not line.strip():
             continue
         try:
@@ -416,7 +412,7 @@ class LiftedStrings(io.RawIOBase):
             raise FormatError(self._place(), f"not UTF-8 text (byte 0x{raw[exc.start]:02x} in a string)") from None
         del raw
         try:
-            value, end = json.decoder.scanstring(text, 1)
+            value, end = json.decoder.scanstring(text, 1)  # type: ignore[attr-defined]  # not in typeshed
         except json.JSONDecodeError as exc:
             raise FormatError(self._place(), f"invalid JSON in a string: {exc.msg}") from None
         del text
@@ -685,7 +681,7 @@ def preview(head: bytes) -> Any:
 
     lifted = LiftedStrings(io.BytesIO(_whole_escapes(_whole_characters(head))))
     try:
-        for _prefix, event, value in ijson.parse(io.BufferedReader(lifted, 1 << 16), use_float=True):  # type: ignore[arg-type]
+        for _prefix, event, value in ijson.parse(io.BufferedReader(lifted, 1 << 16), use_float=True):
             if lifted.values and event in _STRINGS and value.startswith(_STAND_IN):
                 value = lifted.values.pop(value, value)
             if skip_depth:

@@ -18,9 +18,11 @@ from .base import (
     Streamed,
     WriteReport,
     at,
+    dict_or_empty,
     dump_arguments,
     format_extra,
     json_type,
+    list_or_empty,
     load_arguments,
     make_conversation,
     make_message,
@@ -126,9 +128,12 @@ def _read_entry(entry: Any, place: str) -> Message:
     role = _ROLE_OF.get(kind)
     memo: dict[str, Any] = {}
     if kind in ("chat", "ChatMessageChunk"):
-        role = {"human": "user", "ai": "assistant"}.get(data.get("role"), data.get("role"))
+        raw_role = data.get("role")
+        role = {"human": "user", "ai": "assistant"}.get(raw_role, raw_role) if isinstance(raw_role, str) else None
         if role not in ("system", "developer", "user", "assistant"):
-            raise FormatError(at(dplace, "role"), f"a chat message role memoryviz does not know: {str(data.get('role'))[:40]!r}")
+            raise FormatError(
+                at(dplace, "role"), f"a chat message role memoryviz does not know: {str(data.get('role'))[:40]!r}"
+            )
         memo["type"] = kind
     elif role is None:
         raise FormatError(at(place, "type"), f"expected system, human, ai or tool, got {kind[:40]!r}")
@@ -194,7 +199,7 @@ def read(doc: Any, place: str = "") -> list[Conversation]:
 def _calls(message: Message, memo: dict[str, Any], data: dict[str, Any]) -> None:
     valid: list[dict[str, Any]] = []
     invalid: list[dict[str, Any]] = []
-    extras = memo.get("tool_calls") if isinstance(memo.get("tool_calls"), list) else []
+    extras = list_or_empty(memo.get("tool_calls"))
     for i, call in enumerate(message.tool_calls):
         args = load_arguments(call.function.arguments)
         if args is None:
@@ -207,8 +212,14 @@ def _calls(message: Message, memo: dict[str, Any], data: dict[str, Any]) -> None
         entry.update({k: v for k, v in extra.items() if k != "null_id"})
         valid.append(entry)
     original = memo.get("invalid_tool_calls")
-    if isinstance(original, list) and len(original) == len(invalid) and all(
-            isinstance(o, dict) and (o.get("id") or "") == (n["id"] or "") for o, n in zip(original, invalid)):
+    if (
+        isinstance(original, list)
+        and len(original) == len(invalid)
+        and all(
+            isinstance(o, dict) and (o.get("id") or "") == (n["id"] or "")
+            for o, n in zip(original, invalid, strict=True)
+        )
+    ):
         invalid = original
     if valid or not memo.get("no_tool_calls"):
         data["tool_calls"] = valid
@@ -219,8 +230,12 @@ def _calls(message: Message, memo: dict[str, Any], data: dict[str, Any]) -> None
 def entry_for(message: Message, names: CallNames, report: WriteReport) -> dict[str, Any]:
     memo = format_extra(message, NAME)
     kind = memo.get("type") if isinstance(memo.get("type"), str) else _TYPE_OF[message.role]
-    rest = memo.get("data") if isinstance(memo.get("data"), dict) else {}
-    kwargs = dict(rest.get("additional_kwargs") or {}) if isinstance(rest.get("additional_kwargs", {}), dict) else rest.get("additional_kwargs")
+    rest = dict_or_empty(memo.get("data"))
+    kwargs = (
+        dict(rest.get("additional_kwargs") or {})
+        if isinstance(rest.get("additional_kwargs", {}), dict)
+        else rest.get("additional_kwargs")
+    )
     content: Any = message.content if message.content is not None else ""
     original = memo.get("content")
     if message.reasoning is not None:

@@ -19,12 +19,12 @@ from .base import (
     FormatError,
     FormatSpec,
     WriteReport,
-    validation_error,
     at,
     json_type,
     make_conversation,
     need_dict,
     need_list,
+    validation_error,
 )
 from .json_input import Events
 
@@ -50,11 +50,15 @@ def _check_header(doc: dict[str, Any], place: str) -> None:
         raise FormatError(at(place, "format"), f"expected \"memoryviz\", got {json.dumps(doc.get('format'))[:40]}")
     version = doc.get("version")
     if version != VERSION or isinstance(version, bool):
-        raise FormatError(at(place, "version"),
-                          f"version {json.dumps(version)[:20]} is not supported; this memoryviz reads version {VERSION}")
+        raise FormatError(
+            at(place, "version"),
+            f"version {json.dumps(version)[:20]} is not supported; this memoryviz reads version {VERSION}",
+        )
     unknown = sorted(set(doc) - _TOP_KEYS)
     if unknown:
-        raise FormatError(at(place, unknown[0]), f"unknown key; a version {VERSION} file has {', '.join(sorted(_TOP_KEYS))}")
+        raise FormatError(
+            at(place, unknown[0]), f"unknown key; a version {VERSION} file has {', '.join(sorted(_TOP_KEYS))}"
+        )
 
 
 def read_message(item: Any, place: str) -> Message:
@@ -116,8 +120,7 @@ def stream(events: Events) -> Iterator[ConversationStream]:
 
 
 def _sessions(events: Events) -> Iterator[ConversationStream]:
-    index = 0
-    for _prefix, event, value in events:
+    for index, (_prefix, event, value) in enumerate(events):
         if event == "end_array":
             return
         place = f"sessions[{index}]"
@@ -140,17 +143,14 @@ def _sessions(events: Events) -> Iterator[ConversationStream]:
             fields[key] = events.value(ev2, val2)
         if streamed is None:
             yield ConversationStream.whole(read_session(fields, place))
-        index += 1
     raise FormatError("sessions", "invalid JSON: the input ends inside the sessions array")
 
 
 def _messages(events: Events, place: str, fields: dict[str, Any], conversation: Conversation) -> Iterator[Message]:
-    i = 0
-    for _prefix, event, value in events:
+    for i, (_prefix, event, value) in enumerate(events):
         if event == "end_array":
             break
         yield read_message(events.value(event, value), f"{place}.messages[{i}]")
-        i += 1
     # Session keys after the messages complete the conversation.
     for _p, ev, key in events:
         if ev == "end_map":

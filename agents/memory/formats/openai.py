@@ -12,7 +12,6 @@ from typing import Any
 
 from agents.memory.schema import ROLES, Conversation, Message
 
-from .json_input import Events
 from .base import (
     CallNames,
     ConversationStream,
@@ -21,9 +20,10 @@ from .base import (
     WriteReport,
     at,
     convert_parts,
+    dict_or_empty,
     format_extra,
-    image_url_part,
     format_metadata,
+    image_url_part,
     json_type,
     make_conversation,
     make_message,
@@ -36,6 +36,7 @@ from .base import (
     report_losses,
     text_or_parts,
 )
+from .json_input import Events
 
 NAME = "openai"
 SPEC = FormatSpec(
@@ -73,7 +74,11 @@ def has_anthropic_blocks(messages: list[Any]) -> bool:
         if isinstance(content, list):
             for block in content:
                 # A non-string "type" (a list, an object) is not a block type and cannot be looked up in a set.
-                if isinstance(block, dict) and isinstance(block.get("type"), str) and block["type"] in _ANTHROPIC_BLOCKS:
+                if (
+                    isinstance(block, dict)
+                    and isinstance(block.get("type"), str)
+                    and block["type"] in _ANTHROPIC_BLOCKS
+                ):
                     return True
     return False
 
@@ -201,10 +206,16 @@ def read_chat_message(item: Any, place: str, fmt: str = NAME, legacy: dict[str, 
         need_dict(function_call, fplace)
         args = function_call.get("arguments")
         if not isinstance(args, str):
-            raise FormatError(at(fplace, "arguments"), f"expected a string (the arguments as JSON text), got {json_type(args)}")
+            raise FormatError(
+                at(fplace, "arguments"), f"expected a string (the arguments as JSON text), got {json_type(args)}"
+            )
         legacy["last"] = _legacy_id(place)
-        calls.append({"id": legacy["last"], "function": {"name": need_str(function_call.get("name"), at(fplace, "name")),
-                                                          "arguments": args}})
+        calls.append(
+            {
+                "id": legacy["last"],
+                "function": {"name": need_str(function_call.get("name"), at(fplace, "name")), "arguments": args},
+            }
+        )
         call_rest.append({})
         memo["function_call"] = True
     elif function_call is not None:
@@ -249,8 +260,11 @@ def conversation_fields(doc: dict[str, Any], place: str) -> dict[str, Any]:
 
 def read_document(doc: Any, place: str = "") -> Conversation:
     if isinstance(doc, list):
-        return make_conversation(place or "input", messages=read_messages(doc, at(place, "messages") if place else "messages"),
-                                 source_format=NAME)
+        return make_conversation(
+            place or "input",
+            messages=read_messages(doc, at(place, "messages") if place else "messages"),
+            source_format=NAME,
+        )
     need_dict(doc, place or "input")
     if "messages" not in doc:
         raise FormatError(place or "input", "expected a message list or an object with messages")
@@ -305,7 +319,7 @@ def chat_dict(message: Message, fmt: str = NAME) -> dict[str, Any]:
         out["tool_calls"] = []
     extras = memo.get("tool_calls")
     if isinstance(extras, list) and "tool_calls" in out and len(extras) == len(out["tool_calls"]):
-        for call, rest in zip(out["tool_calls"], extras):
+        for call, rest in zip(out["tool_calls"], extras, strict=True):
             if isinstance(rest, dict):
                 fn_rest = rest.get("function")
                 call.update({k: v for k, v in rest.items() if k != "function"})
@@ -349,7 +363,7 @@ def write_array(items: Iterable[Any], indent: str = "") -> Iterator[str]:
 def write_document(conversation: Conversation, report: WriteReport, indent: str = "") -> Iterator[str]:
     report_conversation_losses(report, conversation, CONVERSATION_HELD)
     meta = format_metadata(conversation, NAME)
-    fields = meta.get("fields") if isinstance(meta.get("fields"), dict) else {}
+    fields = dict_or_empty(meta.get("fields"))
     as_object = bool(meta.get("object")) or bool(conversation.tools) or bool(fields)
     items = iter_chat_dicts(conversation.messages, report)
     if not as_object:
@@ -432,6 +446,22 @@ def _stream_list(events: Events) -> Iterator[ConversationStream]:
     yield ConversationStream(Conversation(source_format=NAME), messages())
 
 
+def _object_messages(events: Events, fields: dict[str, Any], conversation: Conversation) -> Iterator[Message]:
+    legacy: dict[str, Any] = {}
+    for i, item in enumerate(_array_items(events)):
+        yield read_chat_message(item, f"messages[{i}]", NAME, legacy)
+    # Keys after the messages (tools, model) complete the conversation once the messages are read.
+    for _p2, ev2, key2 in events:
+        if ev2 == "end_map":
+            break
+        _p3, ev3, val3 = next(events)
+        fields[key2] = events.value(ev3, val3)
+    expect_end(events)
+    done = conversation_fields(fields, "")
+    conversation.tools = done.get("tools")
+    conversation.metadata = done["metadata"]
+
+
 def _stream_object(events: Events) -> Iterator[ConversationStream]:
     fields: dict[str, Any] = {}
     for _prefix, event, key in events:
@@ -440,23 +470,7 @@ def _stream_object(events: Events) -> Iterator[ConversationStream]:
         _p, ev, val = next(events)
         if key == "messages" and ev == "start_array" and "system" not in fields and "input" not in fields:
             conversation = make_conversation("input", source_format=NAME, **conversation_fields(fields, ""))
-
-            def messages() -> Iterator[Message]:
-                legacy: dict[str, Any] = {}
-                for i, item in enumerate(_array_items(events)):
-                    yield read_chat_message(item, f"messages[{i}]", NAME, legacy)
-                # Keys after the messages (tools, model) complete the conversation once the messages are read.
-                for _p2, ev2, key2 in events:
-                    if ev2 == "end_map":
-                        break
-                    _p3, ev3, val3 = next(events)
-                    fields[key2] = events.value(ev3, val3)
-                expect_end(events)
-                done = conversation_fields(fields, "")
-                conversation.tools = done.get("tools")
-                conversation.metadata = done["metadata"]
-
-            yield ConversationStream(conversation, messages())
+            yield ConversationStream(conversation, _object_messages(events, fields, conversation))
             return
         fields[key] = events.value(ev, val)
     expect_end(events)

@@ -23,10 +23,12 @@ from .base import (
     at,
     chat_tool_from_flat,
     convert_parts,
+    dict_or_empty,
     flat_tool_from_chat,
     format_extra,
     format_metadata,
     json_type,
+    list_or_empty,
     make_conversation,
     make_message,
     need_dict,
@@ -103,9 +105,15 @@ def _reasoning_text(items: list[dict[str, Any]]) -> str | None:
     for item in items:
         if item.get("type") != "reasoning":
             continue
-        pieces = [p.get("text") for p in item.get("summary") or [] if isinstance(p, dict) and isinstance(p.get("text"), str)]
+        pieces = [
+            p["text"] for p in item.get("summary") or [] if isinstance(p, dict) and isinstance(p.get("text"), str)
+        ]
         if not pieces:
-            pieces = [p.get("text") for p in item.get("content") or [] if isinstance(p, dict) and isinstance(p.get("text"), str)]
+            pieces = [
+                p["text"]
+                for p in item.get("content") or []
+                if isinstance(p, dict) and isinstance(p.get("text"), str)
+            ]
         texts.extend(pieces)
     return "\n\n".join(texts) if texts else None
 
@@ -177,7 +185,9 @@ def read(doc: Any, place: str = "") -> list[Conversation]:
             name = need_str(item.get("name"), at(p, "name"))
             args = item.get("arguments")
             if not isinstance(args, str):
-                raise FormatError(at(p, "arguments"), f"expected a string (the arguments as JSON text), got {json_type(args)}")
+                raise FormatError(
+                    at(p, "arguments"), f"expected a string (the arguments as JSON text), got {json_type(args)}"
+                )
             call = {"id": call_id, "function": {"name": name, "arguments": args}}
             call_memo = _rest(item, {"type", "call_id", "name", "arguments"})
             if open_assistant is None or pending:
@@ -227,7 +237,7 @@ def _parts(content: Any, role: str, memo: dict[str, Any]) -> Any:
     if not isinstance(content, list):
         return content
     content = convert_parts(content, responses_image_part)
-    kinds = memo.get("part_types") if isinstance(memo.get("part_types"), list) else []
+    kinds = list_or_empty(memo.get("part_types"))
     out = []
     for i, part in enumerate(content):
         if part.get("type") == "text":
@@ -273,7 +283,7 @@ def render(conversation: Conversation, report: WriteReport) -> Any:
         names.see(message)
         report.messages += 1
         items.extend(_before(message, memo, report))
-        fields = memo.get("fields") if isinstance(memo.get("fields"), dict) else {}
+        fields = dict_or_empty(memo.get("fields"))
         if message.role == "tool":
             if message.external_id is not None:
                 report.lose("external_id", "openai_responses holds only the server's ids")
@@ -303,7 +313,7 @@ def render(conversation: Conversation, report: WriteReport) -> Any:
             items.append(item)
         elif message.external_id is not None:
             report.lose("external_id", "a Responses function_call item has its own ids; the message id is not written")
-        call_items = memo.get("call_items") if isinstance(memo.get("call_items"), list) else []
+        call_items = list_or_empty(memo.get("call_items"))
         for i, call in enumerate(message.tool_calls):
             cm = call_items[i] if i < len(call_items) and isinstance(call_items[i], dict) else {}
             fc: dict[str, Any] = {"type": "function_call"}
@@ -329,7 +339,10 @@ def render(conversation: Conversation, report: WriteReport) -> Any:
     tail: dict[str, Any] = {}
     if conversation.tools is not None:
         original = meta.get("tools")
-        if isinstance(original, list) and [chat_tool_from_flat(t, "parameters") for t in original] == conversation.tools:
+        if (
+            isinstance(original, list)
+            and [chat_tool_from_flat(t, "parameters") for t in original] == conversation.tools
+        ):
             tail["tools"] = original
         else:
             tail["tools"] = [flat_tool_from_chat(t, "parameters", True) for t in conversation.tools]

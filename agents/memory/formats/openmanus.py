@@ -125,7 +125,9 @@ def render(conversation: Conversation, report: WriteReport) -> Any:
             report.messages += 1
             yield message_dict(message, names)
 
-    rest = conversation.metadata.get(NAME, {}).get("fields") if isinstance(conversation.metadata.get(NAME), dict) else None
+    rest = (
+        conversation.metadata.get(NAME, {}).get("fields") if isinstance(conversation.metadata.get(NAME), dict) else None
+    )
     if rest:
         return Streamed(key="messages", items=items(), tail={k: v for k, v in rest.items() if k != "messages"})
     return Streamed(items=items())

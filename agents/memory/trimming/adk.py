@@ -10,6 +10,8 @@ placeholder's exact text matters. The instruction is outside the session: ``pin_
 """
 from __future__ import annotations
 
+import functools
+import itertools
 import json
 from bisect import bisect_right
 from dataclasses import dataclass
@@ -93,7 +95,7 @@ def adk_events(view: View) -> list[AdkEvent]:
             seen_user = True
         if m.role == "tool":
             j = i
-            parts = []
+            parts: list[dict[str, Any]] = []
             while j < len(messages) and messages[j].role == "tool":
                 r = messages[j]
                 response: dict[str, Any] = {"id": r.tool_call_id}
@@ -202,7 +204,7 @@ def _adk_compaction(view: View, p: AdkCompactionParams) -> Outcome:
         covers = [i for e in window for i in events[e].members]
         summary = summary_text(
             n=len(covers), params=p, framework="ADK",
-            prompt=lambda window=window: adk_summary_prompt(view, [events[e] for e in window]),
+            prompt=functools.partial(adk_summary_prompt, view, [events[e] for e in window]),
         )
         summaries.append(AdkSummary(start, end, summary, 36 + _json_len(summary.text), covers))
         if summary.note and summary.note not in notes:
@@ -219,8 +221,10 @@ def _adk_compaction(view: View, p: AdkCompactionParams) -> Outcome:
 
     if not summaries:
         out = keep_all(view, "kept: no compaction ran")
-        out.notes = [f"{plural(len(invocations), 'invocation')}: fewer than compaction_interval={p.compaction_interval} "
-                     "new ones ever completed, or no window was worth a summary."] + notes
+        out.notes = [
+            f"{plural(len(invocations), 'invocation')}: fewer than compaction_interval={p.compaction_interval} "
+            "new ones ever completed, or no window was worth a summary."
+        ] + notes
         return out
     retained = sorted(r_ids)
     covered_by: dict[int, int] = {}
@@ -230,10 +234,10 @@ def _adk_compaction(view: View, p: AdkCompactionParams) -> Outcome:
     dropped: dict[int, str] = {}
     for e, ev in enumerate(events):
         if covered[e]:
-            s = covered_by.get(e)
+            owner = covered_by.get(e)
             for i in ev.members:
                 dropped[i] = (f"summarized: in the window of an ADK summary (invocations up to the "
-                              f"{_ordinal(events[summaries[s].end].invocation + 1)})" if s is not None else
+                              f"{_ordinal(events[summaries[owner].end].invocation + 1)})" if owner is not None else
                               "summarized: within the summaries' coverage")
     out = Outcome(kept=[i for i in range(len(view)) if i not in dropped], dropped=dropped,
                   kept_reason="kept: no kept summary covers it")
@@ -241,21 +245,28 @@ def _adk_compaction(view: View, p: AdkCompactionParams) -> Outcome:
     kept_sorted = out.kept
     pointer = 0
     for n, s in enumerate(sorted(retained, key=lambda s: (summaries[s].end, s))):
-        summary = summaries[s]
-        last = events[summary.end].members[-1]
+        held = summaries[s]
+        last = events[held.end].members[-1]
         while pointer < len(kept_sorted) and kept_sorted[pointer] <= last:
             pointer += 1
-        first_inv = events[summary.start].invocation + 1
-        last_inv = events[summary.end].invocation + 1
-        out.inserted.append(summary_insert(
-            view, p, position=pointer + n, role="assistant", summary=summary.summary, covers=summary.covers,
-            reason=f"ADK's summary of {plural(len(summary.covers), 'message')} (invocations {first_inv} to {last_inv}): "
-                   "an assistant message after the last event it covers",
-        ))
+        first_inv = events[held.start].invocation + 1
+        last_inv = events[held.end].invocation + 1
+        out.inserted.append(
+            summary_insert(
+                view,
+                p,
+                position=pointer + n,
+                role="assistant",
+                summary=held.summary,
+                covers=held.covers,
+                reason=f"ADK's summary of {plural(len(held.covers), 'message')} "
+                f"(invocations {first_inv} to {last_inv}): an assistant message after the last event it covers",
+            )
+        )
     if len(retained) < len(summaries):
         notes.append(f"{plural(len(summaries) - len(retained), 'earlier summary')} contained in a later one: not "
                      "sent.")
-    overlapping = [(a, b) for a, b in zip(retained, retained[1:])
+    overlapping = [(a, b) for a, b in itertools.pairwise(retained)
                    if summaries[b].start <= summaries[a].end]
     if overlapping:
         notes.append(
@@ -292,7 +303,9 @@ ADK_TOOL_CAP = 2000
 
 
 def _cap(text: str) -> str:
-    return text if len(text) <= ADK_TOOL_CAP else f"{text[:ADK_TOOL_CAP]}... [truncated {len(text) - ADK_TOOL_CAP} chars]"
+    if len(text) <= ADK_TOOL_CAP:
+        return text
+    return f"{text[:ADK_TOOL_CAP]}... [truncated {len(text) - ADK_TOOL_CAP} chars]"
 
 
 def adk_summary_prompt(view: View, events: list[AdkEvent], agent: str = "agent") -> list[dict[str, Any]]:
@@ -307,9 +320,8 @@ def adk_summary_prompt(view: View, events: list[AdkEvent], agent: str = "agent")
             if m.role == "tool":
                 lines.append(f"Tool response from {names.get(m.tool_call_id or '')}: {_cap(str({'result': m.text}))}")
                 continue
-            if m.text or m.role != "assistant":
-                if m.text:
-                    lines.append(f"{author}: {m.text}")
+            if m.text:
+                lines.append(f"{author}: {m.text}")
             for tc in m.tool_calls:
                 lines.append(f"{author} called tool: {tc.function.name}({_cap(str(_args(tc.function.arguments)))})")
     return [{"role": "user", "content": ADK_PROMPT.format(conversation_history="\n".join(lines))}]

@@ -150,7 +150,7 @@ def _openai_session_limit(view: View, p: OpenAISessionLimitParams) -> Outcome:
         if k not in gone and items[k].kind == "output" and last_output[items[k].call_id] != k:
             gone[k] = "a later output answers the same call id, and the SDK keeps only the latest"
     replaced_calls: dict[tuple[int, int], Message] = {}
-    for call_id, ks in calls_by_id.items():
+    for ks in calls_by_id.values():
         if len(ks) < 2:
             continue
         first, latest = items[ks[0]], items[ks[-1]]

@@ -100,8 +100,12 @@ def _anthropic_clear_tool_uses(view: View, p: AnthropicClearToolUsesParams) -> O
             what.setdefault(r, []).append(f"result of {tc.id} ({tc.function.name}) cleared")
         if inputs_for(tc.function.name):
             message = edited.get(a, view.messages[a])
-            calls = [ToolCall(id=c.id, type=c.type, function=FunctionCall(name=c.function.name, arguments=CLEARED_INPUT))
-                     if j == k else c for j, c in enumerate(message.tool_calls)]
+            calls = [
+                ToolCall(id=c.id, type=c.type, function=FunctionCall(name=c.function.name, arguments=CLEARED_INPUT))
+                if j == k
+                else c
+                for j, c in enumerate(message.tool_calls)
+            ]
             edited[a] = message.model_copy(update={"tool_calls": calls})
             what.setdefault(a, []).append(f"input of {tc.id} ({tc.function.name}) cleared to {CLEARED_INPUT}")
         cleared_uses += 1
@@ -120,7 +124,7 @@ def _anthropic_clear_tool_uses(view: View, p: AnthropicClearToolUsesParams) -> O
         out.kept_reasons[i] = "; ".join(what[i]) + (
             f": {trigger} is above the trigger, and it is older than the newest "
             f"{plural(p.keep_tool_uses, 'tool use')} [unverified text]")
-    for a, k, result_positions in uses[len(older):]:
+    for _a, _k, result_positions in uses[len(older):]:
         for r in result_positions:
             out.kept_reasons.setdefault(r, f"kept unchanged: among the newest {plural(p.keep_tool_uses, 'tool use')}")
     for a, k, result_positions in older:

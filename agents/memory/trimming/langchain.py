@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import bisect
+from collections.abc import Sequence
 from typing import Literal
 
 from pydantic import Field
@@ -17,7 +18,6 @@ from agents.memory.trimming.registry import (
     outcome,
     register,
 )
-
 
 LangChainType = Literal["system", "human", "ai", "tool"]
 
@@ -66,16 +66,16 @@ def _lc_type(m: Message) -> str:
     return {"system": "system", "developer": "system", "user": "human", "assistant": "ai", "tool": "tool"}[m.role]
 
 
-def _lc_matches(m: Message, types: str | list[str]) -> bool:
+def _lc_matches(m: Message, types: str | Sequence[str]) -> bool:
     return _lc_type(m) in ([types] if isinstance(types, str) else types)
 
 
-def _lc_types_text(types: str | list[str]) -> str:
+def _lc_types_text(types: str | Sequence[str]) -> str:
     return types if isinstance(types, str) else " or ".join(types)
 
 
 def _lc_first_max_tokens(
-    view: View, order: list[int], max_tokens: int, end_on: str | list[str] | None
+    view: View, order: list[int], max_tokens: int, end_on: str | Sequence[str] | None
 ) -> tuple[int, int]:
     """LangChain's ``_first_max_tokens`` on view positions ``order`` with a list counter (sum + per_list).
 

@@ -213,8 +213,8 @@ def _summarizer_reads(view: View, cut: int, max_tokens: int | None) -> _Read:
         sequence.append((partial[0], partial[1]))
     while sequence and _lc_type(view.messages[sequence[-1][0]]) != "human":
         sequence.pop()
-    for i, part in sequence:
-        if part is None:
+    for i, piece in sequence:
+        if piece is None:
             read.whole.append(i)
         else:
             read.partial = partial
@@ -315,7 +315,9 @@ Messages to summarize:
 
 
 def langchain_summary_prompt(read: list[Message]) -> list[dict[str, Any]]:
-    return [{"role": "user", "content": LANGCHAIN_SUMMARY_PROMPT.format(messages=langchain_buffer_string(read)).rstrip()}]
+    return [
+        {"role": "user", "content": LANGCHAIN_SUMMARY_PROMPT.format(messages=langchain_buffer_string(read)).rstrip()}
+    ]
 
 
 def _trigger_text(p: LangChainSummarizationParams) -> str:

@@ -160,7 +160,9 @@ def _outcome(view: View, groups: list[Group], excluded: set[int], reason: str, k
 
 
 def _linked_note(view: View, groups: list[Group], excluded: set[int]) -> list[str]:
-    split = [g for gi, g in enumerate(groups) if gi in excluded and g.members != list(range(g.start, g.members[-1] + 1))]
+    split = [
+        g for gi, g in enumerate(groups) if gi in excluded and g.members != list(range(g.start, g.members[-1] + 1))
+    ]
     if not split:
         return []
     return [f"MAF links a result to its earlier, non-adjacent call, so {plural(len(split), 'group')} spanning other "
@@ -346,7 +348,7 @@ The summary must never:
 - Highlight errors, misunderstandings, or judgments of accuracy
 - Comment on events or ideas not present in the conversation
 - Omit any details included in an earlier summary
-"""
+"""  # noqa: E501 (the framework's prompt, verbatim)
 
 
 def _estimate(text: str) -> int:

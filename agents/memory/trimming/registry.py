@@ -60,7 +60,7 @@ class StrategyError(ValueError):
 
 class Dropped(NamedTuple):
     # A tuple, not a dataclass: a 100,000-message trim makes one per dropped message, and tuples are cheap.
-    index: int
+    index: int  # type: ignore[assignment]  # a field may shadow tuple.index; typeshed's tuple stub says it may not
     reason: str
 
 
@@ -73,7 +73,8 @@ class Inserted(NamedTuple):
 
 
 class Edited(NamedTuple):
-    index: int  # input index of a kept message that the strategy changed (a cleared result, cleared arguments...)
+    index: int  # type: ignore[assignment]  # (as Dropped.index)
+    # input index of a kept message that the strategy changed (a cleared result, cleared arguments...)
     reason: str  # what was changed and why
 
 
@@ -314,7 +315,7 @@ class Strategy:
 def _choice_text(prop: dict[str, Any]) -> str:
     """A union's JSON schema in words: ``system, human, ai or tool, a list of them, or null``."""
     options = prop.get("anyOf", [])
-    enum = next((o["enum"] for o in options if "enum" in o), [])
+    enum: list[str] = next((o["enum"] for o in options if "enum" in o), [])
     words = [" or ".join([", ".join(enum[:-1]), enum[-1]]) if len(enum) > 1 else "".join(enum)] if enum else []
     if any(o.get("type") == "array" for o in options):
         words.append("a list of them")
@@ -326,16 +327,17 @@ def _choice_text(prop: dict[str, Any]) -> str:
 
 
 STRATEGIES: dict[str, Strategy] = {}
+StrategyRun = Callable[[View, Any], Outcome]
 
 
 def register(
     name: str, params_model: type[StrategyParams], description: str, emulates: str, *, memory: str = MEMORY_VIEW
-) -> Callable:
+) -> Callable[[StrategyRun], StrategyRun]:
     """``memory``: how the framework keeps what it trimmed (MEMORY_KINDS); a view unless it deletes or replaces."""
     if memory not in MEMORY_KINDS:
         raise ValueError(f"memory must be one of {', '.join(MEMORY_KINDS)}, not {memory!r}")
 
-    def wrap(fn: Callable[[View, Any], Outcome]) -> Callable[[View, Any], Outcome]:
+    def wrap(fn: StrategyRun) -> StrategyRun:
         STRATEGIES[name] = Strategy(name, params_model, description, emulates, fn, memory)
         return fn
 
@@ -402,8 +404,8 @@ def trim(
         out = strat.run(view, resolved)
 
         kept = list(range(n_pinned)) + [n_pinned + i for i in out.kept]
-        pinned = "pinned system message: set aside before trimming and put back in front"
-        kept_reasons = {i: pinned for i in range(n_pinned)}
+        pinned_reason = "pinned system message: set aside before trimming and put back in front"
+        kept_reasons = {i: pinned_reason for i in range(n_pinned)}
         for i in out.kept:
             kept_reasons[n_pinned + i] = out.kept_reasons.get(i, out.kept_reason)
         dropped = [Dropped(n_pinned + i, reason) for i, reason in sorted(out.dropped.items())]
@@ -428,8 +430,8 @@ def trim(
         ]
         trimmed = list(messages[:n_pinned]) + body
         sources: list[int | None] = [*range(n_pinned), *(n_pinned + i for i in out.kept)]
-        for x in inserted:
-            sources.insert(x.position, None)
+        for placed in inserted:
+            sources.insert(placed.position, None)
         # The trimmed list is what gets sent, so a call still waiting for its result is an error here.
         violations = [
             _in_input_terms(v, sources) for v in find_violations(trimmed, pending_severity="error")

@@ -187,7 +187,9 @@ def _strands_sliding_window(view: View, p: StrandsSlidingWindowParams) -> Outcom
     if p.context_overflow:
         oldest = next((u for u in range(n) if not pinned[u] and units.has_results(u)), None)
         if oldest is not None and p.should_truncate_results:
-            out = keep_all(view, "kept unchanged: Strands shortened the oldest tool results instead of removing messages")
+            out = keep_all(
+                view, "kept unchanged: Strands shortened the oldest tool results instead of removing messages"
+            )
             longer = []
             for i in units.members[oldest]:
                 new = truncated_result(view.messages[i].text)
