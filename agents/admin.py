@@ -140,16 +140,19 @@ class ProjectScopedAdmin(admin.ModelAdmin):
         super().delete_model(request, obj)
 
     def delete_queryset(self, request: HttpRequest, queryset: QuerySet) -> None:
-        if not request.user.is_superuser:
-            if queryset.exclude(**{f"{self.project_path}__in": self.writable_project_ids(request)}).exists():
-                raise PermissionDenied
+        if not request.user.is_superuser and queryset.exclude(
+            **{f"{self.project_path}__in": self.writable_project_ids(request)}
+        ).exists():
+            raise PermissionDenied
         super().delete_queryset(request, queryset)
 
 
 def _autocomplete_source_admin(request: HttpRequest) -> ProjectScopedAdmin | None:
     """The admin of the form whose field asks the autocomplete (``?app_label=&model_name=`` of the request)."""
     try:
-        model = ContentType.objects.get_by_natural_key(request.GET["app_label"], request.GET["model_name"]).model_class()
+        model = ContentType.objects.get_by_natural_key(
+            request.GET["app_label"], request.GET["model_name"]
+        ).model_class()
     except (KeyError, ContentType.DoesNotExist):
         return None
     model_admin = admin.site._registry.get(model)
@@ -301,7 +304,15 @@ class SessionAdmin(ProjectScopedAdmin):
     list_select_related = ["agent"]
     autocomplete_fields = ["agent"]
     # Summaries are computed at import; editing them by hand would make the lists lie.
-    readonly_fields = ["message_count", "token_total", "violation_count", "has_errors", "token_counter", "violations", "imported_at"]
+    readonly_fields = [
+        "message_count",
+        "token_total",
+        "violation_count",
+        "has_errors",
+        "token_counter",
+        "violations",
+        "imported_at",
+    ]
     show_full_result_count = False
 
 

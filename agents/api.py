@@ -13,17 +13,17 @@ from typing import Any
 from django.contrib.auth.decorators import login_not_required
 from django.db import transaction
 from django.db.models import Count, Q
+from django.urls import reverse
 from django.utils import timezone
 from django.utils.text import slugify
-from django.urls import reverse
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from rest_framework.authentication import SessionAuthentication
 from rest_framework.decorators import api_view, authentication_classes, parser_classes
 from rest_framework.exceptions import NotFound, PermissionDenied
-from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.pagination import PageNumberPagination
-from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
@@ -177,11 +177,22 @@ def api_root(request: Request) -> Response:
     )
 
 
-@extend_schema(methods=["GET"], operation_id="sessions_list", summary="The sessions of your projects, filtered and sorted",
-               parameters=[OpenApiParameter(name, str, description=name) for name in ("project", "agent", "q", "tool", "sort", "page")],
-               responses={200: OpenApiTypes.OBJECT, 400: ApiError, 401: ApiError, 404: ApiError})
-@extend_schema(methods=["POST"], operation_id="sessions_create", summary="Create a session", request=SessionCreate,
-               responses={201: OpenApiTypes.OBJECT, 400: ApiError, 403: ApiError, 409: ApiError})
+@extend_schema(
+    methods=["GET"],
+    operation_id="sessions_list",
+    summary="The sessions of your projects, filtered and sorted",
+    parameters=[
+        OpenApiParameter(name, str, description=name) for name in ("project", "agent", "q", "tool", "sort", "page")
+    ],
+    responses={200: OpenApiTypes.OBJECT, 400: ApiError, 401: ApiError, 404: ApiError},
+)
+@extend_schema(
+    methods=["POST"],
+    operation_id="sessions_create",
+    summary="Create a session",
+    request=SessionCreate,
+    responses={201: OpenApiTypes.OBJECT, 400: ApiError, 403: ApiError, 409: ApiError},
+)
 @write_api(["GET", "POST"])
 def session_list(request: Request) -> Response:
     """GET: the session list with the page's filters (project, agent, q, tool, violations, errors, dates, tokens,
@@ -254,7 +265,11 @@ def agent_detail(request: Request, agent_id: int) -> Response:
     return Response(_agent_dict(request, agent, can_edit=can_edit, session_count=agent.sessions.count()))
 
 
-@extend_schema(operation_id="session_retrieve", summary="One session's summary", responses={200: OpenApiTypes.OBJECT, 400: ApiError, 401: ApiError, 404: ApiError})
+@extend_schema(
+    operation_id="session_retrieve",
+    summary="One session's summary",
+    responses={200: OpenApiTypes.OBJECT, 400: ApiError, 401: ApiError, 404: ApiError},
+)
 @api
 def session_detail(request: Request, session_id: int) -> Response:
     session = services.session_for_user(request.user, session_id)
@@ -266,10 +281,20 @@ def session_detail(request: Request, session_id: int) -> Response:
     return Response(data)
 
 
-@extend_schema(methods=["GET"], operation_id="session_messages_list", summary="A page of a session's messages",
-               parameters=[OpenApiParameter("after", int), OpenApiParameter("limit", int)], responses={200: OpenApiTypes.OBJECT, 400: ApiError, 401: ApiError, 404: ApiError})
-@extend_schema(methods=["POST"], operation_id="session_messages_append", summary="Append messages (idempotent by id)",
-               request=MessagesAppend, responses={200: OpenApiTypes.OBJECT, 201: OpenApiTypes.OBJECT, 400: ApiError, 403: ApiError})
+@extend_schema(
+    methods=["GET"],
+    operation_id="session_messages_list",
+    summary="A page of a session's messages",
+    parameters=[OpenApiParameter("after", int), OpenApiParameter("limit", int)],
+    responses={200: OpenApiTypes.OBJECT, 400: ApiError, 401: ApiError, 404: ApiError},
+)
+@extend_schema(
+    methods=["POST"],
+    operation_id="session_messages_append",
+    summary="Append messages (idempotent by id)",
+    request=MessagesAppend,
+    responses={200: OpenApiTypes.OBJECT, 201: OpenApiTypes.OBJECT, 400: ApiError, 403: ApiError},
+)
 @write_api(["GET", "POST"])
 def session_messages(request: Request, session_id: int) -> Response:
     """GET: one page of messages in order: ``?after=<seq>&limit=<n>`` (keyset paging: every page costs the same).
@@ -301,7 +326,17 @@ def session_messages(request: Request, session_id: int) -> Response:
     )
 
 
-@extend_schema(operation_id="session_trim", summary="The session as a strategy would trim it", parameters=[OpenApiParameter("strategy", str, required=True), OpenApiParameter("counter", str), OpenApiParameter("detail", str, enum=["compact", "full"]), OpenApiParameter("messages", str)], responses={200: OpenApiTypes.OBJECT, 400: ApiError, 401: ApiError, 404: ApiError})
+@extend_schema(
+    operation_id="session_trim",
+    summary="The session as a strategy would trim it",
+    parameters=[
+        OpenApiParameter("strategy", str, required=True),
+        OpenApiParameter("counter", str),
+        OpenApiParameter("detail", str, enum=["compact", "full"]),
+        OpenApiParameter("messages", str),
+    ],
+    responses={200: OpenApiTypes.OBJECT, 400: ApiError, 401: ApiError, 404: ApiError},
+)
 @api
 def session_trim(request: Request, session_id: int) -> Response:
     """``?strategy=NAME&<param>=<value>...``: the session as the strategy would trim it (the stored session is
@@ -349,7 +384,11 @@ TRIM_QUERY_KEYS = frozenset({"strategy", "format", "counter", "detail", "message
 TRIM_DETAILS = ("compact", "full")
 
 
-@extend_schema(operation_id="strategies_list", summary="Trimming strategies and their parameters", responses={200: OpenApiTypes.OBJECT})
+@extend_schema(
+    operation_id="strategies_list",
+    summary="Trimming strategies and their parameters",
+    responses={200: OpenApiTypes.OBJECT},
+)
 @api
 def strategy_list(request: Request) -> Response:
     return Response(
@@ -367,7 +406,9 @@ def strategy_list(request: Request) -> Response:
     )
 
 
-@extend_schema(operation_id="formats_list", summary="Formats memoryviz reads and writes", responses={200: OpenApiTypes.OBJECT})
+@extend_schema(
+    operation_id="formats_list", summary="Formats memoryviz reads and writes", responses={200: OpenApiTypes.OBJECT}
+)
 @api
 def format_list(request: Request) -> Response:
     return Response(
@@ -429,7 +470,9 @@ def _session_create(request: Request) -> Response:
             project=project, slug=slugify(body.agent)[:100] or "agent", defaults={"name": body.agent})
     external_id = body.external_id or uuid.uuid4().hex
     if models.Session.objects.filter(agent=agent, external_id=external_id).exists():
-        return Response({"error": f"external_id {external_id}: agent {agent.slug} already has this session"}, status=409)
+        return Response(
+            {"error": f"external_id {external_id}: agent {agent.slug} already has this session"}, status=409
+        )
     conversation = schema.Conversation(messages=messages, external_id=external_id, title=body.title or None,
                                        source_format="api", metadata=body.metadata)
     try:
@@ -449,9 +492,13 @@ def _messages_append(request: Request, session: models.Session) -> Response:
     except (_Invalid, ValueError) as exc:
         return _bad_request(str(exc))
     with capture.session_writer(), transaction.atomic():
-        session = models.Session.objects.select_for_update(of=("self",)).select_related("agent__project").get(pk=session.pk)
+        session = (
+            models.Session.objects.select_for_update(of=("self",)).select_related("agent__project").get(pk=session.pk)
+        )
         ids = [m.external_id for m in messages if m.external_id]
-        known = set(models.Message.objects.filter(session=session, external_id__in=ids).values_list("external_id", flat=True))
+        known = set(
+            models.Message.objects.filter(session=session, external_id__in=ids).values_list("external_id", flat=True)
+        )
         new: list[schema.Message] = []
         skipped = []
         for message in messages:
@@ -481,11 +528,23 @@ class ImportUpload(BaseModel):
     format: str | None = None
 
 
-@extend_schema(operation_id="import_create", summary="Import a history file in any format",
-               request={"multipart/form-data": {"type": "object", "properties": {
-                   "file": {"type": "string", "format": "binary"}, "project": {"type": "string"},
-                   "agent": {"type": "string"}, "format": {"type": "string", "enum": sorted(FORMATS)}}, "required": ["file"]}},
-               responses={201: OpenApiTypes.OBJECT, 400: ApiError, 403: ApiError})
+@extend_schema(
+    operation_id="import_create",
+    summary="Import a history file in any format",
+    request={
+        "multipart/form-data": {
+            "type": "object",
+            "properties": {
+                "file": {"type": "string", "format": "binary"},
+                "project": {"type": "string"},
+                "agent": {"type": "string"},
+                "format": {"type": "string", "enum": sorted(FORMATS)},
+            },
+            "required": ["file"],
+        }
+    },
+    responses={201: OpenApiTypes.OBJECT, 400: ApiError, 403: ApiError},
+)
 @write_api(["POST"])
 @parser_classes([MultiPartParser, FormParser])
 def import_upload(request: Request) -> Response:
@@ -501,7 +560,9 @@ def import_upload(request: Request) -> Response:
         return _bad_request(str(exc))
     if options.format and options.format not in FORMATS:
         return _bad_request(f"format: unknown format {options.format!r}; valid: {', '.join(sorted(FORMATS))}")
-    source: Any = upload.temporary_file_path() if hasattr(upload, "temporary_file_path") else io.BufferedReader(upload.file)
+    source: Any = (
+        upload.temporary_file_path() if hasattr(upload, "temporary_file_path") else io.BufferedReader(upload.file)
+    )
     try:
         report = imports.import_file(source, project=project, agent=options.agent, format=options.format,
                                      label=upload.name, name=upload.name)

@@ -139,9 +139,13 @@ def _agent(project: models.Project, name: str, model: str | None) -> models.Agen
     return agent
 
 
-def _session(project: models.Project, external_id: str, agent_name: str, calls: Sequence[CapturedCall]) -> models.Session:
+def _session(
+    project: models.Project, external_id: str, agent_name: str, calls: Sequence[CapturedCall]
+) -> models.Session:
     agent = _agent(project, agent_name, next((c.model for c in calls if c.model), None))
-    session = models.Session.objects.filter(agent__project=project, external_id=external_id).select_related("agent").first()
+    session = (
+        models.Session.objects.filter(agent__project=project, external_id=external_id).select_related("agent").first()
+    )
     if session is None:
         session = models.Session.objects.create(
             agent=agent, external_id=external_id[:255], source_format=SOURCE_FORMAT, token_counter=agent.counter,
@@ -175,7 +179,9 @@ def _title(calls: Sequence[CapturedCall]) -> str:
     return ""
 
 
-def _move_trace_session(project: models.Project, trace_id: str, external_id: str, agent_name: str) -> models.Session | None:
+def _move_trace_session(
+    project: models.Project, trace_id: str, external_id: str, agent_name: str
+) -> models.Session | None:
     """Calls that waited in their trace's own session go to the session a span of the trace has now named."""
     waiting = models.Session.objects.filter(agent__project=project, external_id=f"trace:{trace_id}").first()
     if waiting is None:
@@ -269,7 +275,10 @@ def call_capture(*, session: models.Session, call: CapturedCall) -> bool:
 
 def _place(session: models.Session, chain: StoredChain, call: CapturedCall) -> None:
     placement = place_call(chain, call.inputs or [], call.outputs or [])
-    new = [_stamped(m, call, i == len(placement.new) - 1 and placement.reply is not None) for i, m in enumerate(placement.new)]
+    new = [
+        _stamped(m, call, i == len(placement.new) - 1 and placement.reply is not None)
+        for i, m in enumerate(placement.new)
+    ]
     keys = [message_key(m) for m in new]
     session_append(session=session, messages=new, content_keys=keys)
     chain.appended(keys)

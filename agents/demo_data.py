@@ -26,7 +26,7 @@ from agents.memory.schema import Conversation, FunctionCall, Message, ToolCall
 
 DEFAULT_SEED = 2026
 # A fixed epoch keeps the data identical from run to run (and machine to machine).
-EPOCH = dt.datetime(2026, 11, 2, 8, 0, tzinfo=dt.timezone.utc)
+EPOCH = dt.datetime(2026, 11, 2, 8, 0, tzinfo=dt.UTC)
 LONG_SESSION_STEPS = 2600  # tool-loop steps of the long crawl: 2 messages each, so more than 5,000 messages
 
 
@@ -116,7 +116,11 @@ class Chat:
         call_ids = ids or [self.call_id() for _ in calls]
         tool_calls = []
         for i, (name, args) in enumerate(calls):
-            raw = raw_arguments[i] if raw_arguments and raw_arguments[i] is not None else json.dumps(args, ensure_ascii=False)
+            raw = (
+                raw_arguments[i]
+                if raw_arguments and raw_arguments[i] is not None
+                else json.dumps(args, ensure_ascii=False)
+            )
             tool_calls.append(ToolCall(id=call_ids[i], function=FunctionCall(name=name, arguments=raw)))
         self._add(role="assistant", content=text, tool_calls=tool_calls, reasoning=reasoning)
         return call_ids
@@ -130,10 +134,18 @@ class Chat:
 # --- travel assistant ---------------------------------------------------------------------------------------
 
 CITIES = [
-    ("Lisbon", "LIS", "Portugal", "EUR"), ("Kyoto", "KIX", "Japan", "JPY"), ("Reykjavík", "KEF", "Iceland", "ISK"),
-    ("Barcelona", "BCN", "Spain", "EUR"), ("Vienna", "VIE", "Austria", "EUR"), ("Mexico City", "MEX", "Mexico", "MXN"),
-    ("Istanbul", "IST", "Türkiye", "TRY"), ("Cape Town", "CPT", "South Africa", "ZAR"), ("Oslo", "OSL", "Norway", "NOK"),
-    ("Hanoi", "HAN", "Vietnam", "VND"), ("Montréal", "YUL", "Canada", "CAD"), ("Edinburgh", "EDI", "United Kingdom", "GBP"),
+    ("Lisbon", "LIS", "Portugal", "EUR"),
+    ("Kyoto", "KIX", "Japan", "JPY"),
+    ("Reykjavík", "KEF", "Iceland", "ISK"),
+    ("Barcelona", "BCN", "Spain", "EUR"),
+    ("Vienna", "VIE", "Austria", "EUR"),
+    ("Mexico City", "MEX", "Mexico", "MXN"),
+    ("Istanbul", "IST", "Türkiye", "TRY"),
+    ("Cape Town", "CPT", "South Africa", "ZAR"),
+    ("Oslo", "OSL", "Norway", "NOK"),
+    ("Hanoi", "HAN", "Vietnam", "VND"),
+    ("Montréal", "YUL", "Canada", "CAD"),
+    ("Edinburgh", "EDI", "United Kingdom", "GBP"),
 ]
 ORIGINS = [("New York", "JFK"), ("London", "LHR"), ("Berlin", "BER"), ("Chicago", "ORD"), ("Paris", "CDG")]
 # Airline -> its IATA designator, so that a flight number reads as that airline's ("TK1234" is Turkish Airlines).
@@ -158,43 +170,81 @@ MONTHLY_HIGHS = {
 # What the travel assistant says, in the customer's language (the system prompt asks for it).
 TRAVEL_TEXT: dict[str, dict[str, Any]] = {
     "es": {
-        "openers": ["Hola! Quiero viajar de {origin} a {city} el {depart:%d/%m} por {nights} noches. ¿Qué tiempo hará y qué vuelos hay?"],
+        "openers": [
+            "Hola! Quiero viajar de {origin} a {city} el {depart:%d/%m} por {nights} noches. ¿Qué tiempo hará y qué "
+            "vuelos hay?"
+        ],
         "feel": {"cold": "frío", "cool": "fresco", "mild": "templado", "warm": "cálido"},
-        "forecast": "En {city} hará un tiempo {feel}: máximas entre {low} y {high} °C. El vuelo más barato es {airline} {flight} por {price} $ con {stops} escala(s). ¿Busco hoteles? ¿Cuál es su presupuesto por noche?",
-        "hotel_asks": ["Sí, por favor, menos de {budget} $ por noche, en el centro.", "Hoteles de unos {budget} $ por noche, en una zona tranquila."],
-        "picks": "Mis mejores opciones dentro del presupuesto:", "pick": "{i}. {name} — ★{rating} ({reviews} reseñas), {price} $/noche, a {km} km del centro{breakfast}",
-        "breakfast": ", desayuno incluido", "book_offer": "¿Quiere que reserve alguno?",
-        "book": "Reserve el {nth}, por favor. Tarjeta terminada en {card}.", "nth": ["primero", "segundo", "tercero"],
-        "sold_out": "{hotel} se acaba de agotar para esas fechas. {alt} (★{rating}, {price} $/noche) sigue disponible. ¿Lo reservo en su lugar?",
+        "forecast": "En {city} hará un tiempo {feel}: máximas entre {low} y {high} °C. El vuelo más barato es "
+            "{airline} {flight} por {price} $ con {stops} escala(s). ¿Busco hoteles? ¿Cuál es su presupuesto por "
+            "noche?",
+        "hotel_asks": [
+            "Sí, por favor, menos de {budget} $ por noche, en el centro.",
+            "Hoteles de unos {budget} $ por noche, en una zona tranquila.",
+        ],
+        "picks": "Mis mejores opciones dentro del presupuesto:",
+        "pick": "{i}. {name} — ★{rating} ({reviews} reseñas), {price} $/noche, a {km} km del centro{breakfast}",
+        "breakfast": ", desayuno incluido",
+        "book_offer": "¿Quiere que reserve alguno?",
+        "book": "Reserve el {nth}, por favor. Tarjeta terminada en {card}.",
+        "nth": ["primero", "segundo", "tercero"],
+        "sold_out": "{hotel} se acaba de agotar para esas fechas. {alt} (★{rating}, {price} $/noche) sigue disponible. "
+            "¿Lo reservo en su lugar?",
         "go_ahead": "Vale, adelante con ese.",
-        "booked": "Reservado: {hotel}, del {depart} al {back}, confirmación {code}. Total {total} $. ¡Buen viaje a {city}!",
+        "booked": "Reservado: {hotel}, del {depart} al {back}, confirmación {code}. Total {total} $. ¡Buen viaje a "
+            "{city}!",
     },
     "fr": {
-        "openers": ["Bonjour, je cherche un vol {origin} – {city} pour le {depart:%d/%m}, {nights} nuits. Quel temps fera-t-il là-bas ?"],
+        "openers": [
+            "Bonjour, je cherche un vol {origin} – {city} pour le {depart:%d/%m}, {nights} nuits. Quel temps fera-t-il "
+            "là-bas ?"
+        ],
         "feel": {"cold": "froid", "cool": "frais", "mild": "doux", "warm": "chaud"},
-        "forecast": "À {city}, il fera plutôt {feel} : des maximales entre {low} et {high} °C. Le vol le moins cher est {airline} {flight} à {price} $ avec {stops} escale(s). Voulez-vous que je cherche des hôtels ? Quel est votre budget par nuit ?",
-        "hotel_asks": ["Oui, s'il vous plaît, moins de {budget} $ la nuit, dans le centre.", "Des hôtels autour de {budget} $ la nuit, dans un quartier calme."],
-        "picks": "Mes meilleures suggestions dans votre budget :", "pick": "{i}. {name} — ★{rating} ({reviews} avis), {price} $/nuit, à {km} km du centre{breakfast}",
-        "breakfast": ", petit-déjeuner inclus", "book_offer": "Voulez-vous que je réserve l'un d'eux ?",
-        "book": "Réservez le {nth}, s'il vous plaît. Carte se terminant par {card}.", "nth": ["premier", "deuxième", "troisième"],
-        "sold_out": "{hotel} vient d'être complet pour ces dates. {alt} (★{rating}, {price} $/nuit) est encore disponible : voulez-vous que je le réserve à la place ?",
+        "forecast": "À {city}, il fera plutôt {feel} : des maximales entre {low} et {high} °C. Le vol le moins cher "
+            "est {airline} {flight} à {price} $ avec {stops} escale(s). Voulez-vous que je cherche des hôtels ? Quel "
+            "est votre budget par nuit ?",
+        "hotel_asks": [
+            "Oui, s'il vous plaît, moins de {budget} $ la nuit, dans le centre.",
+            "Des hôtels autour de {budget} $ la nuit, dans un quartier calme.",
+        ],
+        "picks": "Mes meilleures suggestions dans votre budget :",
+        "pick": "{i}. {name} — ★{rating} ({reviews} avis), {price} $/nuit, à {km} km du centre{breakfast}",
+        "breakfast": ", petit-déjeuner inclus",
+        "book_offer": "Voulez-vous que je réserve l'un d'eux ?",
+        "book": "Réservez le {nth}, s'il vous plaît. Carte se terminant par {card}.",
+        "nth": ["premier", "deuxième", "troisième"],
+        "sold_out": "{hotel} vient d'être complet pour ces dates. {alt} (★{rating}, {price} $/nuit) est encore "
+            "disponible : voulez-vous que je le réserve à la place ?",
         "go_ahead": "D'accord, réservez celui-là.",
-        "booked": "C'est réservé : {hotel}, du {depart} au {back}, confirmation {code}. Total {total} $. Bon voyage à {city} !",
+        "booked": "C'est réservé : {hotel}, du {depart} au {back}, confirmation {code}. Total {total} $. Bon voyage à "
+            "{city} !",
     },
     "en": {
         "openers": [
-            "I'd like to go to {city} from {origin} around {depart:%B %d} for {nights} nights. What's the weather like then, and are there decent flights?",
-            "Planning a trip to {city} ({country}) — leaving {origin} on {depart_iso}, back {back_iso}. Can you check flights and the weather?",
+            "I'd like to go to {city} from {origin} around {depart:%B %d} for {nights} nights. What's the weather like "
+            "then, and are there decent flights?",
+            "Planning a trip to {city} ({country}) — leaving {origin} on {depart_iso}, back {back_iso}. Can you check "
+            "flights and the weather?",
         ],
         "feel": {"cold": "cold", "cool": "cool", "mild": "mild", "warm": "warm"},
-        "forecast": "{city} will be mostly {feel}: highs between {low} and {high} °C. The cheapest flight is {airline} {flight} at ${price} with {stops} stop(s). Shall I look for hotels? What's your budget per night?",
-        "hotel_asks": ["Yes please, under {budget} a night, somewhere central.", "Hotels around {budget}/night, quiet area, good breakfast.", "Max {budget} per night. Walkable to the old town if possible."],
-        "picks": "Top picks within budget:", "pick": "{i}. {name} — ★{rating} ({reviews} reviews), ${price}/night, {km} km from the centre{breakfast}",
-        "breakfast": ", breakfast included", "book_offer": "Want me to book one of them?",
-        "book": "Book the {nth} one, please. Card ending {card}.", "nth": ["first", "second", "third"],
-        "sold_out": "{hotel} just sold out for those dates. {alt} (★{rating}, ${price}/night) is still available — shall I book it instead?",
+        "forecast": "{city} will be mostly {feel}: highs between {low} and {high} °C. The cheapest flight is {airline} "
+            "{flight} at ${price} with {stops} stop(s). Shall I look for hotels? What's your budget per night?",
+        "hotel_asks": [
+            "Yes please, under {budget} a night, somewhere central.",
+            "Hotels around {budget}/night, quiet area, good breakfast.",
+            "Max {budget} per night. Walkable to the old town if possible.",
+        ],
+        "picks": "Top picks within budget:",
+        "pick": "{i}. {name} — ★{rating} ({reviews} reviews), ${price}/night, {km} km from the centre{breakfast}",
+        "breakfast": ", breakfast included",
+        "book_offer": "Want me to book one of them?",
+        "book": "Book the {nth} one, please. Card ending {card}.",
+        "nth": ["first", "second", "third"],
+        "sold_out": "{hotel} just sold out for those dates. {alt} (★{rating}, ${price}/night) is still available — "
+            "shall I book it instead?",
         "go_ahead": "Ok, go ahead with that one.",
-        "booked": "Booked: {hotel}, {depart} to {back}, confirmation {code}. Total ${total}. Have a great trip to {city}!",
+        "booked": "Booked: {hotel}, {depart} to {back}, confirmation {code}. Total ${total}. Have a great trip to "
+            "{city}!",
     },
 }
 HOTEL_WORDS = ["Casa", "Hotel", "Residence", "Inn", "Palace", "Loft", "Suites", "House"]
@@ -235,16 +285,21 @@ def _travel_session(rng: random.Random, n: int, start: dt.datetime) -> Conversat
                   "precipitation_mm": round(rng.uniform(0, 12), 1),
                   "summary": rng.choice(["snow", "overcast", "clear", "sleet"] if h <= 2
                                         else ["sunny", "partly cloudy", "showers", "overcast", "windy", "clear"])}
-                 for day, h in zip(days, highs)],
+                 for day, h in zip(days, highs, strict=True)],
     })
     flights = []
     for _ in range(rng.randint(3, 6)):
         airline = rng.choice(sorted(AIRLINES))
         flights.append(
-            {"flight": f"{AIRLINES[airline]}{rng.randint(100, 1999)}",
-             "airline": airline, "depart": f"{depart}T{rng.randint(6, 22):02d}:{rng.choice(['05', '20', '35', '50'])}",
-             "stops": rng.choice([0, 0, 1, 1, 2]), "duration_min": rng.randint(150, 1100),
-             "price": {"amount": rng.randint(180, 1400), "currency": "USD"}, "fare_class": rng.choice(["basic", "standard", "flex"])}
+            {
+                "flight": f"{AIRLINES[airline]}{rng.randint(100, 1999)}",
+                "airline": airline,
+                "depart": f"{depart}T{rng.randint(6, 22):02d}:{rng.choice(['05', '20', '35', '50'])}",
+                "stops": rng.choice([0, 0, 1, 1, 2]),
+                "duration_min": rng.randint(150, 1100),
+                "price": {"amount": rng.randint(180, 1400), "currency": "USD"},
+                "fare_class": rng.choice(["basic", "standard", "flex"]),
+            }
         )
     chat.result(flights_id, {"results": flights, "searched_at": chat.now.isoformat()})
     cheapest = min(flights, key=lambda f: f["price"]["amount"])
@@ -255,8 +310,21 @@ def _travel_session(rng: random.Random, n: int, start: dt.datetime) -> Conversat
         flight=cheapest["flight"], price=cheapest["price"]["amount"], stops=cheapest["stops"],
     ))
     chat.user(rng.choice(text["hotel_asks"]).format(budget=budget))
-    (hotels_id,) = chat.call([("search_hotels", {"city": city, "check_in": depart.isoformat(), "check_out": back.isoformat(),
-                                                 "max_price": budget, "currency": "USD", "sort": "rating"})])
+    (hotels_id,) = chat.call(
+        [
+            (
+                "search_hotels",
+                {
+                    "city": city,
+                    "check_in": depart.isoformat(),
+                    "check_out": back.isoformat(),
+                    "max_price": budget,
+                    "currency": "USD",
+                    "sort": "rating",
+                },
+            )
+        ]
+    )
     hotels = [
         {"id": f"h_{rng.randint(10000, 99999)}", "name": f"{rng.choice(HOTEL_WORDS)} {rng.choice(HOTEL_NAMES)}",
          "rating": round(rng.uniform(3.6, 4.9), 1), "reviews": rng.randint(40, 4200),
@@ -267,17 +335,37 @@ def _travel_session(rng: random.Random, n: int, start: dt.datetime) -> Conversat
     ]
     chat.result(hotels_id, {"results": hotels, "total": len(hotels) + rng.randint(0, 40)})
     top = sorted(hotels, key=lambda h: -h["rating"])[:3]
-    chat.assistant("\n".join([text["picks"], *(
-        text["pick"].format(i=i + 1, name=h["name"], rating=h["rating"], reviews=h["reviews"], price=h["price_per_night"],
-                            km=h["distance_to_center_km"], breakfast=text["breakfast"] if h["breakfast_included"] else "")
-        for i, h in enumerate(top)), text["book_offer"]]))
+    chat.assistant(
+        "\n".join(
+            [
+                text["picks"],
+                *(
+                    text["pick"].format(
+                        i=i + 1,
+                        name=h["name"],
+                        rating=h["rating"],
+                        reviews=h["reviews"],
+                        price=h["price_per_night"],
+                        km=h["distance_to_center_km"],
+                        breakfast=text["breakfast"] if h["breakfast_included"] else "",
+                    )
+                    for i, h in enumerate(top)
+                ),
+                text["book_offer"],
+            ]
+        )
+    )
     pick = rng.randrange(len(top))
     chat.user(text["book"].format(nth=text["nth"][pick], card=rng.randint(1000, 9999)))
     hotel = top[pick]
     (book_id,) = chat.call([("book_hotel", {"hotel_id": hotel["id"], "check_in": depart.isoformat(),
                                             "check_out": back.isoformat(), "guests": 1})])
     if rng.random() < 0.35:
-        chat.result(book_id, {"error": "RoomUnavailable", "message": f"No rooms left at {hotel['name']} for {depart}."}, is_error=True)
+        chat.result(
+            book_id,
+            {"error": "RoomUnavailable", "message": f"No rooms left at {hotel['name']} for {depart}."},
+            is_error=True,
+        )
         alt = top[(pick + 1) % len(top)]
         chat.assistant(text["sold_out"].format(hotel=hotel["name"], alt=alt["name"], rating=alt["rating"],
                                                price=alt["price_per_night"]))
@@ -290,9 +378,13 @@ def _travel_session(rng: random.Random, n: int, start: dt.datetime) -> Conversat
                           "total": {"amount": hotel["price_per_night"] * nights, "currency": "USD"}})
     chat.assistant(text["booked"].format(hotel=hotel["name"], depart=depart, back=back, code=code,
                                          total=hotel["price_per_night"] * nights, city=city))
-    return Conversation(messages=chat.messages, external_id=f"trip-{n:04d}-{airport.lower()}",
-                        title=f"Trip to {city} from {origin}, {depart:%b} {depart.day}–{back:%b} {back.day}", started_at=start,
-                        source_format="openai")
+    return Conversation(
+        messages=chat.messages,
+        external_id=f"trip-{n:04d}-{airport.lower()}",
+        title=f"Trip to {city} from {origin}, {depart:%b} {depart.day}–{back:%b} {back.day}",
+        started_at=start,
+        source_format="openai",
+    )
 
 
 # --- customer support ---------------------------------------------------------------------------------------
@@ -302,9 +394,16 @@ PRODUCTS = ["espresso machine", "noise-cancelling headphones", "standing desk", 
 PRODUCTS_DE = {"espresso machine": "Espressomaschine", "noise-cancelling headphones": "Kopfhörer",
                "standing desk": "Stehschreibtisch", "robot vacuum": "Saugroboter", "rain jacket": "Regenjacke",
                "cast-iron pan": "Gusseisenpfanne", "e-reader": "E-Reader", "mechanical keyboard": "Tastatur"}
-PRODUCTS_JA = {"espresso machine": "エスプレッソマシン", "noise-cancelling headphones": "ノイズキャンセリングヘッドホン",
-               "standing desk": "スタンディングデスク", "robot vacuum": "ロボット掃除機", "rain jacket": "レインジャケット",
-               "cast-iron pan": "鋳鉄フライパン", "e-reader": "電子書籍リーダー", "mechanical keyboard": "メカニカルキーボード"}
+PRODUCTS_JA = {
+    "espresso machine": "エスプレッソマシン",
+    "noise-cancelling headphones": "ノイズキャンセリングヘッドホン",
+    "standing desk": "スタンディングデスク",
+    "robot vacuum": "ロボット掃除機",
+    "rain jacket": "レインジャケット",
+    "cast-iron pan": "鋳鉄フライパン",
+    "e-reader": "電子書籍リーダー",
+    "mechanical keyboard": "メカニカルキーボード",
+}
 NAMES = {"en": ["Dana Whitfield", "Marcus Lee", "Priya Raman", "Tom Becker"],
          "de": ["Jürgen Weiß", "Anna Schäfer", "Lukas Müller", "Sabine Groß"],
          "ja": ["佐藤 花子", "鈴木 一郎", "高橋 美咲", "田中 健太"]}
@@ -318,27 +417,39 @@ SUPPORT_TEXT = {
         "late": "Hi, my order {order} still hasn't arrived. It's been over a week. Can you check where it is?",
         "broken": "The {product} I received ({order}) is broken — it makes a grinding noise. I want to return it.",
         "thanks": "Great, thank you so much!",
-        "late_answer": "Your order {order} left our warehouse on {shipped} and is with {carrier} (tracking {tracking}). The carrier now expects delivery on {eta}. Sorry for the wait!",
-        "return_answer": "I'm sorry about the {product}. I've created a free return label: {label}. Once we receive it, your refund of {amount} will reach your card within 5 business days.",
-        "not_found": "I couldn't find an order with the number {order}. Could you double-check it? It starts with ACM- and has 8 digits.",
+        "late_answer": "Your order {order} left our warehouse on {shipped} and is with {carrier} (tracking "
+            "{tracking}). The carrier now expects delivery on {eta}. Sorry for the wait!",
+        "return_answer": "I'm sorry about the {product}. I've created a free return label: {label}. Once we receive "
+            "it, your refund of {amount} will reach your card within 5 business days.",
+        "not_found": "I couldn't find an order with the number {order}. Could you double-check it? It starts with ACM- "
+            "and has 8 digits.",
         "fixed": "Sorry, typo — it's {order}.",
     },
     "de": {
-        "late": "Hallo, meine Bestellung {order} ist immer noch nicht angekommen. Können Sie bitte nachsehen, wo sie bleibt?",
-        "broken": "Guten Tag, die {product} aus Bestellung {order} ist defekt – sie macht seltsame Geräusche. Ich möchte sie zurückgeben.",
+        "late": "Hallo, meine Bestellung {order} ist immer noch nicht angekommen. Können Sie bitte nachsehen, wo sie "
+            "bleibt?",
+        "broken": "Guten Tag, die {product} aus Bestellung {order} ist defekt – sie macht seltsame Geräusche. Ich "
+            "möchte sie zurückgeben.",
         "thanks": "Vielen Dank für die schnelle Hilfe!",
-        "late_answer": "Ihre Bestellung {order} hat unser Lager am {shipped} verlassen und ist bei {carrier} (Sendungsnummer {tracking}). Die Zustellung ist jetzt für den {eta} angekündigt. Entschuldigen Sie die Verzögerung!",
-        "return_answer": "Das tut mir leid. Ich habe ein kostenloses Rücksendeetikett erstellt: {label}. Sobald die {product} bei uns ist, erstatten wir {amount} innerhalb von 5 Werktagen.",
-        "not_found": "Ich konnte keine Bestellung mit der Nummer {order} finden. Könnten Sie die Nummer bitte prüfen? Sie beginnt mit ACM- und hat 8 Ziffern.",
+        "late_answer": "Ihre Bestellung {order} hat unser Lager am {shipped} verlassen und ist bei {carrier} "
+            "(Sendungsnummer {tracking}). Die Zustellung ist jetzt für den {eta} angekündigt. Entschuldigen Sie die "
+            "Verzögerung!",
+        "return_answer": "Das tut mir leid. Ich habe ein kostenloses Rücksendeetikett erstellt: {label}. Sobald die "
+            "{product} bei uns ist, erstatten wir {amount} innerhalb von 5 Werktagen.",
+        "not_found": "Ich konnte keine Bestellung mit der Nummer {order} finden. Könnten Sie die Nummer bitte prüfen? "
+            "Sie beginnt mit ACM- und hat 8 Ziffern.",
         "fixed": "Entschuldigung, Tippfehler – es ist {order}.",
     },
     "ja": {
         "late": "こんにちは。注文番号{order}の商品がまだ届いていません。配送状況を確認していただけますか？",
         "broken": "届いた{product}（注文{order}）が壊れていました。異音がします。返品したいです。",
         "thanks": "ありがとうございました。助かりました。",
-        "late_answer": "ご注文{order}は{shipped}に倉庫から出荷され、現在{carrier}が配送中です（追跡番号{tracking}）。お届け予定日は{eta}です。お待たせして申し訳ございません。",
-        "return_answer": "ご不便をおかけして申し訳ございません。無料の返品ラベルを作成しました：{label}。{product}が到着しましたら、{amount}を5営業日以内にご返金いたします。",
-        "not_found": "注文番号{order}のご注文が見つかりませんでした。番号をご確認いただけますか？「ACM-」で始まる8桁の番号です。",
+        "late_answer": "ご注文{order}は{shipped}に倉庫から出荷され、現在{carrier}が配送中です（追跡番号{tracking}）。"
+        "お届け予定日は{eta}です。お待たせして申し訳ございません。",
+        "return_answer": "ご不便をおかけして申し訳ございません。無料の返品ラベルを作成しました：{label}。"
+        "{product}が到着しましたら、{amount}を5営業日以内にご返金いたします。",
+        "not_found": "注文番号{order}のご注文が見つかりませんでした。番号をご確認いただけますか？"
+        "「ACM-」で始まる8桁の番号です。",
         "fixed": "すみません、入力ミスでした。{order}です。",
     },
 }
@@ -394,9 +505,20 @@ def _support_session(rng: random.Random, n: int, start: dt.datetime) -> Conversa
             ("issue_refund", {"order_id": order, "amount": price, "when": "on_receipt"}),
         ])
         label = f"https://returns.acme.example/{rng.randint(100000, 999999)}"
-        chat.result(label_call, {"label_url": label, "carrier": record["carrier"], "expires": (start + dt.timedelta(days=14)).date().isoformat()})
+        chat.result(
+            label_call,
+            {
+                "label_url": label,
+                "carrier": record["carrier"],
+                "expires": (start + dt.timedelta(days=14)).date().isoformat(),
+            },
+        )
         if rng.random() < 0.3:
-            chat.result(refund_call, {"error": "PolicyViolation", "message": "Refunds are issued only after the return is scanned."}, is_error=True)
+            chat.result(
+                refund_call,
+                {"error": "PolicyViolation", "message": "Refunds are issued only after the return is scanned."},
+                is_error=True,
+            )
         else:
             chat.result(refund_call, {"refund_id": f"rf_{rng.randint(10**7, 10**8)}", "status": "scheduled"})
         chat.assistant(texts["return_answer"].format(label=label, product=product, amount=f"{currency}{price}"))
@@ -421,9 +543,12 @@ REVIEW_SYSTEM = (
 
 def _diff(rng: random.Random, path: str) -> str:
     lines = [f"diff --git a/{path} b/{path}", f"--- a/{path}", f"+++ b/{path}"]
-    for hunk in range(rng.randint(2, 4)):
+    for _ in range(rng.randint(2, 4)):
         start = rng.randint(10, 200)
-        lines.append(f"@@ -{start},7 +{start},9 @@ def {rng.choice(['apply_discount', 'retry_payment', 'reserve_stock', 'to_cents', 'load_session'])}(")
+        lines.append(
+            f"@@ -{start},7 +{start},9 @@ def "
+            f"{rng.choice(['apply_discount', 'retry_payment', 'reserve_stock', 'to_cents', 'load_session'])}("
+        )
         for _ in range(rng.randint(5, 12)):
             mark = rng.choice([" ", " ", "+", "-"])
             code = rng.choice([
@@ -443,13 +568,21 @@ def _review_session(rng: random.Random, n: int, start: dt.datetime) -> Conversat
     pr = rng.randint(100, 2400)
     files = rng.sample(FILES, rng.randint(1, 3))
     chat.system(REVIEW_SYSTEM)
-    chat.user(f"Review {repo}#{pr}: \"{rng.choice(['Fix rounding in cart totals', 'Retry declined payments with backoff', 'Reserve stock inside a transaction', 'Cache sessions'])}\"")
+    title = rng.choice(
+        ["Fix rounding in cart totals", "Retry declined payments with backoff", "Reserve stock inside a transaction",
+         "Cache sessions"]
+    )
+    chat.user(f'Review {repo}#{pr}: "{title}"')
     (diff_id,) = chat.call([("get_pr_diff", {"repo": repo, "number": pr})])
     chat.result(diff_id, "\n".join(_diff(rng, f) for f in files))
     ids = chat.call([("read_file", {"repo": repo, "path": f, "ref": f"pr-{pr}"}) for f in files],
                     text="Let me open the changed files for context.")
-    for call_id, path in zip(ids, files):
-        body = "\n".join(f"{i + 1:4d}  {rng.choice(['def ', 'return ', 'if ', 'for ', '# ', ''])}{rng.choice(['total', 'amount', 'retry', 'session', 'stock', 'cents'])}_{rng.randint(1, 99)}" for i in range(rng.randint(30, 90)))
+    for call_id, path in zip(ids, files, strict=True):
+        body = "\n".join(
+            f"{i + 1:4d}  {rng.choice(['def ', 'return ', 'if ', 'for ', '# ', ''])}"
+            f"{rng.choice(['total', 'amount', 'retry', 'session', 'stock', 'cents'])}_{rng.randint(1, 99)}"
+            for i in range(rng.randint(30, 90))
+        )
         chat.result(call_id, f"# {path}\n{body}")
     for attempt in range(rng.randint(1, 3)):
         (tests_id,) = chat.call([("run_tests", {"repo": repo, "ref": f"pr-{pr}", "path": "tests/"})])
@@ -466,21 +599,42 @@ def _review_session(rng: random.Random, n: int, start: dt.datetime) -> Conversat
             ), is_error=True)
             (fix_id,) = chat.call([("read_file", {"repo": repo, "path": files[0], "ref": f"pr-{pr}", "lines": "1-60"})],
                                   text="A test fails; let me check the rounding code again.")
-            chat.result(fix_id, f"# {files[0]} (lines 1-60)\ncents = int(Decimal(value) * 100)  # truncates instead of rounding")
+            chat.result(
+                fix_id, f"# {files[0]} (lines 1-60)\ncents = int(Decimal(value) * 100)  # truncates instead of rounding"
+            )
         else:
             chat.result(tests_id, f"{rng.randint(40, 300)} passed in {rng.uniform(2, 40):.2f}s")
             break
     comments = [(f, rng.randint(5, 120)) for f in files]
-    comment_ids = chat.call([("post_review_comment", {"repo": repo, "number": pr, "path": f, "line": line,
-                                                      "body": rng.choice([
-                                                          "Use `Decimal.quantize(..., ROUND_HALF_EVEN)` here; `int()` truncates.",
-                                                          "Nice: the retry now has a cap. Consider jitter to avoid thundering herds.",
-                                                          "This should run inside `transaction.atomic()`, otherwise two requests can reserve the same item.",
-                                                          "Could we add a test for the negative-amount branch?"])})
-                             for f, line in comments])
+    comment_ids = chat.call(
+        [
+            (
+                "post_review_comment",
+                {
+                    "repo": repo,
+                    "number": pr,
+                    "path": f,
+                    "line": line,
+                    "body": rng.choice(
+                        [
+                            "Use `Decimal.quantize(..., ROUND_HALF_EVEN)` here; `int()` truncates.",
+                            "Nice: the retry now has a cap. Consider jitter to avoid thundering herds.",
+                            "This should run inside `transaction.atomic()`, otherwise two requests can reserve the "
+                            "same item.",
+                            "Could we add a test for the negative-amount branch?",
+                        ]
+                    ),
+                },
+            )
+            for f, line in comments
+        ]
+    )
     for cid in comment_ids:
         chat.result(cid, {"ok": True, "comment_id": rng.randint(10**6, 10**7)})
-    chat.assistant(f"Posted {len(comment_ids)} comment(s) on {repo}#{pr}. Summary: the change is close; the rounding fix needs `quantize` and one more test.")
+    chat.assistant(
+        f"Posted {len(comment_ids)} comment(s) on {repo}#{pr}. Summary: the change is close; the rounding fix needs "
+        "`quantize` and one more test."
+    )
     return Conversation(messages=chat.messages, external_id=f"{repo.split('/')[1]}-pr-{pr}",
                         title=f"Review {repo}#{pr}", started_at=start, source_format="langchain")
 
@@ -495,7 +649,17 @@ TOPICS = [
     ("Rust in the Linux kernel", "What is the state of Rust drivers in the Linux kernel?"),
     ("urban heat islands", "Which interventions reduce urban heat islands the most per dollar?"),
 ]
-SITES = ["nature.com", "arxiv.org", "iea.org", "lwn.net", "reuters.com", "sciencedirect.com", "github.com", "energy.gov"]
+TITLE_OPENERS = ["Progress in", "A review of", "Why", "Field data on", "The economics of", "Lessons from"]
+SITES = [
+    "nature.com",
+    "arxiv.org",
+    "iea.org",
+    "lwn.net",
+    "reuters.com",
+    "sciencedirect.com",
+    "github.com",
+    "energy.gov",
+]
 RESEARCH_ANGLES = ["costs", "field data", "Europe", "North America", "Asia", "open questions", "the last 12 months"]
 RESEARCH_SYSTEM = (
     "You are a research agent. Search broadly, read primary sources, and write a short report with numbered "
@@ -508,17 +672,44 @@ def _search_results(rng: random.Random, topic: str, count: int) -> dict[str, Any
     results = []
     for i in range(count):
         site = rng.choice(SITES)
-        results.append({
-            "position": i + 1,
-            "title": f"{rng.choice(['Progress in', 'A review of', 'Why', 'Field data on', 'The economics of', 'Lessons from'])} {topic} {rng.choice(['(2026)', '— preprint', 'at scale', 'in practice', ''])}".strip(),
-            "url": f"https://{site}/{rng.choice(['articles', 'abs', 'reports', 'news'])}/{rng.randint(10**5, 10**7)}",
-            "snippet": " ".join(rng.choice(words + ["measured", "efficiency", "cost", "deployment", "trial", "per cent",
-                                                     "compared", "baseline", "results", "field", "study", "2025", "2026"])
-                                 for _ in range(rng.randint(35, 60))) + ".",
-            "published": (EPOCH - dt.timedelta(days=rng.randint(5, 900))).date().isoformat(),
-            "source": site,
-            "score": round(rng.uniform(0.4, 0.99), 3),
-        })
+        results.append(
+            {
+                "position": i + 1,
+                "title": (
+                    f"{rng.choice(TITLE_OPENERS)} "
+                    f"{topic} {rng.choice(['(2026)', '— preprint', 'at scale', 'in practice', ''])}"
+                ).strip(),
+                "url": (
+                    f"https://{site}/{rng.choice(['articles', 'abs', 'reports', 'news'])}/"
+                    f"{rng.randint(10**5, 10**7)}"
+                ),
+                "snippet": " ".join(
+                    rng.choice(
+                        words
+                        + [
+                            "measured",
+                            "efficiency",
+                            "cost",
+                            "deployment",
+                            "trial",
+                            "per cent",
+                            "compared",
+                            "baseline",
+                            "results",
+                            "field",
+                            "study",
+                            "2025",
+                            "2026",
+                        ]
+                    )
+                    for _ in range(rng.randint(35, 60))
+                )
+                + ".",
+                "published": (EPOCH - dt.timedelta(days=rng.randint(5, 900))).date().isoformat(),
+                "source": site,
+                "score": round(rng.uniform(0.4, 0.99), 3),
+            }
+        )
     return {"query": topic, "results": results, "total_estimated": rng.randint(10_000, 2_000_000),
             "took_ms": rng.randint(80, 900)}
 
@@ -542,9 +733,35 @@ def _research_session(rng: random.Random, n: int, start: dt.datetime) -> Convers
         (fetch_id,) = chat.call([("fetch_page", {"url": url, "max_chars": 8000})],
                                 reasoning=f"Source {step + 1} looks primary; read it to extract numbers.")
         if rng.random() < 0.15:
-            chat.result(fetch_id, {"error": "HTTP 403", "url": url, "detail": "Forbidden: the site blocks automated access."}, is_error=True)
+            chat.result(
+                fetch_id,
+                {"error": "HTTP 403", "url": url, "detail": "Forbidden: the site blocks automated access."},
+                is_error=True,
+            )
             continue
-        paragraphs = [" ".join(rng.choice(topic.split() + ["the", "results", "show", "a", "percent", "increase", "in", "cost", "efficiency", "over", "baseline", "trials"]) for _ in range(60)) for _ in range(rng.randint(4, 9))]
+        paragraphs = [
+            " ".join(
+                rng.choice(
+                    topic.split()
+                    + [
+                        "the",
+                        "results",
+                        "show",
+                        "a",
+                        "percent",
+                        "increase",
+                        "in",
+                        "cost",
+                        "efficiency",
+                        "over",
+                        "baseline",
+                        "trials",
+                    ]
+                )
+                for _ in range(60)
+            )
+            for _ in range(rng.randint(4, 9))
+        ]
         chat.result(fetch_id, f"Title: {topic.title()} — report\nURL: {url}\n\n" + "\n\n".join(paragraphs))
     chat.assistant(
         f"## {topic.capitalize()}: summary\n\n"
@@ -578,9 +795,15 @@ def _long_crawl(rng: random.Random, start: dt.datetime) -> Conversation:
             chat.result(cid, {"error": "Timeout", "url": url, "after_s": 30}, is_error=True)
         elif step % 250 == 7:
             # Now and then a long changelog (several KB).
-            entries = [{"version": version, "change": f"{rng.choice(['Removed', 'Renamed', 'Deprecated', 'Changed'])} "
-                        f"{rng.choice(['setting', 'function', 'default', 'argument'])} `{project}_{rng.randint(1, 999)}`",
-                        "breaking": rng.random() < 0.3} for _ in range(60)]
+            entries = [
+                {
+                    "version": version,
+                    "change": f"{rng.choice(['Removed', 'Renamed', 'Deprecated', 'Changed'])} "
+                    f"{rng.choice(['setting', 'function', 'default', 'argument'])} `{project}_{rng.randint(1, 999)}`",
+                    "breaking": rng.random() < 0.3,
+                }
+                for _ in range(60)
+            ]
             chat.result(cid, {"url": url, "entries": entries})
         else:
             chat.result(cid, f"{project} {version}: " + rng.choice([
@@ -588,8 +811,10 @@ def _long_crawl(rng: random.Random, start: dt.datetime) -> Conversation:
                 f"BREAKING: `{project}.config.{rng.choice(['timeout', 'retries', 'encoding'])}` default changed.",
                 "Documentation updates.", "Security fix; upgrade recommended.",
             ]))
-    chat.assistant(f"Done: {LONG_SESSION_STEPS} release notes read. {rng.randint(20, 60)} breaking changes affect us; "
-                   "the list is grouped by project below.\n\n- django: 6 changes\n- pydantic: 11 changes\n- sqlalchemy: 9 changes")
+    chat.assistant(
+        f"Done: {LONG_SESSION_STEPS} release notes read. {rng.randint(20, 60)} breaking changes affect us; "
+        "the list is grouped by project below.\n\n- django: 6 changes\n- pydantic: 11 changes\n- sqlalchemy: 9 changes"
+    )
     return Conversation(messages=chat.messages, external_id="crawl-release-notes-2026",
                         title="Long crawl: breaking changes in 2,600 release notes", started_at=start,
                         source_format="autogen")
@@ -659,7 +884,9 @@ def _broken_sessions(rng: random.Random, start: dt.datetime) -> list[tuple[str, 
         # The model hit max_tokens in the middle of the arguments.
         chat.system(REVIEW_SYSTEM)
         chat.user("Post the review for acme/billing#77.")
-        chat.call([("post_review_comment", {})], raw_arguments=['{"repo": "acme/billing", "number": 77, "body": "Consider'])
+        chat.call(
+            [("post_review_comment", {})], raw_arguments=['{"repo": "acme/billing", "number": 77, "body": "Consider']
+        )
         chat.user("It looks like the comment didn't go through.")
         chat.assistant("")
 
@@ -670,13 +897,62 @@ def _broken_sessions(rng: random.Random, start: dt.datetime) -> list[tuple[str, 
         chat.result(a, {"city": "Oslo", "high": 3, "low": -4})
         chat.assistant("Oslo: cold, around 3 °C. (Kyoto's forecast never came back.)")
 
-    make("travel-assistant", "broken-orphan-result", "Broken: orphan tool result (a summary replaced its call)", orphan, "openai", 3)
-    make("code-review-bot", "broken-unanswered-call", "Broken: unanswered tool call (test runner crashed)", unanswered, "langchain", 7)
-    make("support-agent", "broken-interrupted", "Broken: a user message between a call and its results", interrupted, "anthropic", 11)
-    make("research-agent", "broken-duplicate-id", "Broken: duplicate tool call id (ids restart every turn)", duplicate, "openai", 15)
-    make("travel-assistant", "broken-leading-result", "Broken: leading tool result (window cut the call)", leading, "openmanus", 19)
-    make("code-review-bot", "broken-invalid-arguments", "Broken: truncated tool arguments and an empty reply", invalid_args, "openai", 23)
-    make("travel-assistant", "broken-partial-parallel", "Broken: one of two parallel calls unanswered", partial, "openai", 27)
+    make(
+        "travel-assistant",
+        "broken-orphan-result",
+        "Broken: orphan tool result (a summary replaced its call)",
+        orphan,
+        "openai",
+        3,
+    )
+    make(
+        "code-review-bot",
+        "broken-unanswered-call",
+        "Broken: unanswered tool call (test runner crashed)",
+        unanswered,
+        "langchain",
+        7,
+    )
+    make(
+        "support-agent",
+        "broken-interrupted",
+        "Broken: a user message between a call and its results",
+        interrupted,
+        "anthropic",
+        11,
+    )
+    make(
+        "research-agent",
+        "broken-duplicate-id",
+        "Broken: duplicate tool call id (ids restart every turn)",
+        duplicate,
+        "openai",
+        15,
+    )
+    make(
+        "travel-assistant",
+        "broken-leading-result",
+        "Broken: leading tool result (window cut the call)",
+        leading,
+        "openmanus",
+        19,
+    )
+    make(
+        "code-review-bot",
+        "broken-invalid-arguments",
+        "Broken: truncated tool arguments and an empty reply",
+        invalid_args,
+        "openai",
+        23,
+    )
+    make(
+        "travel-assistant",
+        "broken-partial-parallel",
+        "Broken: one of two parallel calls unanswered",
+        partial,
+        "openai",
+        27,
+    )
     return out
 
 
@@ -714,7 +990,9 @@ def _make_titles_unique(sessions: list[DemoSession]) -> None:
         conversation = demo.conversation
         title = conversation.title or ""
         if title in seen and conversation.started_at is not None:
-            title = f"{title}, {conversation.started_at:%b} {conversation.started_at.day} {conversation.started_at:%H:%M}"
+            title = (
+                f"{title}, {conversation.started_at:%b} {conversation.started_at.day} {conversation.started_at:%H:%M}"
+            )
         number = 2
         base = title
         while title in seen:

@@ -63,7 +63,9 @@ class PreviewRow:
 
     @property
     def calls(self) -> list[dict[str, str]]:
-        return [{"id": c.id, "name": c.function.name, "arguments": c.function.arguments} for c in self.message.tool_calls]
+        return [
+            {"id": c.id, "name": c.function.name, "arguments": c.function.arguments} for c in self.message.tool_calls
+        ]
 
 
 @dataclass

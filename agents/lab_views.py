@@ -95,7 +95,7 @@ def session_lab_compare(request: HtmxHttpRequest, session_id: int) -> HttpRespon
     valid = [c for c in columns if c.spec is not None]
     if valid:
         trimmed = services.session_trim(session=session, specs=[c.spec for c in valid if c.spec is not None])
-        for column, result in zip(valid, trimmed.results):
+        for column, result in zip(valid, trimmed.results, strict=True):
             column.preview = lab.trim_preview(trimmed.messages, trimmed.counts, result)
     context = {
         "session": session,

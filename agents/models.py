@@ -82,6 +82,9 @@ class Agent(models.Model):
     def __str__(self) -> str:
         return self.name
 
+    def get_absolute_url(self) -> str:
+        return reverse("agents:agent_detail", args=[self.pk])
+
     @property
     def counter(self) -> str:
         """The counter its sessions count with: the one chosen for it, else the one its model counts with (the
@@ -89,9 +92,6 @@ class Agent(models.Model):
         from agents.memory.tokens import counter_for_model
 
         return self.token_counter or counter_for_model(self.model)
-
-    def get_absolute_url(self) -> str:
-        return reverse("agents:agent_detail", args=[self.pk])
 
 
 class Session(models.Model):
@@ -154,7 +154,7 @@ class Message(models.Model):
     seq = models.PositiveIntegerField(help_text="Position in the conversation, 0-based.")
     role = models.CharField(max_length=20, choices=Role.choices)
     # NULL keeps "no content" (an assistant message that only calls tools) apart from an empty string.
-    content = models.TextField(null=True, blank=True, help_text="The text of the message (text parts joined).")
+    content = models.TextField(null=True, blank=True, help_text="The text of the message (text parts joined).")  # noqa: DJ001
     content_parts = models.JSONField(null=True, blank=True, help_text="Content as a list of parts, when it was one.")
     name = models.CharField(max_length=255, blank=True)
     tool_call_id = models.CharField(max_length=255, blank=True)
@@ -247,7 +247,9 @@ class ExportRecord(models.Model):
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="export_records"
     )
     # NULL when the exported sessions span several projects.
-    project = models.ForeignKey(Project, null=True, blank=True, on_delete=models.SET_NULL, related_name="export_records")
+    project = models.ForeignKey(
+        Project, null=True, blank=True, on_delete=models.SET_NULL, related_name="export_records"
+    )
     format = models.CharField(max_length=40)
     scope = models.CharField(max_length=500, help_text="What was exported, in words (a session, a filtered list).")
     filters = models.JSONField(default=dict, blank=True, help_text="The list filters or session ids of the export.")
@@ -305,7 +307,9 @@ class LlmCall(models.Model):
     trace_id = models.CharField(max_length=32)
     span_id = models.CharField(max_length=16)
     parent_span_id = models.CharField(max_length=16, blank=True)
-    convention = models.CharField(max_length=40, blank=True, help_text="How the call was described: genai, openinference, ...")
+    convention = models.CharField(
+        max_length=40, blank=True, help_text="How the call was described: genai, openinference, ..."
+    )
     model = models.CharField(max_length=200, blank=True)
     started_at = models.DateTimeField(null=True, blank=True)
     duration = models.DurationField(null=True, blank=True)

@@ -810,7 +810,7 @@ def trimming_report(
         newest_user = next((i for i in range(len(messages) - 1, -1, -1) if messages[i].role == "user"), None)
         cells: list[ReportCell] = []
         tokens_before = 0
-        for spec, summary in zip(specs, summaries):
+        for spec, summary in zip(specs, summaries, strict=True):
             try:
                 result = session_trim(session=session, specs=[spec], read=(messages, counts)).results[0]
             except ValueError as exc:  # a strategy that fails on this session (should not happen): said, not a 500
@@ -1029,7 +1029,7 @@ def session_recount(*, session: models.Session, counter: str, user: User) -> mod
         running = 0
         for rows in session_row_batches(session, fields=MESSAGE_FIELDS):
             counts = count_messages([message_to_schema(row) for row in rows], counter)
-            for row, count in zip(rows, counts):
+            for row, count in zip(rows, counts, strict=True):
                 running += count
                 row.token_count, row.token_running = count, running
             models.Message.objects.bulk_update(rows, ["token_count", "token_running"], batch_size=BULK_BATCH)

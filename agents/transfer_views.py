@@ -6,7 +6,6 @@ stream with bounded memory and leave an ExportRecord; the export log page shows 
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode

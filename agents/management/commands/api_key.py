@@ -54,6 +54,8 @@ class Command(ContractCommand):
             created = services.api_key_create(project=project, name=options["name"])
         except ValueError as exc:
             self.fail(f"--{exc}")
-        self.stdout.write(f"API key {created.api_key.name!r} for project {project.slug} (prefix {created.api_key.prefix}).")
+        self.stdout.write(
+            f"API key {created.api_key.name!r} for project {project.slug} (prefix {created.api_key.prefix})."
+        )
         self.stdout.write("It is shown once; store it now. Send it as: Authorization: Bearer <key>")
         self.stdout.write(created.key)

@@ -35,11 +35,15 @@ def lint_source(source: Any, *, provider: str = "openai", format: str | None = N
 
 
 class Command(ContractCommand):
-    help = "Check a history against the tool-calling protocol; JSON on stdout; exit 0 clean, 1 violations, 2 unreadable."
+    help = (
+        "Check a history against the tool-calling protocol; JSON on stdout; exit 0 clean, 1 violations, 2 unreadable."
+    )
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("file", metavar="FILE", help="A file path, or - for standard input.")
-        parser.add_argument("--provider", default="openai", help=f"Whose rules: {', '.join(PROVIDERS)} (default openai).")
+        parser.add_argument(
+            "--provider", default="openai", help=f"Whose rules: {', '.join(PROVIDERS)} (default openai)."
+        )
         parser.add_argument("--format", help="The input format, when detection should not guess.")
 
     def handle(self, *args: Any, **options: Any) -> None:

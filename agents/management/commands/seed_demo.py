@@ -29,7 +29,9 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--seed", type=int, default=demo_data.DEFAULT_SEED, help="Random seed of the generator.")
-        parser.add_argument("--reset", action="store_true", help="Delete the demo agents' sessions and store them again.")
+        parser.add_argument(
+            "--reset", action="store_true", help="Delete the demo agents' sessions and store them again."
+        )
 
     def handle(self, *args: Any, seed: int, reset: bool, **options: Any) -> None:
         started = time.monotonic()
