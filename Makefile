@@ -8,7 +8,7 @@ REF_VENV := .venv-ref-2026
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: run test setup test-setup otel-clients browser-deps migrate demo bench system-deps clean
+.PHONY: run test lint setup test-setup otel-clients browser-deps migrate demo bench system-deps clean
 
 $(VENV)/.runtime: requirements.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -61,7 +61,12 @@ browser-deps:
 	@command -v chromium >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && bash .ci/system-deps; } || \
 	  { echo "Chromium is missing: run 'sudo make system-deps' once (Debian's chromium, PostgreSQL)."; exit 1; }
 
-test: test-setup browser-deps
+# Lint (ruff) and type checks (mypy), configured in pyproject.toml: a finding fails `make test` before any test runs.
+lint: $(VENV)/.test
+	$(VENV)/bin/ruff check
+	$(PY) -m mypy
+
+test: test-setup browser-deps lint
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 system-deps:
@@ -73,4 +78,4 @@ bench: test-setup
 	@for script in $(sort $(wildcard bench/bench_*.py)); do echo "=== $$script"; $(PY) $$script || exit 1; done
 
 clean:
-	rm -rf $(VENV) $(OTEL_VENV) $(OTEL_LEGACY_VENV) $(REF_VENV) staticfiles .pytest_cache .hypothesis
+	rm -rf $(VENV) $(OTEL_VENV) $(OTEL_LEGACY_VENV) $(REF_VENV) staticfiles .pytest_cache .hypothesis .mypy_cache .ruff_cache
