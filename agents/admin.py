@@ -155,7 +155,7 @@ def _autocomplete_source_admin(request: HttpRequest) -> ProjectScopedAdmin | Non
         ).model_class()
     except (KeyError, ContentType.DoesNotExist):
         return None
-    model_admin = admin.site._registry.get(model)
+    model_admin = admin.site._registry.get(model) if model is not None else None
     return model_admin if isinstance(model_admin, ProjectScopedAdmin) else None
 
 

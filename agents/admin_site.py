@@ -37,7 +37,8 @@ class MemoryvizAdminSite(admin.AdminSite):
         urls = super().get_urls()
         for i, pattern in enumerate(urls):
             if getattr(pattern, "name", None) == "view_on_site":
-                view = self.admin_view(self.view_on_site)
+                # A view function carries login_url as an attribute, which its Callable type does not declare.
+                view: Any = self.admin_view(self.view_on_site)
                 view.login_url = reverse_lazy("admin:login", current_app=self.name)  # for LoginRequiredMiddleware
                 urls[i] = path(str(pattern.pattern), view, name="view_on_site")
         return urls
@@ -52,7 +53,7 @@ class MemoryvizAdminSite(admin.AdminSite):
         if not request.user.is_superuser:
             try:
                 model = ContentType.objects.get(pk=content_type_id).model_class()
-                model_admin = self._registry.get(model)
+                model_admin = self._registry.get(model) if model is not None else None
                 if model_admin is None or not model_admin.has_view_or_change_permission(request):
                     raise missing
                 if not model_admin.get_queryset(request).filter(pk=object_id).exists():

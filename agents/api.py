@@ -158,7 +158,8 @@ class _Pages(PageNumberPagination):
         except NotFound:
             # DRF says only "Invalid page."; say what was asked and what exists.
             asked = request.query_params.get(self.page_query_param, "")
-            count = self.django_paginator_class(queryset, self.get_page_size(request)).num_pages
+            page_size = self.get_page_size(request)  # set: DRF pages (and so raises NotFound) only with a size
+            count = self.django_paginator_class(queryset, page_size).num_pages if page_size else 1
             raise NotFound(f"page {asked}: no such page; there are {count} (page=1 to page={count})") from None
 
 

@@ -29,7 +29,7 @@ class ApiKeyAuthentication(BaseAuthentication):
         return 'Bearer realm="api"'
 
 
-class ApiKeyScheme(OpenApiAuthenticationExtension):  # type: ignore[no-untyped-call]
+class ApiKeyScheme(OpenApiAuthenticationExtension):
     """How the OpenAPI schema documents the key."""
 
     target_class = ApiKeyAuthentication

@@ -177,7 +177,8 @@ class ThrottledBasicAuthentication(BasicAuthentication):
         wait = login_wait(username=userid, address=address)
         if wait:
             refused = Throttled(detail=throttled_message(wait))  # without DRF's "Expected available in..." tail
-            refused.wait = wait  # DRF's Retry-After
+            # DRF's Retry-After. DRF's __init__ sets and its handler reads .wait; djangorestframework-stubs omit it.
+            refused.wait = wait  # type: ignore[attr-defined]
             raise refused
         User = get_user_model()
         try:

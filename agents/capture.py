@@ -149,7 +149,7 @@ def _session(
     if session is None:
         session = models.Session.objects.create(
             agent=agent, external_id=external_id[:255], source_format=SOURCE_FORMAT, token_counter=agent.counter,
-            started_at=min((_when(c) for c in calls if _when(c)), default=None),
+            started_at=min((when for c in calls if (when := _when(c)) is not None), default=None),
             title=_title(calls),
         )
     # One writer per session at a time: concurrent batches of one agent queue here (a no-op on SQLite, which

@@ -143,7 +143,10 @@ def _render_settings(request: HttpRequest, project: models.Project, *, new_key: 
 def api_key_create(request: HttpRequest, slug: str) -> HttpResponse:
     project = _project_for_admin(request, slug)
     try:
-        created = services.api_key_create(project=project, name=request.POST.get("name", ""), created_by=request.user)
+        created = services.api_key_create(
+            project=project, name=request.POST.get("name", ""),
+            created_by=request.user if request.user.is_authenticated else None,
+        )
     except ValueError as exc:
         return _render_settings(request, project, error=str(exc).removeprefix("name: "), status=400)
     # The key is in this response and nowhere else: no redirect, no flash message that a log could keep.

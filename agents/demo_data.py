@@ -116,11 +116,8 @@ class Chat:
         call_ids = ids or [self.call_id() for _ in calls]
         tool_calls = []
         for i, (name, args) in enumerate(calls):
-            raw = (
-                raw_arguments[i]
-                if raw_arguments and raw_arguments[i] is not None
-                else json.dumps(args, ensure_ascii=False)
-            )
+            given = raw_arguments[i] if raw_arguments else None
+            raw = given if given is not None else json.dumps(args, ensure_ascii=False)
             tool_calls.append(ToolCall(id=call_ids[i], function=FunctionCall(name=name, arguments=raw)))
         self._add(role="assistant", content=text, tool_calls=tool_calls, reasoning=reasoning)
         return call_ids
@@ -287,7 +284,7 @@ def _travel_session(rng: random.Random, n: int, start: dt.datetime) -> Conversat
                                         else ["sunny", "partly cloudy", "showers", "overcast", "windy", "clear"])}
                  for day, h in zip(days, highs, strict=True)],
     })
-    flights = []
+    flights: list[dict[str, Any]] = []
     for _ in range(rng.randint(3, 6)):
         airline = rng.choice(sorted(AIRLINES))
         flights.append(
@@ -325,7 +322,7 @@ def _travel_session(rng: random.Random, n: int, start: dt.datetime) -> Conversat
             )
         ]
     )
-    hotels = [
+    hotels: list[dict[str, Any]] = [
         {"id": f"h_{rng.randint(10000, 99999)}", "name": f"{rng.choice(HOTEL_WORDS)} {rng.choice(HOTEL_NAMES)}",
          "rating": round(rng.uniform(3.6, 4.9), 1), "reviews": rng.randint(40, 4200),
          "price_per_night": rng.randint(budget // 2, budget), "currency": "USD",

@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import datetime as dt
+import json
+from typing import TYPE_CHECKING
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
@@ -9,6 +11,9 @@ from django.db import models
 from django.db.models import Q
 from django.urls import reverse
 from django.utils import timezone
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
 
 
 class Role(models.TextChoices):
@@ -23,7 +28,9 @@ class Project(models.Model):
     name = models.CharField(max_length=200)
     slug = models.SlugField(max_length=100, unique=True)
     created_at = models.DateTimeField(auto_now_add=True)
-    members = models.ManyToManyField(settings.AUTH_USER_MODEL, through="Membership", related_name="projects")
+    members: models.ManyToManyField[User, Membership] = models.ManyToManyField(
+        settings.AUTH_USER_MODEL, through="Membership", related_name="projects"
+    )
 
     class Meta:
         ordering = ["name"]
@@ -268,6 +275,11 @@ class ExportRecord(models.Model):
 
     def __str__(self) -> str:
         return f"{self.format} export of {self.scope}"
+
+    @property
+    def params_json(self) -> str:
+        """The parameters as the JSON the command line and the API take (true, null, "..."), not as a Python dict."""
+        return json.dumps(self.params, ensure_ascii=False, sort_keys=True) if self.params else ""
 
 
 class ApiKey(models.Model):

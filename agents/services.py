@@ -14,9 +14,10 @@ import secrets
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from itertools import groupby, islice
-from typing import Any
+from typing import Any, cast
 
-from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.contrib.auth.models import AnonymousUser
+from django.contrib.auth.models import User as AccountUser
 from django.core.exceptions import PermissionDenied
 from django.db import DEFAULT_DB_ALIAS, connections, transaction
 from django.db.models import Exists, F, Model, OuterRef, Q, QuerySet
@@ -61,7 +62,7 @@ class KeyUser:
         return False
 
 
-User = AbstractBaseUser | AnonymousUser | KeyUser
+User = AccountUser | AnonymousUser | KeyUser
 
 # Messages per INSERT batch: bounded memory for a session streamed from a file, few round trips.
 BATCH_SIZE = 2_000
@@ -266,7 +267,7 @@ def _json_problem(value: Any) -> str | None:
 def message_to_schema(row: models.Message) -> schema.Message:
     """The schema Message a row stores (the inverse of ``message_from_schema``)."""
     return schema.Message(
-        role=row.role,
+        role=cast(schema.Role, row.role),  # the column's choices are the schema's roles
         content=row.content_parts if row.content_parts is not None else row.content,
         name=row.name or None,
         tool_calls=row.tool_calls or [],
@@ -932,7 +933,7 @@ def _key_hash(key: str) -> str:
     return hashlib.sha256(key.encode()).hexdigest()
 
 
-def api_key_create(*, project: models.Project, name: str, created_by: AbstractBaseUser | None = None) -> CreatedKey:
+def api_key_create(*, project: models.Project, name: str, created_by: AccountUser | None = None) -> CreatedKey:
     """A new key for ``project``: ``mvz_<prefix>_<secret>``. The whole key is in the result and nowhere else."""
     name = name.strip()
     if not name:

@@ -5,14 +5,14 @@ stream with bounded memory and leave an ExportRecord; the export log page shows 
 """
 from __future__ import annotations
 
-import json
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 from urllib.parse import urlencode
 
 from django.conf import settings
 from django.core.exceptions import PermissionDenied
 from django.db.models import Count, QuerySet, Sum
+from django.forms import ChoiceField
 from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import render
 from django.urls import reverse
@@ -57,7 +57,8 @@ def import_upload(request: HttpRequest) -> HttpResponse:
         "form": form, "preview": preview, "token": token, "label": label, "project": project,
         "agent_value": agent.pk if isinstance(agent, models.Agent) else "",
         "new_agent_value": agent if isinstance(agent, str) else "",
-        "format_value": chosen or "", "format_chosen": bool(chosen), "format_choices": form.fields["format"].choices,
+        "format_value": chosen or "", "format_chosen": bool(chosen),
+        "format_choices": cast(ChoiceField, form.fields["format"]).choices,
         "nothing_new": preview.sessions_imported == 0,
     }
     return render(request, "agents/import_preview.html", context)
@@ -144,7 +145,7 @@ def _render_form(request: HttpRequest, form: ImportForm, *, status: int = 200, e
 
 
 @require_http_methods(["GET", "POST"])
-def export_session(request: HttpRequest, session_id: int) -> HttpResponse:
+def export_session(request: HttpRequest, session_id: int) -> HttpResponse | StreamingHttpResponse:
     """One session (404 when not in the user's projects), whole or as trimmed by strategy= and params=."""
     session = services.session_for_user(request.user, session_id)
     sessions = services.sessions_for_user(request.user).filter(pk=session.pk)
@@ -153,7 +154,7 @@ def export_session(request: HttpRequest, session_id: int) -> HttpResponse:
 
 
 @require_http_methods(["GET", "POST"])
-def export_sessions(request: HttpRequest) -> HttpResponse:
+def export_sessions(request: HttpRequest) -> HttpResponse | StreamingHttpResponse:
     """The sessions matching the list's filters (the same fields as the session list's query string)."""
     data = _export_data(request)
     form = SessionFilterForm(data, user=request.user)
@@ -170,9 +171,6 @@ def export_sessions(request: HttpRequest) -> HttpResponse:
 def export_log(request: HttpRequest) -> HttpResponse:
     """The user's exports, newest first, with what each one dropped or skipped."""
     records = list(exports.recent_exports(request.user))
-    for record in records:
-        # Shown as the JSON the command line and the API take (true, null, "..."), not as a Python dict.
-        record.params_json = json.dumps(record.params, ensure_ascii=False, sort_keys=True) if record.params else ""
     return render(request, "agents/export_log.html", {"records": records})
 
 
@@ -188,7 +186,7 @@ def _export(
     filters: dict[str, Any],
     single: models.Session | None = None,
     refusal: str = "",
-) -> HttpResponse:
+) -> HttpResponse | StreamingHttpResponse:
     """GET: the export page. POST: the download, or the export page with what is wrong."""
     data = _export_data(request)
     try:
@@ -206,10 +204,10 @@ def _export(
     except exports.ExportFailed as exc:
         # 200 with the form and what is wrong, as every form here answers invalid input.
         return _export_page(request, data, scope=scope, single=single, error=str(exc))
-    spec = formats.FORMATS[plan.format]
+    format_spec = formats.FORMATS[plan.format]
     response = StreamingHttpResponse(
         exports.export_chunks(plan, user=request.user, interface="web"),
-        content_type=f"{getattr(spec, 'media_type', 'application/json')}; charset=utf-8",
+        content_type=f"{getattr(format_spec, 'media_type', 'application/json')}; charset=utf-8",
     )
     response["Content-Disposition"] = f'attachment; filename="{exports.export_filename(plan, single=single)}"'
     if skipped:

@@ -157,10 +157,11 @@ def _add_llm_calls(session: models.Session, messages: list[MessageView]) -> None
         if call is None:
             continue
         received = len(set(call.sent))
+        before = m.row.seq  # the call's reply_seq: the calls come keyed by it
         m.llm_call = {
             "sent": received,
-            "before": call.reply_seq,
-            "left_out": max(call.reply_seq - received, 0),
+            "before": before,
+            "left_out": max(before - received, 0),
             "violations": [v for v in call.sent_violations if v.get("severity") == "error"],
             "href": reverse("agents:llm_call", args=[session.pk, call.pk]),
             "model": call.model,

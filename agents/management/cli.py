@@ -8,9 +8,9 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any, NoReturn
+from typing import Any, NoReturn, TextIO, cast
 
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, OutputWrapper
 
 from agents.memory import formats
 from agents.memory.formats import FormatError
@@ -18,6 +18,12 @@ from agents.memory.schema import Message
 from agents.memory.tokens import TokenCounter, TokenizerFileError, get_counter
 
 EXIT_UNREADABLE = 2
+
+
+def raw_stream(wrapper: OutputWrapper) -> TextIO:
+    """The stream under a command's stdout or stderr: OutputWrapper.write would add a newline after every piece that
+    a writer or a progress bar emits. (Its ``_out`` is not in django-stubs, whose ``__getattr__`` says Callable.)"""
+    return cast(TextIO, wrapper._out)
 
 
 class ContractCommand(BaseCommand):

@@ -16,7 +16,7 @@ from django.core.management.base import CommandParser
 from django.db.models import QuerySet, Sum
 
 from agents import exports, models
-from agents.management.cli import ContractCommand
+from agents.management.cli import ContractCommand, raw_stream
 from agents.management.progress import ProgressBar
 from agents.memory import formats
 from agents.memory.trimming import StrategyError, spec_from_pairs
@@ -62,7 +62,7 @@ class Command(ContractCommand):
                     )
             total = plan.sessions.aggregate(n=Sum("message_count"))["n"] or None
             bar = ProgressBar("exporting", unit="messages", total=total,
-                              enabled=options["progress"] or self.stderr.isatty(), stream=self.stderr._out)
+                              enabled=options["progress"] or self.stderr.isatty(), stream=raw_stream(self.stderr))
             completed = False
             try:
                 result = self._write(plan, options["output"], bar)
@@ -107,8 +107,7 @@ class Command(ContractCommand):
 
     def _write(self, plan: exports.ExportPlan, output: str | None, bar: ProgressBar) -> exports.ExportResult:
         if not output:
-            # The raw stream: OutputWrapper.write would add a newline after every piece the writer emits.
-            return exports.export_to(plan, self.stdout._out, interface="command", on_messages=bar.update)
+            return exports.export_to(plan, raw_stream(self.stdout), interface="command", on_messages=bar.update)
         if os.path.exists(output) and not os.path.isfile(output) and not os.path.isdir(output):
             # A device or a pipe (/dev/stdout, /dev/null, a FIFO): write into it; renaming over it would replace it.
             try:

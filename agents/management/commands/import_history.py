@@ -20,7 +20,7 @@ from django.core.management.base import CommandParser
 from django.db import transaction
 
 from agents import imports, models
-from agents.management.cli import CHOOSE_FORMAT, ContractCommand
+from agents.management.cli import CHOOSE_FORMAT, ContractCommand, raw_stream
 from agents.management.progress import ProgressBar
 
 
@@ -97,7 +97,7 @@ class Command(ContractCommand):
         size = None if path == "-" else os.path.getsize(path)
         bar = ProgressBar(
             f"importing {'stdin' if path == '-' else os.path.basename(path)}",
-            stream=self.stderr._out,
+            stream=raw_stream(self.stderr),
             total=size,
             enabled=show,
             position=(lambda: handle.tell()) if size else None,
