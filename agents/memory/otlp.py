@@ -88,7 +88,9 @@ def decode(body: bytes, *, signal: Signal, content_type: str, content_encoding: 
             raise OtlpError(f"malformed protobuf: not an OTLP {signal} export request ({exc})") from None
     else:
         _parse_json(data, message, signal)
-    return _batch_from_traces(message) if signal == "traces" else _batch_from_logs(message)
+    if isinstance(message, ExportTraceServiceRequest):
+        return _batch_from_traces(message)
+    return _batch_from_logs(message)
 
 
 def _decompress(body: bytes, encoding: str, max_bytes: int) -> bytes:
