@@ -4,6 +4,7 @@ from typing import Any
 
 from django import forms
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.forms.utils import ErrorDict
 
 from agents import models, services
 from agents.memory import formats
@@ -30,7 +31,9 @@ class SessionFilterForm(forms.Form):
     q = forms.CharField(required=False, max_length=200, label="Search", strip=True)
     tool = forms.CharField(required=False, max_length=255, label="Tool", strip=True)
     violations = forms.BooleanField(required=False, label="Has violations")
-    errors = forms.BooleanField(required=False, label="Has tool errors")
+    # A field named like Form.errors: Django's form metaclass takes declared fields off the class, so .errors stays
+    # the ErrorDict, which mypy cannot see.
+    errors: ErrorDict = forms.BooleanField(required=False, label="Has tool errors")  # type: ignore[assignment]
     date_from = forms.DateField(required=False, label="From", widget=forms.DateInput(attrs={"type": "date"}))
     date_to = forms.DateField(required=False, label="To", widget=forms.DateInput(attrs={"type": "date"}))
     min_tokens = forms.IntegerField(required=False, min_value=0, label="Min tokens")

@@ -136,7 +136,7 @@ def trimming_report(request: HtmxHttpRequest) -> HttpResponse:
         "spec_fields": spec_fields,
         "left_out": left_out,
         # (The form has a field named "errors", which {{ filter_form.errors }} would give.)
-        "filter_problems": [f"{name}: {' '.join(errors)}" for name, errors in filter_form.errors.items()],
+        "filter_problems": [f"{name}: {' '.join(map(str, errors))}" for name, errors in filter_form.errors.items()],
         "report": report,
         "strategies": list(STRATEGIES.values()),
         "session_limit": services.REPORT_SESSION_LIMIT,

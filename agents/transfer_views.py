@@ -163,7 +163,10 @@ def export_sessions(request: HttpRequest) -> HttpResponse | StreamingHttpRespons
     # The list page may ignore an invalid field and show its error, or clear an agent of another project; an export
     # must not: dropping a filter widens what is downloaded (a project the user is not in would read as "all").
     refusal = form.refusal()
-    sessions = services.sessions_filtered(request.user, form.filters()) if not refusal else models.Session.objects.none()
+    if refusal:
+        sessions = models.Session.objects.none()
+    else:
+        sessions = services.sessions_filtered(request.user, form.filters())
     return _export(request, sessions, scope=scope, filters=filters, refusal=refusal)
 
 
