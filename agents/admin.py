@@ -20,7 +20,7 @@ from django import forms
 from django.contrib import admin
 from django.contrib.auth.admin import GroupAdmin as DjangoGroupAdmin
 from django.contrib.auth.admin import UserAdmin as DjangoUserAdmin
-from django.contrib.auth.models import AbstractBaseUser, Group, User
+from django.contrib.auth.models import Group, User
 from django.contrib.contenttypes.models import ContentType
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import models as db_models
@@ -171,14 +171,14 @@ OWN_MEMBERSHIP = "You cannot add, change or remove your own membership; another 
 class MembershipForm(forms.ModelForm):
     """A membership form that knows who is editing (set per request by the admin) and refuses their own row."""
 
-    acting_user: AbstractBaseUser | None = None
+    acting_user: User | None = None
 
     class Meta:
         model = models.Membership
         fields = ["project", "user", "role"]
 
     def clean(self) -> dict[str, Any]:
-        cleaned = super().clean()
+        cleaned = super().clean() or self.cleaned_data
         user = self.acting_user
         if user is None or user.is_superuser:
             return cleaned
@@ -190,7 +190,7 @@ class MembershipForm(forms.ModelForm):
 
 
 class MembershipFormSet(BaseInlineFormSet):
-    acting_user: AbstractBaseUser | None = None
+    acting_user: User | None = None
 
     def clean(self) -> None:
         super().clean()

@@ -1,9 +1,8 @@
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from django import forms
-from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.forms.utils import ErrorDict
 
 from agents import models, services
@@ -23,11 +22,31 @@ SORT_CHOICES = [
 ]
 
 
+def _model_choice(form: forms.BaseForm, name: str) -> forms.ModelChoiceField[Any]:
+    """The form's own copy of a ModelChoiceField (``form.fields`` is typed as holding plain Fields)."""
+    return cast("forms.ModelChoiceField[Any]", form.fields[name])
+
+
+def _choice(form: forms.BaseForm, name: str) -> forms.ChoiceField:
+    return cast(forms.ChoiceField, form.fields[name])
+
+
+class AgentOfProjectChoiceField(forms.ModelChoiceField):
+    """Agents named with their project: "Travel bot (Alpha)"."""
+
+    def label_from_instance(self, obj: models.Agent) -> str:
+        return f"{obj.name} ({obj.project.name})"
+
+
 class SessionFilterForm(forms.Form):
     """The session list's filters, read from the query string. Choices are scoped to the user's projects."""
 
-    project = forms.ModelChoiceField(queryset=None, required=False, to_field_name="slug", empty_label="All projects")
-    agent = forms.ModelChoiceField(queryset=None, required=False, empty_label="All agents")
+    project: forms.ModelChoiceField[models.Project] = forms.ModelChoiceField(
+        queryset=None, required=False, to_field_name="slug", empty_label="All projects"
+    )
+    agent: forms.ModelChoiceField[models.Agent] = forms.ModelChoiceField(
+        queryset=None, required=False, empty_label="All agents"
+    )
     q = forms.CharField(required=False, max_length=200, label="Search", strip=True)
     tool = forms.CharField(required=False, max_length=255, label="Tool", strip=True)
     violations = forms.BooleanField(required=False, label="Has violations")
@@ -40,24 +59,24 @@ class SessionFilterForm(forms.Form):
     max_tokens = forms.IntegerField(required=False, min_value=0, label="Max tokens")
     sort = forms.ChoiceField(required=False, choices=SORT_CHOICES)
 
-    def __init__(self, *args: Any, user: AbstractBaseUser | AnonymousUser, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, user: services.User, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.fields["project"].queryset = services.user_projects(user)
+        _model_choice(self, "project").queryset = services.user_projects(user)
         agents = services.agents_for_user(user)
         # Any agent of the user's projects is accepted (clean() clears one of another project than the chosen one),
         # but the select offers only the chosen project's agents.
-        self.fields["agent"].queryset = agents
+        agent_field = _model_choice(self, "agent")
+        agent_field.queryset = agents
         project = self.data.get("project") if self.is_bound else None
-        offered = forms.ModelChoiceField(queryset=agents.filter(project__slug=project) if project else agents,
-                                         empty_label=self.fields["agent"].empty_label)
-        offered.label_from_instance = lambda a: f"{a.name} ({a.project.name})"
-        self.fields["agent"].widget.choices = offered.choices
+        offered = AgentOfProjectChoiceField(queryset=agents.filter(project__slug=project) if project else agents,
+                                            empty_label=agent_field.empty_label)
+        agent_field.widget.choices = offered.choices
         # Fields clean() emptied because another filter excludes them, with why: the list drops them from its URL,
         # an export refuses them (dropping a filter widens what is downloaded).
         self.cleared: dict[str, str] = {}
 
     def clean(self) -> dict[str, Any]:
-        data = super().clean()
+        data = super().clean() or self.cleaned_data
         project, agent = data.get("project"), data.get("agent")
         if agent is not None and project is not None and agent.project_id != project.pk:
             # Choosing another project leaves the old project's agent in the query: it is no filter any more.
@@ -124,7 +143,7 @@ class AgentForm(forms.Form):
         super().__init__(*args, **kwargs)
         from agents.memory.tokens import COUNTERS
 
-        self.fields["token_counter"].choices = [("", "follow the model")] + [
+        _choice(self, "token_counter").choices = [("", "follow the model")] + [
             (name, f"{name}: {c.description}") for name, c in sorted(COUNTERS.items())
         ]
 
@@ -155,28 +174,29 @@ class ImportForm(forms.Form):
     def __init__(self, *args: Any, user: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         # Every project the user is in is accepted here; the role is checked in the view, which answers 403.
-        self.fields["project"].queryset = services.user_projects(user)
-        self.fields["project"].label_from_instance = lambda p: p.name
+        # (Projects and agents read as their names.)
+        projects = services.user_projects(user)
+        _model_choice(self, "project").queryset = projects
         # Any agent of the user's projects is accepted, so that one of another project is explained by clean()
         # ("X is not an agent of Y") rather than refused as an unknown choice; but the select offers only the
         # agents of the project shown as chosen. With htmx, changing the project fetches this form for it and
         # swaps in its agent select (import.html).
         agents = services.agents_for_user(user)
-        self.fields["agent"].queryset = agents
+        agent_field = _model_choice(self, "agent")
+        agent_field.queryset = agents
         project_slug = (self.data.get("project") if self.is_bound else None) or self.initial.get("project")
         if not project_slug:
-            first = self.fields["project"].queryset.first()
+            first = projects.first()
             project_slug = first.slug if first is not None else ""
         offered = forms.ModelChoiceField(queryset=agents.filter(project__slug=project_slug),
-                                         empty_label=self.fields["agent"].empty_label)
-        offered.label_from_instance = lambda a: a.name
-        self.fields["agent"].widget.choices = offered.choices
-        self.fields["format"].choices = [("", "Detect automatically")] + [
+                                         empty_label=agent_field.empty_label)
+        agent_field.widget.choices = offered.choices
+        _choice(self, "format").choices = [("", "Detect automatically")] + [
             (name, getattr(spec, "label", name)) for name, spec in formats.FORMATS.items()
         ]
 
     def clean(self) -> dict[str, Any]:
-        data = super().clean()
+        data = super().clean() or self.cleaned_data
         project, agent = data.get("project"), data.get("agent")
         if agent is not None and project is not None and agent.project_id != project.pk:
             self.add_error("agent", f"{agent.name} is not an agent of {project.name}.")
