@@ -35,21 +35,44 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 def build_run(calls: int) -> list[tuple[list[dict[str, Any]], dict[str, Any]]]:
     """(history sent, reply) per call, in the GenAI ``parts`` shape; the history grows every call."""
-    history: list[dict[str, Any]] = [{"role": "system", "parts": [{"type": "text", "content": "You are a travel assistant. Use the tools."}]}]
+    history: list[dict[str, Any]] = [
+        {"role": "system", "parts": [{"type": "text", "content": "You are a travel assistant. Use the tools."}]}
+    ]
     out = []
     pending: list[str] = []
     for k in range(calls):
         if pending:
             for j, call_id in enumerate(pending):
-                history.append({"role": "tool", "parts": [{"type": "tool_call_response", "id": call_id, "response": f"{18 + j}C, cloudy in city {j}"}]})
+                history.append(
+                    {
+                        "role": "tool",
+                        "parts": [
+                            {"type": "tool_call_response", "id": call_id, "response": f"{18 + j}C, cloudy in city {j}"}
+                        ],
+                    }
+                )
             pending = []
         else:
-            history.append({"role": "user", "parts": [{"type": "text", "content": f"Question {k}: the weather in Paris, Tokyo and Lima?"}]})
+            history.append(
+                {
+                    "role": "user",
+                    "parts": [{"type": "text", "content": f"Question {k}: the weather in Paris, Tokyo and Lima?"}],
+                }
+            )
         if k % 2 == 0:
             pending = [f"call_{k}_{j}" for j in range(1 + k % 3)]
-            reply = {"role": "assistant", "parts": [{"type": "tool_call", "id": c, "name": "get_weather", "arguments": {"city": f"c{j}"}} for j, c in enumerate(pending)]}
+            reply = {
+                "role": "assistant",
+                "parts": [
+                    {"type": "tool_call", "id": c, "name": "get_weather", "arguments": {"city": f"c{j}"}}
+                    for j, c in enumerate(pending)
+                ],
+            }
         else:
-            reply = {"role": "assistant", "parts": [{"type": "text", "content": f"Answer {k}: 18C in Paris, 22C in Tokyo, 15C in Lima."}]}
+            reply = {
+                "role": "assistant",
+                "parts": [{"type": "text", "content": f"Answer {k}: 18C in Paris, 22C in Tokyo, 15C in Lima."}],
+            }
         out.append((list(history), reply))
         history.append(reply)
     return out
@@ -125,18 +148,32 @@ def main() -> None:
             ingest = statistics.median(r["ingest"] for r in part)
             baseline = statistics.median(r["baseline"] for r in part)
             carried = statistics.median(r["carried"] for r in part)
-            deciles.append({"calls": f"{d + 1}-{d + len(part)}", "carried": carried, "kB": statistics.median(r["bytes"] for r in part) / 1024,
-                            "ingest_ms": ingest * 1000, "baseline_ms": baseline * 1000, "ratio": ingest / baseline,
-                            "us_per_carried": ingest / carried * 1e6})
+            deciles.append(
+                {
+                    "calls": f"{d + 1}-{d + len(part)}",
+                    "carried": carried,
+                    "kB": statistics.median(r["bytes"] for r in part) / 1024,
+                    "ingest_ms": ingest * 1000,
+                    "baseline_ms": baseline * 1000,
+                    "ratio": ingest / baseline,
+                    "us_per_carried": ingest / carried * 1e6,
+                }
+            )
         results[variant] = {"stored_messages": session.message_count, "deciles": deciles}
     if args.json:
         print(json.dumps(results, indent=2))
         return
     for variant, result in results.items():
         print(f"\n{variant}: {args.calls} calls, {result['stored_messages']} messages stored")
-        print(f"{'calls':>9} {'carried':>8} {'kB':>7} {'ingest ms':>10} {'decode ms':>10} {'× decode':>9} {'µs/carried msg':>15}")
+        print(
+            f"{'calls':>9} {'carried':>8} {'kB':>7} {'ingest ms':>10} {'decode ms':>10} {'× decode':>9} "
+            f"{'µs/carried msg':>15}"
+        )
         for d in result["deciles"]:
-            print(f"{d['calls']:>9} {d['carried']:>8.0f} {d['kB']:>7.1f} {d['ingest_ms']:>10.2f} {d['baseline_ms']:>10.2f} {d['ratio']:>9.1f} {d['us_per_carried']:>15.1f}")
+            print(
+                f"{d['calls']:>9} {d['carried']:>8.0f} {d['kB']:>7.1f} {d['ingest_ms']:>10.2f} "
+                f"{d['baseline_ms']:>10.2f} {d['ratio']:>9.1f} {d['us_per_carried']:>15.1f}"
+            )
 
 
 if __name__ == "__main__":

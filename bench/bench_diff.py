@@ -33,13 +33,12 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from bench_chain import build_history  # noqa: E402
-
 from agents.memory.diff import Fold, diff_messages, diff_trim  # noqa: E402
 from agents.memory.formats import read_data  # noqa: E402
 from agents.memory.schema import FunctionCall, Message  # noqa: E402
 from agents.memory.tokens import count_messages  # noqa: E402
 from agents.memory.trimming import strategy_spec, trim  # noqa: E402
+from bench_chain import build_history  # noqa: E402
 
 
 def renamed(messages: list[Message], tag: str) -> list[Message]:

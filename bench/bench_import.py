@@ -42,8 +42,13 @@ def generate(path: Path, n: int) -> None:
                               "arguments": json.dumps({"city": f"city {turn % 97}", "day": turn, "n": c})}}
                 for c in range(calls)]})
             for c in range(calls):
-                block.append({"role": "tool", "tool_call_id": f"call_{turn}_{c}",
-                              "content": json.dumps({"ok": True, "items": [f"result {turn}.{c}.{k}" for k in range(3)]})})
+                block.append(
+                    {
+                        "role": "tool",
+                        "tool_call_id": f"call_{turn}_{c}",
+                        "content": json.dumps({"ok": True, "items": [f"result {turn}.{c}.{k}" for k in range(3)]}),
+                    }
+                )
             block.append({"role": "assistant", "content": f"Day {turn}: sunny, three hotels found near the centre."})
             for message in block[: n - written]:
                 out.write(",\n" + json.dumps(message, ensure_ascii=False))
@@ -71,12 +76,10 @@ def child(path: Path, db: Path, counter: str) -> dict[str, Any]:
 
     call_command("migrate", verbosity=0)
     from agents import imports
+    from agents.memory.schema import Message
     from agents.memory.tokens import get_counter
 
-    get_counter(counter).count  # load the tokenizer before measuring
-    from agents.memory.schema import Message
-
-    get_counter(counter).count(Message(role="user", content="warm up"))
+    get_counter(counter).count(Message(role="user", content="warm up"))  # load the tokenizer before measuring
     rss_before = rss_now_kb()
     start = time.perf_counter()
     report = imports.import_file(path, project="bench", agent="bench", counter=counter)

@@ -19,8 +19,10 @@ import json
 import statistics
 import sys
 import time
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -93,7 +95,7 @@ def main() -> None:
     for name in STRATEGIES:
         p = params.get(name, {})
         base = median_seconds(preview(name), args.repeat)
-        took = median_seconds(lambda: replay(history, name, p, counter="cl100k", token_counts=counts), args.repeat)
+        took = median_seconds(partial(replay, history, name, p, counter="cl100k", token_counts=counts), args.repeat)
         method = replay(history, name, p, counter="cl100k", token_counts=counts).method
         rows.append({"strategy": name, "method": method, "preview_ms": base * 1000, "replay_ms": took * 1000,
                      "ratio": took / base})
@@ -106,14 +108,14 @@ def main() -> None:
             h = build_history(size)
             c = count_messages(h, "cl100k")
             p = parameters(sum(c) + 3).get(name, {})
-            t = median_seconds(lambda: replay(h, name, p, counter="cl100k", token_counts=c), args.repeat)
+            t = median_seconds(partial(replay, h, name, p, counter="cl100k", token_counts=c), args.repeat)
             row[f"us_per_message_{size}"] = t / size * 1e6
         for size in (1_000, 2_000):
             h = build_history(size)
             c = count_messages(h, "cl100k")
             p = parameters(sum(c) + 3).get(name, {})
             t = median_seconds(
-                lambda: replay(h, name, p, counter="cl100k", token_counts=c, incremental=False, work_limit=10**12), 1
+                partial(replay, h, name, p, counter="cl100k", token_counts=c, incremental=False, work_limit=10**12), 1
             )
             row[f"per_call_ms_{size}"] = t * 1000
         growth.append(row)
@@ -128,7 +130,9 @@ def main() -> None:
           f"({cmp['ratio']:.1f} x), {cmp['items']} items on the page")
     print(f"{'strategy':20} {'method':18} {'preview':>10} {'replay':>10} {'ratio':>7}")
     for r in rows:
-        print(f"{r['strategy']:20} {r['method']:18} {r['preview_ms']:8.1f}ms {r['replay_ms']:8.1f}ms {r['ratio']:6.1f}x")
+        print(
+            f"{r['strategy']:20} {r['method']:18} {r['preview_ms']:8.1f}ms {r['replay_ms']:8.1f}ms {r['ratio']:6.1f}x"
+        )
     for r in growth:
         print(r)
 

@@ -36,7 +36,8 @@ TEXTS = (
     "Could you compare the weather in Paris and Tokyo for trip {k}, and tell me which city is warmer in May?",
     "東京の天気は晴れです。明日は雨が降るでしょう。旅行{k}日目：北京今天多云，气温十八度，适合散步。",
     "Ça marche 🙂👍🏽 trip {k} booked ✈️ 🇫🇷→🇯🇵, see you there 👨‍👩‍👧‍👦!",
-    "def forecast_{k}(city: str) -> float:\n    data = fetch(city)\n    return sum(d['temp_c'] for d in data) / len(data)\n",
+    "def forecast_{k}(city: str) -> float:\n    data = fetch(city)\n"
+    "    return sum(d['temp_c'] for d in data) / len(data)\n",
 )
 
 

@@ -21,8 +21,10 @@ import json
 import statistics
 import sys
 import time
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -136,7 +138,7 @@ def scale(n: int, repeat: int) -> dict[str, Any]:
         for size in sizes:
             spec = strategy_spec(name, scale_params(name, sum(counts[size]) + PER_LIST, size))
             seconds = median_seconds(
-                lambda: trim(histories[size], spec, counter="cl100k", token_counts=counts[size]), repeat
+                partial(trim, histories[size], spec, counter="cl100k", token_counts=counts[size]), repeat
             )
             per_message[size] = seconds / size * 1e6
         rows[name] = {"microseconds_per_message": per_message, "seconds_at_full": per_message[n] * n / 1e6}
