@@ -45,3 +45,18 @@ def test_it_still_lists_a_strategy_registered_without_an_entry_under_its_framewo
         assert any(f == "Strands" for f, _ in strategies_by_framework())
     finally:
         del STRATEGIES["strands_demo_window"]
+
+
+def test_the_help_that_users_read_names_what_a_strategy_is_and_agrees_with_itself() -> None:
+    # "the seed article's" meant nothing to a user: safe_window and clear_non_system are a hand-written agent loop's.
+    for name in ("safe_window", "clear_non_system"):
+        strategy = STRATEGIES[name]
+        assert "hand-written agent loop" in strategy.emulates, strategy.emulates
+        assert strategy_entry(name).framework == "Hand-written agent loop"
+    for strategy in STRATEGIES.values():
+        assert "seed" not in f"{strategy.emulates} {strategy.description} {strategy_entry(strategy).title}".lower()
+    # safe_token_budget budgets everything sent: its pin_system help must not say the pinned messages are not counted.
+    fields = STRATEGIES["safe_token_budget"].params_model.model_fields
+    pin, budget = fields["pin_system"].description, fields["max_tokens"].description
+    assert "pinned system messages" in budget and "included" in budget
+    assert "does not count" not in pin and "count against max_tokens" in pin

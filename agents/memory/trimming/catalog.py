@@ -13,6 +13,9 @@ from dataclasses import dataclass
 from agents.memory.trimming.registry import STRATEGIES, Strategy
 
 MEMORYVIZ = "memoryviz"
+# safe_window and clear_non_system: an agent loop written by hand, without a framework (the article memoryviz grew from
+# builds one).
+HAND_WRITTEN = "Hand-written agent loop"
 
 
 @dataclass(frozen=True)
@@ -57,14 +60,14 @@ _ENTRIES: dict[str, tuple[str, str, str]] = {
     "adk_compaction": ("Google ADK", "events compaction (sliding window)", "google-adk 2.13.0"),
     "openmanus_window": ("OpenManus", "memory window", "OpenManus snapshot 52a13f2a"),
     "sk_truncation": ("Semantic Kernel", "truncation reducer", "semantic-kernel 1.45 (Python)"),
-    "safe_window": ("Seed article", "safe window (_trim)", ""),
-    "clear_non_system": ("Seed article", "/clear", ""),
+    "safe_window": (HAND_WRITTEN, "safe window (the loop's _trim)", ""),
+    "clear_non_system": (HAND_WRITTEN, "/clear command", ""),
 }
 
 # Frameworks in the picker's order: memoryviz's own first, then alphabetical; unknown ones after.
 _FRAMEWORK_ORDER = [MEMORYVIZ, "Anthropic API", "AutoGen", "Google ADK", "LangChain", "LlamaIndex",
                     "Microsoft Agent Framework", "OpenAI Agents SDK", "OpenManus", "Semantic Kernel", "Strands Agents",
-                    "Seed article"]
+                    HAND_WRITTEN]
 
 
 def strategy_entry(strategy: str | Strategy) -> StrategyEntry:

@@ -256,8 +256,10 @@ class StrategyParams(BaseModel):
     )
 
 
-def pin_field(default: bool) -> Any:
-    return Field(default=default, description=StrategyParams.model_fields["pin_system"].description)
+def pin_field(default: bool, description: str | None = None) -> Any:
+    """``pin_system`` with its default; ``description`` where the strategy counts the pinned messages differently
+    from a framework that keeps its system prompt outside memory."""
+    return Field(default=default, description=description or StrategyParams.model_fields["pin_system"].description)
 
 
 class NoParams(StrategyParams):

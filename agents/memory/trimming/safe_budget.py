@@ -20,7 +20,11 @@ from agents.memory.trimming.registry import (
 
 
 class SafeTokenBudgetParams(StrategyParams):
-    pin_system: bool = pin_field(True)
+    pin_system: bool = pin_field(
+        True,
+        "Set leading system/developer messages aside, trim the rest, put them back in front. They are always sent, "
+        "so they count against max_tokens.",
+    )
     max_tokens: int = Field(
         default=4000, gt=0,
         description="Budget for everything sent, pinned system messages and reply priming included, in the "

@@ -1,4 +1,7 @@
-"""The seed article's short-term memory: its _trim (safe window) and /clear.
+"""A hand-written agent loop's short-term memory: its _trim (safe window) and its /clear command.
+
+Both come from the article memoryviz grew from, which builds an agent loop by hand (no framework); users meet them
+as that loop's strategies, so the text they read names the loop, not the article.
 """
 from __future__ import annotations
 
@@ -25,16 +28,16 @@ class SafeWindowParams(StrategyParams):
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# The seed article: safe window and /clear
+# The hand-written agent loop: safe window and /clear
 
 
 @register(
     "safe_window", SafeWindowParams,
     "Drops the oldest non-system message and the tool messages right after it until max_messages fit.",
-    "the seed article's short-term memory _trim",
+    "a hand-written agent loop without a framework: its short-term memory _trim (the safe window)",
 )
 def _safe_window(view: View, p: SafeWindowParams) -> Outcome:
-    # The article's loop deletes from the front; the same result in one pass.
+    # The loop deletes from the front; the same result in one pass.
     remaining = len(view)
     reasons: dict[int, str] = {}
     # One reason for every message the window drops (not "dropped with message N"), so that a long session's
@@ -70,7 +73,7 @@ def _safe_window(view: View, p: SafeWindowParams) -> Outcome:
 @register(
     "clear_non_system", NoParams,
     "Keeps system and developer messages only, as /clear does.",
-    "the seed article's /clear",
+    "a hand-written agent loop without a framework: its /clear command",
 )
 def _clear_non_system(view: View, p: NoParams) -> Outcome:
     return outcome(
