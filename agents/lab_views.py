@@ -101,6 +101,7 @@ def session_lab_compare(request: HtmxHttpRequest, session_id: int) -> HttpRespon
         "session": session,
         "columns": columns,
         "too_many": too_many,
+        "too_few": len(columns) < 2,
         "can_add": len(columns) < MAX_COLUMNS,
         "strategies": list(STRATEGIES.values()),
         "lab_url": reverse("agents:session_lab", args=[session.pk]),

@@ -262,6 +262,16 @@ def test_it_compares_strategies_side_by_side(alice_client, make_session):
         assert f'data-kept="{len(result.kept)}"' in html
 
 
+def test_it_says_that_one_column_is_no_comparison(alice_client, make_session):
+    # The page says "two to four columns": with one it says what to do, and two say nothing of it.
+    session = make_session(chat(3))
+    one = alice_client.get(f"{lab_url(session)}compare/", {"s": "buffered"}).content.decode()
+    assert one.count('class="compare-column') == 1
+    assert "One column: add a second strategy below to compare them side by side" in one
+    two = alice_client.get(f"{lab_url(session)}compare/", {"s": ["buffered", "unbounded"]}).content.decode()
+    assert "One column" not in two
+
+
 def test_it_shows_a_bad_column_spec_in_its_column(alice_client, make_session):
     session = make_session(chat(3))
     response = alice_client.get(f"{lab_url(session)}compare/", {"s": ["buffered:buffer_size=-1", "unbounded"]})
