@@ -64,6 +64,7 @@ class SessionOutcome:
     skipped: int = 0  # messages not saved because their id is already stored (or repeated in the file)
     violations: list[dict[str, Any]] = field(default_factory=list)
     naive_times: int = 0  # timestamps without a time zone, read as UTC
+    agent_name: str = ""  # the agent's name, which the pages show (``agent`` is its slug, for the command and API)
 
     @property
     def error_count(self) -> int:
@@ -238,6 +239,7 @@ def _walk(
         outcome = SessionOutcome(
             index=index, external_id=conv.external_id or "", title=conv.title or "", status="imported",
             agent=agent_row.slug if agent_row is not None else slugify(str(wanted)) or "imported",
+            agent_name=agent_row.name if agent_row is not None else str(wanted)[:200],
         )
         existing = None
         if agent_row is not None and conv.external_id:

@@ -420,3 +420,14 @@ def test_it_removes_uploads_left_unconfirmed_past_the_configured_time(alice_clie
     expired = alice_client.post(reverse("agents:import_confirm"), first)
     assert expired.status_code == 400 and "expired" in expired.content.decode()
     assert models.Session.objects.count() == 0
+
+
+def test_the_preview_names_agents_by_their_names_not_their_slugs(alice_client: Any, project: models.Project) -> None:
+    existing = models.Agent.objects.create(project=project, name="Travel Planner (EU)", slug="travel-eu")
+    html = preview(alice_client, project, agent=str(existing.pk), text=json.dumps(WEATHER)).content.decode()
+    cells = re.findall(r"</td>\s*<td>([^<]*)</td>\s*<td class=\"num\">", html)
+    assert cells == ["Travel Planner (EU)"], cells
+    # A new agent: the name typed, not the slug it will get.
+    html = preview(alice_client, project, new_agent="Météo Bot", text=json.dumps(WEATHER)).content.decode()
+    assert re.findall(r"</td>\s*<td>([^<]*)</td>\s*<td class=\"num\">", html) == ["Météo Bot"]
+
