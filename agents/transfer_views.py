@@ -47,19 +47,42 @@ def import_upload(request: HttpRequest) -> HttpResponse:
         token, path, label = _upload_to_preview(request, form)
     except uploads.UploadRefused as exc:
         return _render_form(request, form, status=400, error=str(exc))
+    # "Read it as ..." on a preview reads the kept upload again in another format.
+    reread = not form.cleaned_data.get("file") and not (form.cleaned_data.get("text") or "").strip()
     try:
         preview = imports.preview_file(path, project=project, agent=agent, format=chosen, label=label,
                                        name=_detection_name(label))
     except imports.ImportFailed as exc:
+        error = _import_error(exc, label)
+        if reread:
+            # A wrong format keeps the upload and the preview it replaced, with what the other format said.
+            shown = request.POST.get("shown_format") or None
+            shown = shown if shown in formats.FORMATS else None
+            try:
+                preview = imports.preview_file(path, project=project, agent=agent, format=shown, label=label,
+                                               name=_detection_name(label))
+            except imports.ImportFailed:
+                pass
+            else:
+                still = f"The preview below is still the one read as {shown or preview.format + ' (detected)'}."
+                return _render_preview(request, form, preview, token=token, label=label, chosen=shown,
+                                       error=f"Read as {chosen}: {error.rstrip('.')}. {still}")
         path.unlink(missing_ok=True)
-        return _render_form(request, form, status=400, error=_import_error(exc, label))
+        return _render_form(request, form, status=400, error=error)
+    return _render_preview(request, form, preview, token=token, label=label, chosen=chosen)
+
+
+def _render_preview(request: HttpRequest, form: ImportForm, preview: imports.ImportReport, *, token: str,
+                    label: str, chosen: str | None, error: str = "") -> HttpResponse:
+    agent = form.agent_choice()
     context = {
-        "form": form, "preview": preview, "token": token, "label": label, "project": project,
+        "form": form, "preview": preview, "token": token, "label": label, "project": form.cleaned_data["project"],
         "agent_value": agent.pk if isinstance(agent, models.Agent) else "",
         "new_agent_value": agent if isinstance(agent, str) else "",
         "format_value": chosen or "", "format_chosen": bool(chosen),
         "format_choices": cast(ChoiceField, form.fields["format"]).choices,
         "nothing_new": preview.sessions_imported == 0,
+        "error": error,
     }
     return render(request, "agents/import_preview.html", context)
 

@@ -431,3 +431,19 @@ def test_the_preview_names_agents_by_their_names_not_their_slugs(alice_client: A
     html = preview(alice_client, project, new_agent="Météo Bot", text=json.dumps(WEATHER)).content.decode()
     assert re.findall(r"</td>\s*<td>([^<]*)</td>\s*<td class=\"num\">", html) == ["Météo Bot"]
 
+
+def test_reading_an_upload_as_a_wrong_format_keeps_it_and_the_previous_preview(alice_client: Any,
+                                                                              project: models.Project) -> None:
+    html = preview(alice_client, project, new_agent="bot", text=json.dumps(WEATHER)).content.decode()
+    form = html[html.index('id="reformat"'):]
+    fields = dict(re.findall(r'<input type="hidden" name="([a-z_]+)" value="([^"]*)">', form[:form.index("</form>")]))
+    wrong = alice_client.post(reverse("agents:import_upload"), fields | {"format": "anthropic"})
+    assert wrong.status_code == 200
+    text = wrong.content.decode()
+    assert "Read as anthropic: pasted JSON: messages[2].role: expected user or assistant" in text
+    assert "The preview below is still the one read as openai (detected)." in text
+    assert detected_format(text) == "openai"
+    # The upload is still there: the preview's Import button imports it, as read before.
+    done = alice_client.post(reverse("agents:import_confirm"), confirm_fields(text))
+    assert done.status_code == 200
+    assert models.Session.objects.get(agent__slug="bot").source_format == "openai"
