@@ -331,7 +331,7 @@ def session_messages(request: Request, session_id: int) -> Response:
     operation_id="session_trim",
     summary="The session as a strategy would trim it",
     parameters=[
-        OpenApiParameter("strategy", str, required=True),
+        OpenApiParameter("strategy", str, description="A strategy's name (default: safe_token_budget)"),
         OpenApiParameter("counter", str),
         OpenApiParameter("detail", str, enum=["compact", "full"]),
         OpenApiParameter("messages", str),
@@ -341,7 +341,8 @@ def session_messages(request: Request, session_id: int) -> Response:
 @api
 def session_trim(request: Request, session_id: int) -> Response:
     """``?strategy=NAME&<param>=<value>...``: the session as the strategy would trim it (the stored session is
-    unchanged). A parameter given twice is a list (``end_on=human&end_on=ai``), like ``end_on=human,ai``.
+    unchanged). A parameter given twice is a list (``end_on=human&end_on=ai``), like ``end_on=human,ai``. Without
+    ``strategy``, memoryviz's recommendation (``safe_token_budget``, its defaults), and the answer says so.
 
     ``counter=NAME``: the session's own counter (the default) uses the counts stored at import, so nothing is
     recounted; another counter recounts every message, and the response says ``"recounted": true``.
@@ -364,8 +365,10 @@ def session_trim(request: Request, session_id: int) -> Response:
         get_counter(counter)
     except ValueError as exc:
         return _bad_request(f"counter: {exc}")
+    # Without a strategy (the URL the browsable API's own breadcrumbs link to): the recommended one, said so.
+    named = query.get("strategy", "").strip()
     try:
-        spec = spec_from_query(query.get("strategy", ""), query, other_keys=TRIM_QUERY_KEYS)
+        spec = spec_from_query(named or DEFAULT_TRIM_STRATEGY, query, other_keys=TRIM_QUERY_KEYS)
     except StrategyError as exc:
         return _bad_request(str(exc))
     trimmed = services.session_trim(session=session, specs=[spec], counter=counter)
@@ -377,12 +380,16 @@ def session_trim(request: Request, session_id: int) -> Response:
         data = result.to_compact_dict(messages=with_messages in TRUE_WORDS)
     data["detail"] = detail
     data["recounted"] = recounted
+    if not named:
+        data["note"] = (f"no strategy given: {DEFAULT_TRIM_STRATEGY} (memoryviz's recommendation); name one with "
+                        f"?strategy=NAME, listed at {request.build_absolute_uri(reverse('api:strategy_list'))}")
     return Response(data)
 
 
 # Query keys of the trim endpoint that are not strategy parameters (format: DRF's ?format=json).
 TRIM_QUERY_KEYS = frozenset({"strategy", "format", "counter", "detail", "messages"})
 TRIM_DETAILS = ("compact", "full")
+DEFAULT_TRIM_STRATEGY = "safe_token_budget"
 
 
 @extend_schema(

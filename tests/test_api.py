@@ -253,3 +253,19 @@ def test_it_reads_only_the_columns_a_trim_needs(alice_client, travel):
     select = next(q["sql"] for q in queries if 'FROM "agents_message"' in q["sql"] and '"token_count"' in q["sql"])
     assert '"token_count"' in select and '"tool_calls"' in select
     assert '"token_running"' not in select
+
+
+def test_the_trim_url_the_browsable_api_links_to_answers_without_a_strategy(alice_client, travel):
+    # The browsable API's breadcrumbs link to /trim/ without a query: it answers the recommended strategy, and says so.
+    page = alice_client.get(f"/api/sessions/{travel.pk}/trim/?strategy=buffered", HTTP_ACCEPT="text/html")
+    assert f'<a href="/api/sessions/{travel.pk}/trim/">' in page.content.decode()
+    response = alice_client.get(f"/api/sessions/{travel.pk}/trim/")
+    assert response.status_code == 200
+    data = response.json()
+    assert data["strategy"] == "safe_token_budget" and data["params"]["max_tokens"] == 4000
+    assert data["note"].startswith("no strategy given: safe_token_budget (memoryviz's recommendation)")
+    assert data["note"].endswith("/api/strategies/")
+    # A strategy that is named but unknown is still an error.
+    assert alice_client.get(f"/api/sessions/{travel.pk}/trim/?strategy=nope").status_code == 400
+    assert "note" not in alice_client.get(f"/api/sessions/{travel.pk}/trim/?strategy=buffered").json()
+
