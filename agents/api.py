@@ -7,6 +7,7 @@ form as the session list. One error shape: ``{"error": "..."}``.
 from __future__ import annotations
 
 import io
+import re
 import uuid
 from typing import Any
 
@@ -15,6 +16,8 @@ from django.db import transaction
 from django.db.models import Count, Q
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.html import escape
+from django.utils.safestring import SafeString, mark_safe
 from django.utils.text import slugify
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
@@ -27,6 +30,7 @@ from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
+from rest_framework.views import get_view_description
 
 from agents import capture, diffs, imports, models, services
 from agents.api_auth import ApiKeyAuthentication
@@ -43,6 +47,21 @@ MAX_MESSAGE_PAGE = 1000
 # credentials gets 401 with ``WWW-Authenticate: Basic`` (it can retry with them), not a bare 403. A browser
 # that is logged in still gets in through its session; a script or an agent with a project key, by Bearer.
 AUTHENTICATION = [ThrottledBasicAuthentication, ApiKeyAuthentication, SessionAuthentication]
+
+
+_LITERAL = re.compile(r"``(.+?)``")
+
+
+def view_description(view: Any, html: bool = False) -> str | SafeString:
+    """The endpoint's docstring as the browsable API shows it (``VIEW_DESCRIPTION_FUNCTION``): its ``literals``
+    as code and its paragraphs as paragraphs, instead of the docstring's own markup shown as text."""
+    text = get_view_description(view, html=False)
+    if not html:
+        return _LITERAL.sub(r"\1", text)
+    paragraphs = [" ".join(p.split()) for p in text.split("\n\n") if p.strip()]
+    return mark_safe("".join(
+        "<p>" + _LITERAL.sub(r"<code>\1</code>", str(escape(p))) + "</p>" for p in paragraphs
+    ))
 
 
 def api(view: Any) -> Any:

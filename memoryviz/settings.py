@@ -208,6 +208,8 @@ REST_FRAMEWORK = {
     "PAGE_SIZE": 50,
     "EXCEPTION_HANDLER": "agents.api.exception_handler",
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    # The browsable API shows an endpoint's docstring with its ``literals`` as code, not as text with backticks.
+    "VIEW_DESCRIPTION_FUNCTION": "agents.api.view_description",
 }
 
 SPECTACULAR_SETTINGS = {

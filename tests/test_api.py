@@ -269,3 +269,10 @@ def test_the_trim_url_the_browsable_api_links_to_answers_without_a_strategy(alic
     assert alice_client.get(f"/api/sessions/{travel.pk}/trim/?strategy=nope").status_code == 400
     assert "note" not in alice_client.get(f"/api/sessions/{travel.pk}/trim/?strategy=buffered").json()
 
+
+def test_the_browsable_api_shows_docstring_literals_as_code_not_backticks(alice_client, travel):
+    html = alice_client.get(f"/api/sessions/{travel.pk}/trim/", HTTP_ACCEPT="text/html").content.decode()
+    description = html.split('<div class="pull-left">')[1].split("</div>")[0]
+    assert "``" not in description
+    assert "<code>?strategy=NAME&amp;&lt;param&gt;=&lt;value&gt;...</code>" in description
+    assert description.count("<p>") >= 3
