@@ -4,6 +4,7 @@ import pytest
 from django.contrib.auth.models import User
 
 from agents.models import Agent, Membership, Project
+from tests.summary_stub import summary_endpoint  # noqa: F401 (a fixture, for the tests that ask a summarizer)
 
 
 @pytest.fixture

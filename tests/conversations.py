@@ -29,9 +29,17 @@ def chat(turns: int) -> list[dict]:
         call = f"call_{t}"
         messages += [
             {"role": "user", "content": f"Question {t}: weather in city {t}?"},
-            {"role": "assistant", "content": None, "tool_calls": [
-                {"id": call, "type": "function", "function": {"name": "get_weather", "arguments": f'{{"city": "c{t}"}}'}}
-            ]},
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {
+                        "id": call,
+                        "type": "function",
+                        "function": {"name": "get_weather", "arguments": f'{{"city": "c{t}"}}'},
+                    }
+                ],
+            },
             {"role": "tool", "tool_call_id": call, "content": f"{t}°C"},
             {"role": "assistant", "content": f"It is {t}°C in city {t}."},
         ]

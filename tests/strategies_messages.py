@@ -35,7 +35,13 @@ texts = st.one_of(st.sampled_from(_SAMPLES), st.text(min_size=1, max_size=40))
 # Assistant answers must not be blank (a blank one is empty_assistant).
 answers = st.one_of(st.sampled_from(_SAMPLES), st.text(max_size=40).map(lambda s: s + " ok"))
 tool_names = st.sampled_from(["get_weather", "search", "read_file", "run_python", "lookup_order"])
-_json_values = st.one_of(st.integers(-1000, 1000), st.text(max_size=20), st.booleans(), st.none(), st.floats(allow_nan=False, allow_infinity=False, width=32))
+_json_values = st.one_of(
+    st.integers(-1000, 1000),
+    st.text(max_size=20),
+    st.booleans(),
+    st.none(),
+    st.floats(allow_nan=False, allow_infinity=False, width=32),
+)
 arguments = st.one_of(
     st.just("{}"),
     st.builds(

@@ -6,12 +6,14 @@ JSON body or raw bytes), ``status`` or ``delay`` to make it fail.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 
@@ -49,10 +51,8 @@ def _handler(stub: StubEndpoint) -> type[BaseHTTPRequestHandler]:
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(body)))
             self.end_headers()
-            try:
+            with contextlib.suppress(OSError):  # the client gave up (a timeout test)
                 self.wfile.write(body)
-            except OSError:  # the client gave up (a timeout test)
-                pass
 
         def log_message(self, format: str, *args: Any) -> None:
             pass

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import base64
+import itertools
 
 import pytest
 
@@ -40,7 +41,9 @@ def test_it_rejects_a_bad_filter_with_the_error_shape(alice_client, travel):
     assert response.json()["error"].startswith("min_tokens:")
 
 
-def test_it_refuses_an_agent_of_another_project_than_the_chosen_one(alice_client, travel, alice, other_project, other_agent):
+def test_it_refuses_an_agent_of_another_project_than_the_chosen_one(
+    alice_client, travel, alice, other_project, other_agent
+):
     from agents.models import Membership
 
     Membership.objects.create(project=other_project, user=alice)
@@ -177,7 +180,7 @@ def test_it_expands_runs_into_what_the_full_form_lists(alice_client, travel):
         full = alice_client.get(url + "&detail=full").json()["dropped"]
         expanded = [{"index": i, "reason": r["reason"]} for r in runs for i in range(r["from"], r["to"] + 1)]
         assert expanded == full, query
-        for a, b in zip(runs, runs[1:]):
+        for a, b in itertools.pairwise(runs):
             assert a["to"] + 1 < b["from"] or a["reason"] != b["reason"]
 
 

@@ -74,7 +74,12 @@ def test_it_collects_a_repeated_result_under_its_call() -> None:
 
 
 def test_it_gives_a_result_without_a_call_its_own_block() -> None:
-    assert shape([T("x"), U(), T("y"), A()]) == [("tool_result", [0]), ("user", [1]), ("tool_result", [2]), ("assistant", [3])]
+    assert shape([T("x"), U(), T("y"), A()]) == [
+        ("tool_result", [0]),
+        ("user", [1]),
+        ("tool_result", [2]),
+        ("assistant", [3]),
+    ]
 
 
 def test_it_puts_a_result_that_precedes_its_call_on_its_own() -> None:

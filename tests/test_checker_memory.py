@@ -15,7 +15,7 @@ from __future__ import annotations
 import gc
 import json
 import tracemalloc
-from typing import Iterator
+from collections.abc import Iterator
 
 import pytest
 from hypothesis import given, settings
@@ -55,7 +55,9 @@ def test_it_says_after_any_message_what_a_fresh_check_of_the_list_so_far_says(
 
 
 def _call(call_id: str, name: str = "get_weather") -> Message:
-    return Message(role="assistant", tool_calls=[ToolCall(id=call_id, function=FunctionCall(name=name, arguments="{}"))])
+    return Message(
+        role="assistant", tool_calls=[ToolCall(id=call_id, function=FunctionCall(name=name, arguments="{}"))]
+    )
 
 
 def _result(call_id: str) -> Message:

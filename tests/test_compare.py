@@ -78,7 +78,9 @@ def test_it_marks_each_message_in_every_column_and_places_a_placeholder_where_it
 
 def test_it_marks_a_message_a_strategy_changed_as_edited_with_what_changed() -> None:
     thinking = [S(), U(), Message(role="assistant", content="Sunny.", reasoning="The user wants weather.")]
-    compared = compare_aligned(thinking, [trim(thinking, strategy_spec("unbounded")), trim(thinking, strategy_spec("strip_thoughts"))])
+    compared = compare_aligned(
+        thinking, [trim(thinking, strategy_spec("unbounded")), trim(thinking, strategy_spec("strip_thoughts"))]
+    )
 
     last = compared.items[-1]
     assert kinds(last) == [KEPT, EDITED] and last.disagree
@@ -122,7 +124,10 @@ def test_it_folds_long_runs_so_a_long_session_is_a_short_page() -> None:
 
 def test_it_shows_only_the_rows_the_columns_disagree_on_when_asked() -> None:
     messages = long_run(30)
-    results = [trim(messages, strategy_spec("unbounded")), trim(messages, strategy_spec("last_turns", {"max_turns": 2}))]
+    results = [
+        trim(messages, strategy_spec("unbounded")),
+        trim(messages, strategy_spec("last_turns", {"max_turns": 2})),
+    ]
     compared = compare_aligned(messages, results, only_disagreements=True)
 
     agreeing = [x for x in compared.items if not x.disagree]
@@ -134,7 +139,10 @@ def test_it_shows_only_the_rows_the_columns_disagree_on_when_asked() -> None:
 
 def test_it_pages_what_is_left_after_folding() -> None:
     messages = long_run(40)
-    results = [trim(messages, strategy_spec("unbounded")), trim(messages, strategy_spec("strip_thoughts"))]  # they agree everywhere
+    results = [
+        trim(messages, strategy_spec("unbounded")),
+        trim(messages, strategy_spec("strip_thoughts")),
+    ]  # they agree everywhere
     first = compare_aligned(messages, results, page_size=3)
     assert first.total_items == CONTEXT + 1 + CONTEXT and first.next_offset == 3
     second = compare_aligned(messages, results, page_size=3, offset=first.next_offset)
@@ -162,12 +170,12 @@ def test_every_message_and_every_inserted_message_has_its_row_in_order(
             inserted_rows += 1
         else:
             indices.append(item.index)
-            for mark, result in zip(item.marks, results):
+            for mark, result in zip(item.marks, results, strict=False):
                 assert mark.kind in (KEPT, EDITED) if item.index in result.kept else mark.kind == DROPPED
             assert item.disagree == (len({m.kind for m in item.marks}) > 1)
     assert indices == list(range(len(messages)))
     assert inserted_rows >= max((len(r.inserted) for r in results), default=0)
     assert compared.rows == len(messages) + inserted_rows
-    for summary, result in zip(compared.summaries, results):
+    for summary, result in zip(compared.summaries, results, strict=False):
         assert summary.messages == len(result.messages) and summary.tokens == result.tokens_after
         assert summary.kept + summary.edited == len(result.kept) and summary.dropped == len(result.dropped)

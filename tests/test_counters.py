@@ -21,8 +21,16 @@ def store(agent: Agent, messages: list[dict]):
     return session_store(agent=agent, conversation=Conversation(messages=parse_messages(messages), external_id="x"))
 
 
-@pytest.mark.parametrize(("model", "counter"), [("gpt-4o", "o200k"), ("openai/gpt-4.1-mini", "o200k"),
-                                                 ("gpt-4-0613", "cl100k"), ("claude-sonnet-4", "cl100k"), ("", "cl100k")])
+@pytest.mark.parametrize(
+    ("model", "counter"),
+    [
+        ("gpt-4o", "o200k"),
+        ("openai/gpt-4.1-mini", "o200k"),
+        ("gpt-4-0613", "cl100k"),
+        ("claude-sonnet-4", "cl100k"),
+        ("", "cl100k"),
+    ],
+)
 def test_it_counts_an_agents_sessions_as_its_model_does(project, model, counter):
     agent = Agent.objects.create(project=project, name="bot", slug="bot", model=model)
     session = store(agent, CJK)

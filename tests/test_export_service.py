@@ -19,14 +19,33 @@ def weather(suffix: str = "") -> list[Message]:
     return [
         Message(role="system", content="You are a weather assistant."),
         Message(role="user", content=f"Weather in Paris and Tokyo?{suffix}", external_id=f"u{suffix}"),
-        Message.model_validate({"role": "assistant", "content": None, "tool_calls": [
-            {"id": "call_1", "type": "function", "function": {"name": "get_weather", "arguments": "{\"city\": \"Paris\"}"}},
-            {"id": "call_2", "type": "function", "function": {"name": "get_weather", "arguments": "{\"city\": \"Tokyo\"}"}},
-        ], "reasoning": "Two cities, two calls."}),
+        Message.model_validate(
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {
+                        "id": "call_1",
+                        "type": "function",
+                        "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'},
+                    },
+                    {
+                        "id": "call_2",
+                        "type": "function",
+                        "function": {"name": "get_weather", "arguments": '{"city": "Tokyo"}'},
+                    },
+                ],
+                "reasoning": "Two cities, two calls.",
+            }
+        ),
         Message(role="tool", tool_call_id="call_1", content="18°C, cloudy", name="get_weather"),
         Message(role="tool", tool_call_id="call_2", content="error: timeout", is_error=True),
-        Message(role="assistant", content=[{"type": "text", "text": "Paris: 18°C."}], marks=["final"],
-                usage={"input_tokens": 52, "output_tokens": 9}),
+        Message(
+            role="assistant",
+            content=[{"type": "text", "text": "Paris: 18°C."}],
+            marks=["final"],
+            usage={"input_tokens": 52, "output_tokens": 9},
+        ),
     ]
 
 
@@ -173,7 +192,9 @@ def test_it_reads_no_more_rows_once_the_download_is_abandoned(db, agent: models.
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
-    msgs = [Message(role="user" if i % 2 == 0 else "assistant", content="z" * 500) for i in range(3 * exports.PAGE_SIZE)]
+    msgs = [
+        Message(role="user" if i % 2 == 0 else "assistant", content="z" * 500) for i in range(3 * exports.PAGE_SIZE)
+    ]
     store(agent, "big", msgs)
     chunks = exports.export_chunks(plan_for(models.Session.objects.all(), "native"))
     with CaptureQueriesContext(connection) as queries:

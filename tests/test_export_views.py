@@ -239,8 +239,10 @@ def test_it_refuses_a_jsonl_export_that_would_skip_every_conversation(alice_clie
     assert "nothing to export: the conversation breaks the protocol" in one.content.decode()
     assert models.ExportRecord.objects.count() == 0
     # A strategy that keeps the protocol gives a line per conversation.
-    trimmed = alice_client.post(reverse("agents:export_sessions"),
-                                {"format": "openai_jsonl", "strategy": "safe_token_budget", "params": "max_tokens=1000"})
+    trimmed = alice_client.post(
+        reverse("agents:export_sessions"),
+        {"format": "openai_jsonl", "strategy": "safe_token_budget", "params": "max_tokens=1000"},
+    )
     assert trimmed.status_code == 200 and len(body(trimmed).strip().splitlines()) == 2
 
 

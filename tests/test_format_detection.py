@@ -17,32 +17,56 @@ ROLES_TEXT = "expected one of system, developer, user, assistant, tool"
 # (document, the format it is detected as, the error the reader gives).
 BAD_MESSAGES: dict[str, tuple[Any, str, str]] = {
     "an unknown role": (
-        [{"role": "wizard", "content": "hi"}], "openai", f"messages[0].role: {ROLES_TEXT}, got 'wizard'"),
+        [{"role": "wizard", "content": "hi"}],
+        "openai",
+        f"messages[0].role: {ROLES_TEXT}, got 'wizard'",
+    ),
     "a number as role": ([{"role": 5, "content": "hi"}], "openai", f"messages[0].role: {ROLES_TEXT}, got 5"),
     "a null role": ([{"role": None, "content": "hi"}], "openai", f"messages[0].role: {ROLES_TEXT}, got null"),
     "no role at all": ([{"content": "hi"}], "openai", f"messages[0].role: {ROLES_TEXT}, got null"),
     "a number as second item": (
-        [{"role": "user", "content": "hi"}, 5], "openai", "messages[1]: expected an object, got a number"),
+        [{"role": "user", "content": "hi"}, 5],
+        "openai",
+        "messages[1]: expected an object, got a number",
+    ),
     "a tool message without tool_call_id": (
-        [{"role": "user", "content": "hi"}, {"role": "tool", "content": "18C"}], "openai",
-        "messages[1]: a tool message needs the tool_call_id of the call it answers"),
+        [{"role": "user", "content": "hi"}, {"role": "tool", "content": "18C"}],
+        "openai",
+        "messages[1]: a tool message needs the tool_call_id of the call it answers",
+    ),
     "an object with messages and an unknown role": (
-        {"messages": [{"role": "wizard", "content": "hi"}]}, "openai", f"messages[0].role: {ROLES_TEXT}, got 'wizard'"),
+        {"messages": [{"role": "wizard", "content": "hi"}]},
+        "openai",
+        f"messages[0].role: {ROLES_TEXT}, got 'wizard'",
+    ),
     "an object with messages and a number in them": (
-        {"messages": [{"role": "user", "content": "hi"}, 5], "tools": []}, "openai",
-        "messages[1]: expected an object, got a number"),
+        {"messages": [{"role": "user", "content": "hi"}, 5], "tools": []},
+        "openai",
+        "messages[1]: expected an object, got a number",
+    ),
     "an OpenManus list with an unknown role": (
-        [{"role": "user", "content": "hi", "base64_image": "aGk="}, {"role": "wizard", "content": "x"}], "openmanus",
-        f"messages[1].role: {ROLES_TEXT}, got 'wizard'"),
+        [{"role": "user", "content": "hi", "base64_image": "aGk="}, {"role": "wizard", "content": "x"}],
+        "openmanus",
+        f"messages[1].role: {ROLES_TEXT}, got 'wizard'",
+    ),
     "an Anthropic request with an unknown role": (
-        {"system": "Be brief.", "messages": [{"role": "tool", "content": "x"}]}, "anthropic",
-        "messages[0].role: expected user or assistant, got 'tool'"),
+        {"system": "Be brief.", "messages": [{"role": "tool", "content": "x"}]},
+        "anthropic",
+        "messages[0].role: expected user or assistant, got 'tool'",
+    ),
     "Anthropic blocks and an unknown role": (
-        [{"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t", "content": "x"}]},
-         {"role": "wizard", "content": "x"}], "anthropic", "messages[1].role: expected user or assistant, got 'wizard'"),
+        [
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t", "content": "x"}]},
+            {"role": "wizard", "content": "x"},
+        ],
+        "anthropic",
+        "messages[1].role: expected user or assistant, got 'wizard'",
+    ),
     "an array of documents, one with an unknown role": (
-        [[{"role": "user", "content": "hi"}], [{"role": "wizard", "content": "hi"}]], "openai",
-        f"[1].messages[0].role: {ROLES_TEXT}, got 'wizard'"),
+        [[{"role": "user", "content": "hi"}], [{"role": "wizard", "content": "hi"}]],
+        "openai",
+        f"[1].messages[0].role: {ROLES_TEXT}, got 'wizard'",
+    ),
 }
 
 

@@ -202,7 +202,9 @@ def read_input_text(text: str) -> list[Conversation]:
 
 
 @pytest.mark.parametrize("index", range(len(SAMPLE_FILES)))
-@pytest.mark.parametrize("check", [check_openai, check_anthropic, check_responses], ids=["openai", "anthropic", "responses"])
+@pytest.mark.parametrize(
+    "check", [check_openai, check_anthropic, check_responses], ids=["openai", "anthropic", "responses"]
+)
 def test_it_writes_requests_the_sdk_types_accept(index: int, check: Any) -> None:
     check(samples()[index])
 

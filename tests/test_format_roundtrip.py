@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import io
 import json
+from collections.abc import Callable
 from datetime import datetime
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -40,9 +41,14 @@ def enriched(draw: st.DrawFn) -> Conversation:
         if m.role == "assistant" and draw(st.booleans()):
             update["reasoning"] = draw(words)
         if m.role == "assistant" and draw(st.booleans()):
-            update["usage"] = {"input_tokens": draw(st.integers(0, 10**6)), "output_tokens": draw(st.integers(0, 10**4))}
+            update["usage"] = {
+                "input_tokens": draw(st.integers(0, 10**6)),
+                "output_tokens": draw(st.integers(0, 10**4)),
+            }
         if draw(st.integers(0, 3)) == 0:
-            update["marks"] = draw(st.lists(st.sampled_from(["hint", "important", "compressed"]), max_size=2, unique=True))
+            update["marks"] = draw(
+                st.lists(st.sampled_from(["hint", "important", "compressed"]), max_size=2, unique=True)
+            )
         out.append(m.model_copy(update=update))
     return Conversation(messages=out)
 
@@ -66,7 +72,9 @@ def role(m: Message, developer: str) -> str:
 
 # What each format holds, as a projection of a conversation (developer role, defaults, joins as the format does).
 def view_openai(conv: Conversation) -> list[Any]:
-    return [(m.role, m.text, m.name if m.role != "tool" else None, args(m, False), m.tool_call_id) for m in conv.messages]
+    return [
+        (m.role, m.text, m.name if m.role != "tool" else None, args(m, False), m.tool_call_id) for m in conv.messages
+    ]
 
 
 def view_openmanus(conv: Conversation) -> list[Any]:
@@ -101,8 +109,19 @@ def view_autogen(conv: Conversation) -> list[Any]:
 
 def view_agentscope(conv: Conversation) -> list[Any]:
     names = joined_names(conv)
-    return [(role(m, "system"), m.text, names.get(m.tool_call_id) if m.role == "tool" else (m.name or role(m, "system")),
-             args(m, True), m.tool_call_id, m.created_at, m.reasoning, m.marks) for m in conv.messages]
+    return [
+        (
+            role(m, "system"),
+            m.text,
+            names.get(m.tool_call_id) if m.role == "tool" else (m.name or role(m, "system")),
+            args(m, True),
+            m.tool_call_id,
+            m.created_at,
+            m.reasoning,
+            m.marks,
+        )
+        for m in conv.messages
+    ]
 
 
 def view_langchain(conv: Conversation) -> list[Any]:
@@ -138,7 +157,7 @@ def test_it_keeps_every_field_the_format_holds(fmt: str) -> None:
         assert VIEWS[fmt](again) == VIEWS[fmt](conv)
         if fmt == "agentscope":  # every Msg has an id: kept where there was one, made up where there was none
             assert all(a.external_id == (b.external_id or a.external_id) and a.external_id
-                       for a, b in zip(again.messages, conv.messages))
+                       for a, b in zip(again.messages, conv.messages, strict=False))
         # Read back and written again, the file is the same: reading kept everything the writer put there.
         assert dumps([again], fmt)[0] == text
         assert report.messages == len(conv.messages)
@@ -220,7 +239,7 @@ def reports_what_it_loses(conv: Conversation, fmt: str) -> None:
     [again] = read_input(io.BytesIO(text.encode()), fmt)
     assert len(again.messages) == len(conv.messages)
     lost = set()
-    for before, after in zip(conv.messages, again.messages):
+    for before, after in zip(conv.messages, again.messages, strict=True):
         if before.role != after.role:
             assert before.role == "developer" and after.role == "system"
             lost.add("the developer role")

@@ -5,13 +5,22 @@ import io
 import json
 import sys
 import tracemalloc
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 import agents.memory.formats as formats
-from agents.memory.formats import FormatError, detect_format, dumps, iter_conversations, open_stream, read_data, read_input
+from agents.memory.formats import (
+    FormatError,
+    detect_format,
+    dumps,
+    iter_conversations,
+    open_stream,
+    read_data,
+    read_input,
+)
 
 # The shared samples live next to the repository: ../shared/samples.
 SAMPLES_DIR = Path(__file__).resolve().parents[2] / "shared" / "samples"
@@ -23,7 +32,7 @@ class CountingReader(io.RawIOBase):
     """A file that remembers how many bytes were read from it."""
 
     def __init__(self, path: Path) -> None:
-        self._file = open(path, "rb")
+        self._file = open(path, "rb")  # noqa: SIM115 (the reader owns the file: close() closes it)
         self.read_bytes = 0
 
     def readable(self) -> bool:
@@ -68,7 +77,7 @@ def test_it_streams_a_200_mb_conversation_with_bounded_memory(tmp_path: Path) ->
         assert first.role == "user" and first.text.startswith("0 ")
         assert reader.read_bytes < 16_000_000
         seen = 1
-        for message in stream.messages:
+        for _message in stream.messages:
             seen += 1
         _current, peak = tracemalloc.get_traced_memory()
     finally:
@@ -208,26 +217,61 @@ def test_it_names_the_place_of_wrong_shapes(data: Any, place: str, detail: str) 
     assert (err.place, err.detail) == (place, detail)
 
 
-@pytest.mark.parametrize(("fmt", "data", "expected"), [
-    ("anthropic", {"system": "s", "messages": [{"role": "user", "content": [{"type": "tool_result"}]}]},
-     "messages[0].content[0].tool_use_id: expected a string, got null"),
-    ("anthropic", {"messages": [{"role": "assistant", "content": [{"type": "tool_use", "id": "t", "name": "f", "input": "{}"}]}]},
-     "messages[0].content[0].input: expected an object, got a string"),
-    ("autogen", {"messages": [{"type": "FunctionExecutionResultMessage", "content": [{"content": "x", "call_id": 3}]}]},
-     "messages[0].content[0].call_id: expected a string, got a number"),
-    ("autogen", {"messages": [{"type": "Robot"}]},
-     "messages[0].type: expected one of SystemMessage, UserMessage, AssistantMessage, FunctionExecutionResultMessage, got 'Robot'"),
-    ("langchain", [{"type": "ai", "data": {"content": "x", "tool_calls": [{"name": "f", "args": "{}", "id": "c"}]}}],
-     "messages[0].data.tool_calls[0].args: expected an object, got a string"),
-    ("agentscope", {"content": [[{"id": "a", "name": "u", "role": "user", "content": "x", "timestamp": 3}, []]]},
-     "content[0][0].timestamp: expected a string, got a number"),
-    ("openai_responses", {"input": [{"type": "function_call", "call_id": "c", "name": "f", "arguments": {}}]},
-     "input[0].arguments: expected a string (the arguments as JSON text), got an object"),
-    ("native", {"format": "memoryviz", "version": 2, "sessions": []},
-     "version: version 2 is not supported; this memoryviz reads version 1"),
-    ("native", {"format": "memoryviz", "version": 1, "sessions": [{"messages": [{"role": "user", "bogus": 1}]}]},
-     "sessions[0].messages[0].bogus: Extra inputs are not permitted"),
-])
+@pytest.mark.parametrize(
+    ("fmt", "data", "expected"),
+    [
+        (
+            "anthropic",
+            {"system": "s", "messages": [{"role": "user", "content": [{"type": "tool_result"}]}]},
+            "messages[0].content[0].tool_use_id: expected a string, got null",
+        ),
+        (
+            "anthropic",
+            {
+                "messages": [
+                    {"role": "assistant", "content": [{"type": "tool_use", "id": "t", "name": "f", "input": "{}"}]}
+                ]
+            },
+            "messages[0].content[0].input: expected an object, got a string",
+        ),
+        (
+            "autogen",
+            {"messages": [{"type": "FunctionExecutionResultMessage", "content": [{"content": "x", "call_id": 3}]}]},
+            "messages[0].content[0].call_id: expected a string, got a number",
+        ),
+        (
+            "autogen",
+            {"messages": [{"type": "Robot"}]},
+            "messages[0].type: expected one of SystemMessage, UserMessage, AssistantMessage, "
+            "FunctionExecutionResultMessage, got 'Robot'",
+        ),
+        (
+            "langchain",
+            [{"type": "ai", "data": {"content": "x", "tool_calls": [{"name": "f", "args": "{}", "id": "c"}]}}],
+            "messages[0].data.tool_calls[0].args: expected an object, got a string",
+        ),
+        (
+            "agentscope",
+            {"content": [[{"id": "a", "name": "u", "role": "user", "content": "x", "timestamp": 3}, []]]},
+            "content[0][0].timestamp: expected a string, got a number",
+        ),
+        (
+            "openai_responses",
+            {"input": [{"type": "function_call", "call_id": "c", "name": "f", "arguments": {}}]},
+            "input[0].arguments: expected a string (the arguments as JSON text), got an object",
+        ),
+        (
+            "native",
+            {"format": "memoryviz", "version": 2, "sessions": []},
+            "version: version 2 is not supported; this memoryviz reads version 1",
+        ),
+        (
+            "native",
+            {"format": "memoryviz", "version": 1, "sessions": [{"messages": [{"role": "user", "bogus": 1}]}]},
+            "sessions[0].messages[0].bogus: Extra inputs are not permitted",
+        ),
+    ],
+)
 def test_it_names_the_place_in_every_format(fmt: str, data: Any, expected: str) -> None:
     assert str(error_of(lambda: read_data(data, fmt))) == expected
 
@@ -375,7 +419,10 @@ def test_it_names_the_place_of_a_number_too_long_to_read(monkeypatch: pytest.Mon
     line = json.dumps({"messages": [{"role": "user", "content": "hi"}]})
     long_line = '{"messages": [{"role": "user", "content": "hi", "n": -' + "7" * 4400 + "}]}"
     err = error_of(lambda: read_input(io.BytesIO(f"{line}\n{long_line}\n".encode()), name="rows.jsonl"))
-    assert str(err) == "line 2, messages[0].n: a whole number of 4,400 digits; numbers of more than 4,300 digits are not read"
+    assert (
+        str(err)
+        == "line 2, messages[0].n: a whole number of 4,400 digits; numbers of more than 4,300 digits are not read"
+    )
     _streamed(monkeypatch)
     err = error_of(lambda: read_input(io.BytesIO(data.encode()), "openai"))
     assert str(err).startswith("[1].n: a whole number beyond 64 bits")
@@ -401,7 +448,7 @@ def test_it_names_the_place_of_a_lone_surrogate(monkeypatch: pytest.MonkeyPatch)
 def test_it_refuses_utf32_and_reads_utf16_without_a_byte_order_mark() -> None:
     doc = [{"role": "user", "content": "héllo"}]
     for encoding in ("utf-32", "utf-32-le", "utf-32-be"):
-        err = error_of(lambda: read_input(io.BytesIO(json.dumps(doc).encode(encoding))))
+        err = error_of(partial(read_input, io.BytesIO(json.dumps(doc).encode(encoding))))
         assert str(err) == "input: UTF-32 text; JSON is UTF-8 (or UTF-16): save the file as UTF-8"
     for encoding in ("utf-16", "utf-16-le", "utf-16-be"):
         [conv] = read_input(io.BytesIO(json.dumps(doc, ensure_ascii=False).encode(encoding)))

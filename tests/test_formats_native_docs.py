@@ -33,7 +33,9 @@ def anthropic_docs(draw: st.DrawFn) -> dict[str, Any]:
         doc["model"] = "claude-x"
         doc["max_tokens"] = draw(st.integers(1, 4096))
     if draw(maybe):
-        doc["system"] = draw(st.one_of(text, st.lists(st.builds(lambda t: {"type": "text", "text": t}, text), min_size=1, max_size=2)))
+        doc["system"] = draw(
+            st.one_of(text, st.lists(st.builds(lambda t: {"type": "text", "text": t}, text), min_size=1, max_size=2))
+        )
     messages: list[dict[str, Any]] = []
     for turn in range(draw(st.integers(1, 4))):
         messages.append({"role": "user", "content": draw(st.one_of(
@@ -89,9 +91,18 @@ def test_it_writes_back_what_it_read_from_anthropic(doc: dict[str, Any]) -> None
 # --- LangChain ---------------------------------------------------------------------------------------------------
 
 def lc(kind: str, **data: Any) -> dict[str, Any]:
-    return {"type": kind, "data": {"content": data.pop("content", ""), "additional_kwargs": data.pop("additional_kwargs", {}),
-                                   "response_metadata": data.pop("response_metadata", {}), "type": kind,
-                                   "name": data.pop("name", None), "id": data.pop("id", None), **data}}
+    return {
+        "type": kind,
+        "data": {
+            "content": data.pop("content", ""),
+            "additional_kwargs": data.pop("additional_kwargs", {}),
+            "response_metadata": data.pop("response_metadata", {}),
+            "type": kind,
+            "name": data.pop("name", None),
+            "id": data.pop("id", None),
+            **data,
+        },
+    }
 
 
 @st.composite
@@ -104,17 +115,35 @@ def langchain_docs(draw: st.DrawFn) -> list[dict[str, Any]]:
                       name=draw(st.none() | ids), id=draw(st.none() | ids)))
         calls = unique_ids(draw, draw(st.integers(0, 2)))
         kwargs = {"reasoning_content": draw(text)} if draw(maybe) else {}
-        tool_calls = [{"name": draw(ids), "args": draw(json_objects), "id": f"c{turn}{c}", "type": "tool_call"} for c in calls]
+        tool_calls = [
+            {"name": draw(ids), "args": draw(json_objects), "id": f"c{turn}{c}", "type": "tool_call"} for c in calls
+        ]
         invalid = ([{"name": draw(ids), "args": "{oops", "id": f"bad{turn}", "error": draw(st.none() | text),
                      "type": "invalid_tool_call"}] if draw(st.integers(0, 4)) == 0 else [])
-        out.append(lc("ai", content="" if calls else draw(text), additional_kwargs=kwargs,
-                      response_metadata={"model_name": "m"} if draw(maybe) else {}, id=draw(st.none() | ids),
-                      tool_calls=tool_calls, invalid_tool_calls=invalid,
-                      usage_metadata=draw(st.none() | st.just({"input_tokens": 1, "output_tokens": 2, "total_tokens": 3}))))
+        out.append(
+            lc(
+                "ai",
+                content="" if calls else draw(text),
+                additional_kwargs=kwargs,
+                response_metadata={"model_name": "m"} if draw(maybe) else {},
+                id=draw(st.none() | ids),
+                tool_calls=tool_calls,
+                invalid_tool_calls=invalid,
+                usage_metadata=draw(st.none() | st.just({"input_tokens": 1, "output_tokens": 2, "total_tokens": 3})),
+            )
+        )
         for call in tool_calls:
-            out.append(lc("tool", content=draw(text), name=draw(st.none() | st.just(call["name"])), id=draw(st.none() | ids),
-                          tool_call_id=call["id"], artifact=draw(st.none() | json_objects),
-                          status=draw(st.sampled_from(["success", "error"]))))
+            out.append(
+                lc(
+                    "tool",
+                    content=draw(text),
+                    name=draw(st.none() | st.just(call["name"])),
+                    id=draw(st.none() | ids),
+                    tool_call_id=call["id"],
+                    artifact=draw(st.none() | json_objects),
+                    status=draw(st.sampled_from(["success", "error"])),
+                )
+            )
     return out
 
 
@@ -133,11 +162,15 @@ def autogen_docs(draw: st.DrawFn) -> dict[str, Any]:
     if draw(maybe):
         messages.append({"content": draw(text), "type": "SystemMessage"})
     for turn in range(draw(st.integers(1, 3))):
-        messages.append({"content": draw(text), "source": draw(st.sampled_from(["user", "alice"])), "type": "UserMessage"})
+        messages.append(
+            {"content": draw(text), "source": draw(st.sampled_from(["user", "alice"])), "type": "UserMessage"}
+        )
         calls = unique_ids(draw, draw(st.integers(0, 3)))
         if calls:
             fcs = [{"id": f"c{turn}{c}", "arguments": json.dumps(draw(json_objects)), "name": draw(ids)} for c in calls]
-            messages.append({"content": fcs, "thought": draw(st.none() | text), "source": "agent", "type": "AssistantMessage"})
+            messages.append(
+                {"content": fcs, "thought": draw(st.none() | text), "source": "agent", "type": "AssistantMessage"}
+            )
             results = [{"content": draw(text), "name": fc["name"], "call_id": fc["id"],
                         "is_error": draw(st.sampled_from([None, True, False]))} for fc in fcs]
             if draw(maybe) and len(results) > 1:  # results split over two messages
@@ -211,12 +244,24 @@ def test_it_writes_back_what_it_read_from_agentscope(doc: dict[str, Any]) -> Non
 def responses_docs(draw: st.DrawFn) -> dict[str, Any]:
     items: list[dict[str, Any]] = []
     for turn in range(draw(st.integers(1, 3))):
-        items.append(draw(st.sampled_from([
-            {"type": "message", "role": "user", "content": "question"},
-            {"role": "user", "content": "untyped question"},
-            {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "q"},
-                                                             {"type": "input_image", "image_url": "https://x/y.png", "detail": "auto"}]},
-        ])))
+        items.append(
+            draw(
+                st.sampled_from(
+                    [
+                        {"type": "message", "role": "user", "content": "question"},
+                        {"role": "user", "content": "untyped question"},
+                        {
+                            "type": "message",
+                            "role": "user",
+                            "content": [
+                                {"type": "input_text", "text": "q"},
+                                {"type": "input_image", "image_url": "https://x/y.png", "detail": "auto"},
+                            ],
+                        },
+                    ]
+                )
+            )
+        )
         if draw(maybe):
             reasoning: dict[str, Any] = {"type": "reasoning", "id": f"rs_{turn}",
                                          "summary": [{"type": "summary_text", "text": draw(text)}]}
@@ -228,8 +273,16 @@ def responses_docs(draw: st.DrawFn) -> dict[str, Any]:
                           "content": [{"type": "output_text", "text": draw(text), "annotations": []}]})
         calls = unique_ids(draw, draw(st.integers(0, 2)))
         for c in calls:
-            items.append({"type": "function_call", "id": f"fc_{turn}{c}", "call_id": f"call_{turn}{c}", "name": draw(ids),
-                          "arguments": json.dumps(draw(json_objects)), "status": "completed"})
+            items.append(
+                {
+                    "type": "function_call",
+                    "id": f"fc_{turn}{c}",
+                    "call_id": f"call_{turn}{c}",
+                    "name": draw(ids),
+                    "arguments": json.dumps(draw(json_objects)),
+                    "status": "completed",
+                }
+            )
         if draw(st.integers(0, 4)) == 0:
             items.append({"type": "web_search_call", "id": f"ws_{turn}", "status": "completed"})
         for c in calls:
@@ -271,9 +324,14 @@ def openai_docs(draw: st.DrawFn) -> Any:
         if calls:
             if draw(maybe):
                 assistant["content"] = None
-            assistant["tool_calls"] = [{"id": f"call_{turn}{c}", "type": "function",
-                                        "function": {"name": draw(ids), "arguments": draw(st.sampled_from(['{}', '{"a": 1}', '{oops']))}}
-                                       for c in calls]
+            assistant["tool_calls"] = [
+                {
+                    "id": f"call_{turn}{c}",
+                    "type": "function",
+                    "function": {"name": draw(ids), "arguments": draw(st.sampled_from(["{}", '{"a": 1}', "{oops"]))},
+                }
+                for c in calls
+            ]
         else:
             assistant["content"] = draw(text)
         if draw(st.integers(0, 3)) == 0:

@@ -6,6 +6,7 @@ import io
 import json
 import tracemalloc
 from collections.abc import Iterator, Sequence
+from datetime import UTC
 from pathlib import Path
 from typing import Any
 
@@ -47,7 +48,10 @@ def test_it_groups_parallel_results_into_one_autogen_message_with_names_from_the
     doc = json.loads(dumps([travel()], "autogen")[0])
     ferm = doc["messages"][3]
     assert ferm["type"] == "FunctionExecutionResultMessage"
-    assert [(r["call_id"], r["name"]) for r in ferm["content"]] == [("call_a1", "get_weather"), ("call_a2", "get_weather")]
+    assert [(r["call_id"], r["name"]) for r in ferm["content"]] == [
+        ("call_a1", "get_weather"),
+        ("call_a2", "get_weather"),
+    ]
     assert len(doc["messages"]) == 9
 
 
@@ -164,7 +168,9 @@ class OnePass(Sequence[Message]):
     def __iter__(self) -> Iterator[Message]:
         self.passes += 1
         for i in range(self.exchanges):
-            calls = [ToolCall(id=f"c{i}-{k}", function=FunctionCall(name="f", arguments='{"k": %d}' % k)) for k in range(2)]
+            calls = [
+                ToolCall(id=f"c{i}-{k}", function=FunctionCall(name="f", arguments=f'{{"k": {k}}}')) for k in range(2)
+            ]
             yield Message(role="user", content=f"question {i}")
             yield Message(role="assistant", content=None, tool_calls=calls)
             yield Message(role="tool", tool_call_id=calls[0].id, content="one")
@@ -254,7 +260,7 @@ def test_it_writes_an_openmanus_assistant_without_content_alike_with_or_without_
 def test_it_writes_agentscope_timestamps_with_their_zone() -> None:
     from datetime import datetime, timedelta, timezone
 
-    when = datetime(2026, 11, 29, 11, 55, 17, 456000, tzinfo=timezone.utc)
+    when = datetime(2026, 11, 29, 11, 55, 17, 456000, tzinfo=UTC)
     conv = Conversation(messages=[
         Message(role="user", content="hi", created_at=when),
         Message(role="assistant", content="hello", created_at=when.astimezone(timezone(timedelta(hours=9)))),

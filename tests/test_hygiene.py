@@ -53,7 +53,9 @@ def _imports(path: Path, known: set[str]) -> set[str]:
         elif isinstance(node, ast.ImportFrom):
             base = node.module or ""
             if node.level:
-                base = ".".join([*package.split(".")[: len(package.split(".")) - node.level + 1], *filter(None, [base])])
+                base = ".".join(
+                    [*package.split(".")[: len(package.split(".")) - node.level + 1], *filter(None, [base])]
+                )
             found.add(base)
             found |= {f"{base}.{alias.name}" for alias in node.names}
     return {name for name in found if name in known}
@@ -65,7 +67,9 @@ def test_it_has_no_import_cycle_in_the_app() -> None:
     graph = {_module_name(p): _imports(p, known) for p in files}
     # A package's __init__ importing its own modules is how a package is made, not a cycle.
     for name in graph:
-        graph[name] = {m for m in graph[name] if m != name and not (m.startswith(name + ".") or name.startswith(m + "."))}
+        graph[name] = {
+            m for m in graph[name] if m != name and not (m.startswith(name + ".") or name.startswith(m + "."))
+        }
     cycles: list[list[str]] = []
     state: dict[str, int] = {}  # 1: on the current path, 2: done
 

@@ -282,7 +282,10 @@ def test_it_warns_about_violations_and_timestamps_without_zone(db, agent: models
 
 
 def test_it_titles_an_untitled_session_after_its_first_question(db, tmp_path: Path, agent: models.Agent) -> None:
-    long_question = {"role": "user", "content": "Which of these hotels near the   station\nhas a pool " + "and more " * 20}
+    long_question = {
+        "role": "user",
+        "content": "Which of these hotels near the   station\nhas a pool " + "and more " * 20,
+    }
     report = imports.import_file(write(tmp_path, "t.json", [WEATHER[0], long_question]), project=agent.project,
                                  agent=agent)
     session = models.Session.objects.get(pk=report.sessions[0].session_id)
@@ -312,28 +315,67 @@ def test_it_refuses_a_nul_character_naming_the_place(db, tmp_path: Path, agent: 
 
 # A file that the preview accepts must import: every check that can fail the import runs in the preview too.
 UNSTORABLE = [
-    pytest.param({"format": "memoryviz", "version": 1, "sessions": [
-                     {"messages": [{"role": "user", "content": "hi", "usage": {"prompt_tokens": float("nan")}}]}]},
-                 r"conversation 1: messages\[0\]\.usage: contains NaN", id="nan"),
-    pytest.param([{"role": "user", "content": "hi", "extra": {"x": [float("inf")]}}],
-                 r"conversation 1: messages\[0\]\.extra: contains Infinity", id="infinity"),
-    pytest.param([{"role": "user", "content": [{"type": "text", "text": "a"}, {"type": "x", "w": float("nan")}]}],
-                 r"conversation 1: messages\[0\]\.content: contains NaN", id="nan-in-parts"),
-    pytest.param([WEATHER[1], {"role": "assistant", "content": "bad \u0000 byte"}],
-                 r"conversation 1: messages\[1\]\.content: contains a NUL", id="nul"),
-    pytest.param([WEATHER[1], {"role": "assistant", "content": "x", "name": "n" * 256}],
-                 r"conversation 1: messages\[1\]\.name: 256 characters", id="long-name"),
-    pytest.param({"format": "memoryviz", "version": 1, "sessions": [{"external_id": "x" * 300, "messages": WEATHER}]},
-                 "conversation 1: external_id: 300 characters", id="long-session-id"),
-    pytest.param({"format": "memoryviz", "version": 1, "sessions": [{"external_id": "s", "metadata": {"a": float("nan")},
-                                                                      "messages": WEATHER}]},
-                 "conversation 1: metadata: contains NaN", id="nan-in-metadata"),
-    pytest.param({"format": "memoryviz", "version": 1, "sessions": [{"external_id": "s", "title": "a\u0000b",
-                                                                      "messages": WEATHER}]},
-                 "conversation 1: title: contains a NUL", id="nul-in-title"),
-    pytest.param({"format": "memoryviz", "version": 1, "sessions": [{"external_id": "s", "agent": "a\u0000b",
-                                                                      "messages": WEATHER}]},
-                 "conversation 1: agent: contains a NUL", id="nul-in-agent"),
+    pytest.param(
+        {
+            "format": "memoryviz",
+            "version": 1,
+            "sessions": [{"messages": [{"role": "user", "content": "hi", "usage": {"prompt_tokens": float("nan")}}]}],
+        },
+        r"conversation 1: messages\[0\]\.usage: contains NaN",
+        id="nan",
+    ),
+    pytest.param(
+        [{"role": "user", "content": "hi", "extra": {"x": [float("inf")]}}],
+        r"conversation 1: messages\[0\]\.extra: contains Infinity",
+        id="infinity",
+    ),
+    pytest.param(
+        [{"role": "user", "content": [{"type": "text", "text": "a"}, {"type": "x", "w": float("nan")}]}],
+        r"conversation 1: messages\[0\]\.content: contains NaN",
+        id="nan-in-parts",
+    ),
+    pytest.param(
+        [WEATHER[1], {"role": "assistant", "content": "bad \u0000 byte"}],
+        r"conversation 1: messages\[1\]\.content: contains a NUL",
+        id="nul",
+    ),
+    pytest.param(
+        [WEATHER[1], {"role": "assistant", "content": "x", "name": "n" * 256}],
+        r"conversation 1: messages\[1\]\.name: 256 characters",
+        id="long-name",
+    ),
+    pytest.param(
+        {"format": "memoryviz", "version": 1, "sessions": [{"external_id": "x" * 300, "messages": WEATHER}]},
+        "conversation 1: external_id: 300 characters",
+        id="long-session-id",
+    ),
+    pytest.param(
+        {
+            "format": "memoryviz",
+            "version": 1,
+            "sessions": [{"external_id": "s", "metadata": {"a": float("nan")}, "messages": WEATHER}],
+        },
+        "conversation 1: metadata: contains NaN",
+        id="nan-in-metadata",
+    ),
+    pytest.param(
+        {
+            "format": "memoryviz",
+            "version": 1,
+            "sessions": [{"external_id": "s", "title": "a\u0000b", "messages": WEATHER}],
+        },
+        "conversation 1: title: contains a NUL",
+        id="nul-in-title",
+    ),
+    pytest.param(
+        {
+            "format": "memoryviz",
+            "version": 1,
+            "sessions": [{"external_id": "s", "agent": "a\u0000b", "messages": WEATHER}],
+        },
+        "conversation 1: agent: contains a NUL",
+        id="nul-in-agent",
+    ),
 ]
 
 

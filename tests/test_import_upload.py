@@ -170,7 +170,9 @@ def test_it_forbids_a_viewer_of_one_project_importing_there(client: Any, project
     assert preview(client, other, new_agent="bot", text=json.dumps(WEATHER)).status_code == 200
 
 
-def test_it_does_not_let_another_user_confirm_an_upload(alice_client: Any, client: Any, project: models.Project) -> None:
+def test_it_does_not_let_another_user_confirm_an_upload(
+    alice_client: Any, client: Any, project: models.Project
+) -> None:
     response = preview(alice_client, project, new_agent="bot", text=json.dumps(WEATHER))
     fields = confirm_fields(response.content.decode())
     mallory = User.objects.create_user("mallory", password="pw-mallory-123")
@@ -210,7 +212,9 @@ def test_it_refuses_a_file_over_the_upload_limit(alice_client: Any, project: mod
 
 def test_it_imports_a_big_upload_streamed_from_disk(alice_client: Any, project: models.Project) -> None:
     # Bigger than FILE_UPLOAD_MAX_MEMORY_SIZE, so Django spools it to a temporary file first.
-    msgs = [{"role": "user" if i % 2 == 0 else "assistant", "content": f"message {i} " + "y" * 300} for i in range(8000)]
+    msgs = [
+        {"role": "user" if i % 2 == 0 else "assistant", "content": f"message {i} " + "y" * 300} for i in range(8000)
+    ]
     response = preview(alice_client, project, new_agent="bulk", file=upload("big.json", msgs))
     assert response.status_code == 200
     assert "8,000" in response.content.decode()
@@ -360,7 +364,9 @@ def test_the_agent_select_offers_only_the_chosen_projects_agents(alice_client: A
     assert agent_options(bad)[1:] == ["Theirs"]
     # With htmx, changing the project fetches this page for that project and swaps in its agent select.
     around_select = re.search(r'<div hx-get=[^>]*>\s*<select name="project"', alpha).group(0)
-    assert f'hx-get="{reverse("agents:import_upload")}"' in around_select and 'hx-include="#id_project"' in around_select
+    assert (
+        f'hx-get="{reverse("agents:import_upload")}"' in around_select and 'hx-include="#id_project"' in around_select
+    )
     assert 'hx-select="#id_agent"' in around_select and 'hx-target="#id_agent"' in around_select
 
 

@@ -14,6 +14,7 @@ from agents.memory.trimming import StrategyError, spec_from_text, strategy_spec,
 from tests.conversations import chat
 from tests.strategies_messages import valid_conversations
 
+
 def lab_url(session) -> str:
     return f"/sessions/{session.pk}/lab/"
 
@@ -42,7 +43,9 @@ def test_it_renders_the_lab_with_a_form_from_the_strategy_parameters(alice_clien
 
 def test_it_offers_literal_parameters_as_choices(alice_client, make_session):
     session = make_session(chat(3))
-    html = alice_client.get(lab_url(session), {"strategy": "langchain_last", "start_on": ["human", "ai"]}).content.decode()
+    html = alice_client.get(
+        lab_url(session), {"strategy": "langchain_last", "start_on": ["human", "ai"]}
+    ).content.decode()
     assert 'name="start_on" value="human" checked' in html
     assert 'name="start_on" value="ai" checked' in html
     assert 'name="start_on" value="tool">' in html
@@ -70,7 +73,9 @@ def test_it_uses_the_stored_token_counts(make_session):
 
 def test_it_shows_placeholders_notes_and_the_trimmed_lists_violations(alice_client, make_session):
     session = make_session(chat(10))
-    html = alice_client.get(lab_url(session), {"strategy": "head_and_tail", "head_size": "2", "tail_size": "3"}).content.decode()
+    html = alice_client.get(
+        lab_url(session), {"strategy": "head_and_tail", "head_size": "2", "tail_size": "3"}
+    ).content.decode()
     assert "lab-inserted" in html and "Skipped" in html  # AutoGen's placeholder, in place
     assert "Framework behaviour to know" in html
     # buffer_size=2 keeps a tool result without its call: flagged on the message and summarised.
@@ -108,7 +113,10 @@ def test_it_says_when_the_newest_question_is_lost(alice_client, make_session):
 def test_it_serves_only_the_result_to_htmx(alice_client, make_session):
     session = make_session(chat(5))
     response = alice_client.get(
-        lab_url(session), {"strategy": "buffered", "buffer_size": "3"}, HTTP_HX_REQUEST="true", HTTP_HX_TARGET="lab-result"
+        lab_url(session),
+        {"strategy": "buffered", "buffer_size": "3"},
+        HTTP_HX_REQUEST="true",
+        HTTP_HX_TARGET="lab-result",
     )
     assert response.status_code == 200
     html = response.content.decode()
@@ -145,7 +153,9 @@ def test_it_answers_an_invalid_parameter_over_htmx_with_200_and_the_error(alice_
         )
         assert response.status_code == 200
         name = next(iter(params))
-        assert re.search(rf'id="error-{name}" role="alert" hx-swap-oob="true">Input should be', response.content.decode())
+        assert re.search(
+            rf'id="error-{name}" role="alert" hx-swap-oob="true">Input should be', response.content.decode()
+        )
 
 
 def test_it_falls_back_from_an_unknown_strategy_with_a_message(alice_client, make_session):
@@ -306,7 +316,9 @@ def test_it_reports_strategies_across_the_users_sessions(alice_client, make_sess
     assert "Six turns" in html and "Open question" in html and "Not alices" not in html
     summary = re.search(r'<tr class="summary-row" data-spec="clear_non_system">(.*?)</tr>', html, re.S).group(1)
     assert 'data-questions-lost="2"' in summary  # /clear drops every question
-    summary = re.search(r'<tr class="summary-row" data-spec="openmanus_window:max_messages=3">(.*?)</tr>', html, re.S).group(1)
+    summary = re.search(
+        r'<tr class="summary-row" data-spec="openmanus_window:max_messages=3">(.*?)</tr>', html, re.S
+    ).group(1)
     assert 'data-broken="1"' in summary  # the 3-message slice of "Six turns" starts on a tool result
 
 
@@ -350,7 +362,9 @@ def test_it_says_which_strategy_boxes_the_report_left_out_in_the_swapped_result(
     assert response.status_code == 200
     html = response.content.decode()
     assert html.lstrip().startswith('<section id="report-result"')
-    assert "Left out of the report:" in html and "strategy box 1, <span class=\"mono\">nope</span>: unknown strategy" in html
+    assert (
+        "Left out of the report:" in html and 'strategy box 1, <span class="mono">nope</span>: unknown strategy' in html
+    )
     assert "Filters not applied:</strong> date_from:" in html
     assert 'data-spec="buffered:buffer_size=2"' in html
     # Nothing valid: 200 with the message, which replaces the old report (a 400 is not swapped by htmx).

@@ -31,12 +31,16 @@ def test_it_shows_and_reads_the_new_shapes(alice_client, make_session):
                                   "exclude_tools": "search_hotels"}).content.decode()
     assert 'name="exclude_tools" value="search_hotels" placeholder="none"' in html
     assert 'name="clear_tool_inputs" value="get_weather" list="choices-clear_tool_inputs"' in html
-    assert '<datalist id="choices-clear_tool_inputs"><option value="true"></option><option value="false"></option>' in html
+    assert (
+        '<datalist id="choices-clear_tool_inputs"><option value="true"></option><option value="false"></option>' in html
+    )
     assert 'inputmode="numeric" id="p-trigger_tool_uses" name="trigger_tool_uses" value="1"' in html
     # The calls of get_weather lost their inputs, search_hotels' result stays: marked edited beside the originals.
     edited = sorted(int(i) for i in re.findall(r'id="lm-(\d+)" class="msg role-\w+ lab-msg lab-edited', html))
     assert edited == [2, 3, 4]
-    html = alice_client.get(url, {"strategy": "anthropic_clear_thinking", "keep_thinking_turns": "all"}).content.decode()
+    html = alice_client.get(
+        url, {"strategy": "anthropic_clear_thinking", "keep_thinking_turns": "all"}
+    ).content.decode()
     assert 'name="keep_thinking_turns" value="all" list="choices-keep_thinking_turns" inputmode="numeric"' in html
     html = alice_client.get(url, {"strategy": "anthropic_clear_thinking", "keep_thinking_turns": "0"}).content.decode()
     assert re.search(r'id="error-keep_thinking_turns" role="alert">[^<]*\S', html)  # named next to its field

@@ -14,9 +14,9 @@ from hypothesis import strategies as st
 
 from agents.memory.schema import parse_messages
 from agents.memory.tokens import count_messages, total_tokens
+from tests.paths import SAMPLE_FILES, SAMPLES
 
 ROOT = Path(__file__).resolve().parent.parent
-from tests.paths import SAMPLE_FILES, SAMPLES
 
 SAMPLE = SAMPLES / "openai" / "travel.json"
 SAMPLE_MESSAGES: list[dict[str, Any]] = json.loads(SAMPLE.read_text())

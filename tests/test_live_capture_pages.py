@@ -20,7 +20,10 @@ def text(role: str, content: str) -> dict:
 
 
 def tool_call(call_id: str) -> dict:
-    return {"role": "assistant", "parts": [{"type": "tool_call", "id": call_id, "name": "get_weather", "arguments": {"city": "Rome"}}]}
+    return {
+        "role": "assistant",
+        "parts": [{"type": "tool_call", "id": call_id, "name": "get_weather", "arguments": {"city": "Rome"}}],
+    }
 
 
 def tool_result(call_id: str) -> dict:
@@ -28,10 +31,23 @@ def tool_result(call_id: str) -> dict:
 
 
 def chat_span(n: int, inputs: list[dict], output: dict, session_id: str = "trip-1") -> Span:
-    return Span(trace_id=TRACE, span_id=f"{n:016x}", parent_span_id=None, name="chat gpt-4o", start_ns=n * 1_000_000_000,
-                end_ns=n * 1_000_000_000 + 5_000_000, scope="test", resource={"service.name": "travel-agent"},
-                attributes={"gen_ai.operation.name": "chat", "gen_ai.request.model": "gpt-4o", "session.id": session_id,
-                            "gen_ai.input.messages": json.dumps(inputs), "gen_ai.output.messages": json.dumps([output])})
+    return Span(
+        trace_id=TRACE,
+        span_id=f"{n:016x}",
+        parent_span_id=None,
+        name="chat gpt-4o",
+        start_ns=n * 1_000_000_000,
+        end_ns=n * 1_000_000_000 + 5_000_000,
+        scope="test",
+        resource={"service.name": "travel-agent"},
+        attributes={
+            "gen_ai.operation.name": "chat",
+            "gen_ai.request.model": "gpt-4o",
+            "session.id": session_id,
+            "gen_ai.input.messages": json.dumps(inputs),
+            "gen_ai.output.messages": json.dumps([output]),
+        },
+    )
 
 
 @pytest.fixture
@@ -46,7 +62,11 @@ def trimmed_session(project, api_key) -> models.Session:
     u1, a1 = text("user", "Weather in Rome?"), tool_call("c1")
     r1, a2 = tool_result("c1"), text("assistant", "24°C in Rome.")
     u2, a3 = text("user", "Thanks!"), text("assistant", "You're welcome!")
-    spans = [chat_span(1, [SYSTEM, u1], a1), chat_span(2, [SYSTEM, u1, a1, r1], a2), chat_span(3, [SYSTEM, r1, a2, u2], a3)]
+    spans = [
+        chat_span(1, [SYSTEM, u1], a1),
+        chat_span(2, [SYSTEM, u1, a1, r1], a2),
+        chat_span(3, [SYSTEM, r1, a2, u2], a3),
+    ]
     capture.otlp_ingest(api_key=api_key, batch=Batch(spans=spans))
     return models.Session.objects.get(external_id="trip-1")
 
@@ -79,17 +99,29 @@ def test_the_call_page_of_a_session_in_another_project_is_not_found(client, bob,
     assert client.get(f"/sessions/{trimmed_session.pk}/calls/{call.pk}/").status_code == 404
 
 
-def test_a_receiving_session_has_a_live_badge_and_a_tail_that_polls_for_new_messages(alice_client, trimmed_session, api_key):
+def test_a_receiving_session_has_a_live_badge_and_a_tail_that_polls_for_new_messages(
+    alice_client, trimmed_session, api_key
+):
     page = alice_client.get(trimmed_session.get_absolute_url()).content.decode()
     assert 'class="badge badge-live"' in page
     assert 'hx-get="?after=6&amp;live=1" hx-trigger="every 1s"' in page
     # Nothing new yet: the tail answers only itself.
-    quiet = alice_client.get(trimmed_session.get_absolute_url() + "?after=6&live=1", HTTP_HX_REQUEST="true").content.decode()
+    quiet = alice_client.get(
+        trimmed_session.get_absolute_url() + "?after=6&live=1", HTTP_HX_REQUEST="true"
+    ).content.decode()
     assert 'id="m-' not in quiet and 'hx-get="?after=6&amp;live=1"' in quiet
     u3 = text("user", "Book it.")
-    inputs = [SYSTEM, text("assistant", "24°C in Rome."), text("user", "Thanks!"), text("assistant", "You're welcome!"), u3]
+    inputs = [
+        SYSTEM,
+        text("assistant", "24°C in Rome."),
+        text("user", "Thanks!"),
+        text("assistant", "You're welcome!"),
+        u3,
+    ]
     capture.otlp_ingest(api_key=api_key, batch=Batch(spans=[chat_span(4, inputs, text("assistant", "Booked."))]))
-    tail = alice_client.get(trimmed_session.get_absolute_url() + "?after=6&live=1", HTTP_HX_REQUEST="true").content.decode()
+    tail = alice_client.get(
+        trimmed_session.get_absolute_url() + "?after=6&live=1", HTTP_HX_REQUEST="true"
+    ).content.decode()
     assert 'id="m-7"' in tail and 'id="m-8"' in tail and "Booked." in tail and "<html" not in tail
     assert 'hx-get="?after=8&amp;live=1"' in tail
     # The header's figures follow: messages, tokens and violations as stored now (out of band).
@@ -104,7 +136,9 @@ def test_a_session_without_recent_activity_has_no_badge_and_no_poll(alice_client
     models.Session.objects.filter(pk=trimmed_session.pk).update(last_activity_at=timezone.now() - dt.timedelta(hours=1))
     page = alice_client.get(trimmed_session.get_absolute_url()).content.decode()
     assert "badge-live" not in page and "live=1" not in page
-    tail = alice_client.get(trimmed_session.get_absolute_url() + "?after=6&live=1", HTTP_HX_REQUEST="true").content.decode()
+    tail = alice_client.get(
+        trimmed_session.get_absolute_url() + "?after=6&live=1", HTTP_HX_REQUEST="true"
+    ).content.decode()
     assert "live=1" not in tail
 
 
@@ -129,7 +163,10 @@ def test_stored_summaries_stay_those_of_the_whole_chain_as_calls_arrive(project,
     at once, even when a late call rolls the session back."""
     u1, a1, r1 = text("user", "Weather?"), tool_call("c1"), tool_result("c1")
     a2, u2 = text("assistant", "24°C."), text("user", "And tomorrow?")
-    a3 = {"role": "assistant", "parts": [{"type": "tool_call", "id": "c2", "name": "get_weather", "arguments": {"day": 2}}]}
+    a3 = {
+        "role": "assistant",
+        "parts": [{"type": "tool_call", "id": "c2", "name": "get_weather", "arguments": {"day": 2}}],
+    }
     u3, a4 = text("user", "Never mind."), text("assistant", "OK.")  # c2 is never answered: a violation
     spans = [chat_span(1, [SYSTEM, u1], a1), chat_span(2, [SYSTEM, u1, a1, r1], a2),
              chat_span(3, [SYSTEM, u1, a1, r1, a2, u2], a3), chat_span(4, [SYSTEM, a2, u2, a3, u3], a4)]
@@ -137,7 +174,17 @@ def test_stored_summaries_stay_those_of_the_whole_chain_as_calls_arrive(project,
         capture.otlp_ingest(api_key=api_key, batch=Batch(spans=[span]))
     session = models.Session.objects.get(external_id="trip-1")
     messages = services.session_messages(session)
-    assert [m.role for m in messages] == ["system", "user", "assistant", "tool", "assistant", "user", "assistant", "user", "assistant"]
+    assert [m.role for m in messages] == [
+        "system",
+        "user",
+        "assistant",
+        "tool",
+        "assistant",
+        "user",
+        "assistant",
+        "user",
+        "assistant",
+    ]
     rows = list(session.messages.order_by("seq"))
     running = 0
     for row in rows:
@@ -157,7 +204,10 @@ def test_calls_that_continue_a_session_created_by_another_path_find_its_messages
             "messages": [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Weather in Rome?"}]}
     assert client.post("/api/sessions/", data=json.dumps(body), content_type="application/json",
                        HTTP_AUTHORIZATION=f"Bearer {key}").status_code == 201
-    capture.otlp_ingest(api_key=api_key, batch=Batch(spans=[chat_span(1, [SYSTEM, text("user", "Weather in Rome?")], text("assistant", "24°C."))]))
+    capture.otlp_ingest(
+        api_key=api_key,
+        batch=Batch(spans=[chat_span(1, [SYSTEM, text("user", "Weather in Rome?")], text("assistant", "24°C."))]),
+    )
     session = models.Session.objects.get(external_id="trip-1")
     assert [m.content for m in services.session_messages(session)] == ["Be brief.", "Weather in Rome?", "24°C."]
     assert session.llm_calls.get().sent == [0, 1]

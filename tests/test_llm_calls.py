@@ -17,8 +17,18 @@ TRACE = "ab" * 16
 
 def span(span_id: str = "01" * 8, attributes: dict | None = None, *, parent: str | None = None,
          resource: dict | None = None, name: str = "chat gpt-4o", **fields) -> Span:
-    return Span(trace_id=TRACE, span_id=span_id, parent_span_id=parent, name=name, start_ns=1_000, end_ns=2_000,
-                attributes=attributes or {}, resource=resource or {"service.name": "travel-agent"}, scope="test", **fields)
+    return Span(
+        trace_id=TRACE,
+        span_id=span_id,
+        parent_span_id=parent,
+        name=name,
+        start_ns=1_000,
+        end_ns=2_000,
+        attributes=attributes or {},
+        resource=resource or {"service.name": "travel-agent"},
+        scope="test",
+        **fields,
+    )
 
 
 def openai(messages) -> list[dict]:
@@ -26,27 +36,65 @@ def openai(messages) -> list[dict]:
 
 
 def test_it_reads_the_current_genai_attributes_with_system_instructions_and_parts():
-    call = call_from_span(span(attributes={
-        "gen_ai.operation.name": "chat",
-        "gen_ai.request.model": "gpt-4o", "gen_ai.response.model": "gpt-4o-2024-08-06",
-        "gen_ai.usage.input_tokens": 50, "gen_ai.usage.output_tokens": 7,
-        "gen_ai.system_instructions": json.dumps([{"type": "text", "content": "Be brief."}]),
-        "gen_ai.input.messages": json.dumps([
-            {"role": "user", "parts": [{"type": "text", "content": "Look"}, {"type": "uri", "modality": "image", "uri": "https://x/y.png"}]},
-            {"role": "assistant", "parts": [{"type": "reasoning", "content": "need the weather"},
-                                            {"type": "tool_call", "id": "c1", "name": "get_weather", "arguments": {"city": "Rome"}}]},
-            {"role": "tool", "parts": [{"type": "tool_call_response", "id": "c1", "response": {"temp": 24}},
-                                       {"type": "tool_call_response", "id": "c2", "response": "late"}]},
-        ]),
-        "gen_ai.output.messages": json.dumps([{"role": "assistant", "parts": [{"type": "text", "content": "24°C"}], "finish_reason": "stop"}]),
-    }))
+    call = call_from_span(
+        span(
+            attributes={
+                "gen_ai.operation.name": "chat",
+                "gen_ai.request.model": "gpt-4o",
+                "gen_ai.response.model": "gpt-4o-2024-08-06",
+                "gen_ai.usage.input_tokens": 50,
+                "gen_ai.usage.output_tokens": 7,
+                "gen_ai.system_instructions": json.dumps([{"type": "text", "content": "Be brief."}]),
+                "gen_ai.input.messages": json.dumps(
+                    [
+                        {
+                            "role": "user",
+                            "parts": [
+                                {"type": "text", "content": "Look"},
+                                {"type": "uri", "modality": "image", "uri": "https://x/y.png"},
+                            ],
+                        },
+                        {
+                            "role": "assistant",
+                            "parts": [
+                                {"type": "reasoning", "content": "need the weather"},
+                                {"type": "tool_call", "id": "c1", "name": "get_weather", "arguments": {"city": "Rome"}},
+                            ],
+                        },
+                        {
+                            "role": "tool",
+                            "parts": [
+                                {"type": "tool_call_response", "id": "c1", "response": {"temp": 24}},
+                                {"type": "tool_call_response", "id": "c2", "response": "late"},
+                            ],
+                        },
+                    ]
+                ),
+                "gen_ai.output.messages": json.dumps(
+                    [{"role": "assistant", "parts": [{"type": "text", "content": "24°C"}], "finish_reason": "stop"}]
+                ),
+            }
+        )
+    )
     assert call.convention == "genai"
     assert call.model == "gpt-4o-2024-08-06"
     assert call.usage == {"input_tokens": 50, "output_tokens": 7}
     assert openai(call.inputs) == [
         {"role": "system", "content": "Be brief."},
-        {"role": "user", "content": [{"type": "text", "text": "Look"}, {"type": "uri", "modality": "image", "uri": "https://x/y.png"}]},
-        {"role": "assistant", "content": None, "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "get_weather", "arguments": '{"city": "Rome"}'}}]},
+        {
+            "role": "user",
+            "content": [
+                {"type": "text", "text": "Look"},
+                {"type": "uri", "modality": "image", "uri": "https://x/y.png"},
+            ],
+        },
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {"id": "c1", "type": "function", "function": {"name": "get_weather", "arguments": '{"city": "Rome"}'}}
+            ],
+        },
         {"role": "tool", "content": '{"temp": 24}', "tool_call_id": "c1"},
         {"role": "tool", "content": "late", "tool_call_id": "c2"},
     ]
@@ -77,28 +125,58 @@ def test_it_reads_openinference_flattened_messages_with_content_parts():
     assert call.convention == "openinference"
     assert call.usage == {"input_tokens": 10, "output_tokens": 2, "total_tokens": 12}
     assert openai(call.inputs) == [
-        {"role": "user", "content": [{"type": "text", "text": "What is this?"}, {"type": "image_url", "image_url": {"url": "https://x/y.png"}}]},
-        {"role": "assistant", "content": None, "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "look", "arguments": "{}"}}]},
+        {
+            "role": "user",
+            "content": [
+                {"type": "text", "text": "What is this?"},
+                {"type": "image_url", "image_url": {"url": "https://x/y.png"}},
+            ],
+        },
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "look", "arguments": "{}"}}],
+        },
         {"role": "tool", "content": "a cat", "tool_call_id": "c1"},
     ]
     assert openai(call.outputs) == [{"role": "assistant", "content": "A cat."}]
 
 
 def test_it_reads_openllmetry_prompt_and_completion_attributes():
-    call = call_from_span(span(name="openai.chat", attributes={
-        "llm.request.type": "chat", "gen_ai.request.model": "gpt-4o",
-        "gen_ai.prompt.0.role": "user", "gen_ai.prompt.0.content": json.dumps([{"type": "text", "text": "Hi"}, {"type": "text", "text": "there"}]),
-        "gen_ai.prompt.1.role": "assistant",
-        "gen_ai.prompt.1.tool_calls.0.id": "c1", "gen_ai.prompt.1.tool_calls.0.name": "w",
-        "gen_ai.prompt.1.tool_calls.0.arguments": '{"city": "Rome"}',
-        "gen_ai.prompt.2.role": "tool", "gen_ai.prompt.2.content": "[1, 2]", "gen_ai.prompt.2.tool_call_id": "c1",
-        "gen_ai.completion.0.role": "assistant", "gen_ai.completion.0.content": "Done", "gen_ai.completion.0.finish_reason": "stop",
-        "llm.usage.total_tokens": 9,
-    }))
+    call = call_from_span(
+        span(
+            name="openai.chat",
+            attributes={
+                "llm.request.type": "chat",
+                "gen_ai.request.model": "gpt-4o",
+                "gen_ai.prompt.0.role": "user",
+                "gen_ai.prompt.0.content": json.dumps(
+                    [{"type": "text", "text": "Hi"}, {"type": "text", "text": "there"}]
+                ),
+                "gen_ai.prompt.1.role": "assistant",
+                "gen_ai.prompt.1.tool_calls.0.id": "c1",
+                "gen_ai.prompt.1.tool_calls.0.name": "w",
+                "gen_ai.prompt.1.tool_calls.0.arguments": '{"city": "Rome"}',
+                "gen_ai.prompt.2.role": "tool",
+                "gen_ai.prompt.2.content": "[1, 2]",
+                "gen_ai.prompt.2.tool_call_id": "c1",
+                "gen_ai.completion.0.role": "assistant",
+                "gen_ai.completion.0.content": "Done",
+                "gen_ai.completion.0.finish_reason": "stop",
+                "llm.usage.total_tokens": 9,
+            },
+        )
+    )
     assert call.convention == "openllmetry"
     assert openai(call.inputs) == [
         {"role": "user", "content": [{"type": "text", "text": "Hi"}, {"type": "text", "text": "there"}]},
-        {"role": "assistant", "content": None, "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "w", "arguments": '{"city": "Rome"}'}}]},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {"id": "c1", "type": "function", "function": {"name": "w", "arguments": '{"city": "Rome"}'}}
+            ],
+        },
         {"role": "tool", "content": "[1, 2]", "tool_call_id": "c1"},  # a JSON list that is not content parts stays text
     ]
     assert call.usage == {"total_tokens": 9}
@@ -106,8 +184,17 @@ def test_it_reads_openllmetry_prompt_and_completion_attributes():
 
 def test_it_reads_the_older_genai_log_events_in_the_order_they_were_emitted_and_joins_them_to_their_span():
     def record(order: int, name: str, body) -> LogRecord:
-        return LogRecord(trace_id=TRACE, span_id="01" * 8, time_ns=100 + order, event_name=name, body=body,
-                         attributes={"gen_ai.system": "openai"}, resource={"service.name": "travel-agent"}, scope="x", order=order)
+        return LogRecord(
+            trace_id=TRACE,
+            span_id="01" * 8,
+            time_ns=100 + order,
+            event_name=name,
+            body=body,
+            attributes={"gen_ai.system": "openai"},
+            resource={"service.name": "travel-agent"},
+            scope="x",
+            order=order,
+        )
 
     tool_call = {"id": "c1", "type": "function", "function": {"name": "w", "arguments": '{"city": "Rome"}'}}
     logs = [
@@ -116,10 +203,16 @@ def test_it_reads_the_older_genai_log_events_in_the_order_they_were_emitted_and_
         record(2, "gen_ai.assistant.message", {"tool_calls": [tool_call]}),
         record(3, "gen_ai.tool.message", {"content": "24°C", "id": "c1"}),
         record(5, "gen_ai.choice", {"index": 1, "finish_reason": "stop", "message": {"content": "second choice"}}),
-        record(4, "gen_ai.choice", {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": "24°C."}}),
+        record(
+            4,
+            "gen_ai.choice",
+            {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": "24°C."}},
+        ),
         record(6, "some.other.event", {"content": "ignored"}),
     ]
-    chat_span = span(attributes={"gen_ai.operation.name": "chat", "gen_ai.request.model": "gpt-4o", "gen_ai.usage.input_tokens": 30})
+    chat_span = span(
+        attributes={"gen_ai.operation.name": "chat", "gen_ai.request.model": "gpt-4o", "gen_ai.usage.input_tokens": 30}
+    )
     from_logs = extract(Batch(logs=logs)).calls
     from_span = extract(Batch(spans=[chat_span])).calls
     assert from_span[0].inputs is None  # content went to the logs
@@ -136,19 +229,29 @@ def test_it_reads_the_older_genai_log_events_in_the_order_they_were_emitted_and_
 
 
 def test_it_does_not_take_an_agent_or_tool_span_for_a_model_call():
-    agent_span = span(attributes={"gen_ai.operation.name": "invoke_agent",
-                                  "gen_ai.input.messages": json.dumps([{"role": "user", "parts": [{"type": "text", "content": "Hi"}]}])})
+    agent_span = span(
+        attributes={
+            "gen_ai.operation.name": "invoke_agent",
+            "gen_ai.input.messages": json.dumps([{"role": "user", "parts": [{"type": "text", "content": "Hi"}]}]),
+        }
+    )
     chain_span = span(attributes={"openinference.span.kind": "CHAIN", "llm.input_messages.0.message.role": "user"})
     http_span = span(name="GET /", attributes={"http.method": "GET"})
     assert [call_from_span(s) for s in (agent_span, chain_span, http_span)] == [None, None, None]
 
 
-@pytest.mark.parametrize("attributes, words", [
-    ({"gen_ai.input.messages": "[{oops"}, "gen_ai.input.messages: not JSON"),
-    ({"gen_ai.input.messages": '{"role": "user"}'}, "gen_ai.input.messages: expected a list of messages, got dict"),
-    ({"gen_ai.input.messages": '[{"role": "robot", "parts": []}]'}, "gen_ai.input.messages[0].role"),
-    ({"gen_ai.prompt.0.role": "tool", "gen_ai.prompt.0.content": "x"}, "gen_ai.prompt.0: a tool message needs the tool_call_id"),
-])
+@pytest.mark.parametrize(
+    "attributes, words",
+    [
+        ({"gen_ai.input.messages": "[{oops"}, "gen_ai.input.messages: not JSON"),
+        ({"gen_ai.input.messages": '{"role": "user"}'}, "gen_ai.input.messages: expected a list of messages, got dict"),
+        ({"gen_ai.input.messages": '[{"role": "robot", "parts": []}]'}, "gen_ai.input.messages[0].role"),
+        (
+            {"gen_ai.prompt.0.role": "tool", "gen_ai.prompt.0.content": "x"},
+            "gen_ai.prompt.0: a tool message needs the tool_call_id",
+        ),
+    ],
+)
 def test_it_rejects_a_span_whose_content_it_cannot_read_and_says_where(attributes, words):
     extraction = extract(Batch(spans=[span(attributes=attributes)]))
     assert extraction.calls == []
@@ -173,8 +276,13 @@ def test_it_finds_the_session_on_the_span_an_ancestor_or_the_resource_else_the_t
 
 
 def test_it_survives_a_cycle_in_the_span_links():
-    child = call_from_span(span("03" * 8, {"gen_ai.operation.name": "chat", "gen_ai.input.messages": "[]"}, parent="02" * 8))
-    loop = {"02" * 8: SpanLink(TRACE, "02" * 8, "01" * 8, None, None), "01" * 8: SpanLink(TRACE, "01" * 8, "02" * 8, None, None)}
+    child = call_from_span(
+        span("03" * 8, {"gen_ai.operation.name": "chat", "gen_ai.input.messages": "[]"}, parent="02" * 8)
+    )
+    loop = {
+        "02" * 8: SpanLink(TRACE, "02" * 8, "01" * 8, None, None),
+        "01" * 8: SpanLink(TRACE, "01" * 8, "02" * 8, None, None),
+    }
     assert resolve(child, loop) == (f"trace:{TRACE}", "travel-agent")
 
 

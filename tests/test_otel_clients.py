@@ -25,7 +25,9 @@ def pythons():
 
 def captured(pythons, instrumentation: str, **options):
     with OtlpCapture() as capture:
-        run = run_agent(pythons, instrumentation, endpoint=capture.endpoint, headers="Authorization=Bearer%20mk_test", **options)
+        run = run_agent(
+            pythons, instrumentation, endpoint=capture.endpoint, headers="Authorization=Bearer%20mk_test", **options
+        )
     calls, links, rejected = [], {}, []
     for request in capture.requests:
         assert request.authorization == "Bearer mk_test"
@@ -58,7 +60,7 @@ def test_it_rebuilds_the_conversation_of_a_real_instrumented_agent(pythons, inst
     assert [m.role for m in stitched.messages].count("tool") == 4  # the parallel pair, the retry, the booking
     # Each call received exactly what the model server received, and its reply is the next assistant message.
     by_start = sorted(stitched.calls, key=lambda c: c.call.started_ns or c.call.observed_ns)
-    for placed, request in zip(by_start, run.requests):
+    for placed, request in zip(by_start, run.requests, strict=False):
         sent = [stitched.messages[i] for i in placed.placement.sent]
         assert keys(sent) == keys(parse_messages(request["messages"]))
         assert stitched.messages[placed.placement.reply].role == "assistant"
@@ -67,8 +69,12 @@ def test_it_rebuilds_the_conversation_of_a_real_instrumented_agent(pythons, inst
 
 
 def test_it_finds_the_session_on_the_resource_and_reads_gzip_bodies(pythons):
-    run, calls, links, requests = captured(pythons, "openllmetry", args=["--session", "trip-8", "--session-on", "resource"],
-                                           env={"OTEL_EXPORTER_OTLP_COMPRESSION": "gzip"})
+    run, calls, links, requests = captured(
+        pythons,
+        "openllmetry",
+        args=["--session", "trip-8", "--session-on", "resource"],
+        env={"OTEL_EXPORTER_OTLP_COMPRESSION": "gzip"},
+    )
     assert {r.content_encoding for r in requests} == {"gzip"}
     assert {resolve(c, links) for c in calls} == {("trip-8", "travel-agent")}
     assert keys(stitch(calls).messages) == keys(parse_messages(run.history))

@@ -19,26 +19,44 @@ PARENT_ID = "eee19b7ec3c1b173"
 # An OTLP JSON traces request as the specification's example writes one: hex ids, lowerCamelCase fields, 64-bit
 # integers as strings, and a field this receiver does not know (which it must ignore).
 TRACES_JSON = {
-    "resourceSpans": [{
-        "resource": {"attributes": [{"key": "service.name", "value": {"stringValue": "travel-agent"}}]},
-        "scopeSpans": [{
-            "scope": {"name": "my.library", "version": "1.0.0"},
-            "spans": [{
-                "traceId": TRACE_ID, "spanId": SPAN_ID, "parentSpanId": PARENT_ID,
-                "name": "chat gpt-4o", "kind": 3,
-                "startTimeUnixNano": "1544712660000000000", "endTimeUnixNano": "1544712661000000000",
-                "attributes": [
-                    {"key": "gen_ai.operation.name", "value": {"stringValue": "chat"}},
-                    {"key": "gen_ai.usage.input_tokens", "value": {"intValue": "42"}},
-                    {"key": "gen_ai.usage.cost", "value": {"doubleValue": 0.5}},
-                    {"key": "gen_ai.response.finish_reasons", "value": {"arrayValue": {"values": [{"stringValue": "stop"}]}}},
-                    {"key": "flags", "value": {"kvlistValue": {"values": [{"key": "cached", "value": {"boolValue": True}}]}}},
-                ],
-                "status": {"code": 2, "message": "rate limited"},
-                "someFutureField": {"x": 1},
-            }],
-        }],
-    }],
+    "resourceSpans": [
+        {
+            "resource": {"attributes": [{"key": "service.name", "value": {"stringValue": "travel-agent"}}]},
+            "scopeSpans": [
+                {
+                    "scope": {"name": "my.library", "version": "1.0.0"},
+                    "spans": [
+                        {
+                            "traceId": TRACE_ID,
+                            "spanId": SPAN_ID,
+                            "parentSpanId": PARENT_ID,
+                            "name": "chat gpt-4o",
+                            "kind": 3,
+                            "startTimeUnixNano": "1544712660000000000",
+                            "endTimeUnixNano": "1544712661000000000",
+                            "attributes": [
+                                {"key": "gen_ai.operation.name", "value": {"stringValue": "chat"}},
+                                {"key": "gen_ai.usage.input_tokens", "value": {"intValue": "42"}},
+                                {"key": "gen_ai.usage.cost", "value": {"doubleValue": 0.5}},
+                                {
+                                    "key": "gen_ai.response.finish_reasons",
+                                    "value": {"arrayValue": {"values": [{"stringValue": "stop"}]}},
+                                },
+                                {
+                                    "key": "flags",
+                                    "value": {
+                                        "kvlistValue": {"values": [{"key": "cached", "value": {"boolValue": True}}]}
+                                    },
+                                },
+                            ],
+                            "status": {"code": 2, "message": "rate limited"},
+                            "someFutureField": {"x": 1},
+                        }
+                    ],
+                }
+            ],
+        }
+    ],
 }
 
 
@@ -88,7 +106,10 @@ def test_it_reads_log_records_with_their_event_name_from_the_field_or_the_attrib
     second = scope_logs.log_records.add(time_unix_nano=9)
     second.attributes.add(key="event.name").value.string_value = "gen_ai.choice"
     batch = decode(request.SerializeToString(), signal="logs", content_type="application/x-protobuf")
-    assert [(r.event_name, r.time_ns, r.order) for r in batch.logs] == [("gen_ai.user.message", 7, 0), ("gen_ai.choice", 9, 1)]
+    assert [(r.event_name, r.time_ns, r.order) for r in batch.logs] == [
+        ("gen_ai.user.message", 7, 0),
+        ("gen_ai.choice", 9, 1),
+    ]
     assert batch.logs[0].body == {"content": "Hi"}
     assert (batch.logs[0].trace_id, batch.logs[0].span_id) == (TRACE_ID, SPAN_ID)
     assert batch.logs[1].trace_id is None

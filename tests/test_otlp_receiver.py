@@ -42,7 +42,7 @@ def assert_conversation_stored(session: models.Session, run) -> None:
     calls = list(session.llm_calls.order_by("order_ns"))
     assert len(calls) == len(run.requests) == 7
     stored = services.session_messages(session)
-    for call, request in zip(calls, run.requests):
+    for call, request in zip(calls, run.requests, strict=True):
         assert keys(stored[i] for i in call.sent) == keys(parse_messages(request["messages"]))
         assert stored[call.reply_seq].role == "assistant"
     assert session.message_count == len(run.history)
@@ -52,7 +52,9 @@ def assert_conversation_stored(session: models.Session, run) -> None:
 @pytest.mark.parametrize("instrumentation", [
     "otel-genai", "otel-genai-events", "openinference", "openllmetry", "openllmetry-legacy", "langchain-openinference",
 ])
-def test_it_stores_the_conversation_a_real_instrumented_agent_exports(pythons, live_server, project, key, instrumentation):
+def test_it_stores_the_conversation_a_real_instrumented_agent_exports(
+    pythons, live_server, project, key, instrumentation
+):
     run = run_agent(pythons, instrumentation, endpoint=f"{live_server.url}/otlp",
                     headers=f"Authorization=Bearer%20{key}", args=["--session", "trip-7"])
     session = models.Session.objects.get(external_id="trip-7", agent__project=project)
@@ -197,11 +199,34 @@ def decode_status(response) -> tuple[int, str]:
     ("too large once inflated", 413, "once decompressed"),
     ("get", 405, "takes POST"),
 ])
-def test_it_refuses_a_bad_request_with_a_status_that_says_why_and_stores_nothing(client, project, key, settings, case, status, words):
+def test_it_refuses_a_bad_request_with_a_status_that_says_why_and_stores_nothing(
+    client, project, key, settings, case, status, words
+):
     settings.MEMORYVIZ_OTLP_MAX_BYTES = 10_000
-    valid = json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": [genai_span("01" * 8, {
-        "gen_ai.operation.name": "chat", "gen_ai.input.messages": "[]",
-        "gen_ai.output.messages": json.dumps([{"role": "assistant", "parts": [{"type": "text", "content": "x"}]}])})]}]}]})
+    valid = json.dumps(
+        {
+            "resourceSpans": [
+                {
+                    "scopeSpans": [
+                        {
+                            "spans": [
+                                genai_span(
+                                    "01" * 8,
+                                    {
+                                        "gen_ai.operation.name": "chat",
+                                        "gen_ai.input.messages": "[]",
+                                        "gen_ai.output.messages": json.dumps(
+                                            [{"role": "assistant", "parts": [{"type": "text", "content": "x"}]}]
+                                        ),
+                                    },
+                                )
+                            ]
+                        }
+                    ]
+                }
+            ]
+        }
+    )
     kwargs = {"data": valid.encode(), "content_type": "application/json", "HTTP_AUTHORIZATION": f"Bearer {key}"}
     if case == "no key":
         del kwargs["HTTP_AUTHORIZATION"]
@@ -242,8 +267,28 @@ def test_it_answers_a_protobuf_refusal_in_protobuf(client, project):
 
 def test_it_stores_a_key_s_calls_only_in_its_own_project(client, project, other_project):
     other_key = services.api_key_create(project=other_project, name="beta").key
-    body = {"resourceSpans": [{"scopeSpans": [{"spans": [genai_span("01" * 8, {
-        "gen_ai.operation.name": "chat", "session.id": "s1", "gen_ai.input.messages": "[]",
-        "gen_ai.output.messages": json.dumps([{"role": "assistant", "parts": [{"type": "text", "content": "x"}]}])})]}]}]}
+    body = {
+        "resourceSpans": [
+            {
+                "scopeSpans": [
+                    {
+                        "spans": [
+                            genai_span(
+                                "01" * 8,
+                                {
+                                    "gen_ai.operation.name": "chat",
+                                    "session.id": "s1",
+                                    "gen_ai.input.messages": "[]",
+                                    "gen_ai.output.messages": json.dumps(
+                                        [{"role": "assistant", "parts": [{"type": "text", "content": "x"}]}]
+                                    ),
+                                },
+                            )
+                        ]
+                    }
+                ]
+            }
+        ]
+    }
     post(client, json.dumps(body).encode(), other_key, content_type="application/json")
     assert models.Session.objects.get().agent.project == other_project

@@ -9,10 +9,10 @@ from hypothesis import strategies as st
 
 from agents.memory.chain import find_violations
 from agents.memory.replay import (
-    METHOD_CARRIED,
-    METHOD_INCREMENTAL,
     INCREMENTAL_STRATEGIES,
     METHOD_BOUNDED,
+    METHOD_CARRIED,
+    METHOD_INCREMENTAL,
     METHOD_PER_CALL,
     SliceViolations,
     call_positions,

@@ -5,15 +5,19 @@ import json
 import re
 
 from django.contrib.auth.models import User
+from django.core.management import call_command
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from django.core.management import call_command
 
 from agents import demo_data
 from agents.models import Agent, Membership, Message, Project, Session, ToolCall
 
 BROKEN_KINDS = {
-    "orphan_tool_result", "unanswered_tool_call", "interrupted_exchange", "duplicate_tool_call_id", "leading_tool_result",
+    "orphan_tool_result",
+    "unanswered_tool_call",
+    "interrupted_exchange",
+    "duplicate_tool_call_id",
+    "leading_tool_result",
 }
 
 
@@ -27,7 +31,9 @@ def _snapshot() -> dict[str, object]:
     return {
         "projects": sorted(Project.objects.values_list("pk", "slug", "name")),
         "agents": sorted(Agent.objects.values_list("pk", "slug", "model", "context_window")),
-        "sessions": sorted(Session.objects.values_list("pk", "external_id", "message_count", "token_total", "violation_count")),
+        "sessions": sorted(
+            Session.objects.values_list("pk", "external_id", "message_count", "token_total", "violation_count")
+        ),
         "messages": Message.objects.count(),
         "tool_calls": ToolCall.objects.count(),
         "memberships": sorted(Membership.objects.values_list("project__slug", "user__username", "role")),
@@ -53,7 +59,7 @@ def test_it_seeds_projects_agents_and_dozens_of_sessions(db, client):
 def test_it_stores_a_session_for_each_way_the_protocol_breaks(db):
     _seed()
     kinds = {v["kind"] for s in Session.objects.filter(violation_count__gt=0) for v in s.violations}
-    assert BROKEN_KINDS <= kinds
+    assert kinds >= BROKEN_KINDS
     broken = Session.objects.filter(title__startswith="Broken:")
     assert broken.count() >= len(BROKEN_KINDS)
     assert all(s.violation_count > 0 for s in broken)
@@ -65,7 +71,9 @@ def test_it_stores_what_the_product_is_for(db):
     assistant_calls = Message.objects.filter(role="assistant").exclude(tool_calls=[])
     assert any(len(m.tool_calls) >= 2 for m in assistant_calls)  # parallel calls
     assert Message.objects.filter(role="tool", is_error=True).exists()  # tool errors
-    loops = [s for s in Session.objects.all() if s.messages.filter(role="assistant").exclude(tool_calls=[]).count() >= 3]
+    loops = [
+        s for s in Session.objects.all() if s.messages.filter(role="assistant").exclude(tool_calls=[]).count() >= 3
+    ]
     assert len(loops) >= 5  # multi-step tool loops
     long_json = [m for m in Message.objects.filter(role="tool") if len(m.content or "") >= 4000]
     assert long_json and isinstance(json.loads(long_json[0].content), dict)  # several KB of JSON
@@ -187,9 +195,56 @@ def test_it_numbers_flights_with_the_airlines_own_code(seed):
 # Words only one of the languages uses (the demo's own vocabulary is small, so a handful each decides).
 MARKERS = {
     "en": {"the", "your", "you", "shall", "want", "thank", "sorry", "have", "with"},
-    "fr": {"vous", "est", "nuit", "nuits", "je", "pour", "quel", "bonjour", "réservé", "voulez-vous", "petit-déjeuner", "plutôt", "bon"},
-    "es": {"por", "noche", "noches", "quiero", "hola", "qué", "tiempo", "reservado", "quiere", "hará", "desayuno", "buen", "presupuesto"},
-    "de": {"ist", "ihre", "sie", "gern", "geschehen", "einen", "tag", "noch", "hallo", "meine", "die", "der", "bestellung", "nicht", "vielen", "dank", "wir", "bei"},
+    "fr": {
+        "vous",
+        "est",
+        "nuit",
+        "nuits",
+        "je",
+        "pour",
+        "quel",
+        "bonjour",
+        "réservé",
+        "voulez-vous",
+        "petit-déjeuner",
+        "plutôt",
+        "bon",
+    },
+    "es": {
+        "por",
+        "noche",
+        "noches",
+        "quiero",
+        "hola",
+        "qué",
+        "tiempo",
+        "reservado",
+        "quiere",
+        "hará",
+        "desayuno",
+        "buen",
+        "presupuesto",
+    },
+    "de": {
+        "ist",
+        "ihre",
+        "sie",
+        "gern",
+        "geschehen",
+        "einen",
+        "tag",
+        "noch",
+        "hallo",
+        "meine",
+        "die",
+        "der",
+        "bestellung",
+        "nicht",
+        "vielen",
+        "dank",
+        "wir",
+        "bei",
+    },
 }
 
 

@@ -41,7 +41,10 @@ ORPHAN = [
 ]
 PENDING = [
     {"role": "user", "content": "search"},
-    {"role": "assistant", "tool_calls": [{"id": "p1", "type": "function", "function": {"name": "search", "arguments": "{}"}}]},
+    {
+        "role": "assistant",
+        "tool_calls": [{"id": "p1", "type": "function", "function": {"name": "search", "arguments": "{}"}}],
+    },
 ]
 
 
@@ -108,27 +111,34 @@ def test_it_stores_nothing_when_the_counter_is_unknown(agent):
 
 
 def test_it_takes_session_fields_from_the_conversation(agent):
-    started = dt.datetime(2026, 5, 1, 9, 30, tzinfo=dt.timezone.utc)
+    started = dt.datetime(2026, 5, 1, 9, 30, tzinfo=dt.UTC)
     conversation = Conversation(
         messages=parse_messages(WEATHER), external_id="ext-9", title="Trip", source_format="openai",
         started_at=started, tools=[{"type": "function", "function": {"name": "get_weather"}}], metadata={"k": "v"},
     )
     session = services.session_store(agent=agent, conversation=conversation)
     session.refresh_from_db()
-    assert (session.external_id, session.title, session.source_format, session.started_at) == ("ext-9", "Trip", "openai", started)
+    assert (session.external_id, session.title, session.source_format, session.started_at) == (
+        "ext-9",
+        "Trip",
+        "openai",
+        started,
+    )
     assert session.tools == [{"type": "function", "function": {"name": "get_weather"}}]
     assert session.metadata == {"k": "v"}
 
 
 def test_it_starts_a_session_at_its_first_message_time(agent):
-    first = dt.datetime(2026, 1, 2, 3, 4, 5, tzinfo=dt.timezone.utc)
+    first = dt.datetime(2026, 1, 2, 3, 4, 5, tzinfo=dt.UTC)
     messages = [Message(role="user", content="hi", created_at=first), Message(role="assistant", content="yo")]
     session = services.session_store(agent=agent, conversation=Conversation(messages=messages, external_id="t"))
     assert session.started_at == first
 
 
 def test_it_stores_in_batches_as_it_stores_whole(agent):
-    whole = services.session_store(agent=agent, conversation=Conversation(messages=parse_messages(WEATHER), external_id="whole"))
+    whole = services.session_store(
+        agent=agent, conversation=Conversation(messages=parse_messages(WEATHER), external_id="whole")
+    )
     messages = parse_messages(WEATHER)
     session = services.session_create(agent=agent, conversation=Conversation(external_id="batched"))
     checker = ProtocolChecker()
@@ -174,13 +184,22 @@ _json_scalar = st.one_of(st.integers(-10**6, 10**6), _text, st.booleans(), st.no
 @st.composite
 def stored_messages(draw: st.DrawFn) -> Message:
     role = draw(st.sampled_from(["system", "developer", "user", "assistant", "tool"]))
-    content = draw(st.one_of(st.none(), _text, st.lists(st.builds(lambda t: {"type": "text", "text": t}, _text), max_size=3)))
+    content = draw(
+        st.one_of(st.none(), _text, st.lists(st.builds(lambda t: {"type": "text", "text": t}, _text), max_size=3))
+    )
     calls = []
     if role == "assistant":
-        calls = draw(st.lists(st.builds(
-            lambda i, n, a: ToolCall(id=f"call_{i}", function=FunctionCall(name=n, arguments=a)),
-            st.integers(0, 999), st.sampled_from(["search", "get_weather"]), st.sampled_from(["{}", '{"q": "x"}', "{oops"]),
-        ), max_size=3))
+        calls = draw(
+            st.lists(
+                st.builds(
+                    lambda i, n, a: ToolCall(id=f"call_{i}", function=FunctionCall(name=n, arguments=a)),
+                    st.integers(0, 999),
+                    st.sampled_from(["search", "get_weather"]),
+                    st.sampled_from(["{}", '{"q": "x"}', "{oops"]),
+                ),
+                max_size=3,
+            )
+        )
     return Message(
         role=role,
         content=content,
@@ -188,11 +207,22 @@ def stored_messages(draw: st.DrawFn) -> Message:
         tool_calls=calls,
         tool_call_id=draw(st.sampled_from(["call_1", "toolu_9"])) if role == "tool" else None,
         external_id=draw(st.one_of(st.none(), st.just("msg_1"))),
-        created_at=draw(st.one_of(st.none(), st.datetimes(
-            min_value=dt.datetime(2000, 1, 1), max_value=dt.datetime(2100, 1, 1), timezones=st.just(dt.timezone.utc)))),
+        created_at=draw(
+            st.one_of(
+                st.none(),
+                st.datetimes(
+                    min_value=dt.datetime(2000, 1, 1), max_value=dt.datetime(2100, 1, 1), timezones=st.just(dt.UTC)
+                ),
+            )
+        ),
         is_error=draw(st.one_of(st.none(), st.booleans())),
         reasoning=draw(st.one_of(st.none(), _text.filter(bool))),
-        usage=draw(st.one_of(st.none(), st.dictionaries(st.sampled_from(["prompt_tokens", "completion_tokens"]), st.integers(0, 10**6)))),
+        usage=draw(
+            st.one_of(
+                st.none(),
+                st.dictionaries(st.sampled_from(["prompt_tokens", "completion_tokens"]), st.integers(0, 10**6)),
+            )
+        ),
         marks=draw(st.lists(_text, max_size=2)),
         extra=draw(st.dictionaries(st.text(alphabet="abcdefgh", min_size=1, max_size=5), _json_scalar, max_size=3)),
     )
@@ -213,7 +243,11 @@ def test_it_gives_back_every_message_it_stores(agent, message):
 
 def test_it_keeps_content_parts_and_their_joined_text(agent):
     session = Session.objects.create(agent=agent, external_id="parts")
-    parts = [{"type": "text", "text": "look"}, {"type": "image_url", "image_url": {"url": "https://x/y.png"}}, {"type": "text", "text": "here"}]
+    parts = [
+        {"type": "text", "text": "look"},
+        {"type": "image_url", "image_url": {"url": "https://x/y.png"}},
+        {"type": "text", "text": "here"},
+    ]
     row = services.message_from_schema(Message(role="user", content=parts), session=session, seq=0)
     assert row.content == "look\nhere"
     assert row.content_parts == parts
@@ -287,8 +321,8 @@ def test_it_shows_an_anonymous_user_nothing(make_session):
 
 
 def test_it_filters_sessions(make_session, alice, agent):
-    weather = make_session(WEATHER, title="Weather", started_at=dt.datetime(2026, 3, 1, 12, tzinfo=dt.timezone.utc))
-    orphan = make_session(ORPHAN, title="Broken", started_at=dt.datetime(2026, 3, 5, 12, tzinfo=dt.timezone.utc))
+    weather = make_session(WEATHER, title="Weather", started_at=dt.datetime(2026, 3, 1, 12, tzinfo=dt.UTC))
+    orphan = make_session(ORPHAN, title="Broken", started_at=dt.datetime(2026, 3, 5, 12, tzinfo=dt.UTC))
 
     def ids(**filters) -> list[int]:
         return [s.pk for s in services.sessions_filtered(alice, services.SessionFilters(**filters))]
@@ -314,13 +348,22 @@ def test_it_filters_sessions(make_session, alice, agent):
     [
         ({"role": "user", "content": "a\x00b"}, "messages[1].content"),
         ({"role": "user", "content": [{"type": "text", "text": "\x00"}]}, "messages[1].content"),
-        ({"role": "assistant", "tool_calls": [{"id": "c", "type": "function", "function": {"name": "f", "arguments": '{"a": "\x00"}'}}]},
-         "messages[1].tool_calls[0].function.arguments"),
+        (
+            {
+                "role": "assistant",
+                "tool_calls": [
+                    {"id": "c", "type": "function", "function": {"name": "f", "arguments": '{"a": "\x00"}'}}
+                ],
+            },
+            "messages[1].tool_calls[0].function.arguments",
+        ),
         ({"role": "user", "content": "x", "extra": {"k": ["\x00"]}}, "messages[1].extra"),
     ],
 )
 def test_it_names_the_place_of_text_the_database_cannot_store(agent, message, place):
-    conversation = Conversation(messages=parse_messages([{"role": "user", "content": "ok"}, message]), external_id="nul")
+    conversation = Conversation(
+        messages=parse_messages([{"role": "user", "content": "ok"}, message]), external_id="nul"
+    )
     with pytest.raises(ValueError, match=rf"^{re.escape(place)}: contains a NUL character"):
         services.session_store(agent=agent, conversation=conversation)
     assert not Session.objects.exists()

@@ -16,9 +16,23 @@ EXCHANGE = [
         "role": "assistant",
         "content": None,
         "reasoning": "The user wants the weather; call the tool.",
-        "tool_calls": [{"id": "call_w1", "type": "function", "function": {"name": "get_weather", "arguments": json.dumps({"city": "Paris", "days": list(range(40))})}}],
+        "tool_calls": [
+            {
+                "id": "call_w1",
+                "type": "function",
+                "function": {
+                    "name": "get_weather",
+                    "arguments": json.dumps({"city": "Paris", "days": list(range(40))}),
+                },
+            }
+        ],
     },
-    {"role": "tool", "tool_call_id": "call_w1", "content": json.dumps({"temp": 12, "rows": ["x" * 50] * 40}), "is_error": True},
+    {
+        "role": "tool",
+        "tool_call_id": "call_w1",
+        "content": json.dumps({"temp": 12, "rows": ["x" * 50] * 40}),
+        "is_error": True,
+    },
     {"role": "user", "content": "thanks"},
     {"role": "tool", "tool_call_id": "ghost", "content": "late"},
     {"role": "assistant", "content": "Bye <b>now</b>"},

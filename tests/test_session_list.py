@@ -11,7 +11,10 @@ URL = reverse("agents:session_list")
 CHAT = [{"role": "user", "content": "Wie spät ist es in Tokio?"}, {"role": "assistant", "content": "Es ist 21 Uhr."}]
 CALL = [
     {"role": "user", "content": "Find flights"},
-    {"role": "assistant", "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "search_flights", "arguments": "{}"}}]},
+    {
+        "role": "assistant",
+        "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "search_flights", "arguments": "{}"}}],
+    },
     {"role": "tool", "tool_call_id": "c1", "content": "timeout", "is_error": True},
     {"role": "assistant", "content": "The search timed out."},
 ]
@@ -19,7 +22,7 @@ BROKEN = [{"role": "tool", "tool_call_id": "lost", "content": "42"}, {"role": "a
 
 
 def _day(d: int) -> dt.datetime:
-    return dt.datetime(2026, 4, d, 10, tzinfo=dt.timezone.utc)
+    return dt.datetime(2026, 4, d, 10, tzinfo=dt.UTC)
 
 
 @pytest.fixture
@@ -91,9 +94,13 @@ def test_it_filters_and_sorts_from_the_url(alice_client, sessions, params, expec
 def test_it_filters_by_project_and_tokens(alice_client, sessions, project):
     assert len(_titles(alice_client.get(URL, {"project": project.slug}))) == 3
     low = min(s.token_total for s in sessions.values())
-    assert _titles(alice_client.get(URL, {"max_tokens": low})) == [s.title for s in sessions.values() if s.token_total == low]
+    assert _titles(alice_client.get(URL, {"max_tokens": low})) == [
+        s.title for s in sessions.values() if s.token_total == low
+    ]
     assert _titles(alice_client.get(URL, {"min_tokens": low + 1})) == [
-        t for t in ["Trimmed", "Flights", "Time in Tokyo"] if next(s for s in sessions.values() if s.title == t).token_total > low
+        t
+        for t in ["Trimmed", "Flights", "Time in Tokyo"]
+        if next(s for s in sessions.values() if s.title == t).token_total > low
     ]
 
 
@@ -153,7 +160,9 @@ def test_it_offers_the_chosen_projects_agents_only(alice_client, sessions, alice
     assert "Travel bot (Alpha)" not in content
 
 
-def test_it_ignores_an_agent_of_another_project_than_the_chosen_one(alice_client, sessions, project, alice, other_project, other_agent):
+def test_it_ignores_an_agent_of_another_project_than_the_chosen_one(
+    alice_client, sessions, project, alice, other_project, other_agent
+):
     from agents.models import Membership
 
     Membership.objects.create(project=other_project, user=alice)
@@ -195,7 +204,9 @@ def test_it_answers_a_history_restore_without_htmx_with_the_whole_page(alice_cli
     assert b'"historyRestoreAsHxRequest": false' in alice_client.get(URL).content
 
 
-def test_it_pushes_a_url_without_the_agent_of_the_previous_project(alice_client, sessions, project, alice, other_project, other_agent):
+def test_it_pushes_a_url_without_the_agent_of_the_previous_project(
+    alice_client, sessions, project, alice, other_project, other_agent
+):
     from agents.models import Membership
 
     Membership.objects.create(project=other_project, user=alice)
@@ -212,7 +223,9 @@ def test_it_pushes_a_url_without_the_agent_of_the_previous_project(alice_client,
     plain = alice_client.get(URL, {"project": other_project.slug, "agent": travel_bot.pk})
     assert plain.status_code == 302 and plain["Location"] == f"{URL}?project={other_project.slug}"
     # The agent of the chosen project stays.
-    kept = alice_client.get(URL, {"project": other_project.slug, "agent": other_agent.pk}, headers={"HX-Request": "true"})
+    kept = alice_client.get(
+        URL, {"project": other_project.slug, "agent": other_agent.pk}, headers={"HX-Request": "true"}
+    )
     assert "HX-Push-Url" not in kept and "No session matches these filters." in kept.content.decode()
 
 

@@ -37,7 +37,13 @@ def runs(draw, max_calls: int = 12) -> Run:
         if pending:
             order = draw(st.permutations(pending))
             for call_id in order:
-                history.append(Message(role="tool", tool_call_id=call_id, content=draw(st.sampled_from(["18°C", "error: no such city", "ok"]))))
+                history.append(
+                    Message(
+                        role="tool",
+                        tool_call_id=call_id,
+                        content=draw(st.sampled_from(["18°C", "error: no such city", "ok"])),
+                    )
+                )
             pending = []
             if draw(st.booleans()):
                 history.append(Message(role="user", content=draw(st.sampled_from(USER_TEXTS))))
@@ -47,8 +53,16 @@ def runs(draw, max_calls: int = 12) -> Run:
             calls = []
             for _ in range(draw(st.integers(1, 3))):
                 call_counter += 1
-                calls.append({"id": f"call_{call_counter}", "type": "function",
-                              "function": {"name": "get_weather", "arguments": json.dumps({"city": draw(st.sampled_from(["Paris", "Rome"]))})}})
+                calls.append(
+                    {
+                        "id": f"call_{call_counter}",
+                        "type": "function",
+                        "function": {
+                            "name": "get_weather",
+                            "arguments": json.dumps({"city": draw(st.sampled_from(["Paris", "Rome"]))}),
+                        },
+                    }
+                )
             history.append(Message(role="assistant", tool_calls=calls))
             pending = [c["id"] for c in calls]
         else:
@@ -83,7 +97,7 @@ def placements(stitcher: Stitcher) -> dict[str, tuple[list[int], int | None]]:
 def test_it_rebuilds_the_whole_history_once_from_untrimmed_calls(run):
     stitched = stitch(calls_of(run))
     assert keys(stitched.messages) == keys(run.history[: run.replies[-1] + 1])
-    for call, reply in zip(stitched.calls, run.replies):
+    for call, reply in zip(stitched.calls, run.replies, strict=False):
         assert call.placement.sent == list(range(reply))
         assert call.placement.reply == reply
 
@@ -98,7 +112,7 @@ def test_it_rebuilds_the_untrimmed_chain_from_a_trimmed_run(run, data):
         keeps.append(data.draw(st.integers(min(least, reply - 1), max(reply - 1, 1))))
     stitched = stitch(calls_of(run, keeps))
     assert keys(stitched.messages) == keys(run.history[: run.replies[-1] + 1])
-    for call, reply, keep in zip(stitched.calls, run.replies, keeps):
+    for call, reply, keep in zip(stitched.calls, run.replies, keeps, strict=False):
         kept = list(range(1, reply))[-keep:]
         assert call.placement.sent == [0, *kept]
         assert call.placement.reply == reply
@@ -152,7 +166,14 @@ def test_it_appends_a_summary_the_framework_inserted_where_it_was_first_sent():
     u2, a2 = {"role": "user", "content": "Rome"}, {"role": "assistant", "content": "Booked."}
     summary = {"role": "system", "content": "Summary: the user plans a trip."}
     stitched = stitch([call(1, [SYSTEM, u1], a1), call(2, [SYSTEM, summary, a1, u2], a2)])
-    assert [m.content for m in stitched.messages] == ["Be brief.", "Plan a trip", "Where to?", summary["content"], "Rome", "Booked."]
+    assert [m.content for m in stitched.messages] == [
+        "Be brief.",
+        "Plan a trip",
+        "Where to?",
+        summary["content"],
+        "Rome",
+        "Booked.",
+    ]
     assert stitched.calls[1].placement.sent == [0, 3, 2, 4]
 
 
@@ -167,8 +188,14 @@ def test_it_keeps_a_changed_system_prompt_as_a_message_of_its_own():
 
 def test_it_matches_tool_arguments_as_json_whatever_their_spacing():
     ask = {"role": "user", "content": "Weather?"}
-    out = {"role": "assistant", "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "w", "arguments": '{"city": "Rome"}'}}]}
-    resent = {"role": "assistant", "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "w", "arguments": '{"city":"Rome"}'}}]}
+    out = {
+        "role": "assistant",
+        "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "w", "arguments": '{"city": "Rome"}'}}],
+    }
+    resent = {
+        "role": "assistant",
+        "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "w", "arguments": '{"city":"Rome"}'}}],
+    }
     result = {"role": "tool", "tool_call_id": "c1", "content": "24°C"}
     stitched = stitch([call(1, [ask], out), call(2, [ask, resent, result], {"role": "assistant", "content": "24°C."})])
     assert [m.role for m in stitched.messages] == ["user", "assistant", "tool", "assistant"]
@@ -196,7 +223,9 @@ def test_it_ignores_a_call_without_content_and_one_seen_twice():
 def test_it_stitches_a_session_that_spans_several_traces():
     u1, a1 = {"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello"}
     u2, a2 = {"role": "user", "content": "Bye"}, {"role": "assistant", "content": "Bye!"}
-    stitched = stitch([call(2, [SYSTEM, u1, a1, u2], a2, trace_id="e" * 32), call(1, [SYSTEM, u1], a1, trace_id="d" * 32)])
+    stitched = stitch(
+        [call(2, [SYSTEM, u1, a1, u2], a2, trace_id="e" * 32), call(1, [SYSTEM, u1], a1, trace_id="d" * 32)]
+    )
     assert [m.content for m in stitched.messages] == ["Be brief.", "Hi", "Hello", "Bye", "Bye!"]
 
 
@@ -210,7 +239,9 @@ def test_placing_a_call_looks_up_only_the_keys_it_carries():
 
     chain = CountingChain()
     chain.append([Message(role="user", content=f"message {i}") for i in range(5_000)])
-    placement = place_call(chain, [Message(role="user", content="message 4999")], [Message(role="assistant", content="ok")])
+    placement = place_call(
+        chain, [Message(role="user", content="message 4999")], [Message(role="assistant", content="ok")]
+    )
     assert placement.sent == [4999] and placement.reply == 5000
     assert CountingChain.looked_up == 1
 
@@ -222,9 +253,13 @@ def test_it_places_a_call_again_when_the_rest_of_its_log_events_arrives():
                          attributes={}, resource={}, scope="x", order=n)
 
     first_call = call(1, [SYSTEM, {"role": "user", "content": "Hi"}], {"role": "assistant", "content": "Hello"})
-    events = [record(0, "gen_ai.system.message", {"content": "Be brief."}), record(1, "gen_ai.user.message", {"content": "Hi"}),
-              record(2, "gen_ai.assistant.message", {"content": "Hello"}), record(3, "gen_ai.user.message", {"content": "Bye"}),
-              record(4, "gen_ai.choice", {"index": 0, "message": {"content": "Bye!"}})]
+    events = [
+        record(0, "gen_ai.system.message", {"content": "Be brief."}),
+        record(1, "gen_ai.user.message", {"content": "Hi"}),
+        record(2, "gen_ai.assistant.message", {"content": "Hello"}),
+        record(3, "gen_ai.user.message", {"content": "Bye"}),
+        record(4, "gen_ai.choice", {"index": 0, "message": {"content": "Bye!"}}),
+    ]
     halves = [call_from_events("f" * 32, "2" * 16, events[:2]), call_from_events("f" * 32, "2" * 16, events[2:])]
     whole = call_from_events("f" * 32, "2" * 16, events)
     for order in (halves, halves[::-1]):
@@ -241,7 +276,12 @@ def test_it_waits_for_the_content_of_a_call_seen_first_without_it():
     stitcher = Stitcher()
     bare = CapturedCall(trace_id="c" * 32, span_id="3" * 16, started_ns=5, model="gpt-4o", usage={"input_tokens": 3})
     assert stitcher.add(bare) is False
-    content = CapturedCall(trace_id="c" * 32, span_id="3" * 16, observed_ns=6, inputs=[Message(role="user", content="Hi")],
-                           outputs=[Message(role="assistant", content="Hello")])
+    content = CapturedCall(
+        trace_id="c" * 32,
+        span_id="3" * 16,
+        observed_ns=6,
+        inputs=[Message(role="user", content="Hi")],
+        outputs=[Message(role="assistant", content="Hello")],
+    )
     assert stitcher.add(content) is True
     assert stitcher.calls[0].call.model == "gpt-4o" and stitcher.calls[0].call.started_ns == 5

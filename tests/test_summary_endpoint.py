@@ -6,7 +6,7 @@ import socket
 import pytest
 
 from agents.memory.trimming.summaries import SummaryParams, placeholder_text, summary_text
-from tests.summary_stub import StubEndpoint, summary_endpoint  # noqa: F401  (the fixture)
+from tests.summary_stub import StubEndpoint
 
 PROMPT = [{"role": "user", "content": "Summarize: <messages>hello</messages>"}]
 ENDPOINT = SummaryParams(summarize_with="endpoint", summary_tokens=321)

@@ -102,7 +102,9 @@ def chars(message: Message) -> int:
 def test_it_counts_varied_text_like_tiktoken(kind: str, counter: str) -> None:
     text, enc = VARIED[kind], ENCODINGS[counter]
     message = Message(role="user", content=text)
-    assert get_counter(counter).count(message) == 3 + len(enc.encode("user")) + len(enc.encode(text, disallowed_special=()))
+    assert get_counter(counter).count(message) == 3 + len(enc.encode("user")) + len(
+        enc.encode(text, disallowed_special=())
+    )
 
 
 # Token counts of js-tiktoken 1.0.21 (the npm package the o200k file is rebuilt from, with its own BPE code),
@@ -171,7 +173,9 @@ def test_it_counts_only_the_text_parts_of_content() -> None:
     parts = [{"type": "text", "text": "look at this"}, {"type": "image_url", "image_url": {"url": "data:,AAAA"}},
              {"type": "text", "text": "东京"}]
     message = Message(role="user", content=parts)
-    assert get_counter("cl100k").count(message) == 3 + len(ENC.encode("user")) + len(ENC.encode("look at this")) + len(ENC.encode("东京"))
+    assert get_counter("cl100k").count(message) == 3 + len(ENC.encode("user")) + len(ENC.encode("look at this")) + len(
+        ENC.encode("东京")
+    )
     assert get_counter("approx").count(message) == math.ceil((4 + 12 + 2) / 4) + 3
 
 
@@ -202,7 +206,9 @@ def test_it_counts_any_conversation_by_the_formula(messages: list[Message]) -> N
 
 
 @PROPS
-@given(st.text(max_size=300), st.one_of(st.none(), st.text(min_size=1, max_size=20)), st.sampled_from(TIKTOKEN_COUNTERS))
+@given(
+    st.text(max_size=300), st.one_of(st.none(), st.text(min_size=1, max_size=20)), st.sampled_from(TIKTOKEN_COUNTERS)
+)
 def test_it_counts_any_text_like_tiktoken(text: str, name: str | None, counter: str) -> None:
     message = Message(role="assistant", content=text, name=name)
     assert get_counter(counter).count(message) == direct_count(message, counter)

@@ -49,12 +49,14 @@ def test_it_gives_the_librarys_result_from_the_command_line(tmp_path: Path) -> N
         inputs.append((messages, case(messages, name, WITH_LIBRARY[name], counter), path))
     answers = oracle([c for _, c, _ in inputs])
     problems = []
-    for (messages, c, path), answer in zip(inputs, answers):
+    for (messages, c, path), answer in zip(inputs, answers, strict=False):
         data = run_trim(path, c["strategy"], c["params"], c["counter"])
         # Every input message explained: kept, edited or dropped, and why.
         assert [row["index"] for row in data["explanation"]] == list(range(len(messages)))
         assert all(row["reason"] for row in data["explanation"])
-        assert {e["index"] for e in data["edited"]} == {r["index"] for r in data["explanation"] if r["status"] == "edited"}
+        assert {e["index"] for e in data["edited"]} == {
+            r["index"] for r in data["explanation"] if r["status"] == "edited"
+        }
         assert all(x["reason"] for x in data["inserted"])
         problem = mismatch(messages, c, answer, result_from_command_json(data, messages))
         if problem:

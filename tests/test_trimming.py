@@ -184,7 +184,9 @@ def test_it_keeps_autogen_buffered_windows_as_the_reference_shows() -> None:
 def test_it_removes_one_leading_tool_result_and_says_why() -> None:
     result = trim(CANONICAL, strategy_spec("buffered", {"buffer_size": 2, "pin_system": False}))
     assert result.kept == [5]
-    assert {d.index: d.reason for d in result.dropped}[3].startswith("leading tool result removed, as AutoGen removes one")
+    assert {d.index: d.reason for d in result.dropped}[3].startswith(
+        "leading tool result removed, as AutoGen removes one"
+    )
 
 
 def test_it_returns_autogens_empty_context_when_the_buffer_holds_only_a_tool_result() -> None:

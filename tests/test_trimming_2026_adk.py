@@ -11,7 +11,7 @@ from agents.memory.trimming import strategy_spec, trim
 from tests.reference.canonical import CANONICAL, CANONICAL_DICTS
 from tests.reference.conversations import conversations, counters
 from tests.reference.harness import case, check_all, collect
-from tests.summary_stub import StubEndpoint, summary_endpoint  # noqa: F401  (the fixture)
+from tests.summary_stub import StubEndpoint
 
 
 @st.composite
@@ -63,7 +63,7 @@ def test_it_asks_the_endpoint_with_adks_summarizer_prompt(summary_endpoint: Stub
     cases = collect(adk_cases(), 40)
     pairs = check_all(cases)
     asked = 0
-    for (messages, c), (_, answer) in zip(cases, pairs):
+    for (messages, c), (_, answer) in zip(cases, pairs, strict=False):
         if not answer["prompts"]:
             continue
         summary_endpoint.requests.clear()

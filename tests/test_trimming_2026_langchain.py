@@ -12,7 +12,7 @@ from agents.memory.trimming import strategy_spec, trim
 from tests.reference.canonical import CANONICAL, call
 from tests.reference.conversations import conversations, counters
 from tests.reference.harness import case, check_all, collect, oracle
-from tests.summary_stub import StubEndpoint, summary_endpoint  # noqa: F401  (the fixture)
+from tests.summary_stub import StubEndpoint
 
 
 def total(messages: list[Message], counter: str) -> int:
@@ -46,7 +46,7 @@ def test_it_summarizes_what_langchain_summarization_middleware_summarizes(summar
     assert len(summarized) > 50  # the draw reaches the summarizing path often
     # What the summarizer reads, and the prompt LangChain fills with it: the endpoint is asked exactly that.
     prompted = 0
-    for (messages, c), (result, answer) in zip(cases, pairs):
+    for (messages, c), (result, answer) in zip(cases, pairs, strict=False):
         if "prompt" not in answer:
             continue
         summary_endpoint.requests.clear()

@@ -13,7 +13,7 @@ from agents.memory.trimming.maf import maf_summary_prompt
 from tests.reference.canonical import CANONICAL, call
 from tests.reference.conversations import conversations, counters
 from tests.reference.harness import case, check_all, collect
-from tests.summary_stub import StubEndpoint, summary_endpoint  # noqa: F401  (the fixture)
+from tests.summary_stub import StubEndpoint
 
 
 @st.composite
@@ -44,7 +44,7 @@ def test_it_compacts_what_agent_framework_compacts() -> None:
     cases = collect(maf_cases(), 500)
     pairs = check_all(cases)
     by_name: dict[str, int] = {}
-    for (_, c), (result, _) in zip(cases, pairs):
+    for (_, c), (result, _) in zip(cases, pairs, strict=False):
         if result.dropped:
             by_name[c["strategy"]] = by_name.get(c["strategy"], 0) + 1
     assert all(by_name.get(name, 0) > 10 for name in (
@@ -56,7 +56,7 @@ def test_it_asks_the_summarizer_with_mafs_own_request(summary_endpoint: StubEndp
     cases = collect(maf_cases().filter(lambda x: x[1]["strategy"] == "maf_summarization"), 60)
     pairs = check_all(cases)
     asked = 0
-    for (messages, c), (result, answer) in zip(cases, pairs):
+    for (messages, c), (_result, answer) in zip(cases, pairs, strict=False):
         if "prompt" not in answer:
             continue
         summary_endpoint.requests.clear()

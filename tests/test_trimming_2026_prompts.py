@@ -11,7 +11,7 @@ from tests.reference.harness import oracle
 def test_it_sends_the_frameworks_own_summary_prompts() -> None:
     [answer] = oracle([{"strategy": "prompts", "messages": []}])
     library = answer["prompts"]
-    assert LANGCHAIN_SUMMARY_PROMPT == library["langchain"]
-    assert STRANDS_SUMMARY_PROMPT == library["strands"]
-    assert MAF_SUMMARY_PROMPT == library["maf"]
-    assert (ADK_PROMPT, ADK_TOOL_CAP) == (library["adk"], library["adk_tool_cap"])
+    assert library["langchain"] == LANGCHAIN_SUMMARY_PROMPT
+    assert library["strands"] == STRANDS_SUMMARY_PROMPT
+    assert library["maf"] == MAF_SUMMARY_PROMPT
+    assert (library["adk"], library["adk_tool_cap"]) == (ADK_PROMPT, ADK_TOOL_CAP)

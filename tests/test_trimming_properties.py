@@ -41,7 +41,7 @@ def test_it_keeps_a_subsequence_and_explains_every_message(messages: list[Messag
     assert len(originals) == len(result.kept)
     edited = {e.index for e in result.edited}
     assert edited <= set(result.kept)
-    for i, m in zip(result.kept, originals):
+    for i, m in zip(result.kept, originals, strict=True):
         if i in edited:  # sent changed (stripped reasoning, cleared or trimmed text, a call cut off): the same message
             assert m != messages[i] and m.role == messages[i].role and m.tool_call_id == messages[i].tool_call_id
             assert {c.id for c in m.tool_calls} <= {c.id for c in messages[i].tool_calls}  # some may be gone

@@ -37,9 +37,8 @@ from autogen_core.models import (
 )
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage, trim_messages
 from langchain_core.messages import SystemMessage as LCSystemMessage
-from langchain_core.messages import trim_messages
 
 from agents.memory.schema import SYSTEM_ROLES, FunctionCall, Message, ToolCall
 from agents.memory.tokens import count_messages, get_counter
@@ -220,7 +219,9 @@ def test_it_keeps_what_autogen_token_limited_keeps_on_a_long_conversation() -> N
     counts = count_messages(messages, "approx")
     total = sum(counts) + 3
     for limit in (1, 5, 17, 100, 1_000, total // 3, total // 2, total - 1, total):
-        def make(stored: list[LLMMessage], where: dict[int, list[int]]) -> TokenLimitedChatCompletionContext:
+        def make(
+            stored: list[LLMMessage], where: dict[int, list[int]], limit: int = limit
+        ) -> TokenLimitedChatCompletionContext:
             tokens = {key: sum(counts[i] for i in idx) for key, idx in where.items()}
             return TokenLimitedChatCompletionContext(CountingClient(tokens, 3), token_limit=limit,
                                                      initial_messages=stored)
@@ -309,10 +310,17 @@ def test_it_keeps_what_langchain_trim_messages_first_keeps(
 def test_it_matches_langchain_on_the_documented_leading_tool_message_bug() -> None:
     # reference/trimming.md: strategy="last" with token_counter=len; 2 -> [Tool(call_2), AI], 3 -> [Tool, Tool, AI].
     messages = [
-        Message(role="system", content="s"), Message(role="user", content="q"),
-        Message(role="assistant", tool_calls=[ToolCall(id="call_1", function=FunctionCall(name="f", arguments="{}")),
-                                              ToolCall(id="call_2", function=FunctionCall(name="f", arguments="{}"))]),
-        Message(role="tool", tool_call_id="call_1", content="a"), Message(role="tool", tool_call_id="call_2", content="b"),
+        Message(role="system", content="s"),
+        Message(role="user", content="q"),
+        Message(
+            role="assistant",
+            tool_calls=[
+                ToolCall(id="call_1", function=FunctionCall(name="f", arguments="{}")),
+                ToolCall(id="call_2", function=FunctionCall(name="f", arguments="{}")),
+            ],
+        ),
+        Message(role="tool", tool_call_id="call_1", content="a"),
+        Message(role="tool", tool_call_id="call_2", content="b"),
         Message(role="assistant", content="done"),
     ]
     for budget, kept in ((2, [4, 5]), (3, [3, 4, 5])):

@@ -9,9 +9,9 @@ from hypothesis import strategies as st
 
 from agents.memory.chain import KINDS, PROVIDERS, ProtocolChecker, Violation, errors_only, find_violations
 from agents.memory.schema import FunctionCall, Message, ToolCall, parse_messages
+from tests.paths import SAMPLES
 from tests.strategies_messages import valid_conversations
 
-from tests.paths import SAMPLES
 PROPS = settings(max_examples=150, deadline=None)
 
 
@@ -398,7 +398,9 @@ def injected_defects(draw: st.DrawFn) -> tuple[str, list[Message], list[tuple[st
 
 @PROPS
 @given(injected_defects())
-def test_it_reports_exactly_the_injected_defect(case: tuple[str, list[Message], list[tuple[str, int, str | None]]]) -> None:
+def test_it_reports_exactly_the_injected_defect(
+    case: tuple[str, list[Message], list[tuple[str, int, str | None]]],
+) -> None:
     kind, messages, expected = case
     assert sorted(found(messages), key=str) == sorted(expected, key=str)
 

@@ -29,7 +29,13 @@ def post_json(client, path: str, body, **headers):
 WEATHER = [
     {"role": "system", "content": "Be brief."},
     {"role": "user", "content": "Weather in Rome?", "id": "u1"},
-    {"role": "assistant", "id": "a1", "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "get_weather", "arguments": "{\"city\": \"Rome\"}"}}]},
+    {
+        "role": "assistant",
+        "id": "a1",
+        "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "get_weather", "arguments": '{"city": "Rome"}'}}
+        ],
+    },
 ]
 
 
@@ -86,7 +92,9 @@ def test_writing_needs_the_editor_role(client, project, make_session):
     viewer = User.objects.create_user("vic", password="pw-vic-12345")
     Membership.objects.create(project=project, user=viewer, role=Membership.Level.VIEWER)
     client.force_login(viewer)
-    response = post_json(client, f"/api/sessions/{session.pk}/messages/", {"messages": [{"role": "user", "content": "x"}]})
+    response = post_json(
+        client, f"/api/sessions/{session.pk}/messages/", {"messages": [{"role": "user", "content": "x"}]}
+    )
     assert response.status_code == 403
     response = post_json(client, "/api/sessions/", {"agent": "bot", "project": "alpha"})
     assert response.status_code == 403 and "no such project where you may write" in response.json()["error"]
@@ -118,7 +126,9 @@ def test_a_file_it_cannot_read_is_refused_with_the_place_and_nothing_is_stored(c
     assert response.status_code == 400
     assert response.json()["error"].startswith("broken.json: ") and "Nothing was imported." in response.json()["error"]
     assert models.Session.objects.count() == 0
-    assert client.post("/api/import/", {}, **auth).json() == {"error": "file: send the history as a multipart file field named file"}
+    assert client.post("/api/import/", {}, **auth).json() == {
+        "error": "file: send the history as a multipart file field named file"
+    }
 
 
 def test_the_openapi_schema_documents_reading_and_writing_and_the_key(client, auth):
@@ -149,5 +159,7 @@ def test_a_file_without_a_message_imports_nothing_and_says_so(client, project, a
     with open(empty, "rb") as handle:
         response = client.post("/api/import/", {"file": handle}, **auth)
     assert response.status_code == 400
-    assert response.json() == {"error": "empty.json: has no message, so there is nothing to import. Nothing was imported."}
+    assert response.json() == {
+        "error": "empty.json: has no message, so there is nothing to import. Nothing was imported."
+    }
     assert models.Session.objects.count() == 0

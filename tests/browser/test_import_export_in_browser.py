@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -55,7 +56,7 @@ def test_it_downloads_a_session_as_native_json(logged_in_page, live_server, make
     with page.expect_download() as info:
         page.click("button:has-text('Download')")
     path = info.value.path()
-    document = json.loads(open(path, encoding="utf-8").read())
+    document = json.loads(Path(path).read_text(encoding="utf-8"))
     assert document["format"] == "memoryviz"
     [stored] = document["sessions"]
     assert [m["content"] for m in stored["messages"]] == ["Bonjour, 東京の天気は?", "Il fait beau."]
@@ -84,7 +85,7 @@ def test_it_exports_the_filtered_list_with_a_post_and_a_link_downloads_nothing(
     page.on("request", lambda request: requests.append(request.method) if "/export/" in request.url else None)
     with page.expect_download() as info:
         page.click(".export-menu button:has-text('Download')")
-    document = json.loads(open(info.value.path(), encoding="utf-8").read())
+    document = json.loads(Path(info.value.path()).read_text(encoding="utf-8"))
     assert [s["external_id"] for s in document["sessions"]] == [broken.external_id]
     assert requests == ["POST"]
     assert ExportRecord.objects.get().filters == {"violations": "on"}
@@ -110,6 +111,6 @@ def test_it_exports_the_filtered_list_with_a_post_and_a_link_downloads_nothing(
     page.select_option("main select[name=format]", "native")
     with page.expect_download() as info:
         page.click("main button:has-text('Download')")
-    document = json.loads(open(info.value.path(), encoding="utf-8").read())
+    document = json.loads(Path(info.value.path()).read_text(encoding="utf-8"))
     assert [s["external_id"] for s in document["sessions"]] == [broken.external_id]
     assert ExportRecord.objects.count() == 2

@@ -11,7 +11,8 @@ pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 def _outline(locator) -> dict[str, str]:
     return locator.evaluate(
-        "(e) => { const s = getComputedStyle(e); return {style: s.outlineStyle, width: s.outlineWidth, color: s.outlineColor}; }"
+        "(e) => { const s = getComputedStyle(e); "
+        "return {style: s.outlineStyle, width: s.outlineWidth, color: s.outlineColor}; }"
     )
 
 

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 
@@ -99,7 +100,7 @@ def test_invalid_input_keeps_the_page_and_says_why_under_debug(logged_in_page, l
     page.select_option("#lab-result select[name=format]", "native")
     with page.expect_download() as info:
         page.click("#lab-result button:has-text('Download')")
-    [exported] = json.loads(open(info.value.path(), encoding="utf-8").read())["sessions"]
+    [exported] = json.loads(Path(info.value.path()).read_text(encoding="utf-8"))["sessions"]
     assert len(exported["messages"]) == kept and exported["metadata"]["trimmed"]["params"]["buffer_size"] == 3
 
     # The report: an invalid box is left out and said so in the result; a box keeps its value as typed.

@@ -41,7 +41,8 @@ def _titles(page) -> set[str]:
 def _form_state(page) -> dict[str, object]:
     return page.evaluate(
         "() => { const f = document.getElementById('session-filters');"
-        " return {violations: f.elements.violations.checked, errors: f.elements.errors.checked, q: f.elements.q.value}; }"
+        " return {violations: f.elements.violations.checked, errors: f.elements.errors.checked,"
+        " q: f.elements.q.value}; }"
     )
 
 

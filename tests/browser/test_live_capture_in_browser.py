@@ -19,13 +19,27 @@ def text(role: str, content: str) -> dict:
 
 
 def chat_span(n: int, inputs: list[dict], output: dict) -> Span:
-    return Span(trace_id=TRACE, span_id=f"{n:016x}", parent_span_id=None, name="chat gpt-4o", start_ns=n * 1_000_000_000,
-                end_ns=n * 1_000_000_000 + 5_000_000, scope="test", resource={"service.name": "travel-agent"},
-                attributes={"gen_ai.operation.name": "chat", "session.id": "live-1",
-                            "gen_ai.input.messages": json.dumps(inputs), "gen_ai.output.messages": json.dumps([output])})
+    return Span(
+        trace_id=TRACE,
+        span_id=f"{n:016x}",
+        parent_span_id=None,
+        name="chat gpt-4o",
+        start_ns=n * 1_000_000_000,
+        end_ns=n * 1_000_000_000 + 5_000_000,
+        scope="test",
+        resource={"service.name": "travel-agent"},
+        attributes={
+            "gen_ai.operation.name": "chat",
+            "session.id": "live-1",
+            "gen_ai.input.messages": json.dumps(inputs),
+            "gen_ai.output.messages": json.dumps([output]),
+        },
+    )
 
 
-def test_a_receiving_session_shows_new_messages_within_two_seconds_without_a_reload(logged_in_page, live_server, project):
+def test_a_receiving_session_shows_new_messages_within_two_seconds_without_a_reload(
+    logged_in_page, live_server, project
+):
     api_key = services.api_key_create(project=project, name="agent").api_key
     system = {"role": "system", "parts": [{"type": "text", "content": "Be brief."}]}
     hello, hi = text("user", "Hello"), text("assistant", "Hi! How can I help?")

@@ -19,12 +19,17 @@ def _overflow(page) -> list[str]:
         """() => {
           const width = document.documentElement.clientWidth;
           const out = [];
-          if (document.documentElement.scrollWidth > width) out.push(`document ${document.documentElement.scrollWidth} > ${width}`);
+          const scrolled = document.documentElement.scrollWidth;
+          if (scrolled > width) out.push(`document ${scrolled} > ${width}`);
           for (const e of document.querySelectorAll('body *')) {
             const r = e.getBoundingClientRect();
             if (r.width && r.right > width + 1) {
               let p = e.parentElement, clipped = false;
-              while (p) { const o = getComputedStyle(p).overflowX; if (o === 'auto' || o === 'scroll' || o === 'hidden') { clipped = true; break; } p = p.parentElement; }
+              while (p) {
+                const o = getComputedStyle(p).overflowX;
+                if (o === 'auto' || o === 'scroll' || o === 'hidden') { clipped = true; break; }
+                p = p.parentElement;
+              }
               if (!clipped) out.push(`${e.tagName.toLowerCase()}.${e.className} right=${Math.round(r.right)}`);
             }
           }
@@ -37,11 +42,25 @@ def test_no_page_scrolls_sideways_on_a_phone(logged_in_page, live_server, make_s
     from agents.models import ExportRecord
 
     page = logged_in_page
-    session = make_session(chat(4) + [
-        {"role": "assistant", "content": None, "tool_calls": [
-            {"id": "c9", "type": "function", "function": {"name": "lookup_everything_at_once", "arguments": UNBROKEN}}]},
-        {"role": "tool", "tool_call_id": "c9", "content": UNBROKEN},
-    ], title="A long title that goes on and on about the weather in many cities at once", external_id="e" * 64)
+    session = make_session(
+        chat(4)
+        + [
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {
+                        "id": "c9",
+                        "type": "function",
+                        "function": {"name": "lookup_everything_at_once", "arguments": UNBROKEN},
+                    }
+                ],
+            },
+            {"role": "tool", "tool_call_id": "c9", "content": UNBROKEN},
+        ],
+        title="A long title that goes on and on about the weather in many cities at once",
+        external_id="e" * 64,
+    )
     page.goto(f"{live_server.url}/sessions/{session.pk}/")
     page.click("summary:has-text('Export')")
     with page.expect_download():

@@ -23,7 +23,9 @@ def test_it_logs_in_and_lists_sessions(page, live_server, alice, make_session):
     screenshot(page, "session-list")
 
 
-def test_it_filters_the_list_without_reloading_and_keeps_the_filter_in_the_url(logged_in_page, live_server, make_session):
+def test_it_filters_the_list_without_reloading_and_keeps_the_filter_in_the_url(
+    logged_in_page, live_server, make_session
+):
     page = logged_in_page
     make_session(TRAVEL, title="Paris and Tokyo")
     make_session([{"role": "user", "content": "hi"}, {"role": "tool", "tool_call_id": "x", "content": "stray"}],
@@ -128,7 +130,8 @@ def test_it_filters_as_you_type_without_htmx_syntax_errors(logged_in_page, live_
     errors: list[str] = []
     page.on("console", lambda message: errors.append(message.text) if message.type == "error" else None)
     page.add_init_script(
-        "document.addEventListener('htmx:syntax:error', () => { window.__htmx_syntax_errors = (window.__htmx_syntax_errors || 0) + 1; });"
+        "document.addEventListener('htmx:syntax:error', () => {"
+        " window.__htmx_syntax_errors = (window.__htmx_syntax_errors || 0) + 1; });"
     )
     page.goto(f"{live_server.url}/")
     page.wait_for_load_state("networkidle")

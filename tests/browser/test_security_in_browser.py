@@ -16,7 +16,9 @@ pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 def _watch_policy(page) -> list[str]:
     """Every CSP report Chromium makes (it logs each refused script, style or eval as a console error)."""
     refused: list[str] = []
-    page.on("console", lambda m: refused.append(f"{page.url}: {m.text}") if "Content Security Policy" in m.text else None)
+    page.on(
+        "console", lambda m: refused.append(f"{page.url}: {m.text}") if "Content Security Policy" in m.text else None
+    )
     return refused
 
 
@@ -46,7 +48,10 @@ def test_it_runs_every_page_under_the_policy_without_a_violation(logged_in_page,
     page.wait_for_selector("#error-buffer_size:has-text('greater than 0')")
     page.goto(f"{base}/sessions/{session.pk}/lab/compare/?s=buffered:buffer_size=3&s=unbounded&s=last_turns")
     assert page.locator(".compare-grid.columns-3 .compare-column").count() == 3
-    assert page.evaluate("getComputedStyle(document.querySelector('.compare-grid')).gridTemplateColumns.split(' ').length") == 3
+    assert (
+        page.evaluate("getComputedStyle(document.querySelector('.compare-grid')).gridTemplateColumns.split(' ').length")
+        == 3
+    )
     for url in ("/import/", "/exports/", "/lab/report/", "/api/"):
         page.goto(f"{base}{url}")
         page.wait_for_load_state("networkidle")

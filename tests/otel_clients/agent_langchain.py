@@ -24,7 +24,12 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
 SYSTEM = "You are a travel assistant."
-USER_TURNS = ["What's the weather in Paris and Atlantis?", "Book a table for two in Rome tonight.", "Thanks!", "Thanks!"]
+USER_TURNS = [
+    "What's the weather in Paris and Atlantis?",
+    "Book a table for two in Rome tonight.",
+    "Thanks!",
+    "Thanks!",
+]
 
 
 @tool(response_format="content")

@@ -28,7 +28,12 @@ TOOLS = [
     {"type": "function", "function": {"name": "book_table", "description": "Book a restaurant table.",
      "parameters": {"type": "object", "properties": {"city": {"type": "string"}, "people": {"type": "integer"}}}}},
 ]
-USER_TURNS = ["What's the weather in Paris and Atlantis?", "Book a table for two in Rome tonight.", "Thanks!", "Thanks!"]
+USER_TURNS = [
+    "What's the weather in Paris and Atlantis?",
+    "Book a table for two in Rome tonight.",
+    "Thanks!",
+    "Thanks!",
+]
 
 
 def run_tool(name: str, args: dict) -> str:

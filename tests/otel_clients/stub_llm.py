@@ -37,7 +37,9 @@ def completion(reply: dict[str, Any], n: int, model: str) -> dict[str, Any]:
         "object": "chat.completion",
         "created": 1767225600 + n,
         "model": model,
-        "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls" if reply.get("tool_calls") else "stop"}],
+        "choices": [
+            {"index": 0, "message": message, "finish_reason": "tool_calls" if reply.get("tool_calls") else "stop"}
+        ],
         "usage": {"prompt_tokens": 100 + 10 * n, "completion_tokens": 20 + n, "total_tokens": 120 + 11 * n},
     }
 

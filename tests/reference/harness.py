@@ -76,7 +76,7 @@ def oracle(cases: list[dict[str, Any]], timeout: float = 900) -> list[dict[str, 
         pytest.fail(f"the oracle failed ({done.returncode}):\n{done.stderr[-4000:]}")
     answers = json.loads(done.stdout)
     assert len(answers) == len(cases)
-    for c, a in zip(cases, answers):
+    for c, a in zip(cases, answers, strict=True):
         if a.get("crash"):
             pytest.fail(f"the oracle crashed on {json.dumps(c)[:3000]}\n{a['crash']}")
     return answers
@@ -117,7 +117,7 @@ def expected_list(messages: Sequence[Message], c: dict[str, Any], answer: dict[s
 
 def mismatch(messages: Sequence[Message], c: dict[str, Any], answer: dict[str, Any], result: TrimResult) -> str | None:
     """None when memoryviz's result is the library's; else what differs, with the case to replay it."""
-    ours = [(src, _comparable(m.to_openai())) for src, m in zip(result.sources, result.messages)]
+    ours = [(src, _comparable(m.to_openai())) for src, m in zip(result.sources, result.messages, strict=False)]
     if answer.get("error") is not None or answer["messages"] is None:
         # The library raised: nothing is dropped, and the notes quote its error.
         problem = None
@@ -132,7 +132,7 @@ def mismatch(messages: Sequence[Message], c: dict[str, Any], answer: dict[str, A
         if [s for s, _ in ours] != [s for s, _ in theirs]:
             problem = f"sources: ours {[s for s, _ in ours]} != library {[s for s, _ in theirs]}"
         else:
-            for (src, a), (_, b) in zip(ours, theirs):
+            for (src, a), (_, b) in zip(ours, theirs, strict=True):
                 if a != b:
                     problem = f"message from {src}: ours {a} != library {b}"
                     break
@@ -147,7 +147,7 @@ def check_all(cases_and_inputs: list[tuple[list[Message], dict[str, Any]]]) -> l
     answers = oracle([c for _, c in cases_and_inputs])
     pairs = []
     problems = []
-    for (messages, c), answer in zip(cases_and_inputs, answers):
+    for (messages, c), answer in zip(cases_and_inputs, answers, strict=False):
         result = trim(messages, strategy_spec(c["strategy"], c["params"]), counter=c["counter"])
         problem = mismatch(messages, c, answer, result)
         if problem:

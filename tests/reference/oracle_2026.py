@@ -17,9 +17,9 @@ from __future__ import annotations
 import json
 import sys
 import traceback
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
-
+from typing import Any
 
 
 def _import_memoryviz_core() -> tuple[Any, Any]:
@@ -96,7 +96,7 @@ def _from_langchain(case: Case, lc: Any) -> Message:
     update: dict[str, Any] = {"content": None if lc.content == "" and original.content is None else lc.content}
     if original.role == "assistant":
         calls = []
-        for tc, lc_call in zip(original.tool_calls, lc.tool_calls):
+        for tc, lc_call in zip(original.tool_calls, lc.tool_calls, strict=False):
             same = lc_call["args"] == _args(tc.function.arguments)
             arguments = tc.function.arguments if same else json.dumps(lc_call["args"])
             calls.append(ToolCall(id=tc.id, function=FunctionCall(name=tc.function.name, arguments=arguments)))
@@ -137,7 +137,9 @@ def langchain_summarization(case: Case) -> dict[str, Any]:
                if p.get(v) is not None}
     if clauses:
         trigger = dict(clauses) if p.get("trigger_all") else [(k, v) for k, v in clauses.items()]
-    keep = ("tokens", p["keep_tokens"]) if p.get("keep_tokens") is not None else ("messages", p.get("keep_messages", 20))
+    keep = (
+        ("tokens", p["keep_tokens"]) if p.get("keep_tokens") is not None else ("messages", p.get("keep_messages", 20))
+    )
     middleware = SummarizationMiddleware(
         FakeListChatModel(responses=["unused"]), trigger=trigger, keep=keep, token_counter=counter,
         trim_tokens_to_summarize=p.get("trim_tokens_to_summarize", 4000), summarizer=summarizer,
@@ -268,8 +270,10 @@ def _to_strands(case: Case) -> tuple[list[dict[str, Any]], list[list[int]]]:
             out.append({"role": "user", "content": [block]})
         elif m.role == "assistant":
             content: list[dict[str, Any]] = [{"text": m.text}] if m.text else []
-            content += [{"toolUse": {"toolUseId": tc.id, "name": tc.function.name, "input": _args(tc.function.arguments)}}
-                        for tc in m.tool_calls]
+            content += [
+                {"toolUse": {"toolUseId": tc.id, "name": tc.function.name, "input": _args(tc.function.arguments)}}
+                for tc in m.tool_calls
+            ]
             out.append({"role": "assistant", "content": content})
         else:
             out.append({"role": "user", "content": [{"text": m.text}]})
@@ -288,7 +292,7 @@ def _from_strands(case: Case, originals: list[dict[str, Any]], members: list[lis
             out.append({"source": None, "message": {"role": message["role"], "content": text}})
             continue
         if case.messages[members[u][0]].role == "tool":
-            for i, block in zip(members[u], message["content"]):
+            for i, block in zip(members[u], message["content"], strict=False):
                 text = "".join(item.get("text", "") for item in block["toolResult"]["content"])
                 original = case.messages[i]
                 changed = original if text == original.text else original.model_copy(update={"content": text})
@@ -358,8 +362,10 @@ def _to_maf(case: Case) -> list[Any]:
     for i, m in enumerate(case.messages):
         contents: list[Any] = [m.text] if m.text and m.role != "tool" else []
         if m.role == "assistant":
-            contents += [Content.from_function_call(call_id=tc.id, name=tc.function.name, arguments=tc.function.arguments)
-                         for tc in m.tool_calls]
+            contents += [
+                Content.from_function_call(call_id=tc.id, name=tc.function.name, arguments=tc.function.arguments)
+                for tc in m.tool_calls
+            ]
         if m.role == "tool":
             contents = [Content.from_function_result(call_id=m.tool_call_id, result=m.text)]
         out.append(MafMessage(role=m.role, contents=contents, message_id=f"m{i}"))
@@ -417,7 +423,9 @@ def maf_truncation(case: Case) -> dict[str, Any]:
 def maf_selective_tool_calls(case: Case) -> dict[str, Any]:
     from agent_framework._compaction import SelectiveToolCallCompactionStrategy
 
-    strategy = SelectiveToolCallCompactionStrategy(keep_last_tool_call_groups=case.params.get("keep_last_tool_call_groups", 1))
+    strategy = SelectiveToolCallCompactionStrategy(
+        keep_last_tool_call_groups=case.params.get("keep_last_tool_call_groups", 1)
+    )
     return {"messages": _run_maf(case, strategy), "error": None}
 
 
@@ -460,8 +468,8 @@ def adk_compaction(case: Case) -> dict[str, Any]:
     import asyncio
 
     from google.adk.agents import LlmAgent
-    from google.adk.apps.app import App
     from google.adk.apps._configs import EventsCompactionConfig
+    from google.adk.apps.app import App
     from google.adk.apps.base_events_summarizer import BaseEventsSummarizer
     from google.adk.apps.compaction import _run_compaction_for_sliding_window
     from google.adk.events import Event, EventActions
@@ -557,9 +565,9 @@ def adk_compaction(case: Case) -> dict[str, Any]:
 
 
 def prompts(case: Case) -> dict[str, Any]:
-    from langchain.agents.middleware.summarization import DEFAULT_SUMMARY_PROMPT
     from agent_framework._compaction import DEFAULT_SUMMARIZATION_PROMPT as MAF_PROMPT
     from google.adk.apps.llm_event_summarizer import LlmEventSummarizer
+    from langchain.agents.middleware.summarization import DEFAULT_SUMMARY_PROMPT
     from strands.agent.conversation_manager.compression.context_compression import DEFAULT_SUMMARIZATION_PROMPT
 
     return {"messages": [], "error": None, "prompts": {
