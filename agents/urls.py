@@ -1,8 +1,12 @@
+"""The app's URLs: its pages (namespace ``agents``), and the JSON API (namespace ``api``), which memoryviz/urls.py
+mounts under /api/."""
 from __future__ import annotations
 
+from django.contrib.auth.decorators import login_not_required
 from django.urls import path
+from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerSplitView
 
-from agents import views
+from agents import api, capture_views, diff_views, lab_views, transfer_views, views
 
 app_name = "agents"
 
@@ -13,44 +17,48 @@ urlpatterns = [
     path("sessions/<int:session_id>/calls/<int:call_id>/", views.llm_call, name="llm_call"),
     path("agents/<int:agent_id>/", views.agent_detail, name="agent_detail"),
     path("favicon.ico", views.favicon, name="favicon"),
-]
-
-# Import and export (agents.transfer_views).
-from agents import transfer_views  # noqa: E402
-
-urlpatterns += [
+    # Import and export (agents.transfer_views).
     path("import/", transfer_views.import_upload, name="import_upload"),
     path("import/confirm/", transfer_views.import_confirm, name="import_confirm"),
     path("export/", transfer_views.export_sessions, name="export_sessions"),
     path("sessions/<int:session_id>/export/", transfer_views.export_session, name="export_session"),
     path("exports/", transfer_views.export_log, name="export_log"),
-]
-
-# The trimming lab (agents.lab_views).
-from agents import lab_views  # noqa: E402
-
-urlpatterns += [
+    # The trimming lab (agents.lab_views).
     path("sessions/<int:session_id>/lab/", lab_views.session_lab, name="session_lab"),
     path("sessions/<int:session_id>/lab/compare/", lab_views.session_lab_compare, name="session_lab_compare"),
     path("lab/report/", lab_views.trimming_report, name="trimming_report"),
-]
-
-# Live capture (agents.capture_views): the OTLP/HTTP receiver and the project's API keys.
-from agents import capture_views  # noqa: E402
-
-urlpatterns += [
+    # Live capture (agents.capture_views): the OTLP/HTTP receiver and the project's API keys.
     path("otlp/v1/traces", capture_views.otlp_traces, name="otlp_traces"),
     path("otlp/v1/logs", capture_views.otlp_logs, name="otlp_logs"),
     path("projects/", capture_views.project_list, name="project_list"),
     path("projects/<slug:slug>/settings/", capture_views.project_settings, name="project_settings"),
     path("projects/<slug:slug>/api-keys/", capture_views.api_key_create, name="api_key_create"),
     path("projects/<slug:slug>/api-keys/<str:prefix>/revoke/", capture_views.api_key_revoke, name="api_key_revoke"),
-]
-
-# Diffs: two sessions, or a session against a trimmed view (agents.diff_views).
-from agents import diff_views  # noqa: E402
-
-urlpatterns += [
+    # Diffs: two sessions, or a session against a trimmed view (agents.diff_views).
     path("sessions/<int:session_id>/diff/", diff_views.session_diff, name="session_diff"),
     path("compare/", diff_views.session_compare, name="session_compare"),
+]
+
+
+# The JSON API (agents.api): included under /api/ with the namespace "api" (reverse("api:session_list")).
+api_urlpatterns = [
+    path("", api.api_root, name="root"),
+    path("sessions/", api.session_list, name="session_list"),
+    path("agents/", api.agent_list, name="agent_list"),
+    path("agents/<int:agent_id>/", api.agent_detail, name="agent_detail"),
+    path("sessions/<int:session_id>/", api.session_detail, name="session_detail"),
+    path("sessions/<int:session_id>/messages/", api.session_messages, name="session_messages"),
+    path("sessions/<int:session_id>/trim/", api.session_trim, name="session_trim"),
+    path("sessions/<int:session_id>/diff/", api.session_diff, name="session_diff"),
+    path("sessions/<int:session_id>/diff/<int:other_id>/", api.session_diff, name="session_diff_with"),
+    path("strategies/", api.strategy_list, name="strategy_list"),
+    path("formats/", api.format_list, name="format_list"),
+    path("presets/", api.preset_list, name="preset_list"),
+    path("import/", api.import_upload, name="import_upload"),
+    # Open to the login middleware: SPECTACULAR_SETTINGS lets in a logged-in user or an API client only.
+    path("schema/", login_not_required(SpectacularAPIView.as_view()), name="schema"),
+    # The split view serves its start-up script as a file (?script), not inline: the Content-Security-Policy allows
+    # no inline script.
+    path("docs/", SpectacularSwaggerSplitView.as_view(url_name="api:schema"), name="docs"),
+    path("redoc/", SpectacularRedocView.as_view(url_name="api:schema"), name="redoc"),
 ]
