@@ -33,6 +33,7 @@ demo: migrate
 	$(PY) manage.py seed_demo
 
 run: demo
+	$(PY) manage.py cleanup_imports >/dev/null
 	@echo "memoryviz: http://$(HOST):$(PORT)/  (log in as demo / memoryviz-demo)"
 	$(PY) manage.py runserver $(HOST):$(PORT)
 

@@ -250,7 +250,8 @@ def _agent_dict(request: Request, agent: models.Agent, *, can_edit: bool, sessio
                responses={200: OpenApiTypes.OBJECT, 401: ApiError})
 @api
 def agent_list(request: Request) -> Response:
-    agents = services.agents_for_user(request.user).annotate(session_total=Count("sessions")).order_by(
+    agents = services.agents_for_user(request.user).annotate(
+        session_total=Count("sessions", filter=Q(sessions__state=models.Session.State.READY))).order_by(
         "project__name", "name", "pk")
     editable = set(services.editable_projects(request.user).values_list("pk", flat=True))
     paginator = _Pages()
@@ -282,7 +283,7 @@ def agent_detail(request: Request, agent_id: int) -> Response:
             field, errors = next(iter(form.errors.items()))
             return _bad_request(f"{field}: {errors[0]}")
         services.agent_update(agent=agent, user=request.user, changes=form.cleaned_data)
-    return Response(_agent_dict(request, agent, can_edit=can_edit, session_count=agent.sessions.count()))
+    return Response(_agent_dict(request, agent, can_edit=can_edit, session_count=agent.sessions.filter(state=models.Session.State.READY).count()))
 
 
 @extend_schema(

@@ -1,9 +1,14 @@
 """Import of agent histories: files in any format of DESIGN.md into Session/Message rows.
 
-One file is one transaction: it is imported whole or not at all. Messages are streamed from the file
-(``agents.memory.formats.open_stream``) into batched inserts, counted and protocol-checked batch by
-batch, so that a 1,000,000-message conversation is imported with bounded memory. The pages, the command
-line and the benchmark all call :func:`import_file` (or :func:`preview_file` to see what would happen).
+A file is imported whole or not at all, without holding the database's write lock for its whole run: messages
+are streamed from the file (``agents.memory.formats.open_stream``), counted and protocol-checked batch by batch,
+and written in short committed transactions into sessions that stay hidden (``Session.state = importing``; every
+reader goes through ``services.sessions_for_user``, which shows ready sessions only). When the whole file has been
+read, one short transaction makes its sessions ready (:class:`ImportRun`); a failure removes what was written, and
+a run killed outright is cleaned up at the next start or by ``manage.py cleanup_imports``
+(:func:`imports_cleanup`). New messages for a stored session are written into a hidden staging session and moved
+into it in that last transaction. The pages, the API, the command line and the benchmark all call
+:func:`import_file` (or :func:`preview_file` to see what would happen).
 """
 from __future__ import annotations
 
@@ -11,6 +16,7 @@ import datetime as dt
 import hashlib
 import os
 import re
+import socket
 import sys
 import uuid
 from collections import deque
@@ -19,7 +25,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import IO, Any
 
-from django.db import DatabaseError, transaction
+from django.db import DatabaseError, IntegrityError, transaction
+from django.utils import timezone
 from django.utils.text import slugify
 
 from agents import models, services
@@ -144,8 +151,9 @@ def import_file(
     label: str | None = None,
     on_messages: ProgressCallback | None = None,
     name: str | None = None,
+    run: ImportRun | None = None,
 ) -> ImportReport:
-    """Import every conversation of one file, in one transaction.
+    """Import every conversation of one file, all or nothing.
 
     ``project``: a Project, a slug (found or created), or None: the project the file names (native carries it),
     else ``imported``. ``agent``: an Agent, a name or slug in that project (found or created), or None: the agent
@@ -153,14 +161,25 @@ def import_file(
     ``on_messages(n)`` is called after each batch with the number of messages read so far (progress bars).
     ``name``: the file's own name when ``source`` is a copy stored under another (an upload): detection reads
     its extension (``.jsonl``) as the command line reads the path's.
+    ``run``: several files imported as one (the command line): the caller completes or discards it; without it,
+    the file is its own run, completed before this returns.
     Raises :class:`ImportFailed` naming the place; then nothing of the file is saved.
     """
     if counter is not None:
         get_counter(counter)  # an unknown counter is refused before anything is read
     report = ImportReport(file=label or _source_label(source))
-    with _said_in_one_line(), transaction.atomic():
-        _walk(source, report, project=project, agent=agent, format=format, name=name, counter=counter,
-              progress=services.Progress(on_messages))
+    own = run is None
+    run = run or ImportRun()
+    try:
+        with _said_in_one_line():
+            _walk(source, report, project=project, agent=agent, format=format, name=name, counter=counter,
+                  progress=services.Progress(on_messages), run=run)
+            if own:
+                run.complete()
+    except BaseException:
+        if own:
+            run.discard()
+        raise
     report.saved = True
     return report
 
@@ -195,6 +214,8 @@ def _said_in_one_line() -> Iterator[None]:
         raise ImportFailed(str(exc), choose_format=exc.choose_format) from None
     except DatabaseError as exc:
         raise ImportFailed(f"database: {_first_line(exc)}") from None
+    except KeyboardInterrupt:
+        raise ImportFailed("interrupted") from None
     except RecursionError:
         raise ImportFailed("input: nested too deeply to read") from None
     except (ValueError, UnicodeError) as exc:
@@ -215,10 +236,10 @@ def _walk(
     name: str | None,
     counter: str | None,
     progress: services.Progress | None,
+    run: ImportRun | None = None,
 ) -> None:
-    """Read the file conversation by conversation into ``report``: stored when a ``progress`` is given (the
-    import), only told otherwise (the preview, which creates no project, agent or row)."""
-    save = progress is not None
+    """Read the file conversation by conversation into ``report``: stored (hidden, in ``run``) when a ``progress``
+    is given (the import), only told otherwise (the preview, which creates no project, agent or row)."""
     projects: dict[str | None, models.Project | None] = {}
     handle, close, file_format = _open(source, format)
     streams = formats.open_stream(handle, format, name=name)
@@ -230,12 +251,12 @@ def _walk(
             raise ImportFailed(f"conversation {index + 1}: {problem}")
         key = conv.project if project is None else None
         if key not in projects:
-            projects[key] = _project_for(project, conv, create=save)
+            projects[key] = _project_for(project, conv, create=run)
         project_row = projects[key]
         report.project = report.project or (project_row.slug if project_row is not None else "")
         wanted = agent if isinstance(agent, models.Agent) else (
             agent or conv.agent or conv.source_format or report.format or "imported")
-        agent_row = _agent_for(project_row, wanted, create=save)
+        agent_row = _agent_for(project_row, wanted, create=run)
         outcome = SessionOutcome(
             index=index, external_id=conv.external_id or "", title=conv.title or "", status="imported",
             agent=agent_row.slug if agent_row is not None else slugify(str(wanted)) or "imported",
@@ -243,17 +264,22 @@ def _walk(
         )
         existing = None
         if agent_row is not None and conv.external_id:
-            existing = models.Session.objects.filter(agent=agent_row, external_id=conv.external_id).first()
+            existing = models.Session.objects.filter(
+                agent=agent_row, external_id=conv.external_id, state=models.Session.State.READY).first()
+            if existing is None and run is not None:
+                # The same conversation earlier in this import: new messages go to its (still hidden) session.
+                existing = run.session_named(agent_row, conv.external_id)
         accepted = _Accepted(outcome, existing, derive_title=report.format != "native")
         messages = accepted.messages(stream.messages)
         if progress is None:
             deque(messages, maxlen=0)
             accepted.settle(agent_row)
         elif existing is not None:
-            _append(accepted, existing, messages, counter=counter, progress=progress)
+            assert run is not None
+            _append(accepted, existing, messages, counter=counter, progress=progress, run=run)
         else:
-            assert agent_row is not None  # created when saving
-            _store(accepted, conv, agent_row, messages, counter=counter, progress=progress)
+            assert agent_row is not None and run is not None  # created when saving
+            _store(accepted, conv, agent_row, messages, counter=counter, progress=progress, run=run)
         report.sessions.append(outcome)
     if not report.sessions:
         raise ImportFailed(f"{report.file}: no conversation found, so there is nothing to import.")
@@ -345,7 +371,8 @@ class _Accepted:
         outcome.external_id = "sha256:" + self.hasher.hexdigest()
         duplicate = None
         if agent is not None:
-            duplicate = models.Session.objects.filter(agent=agent, external_id=outcome.external_id).first()
+            duplicate = models.Session.objects.filter(
+                agent=agent, external_id=outcome.external_id, state=models.Session.State.READY).first()
         if duplicate is not None:
             # The same messages are already stored for this agent. The report names the stored session as the
             # session list does (the file may give no title).
@@ -363,32 +390,34 @@ def _store(
     *,
     counter: str | None,
     progress: services.Progress,
+    run: ImportRun,
 ) -> None:
-    """A new session, undone whole (a savepoint) when it turns out to duplicate a stored one."""
+    """A new session, written hidden; removed at once when it turns out to duplicate a stored one."""
     if conv.started_at is not None and conv.started_at.tzinfo is None:
         conv = conv.model_copy(update={"started_at": conv.started_at.replace(tzinfo=dt.UTC)})
-    sid = transaction.savepoint()
-    session = services.session_create(
-        agent=agent,
-        conversation=conv,
-        counter=counter,
-        # A provisional id, unique by construction, until the content hash is known at the end of the stream.
-        external_id=conv.external_id or f"pending:{uuid.uuid4().hex}",
-    )
+    session = run.session_start(agent=agent, conversation=conv, counter=counter)
     stored = services.messages_append(session=session, messages=messages, start_seq=0, counter=counter,
-                                      tokens_before=0, progress=progress, checked=True)
-    if accepted.settle(agent) is not None:
-        transaction.savepoint_rollback(sid)
+                                      tokens_before=0, progress=progress, checked=True, committed=True)
+    duplicate = accepted.settle(agent)
+    if duplicate is not None:
+        run.session_discard(session)
         return
-    transaction.savepoint_commit(sid)
     outcome = accepted.outcome
-    session.external_id = outcome.external_id
     session.title = session.title or outcome.title
     session.started_at = session.started_at or accepted.first_created_at
-    session.save(update_fields=["external_id", "title", "started_at"])
-    services.session_finish(session=session, message_count=stored.count, token_counts_sum=stored.tokens,
-                            has_errors=stored.has_errors, violations=accepted.violations)
+    services.write_retrying(lambda: _summaries_write(session, stored, accepted))
+    # The session's own id (or content hash) is set when it is made ready: until then it keeps a provisional one,
+    # so that two imports of one conversation never collide before either is complete.
+    run.staged.append(_Staged(session=session, outcome=outcome, external_id=outcome.external_id,
+                              content_named=accepted.hasher is not None, tool_names=stored.tool_names))
     outcome.session_id = session.pk
+
+
+def _summaries_write(session: models.Session, stored: services.StoredBatch, accepted: _Accepted) -> None:
+    with transaction.atomic():
+        session.save(update_fields=["title", "started_at"])
+        services.session_finish(session=session, message_count=stored.count, token_counts_sum=stored.tokens,
+                                has_errors=stored.has_errors, violations=accepted.violations)
 
 
 def _append(
@@ -398,28 +427,214 @@ def _append(
     *,
     counter: str | None,
     progress: services.Progress,
+    run: ImportRun,
 ) -> None:
-    """Add to a session already stored the messages whose id it does not have (as AgentScope's memory does)."""
+    """Add to a session already stored the messages whose id it does not have (as AgentScope's memory does):
+    written into a hidden staging session at the seqs they will have, moved into the session when the run
+    completes."""
+    if any(item.target is not None and item.target.pk == session.pk for item in run.staged):
+        raise ImportFailed(f"conversation {accepted.outcome.index + 1}: session {session.pk} gets new messages twice "
+                           "in one import; import these files one at a time")
     # The last stored message gives both where new messages go and the running total they continue.
     last = session.messages.order_by("-seq").values_list("seq", "token_running").first()
+    start = (last[0] + 1) if last is not None else 0
+    staging = run.session_start(agent=session.agent, conversation=Conversation(messages=[]),
+                                counter=session.token_counter or counter, append_to=session)
     added = services.messages_append(
-        session=session, messages=messages, start_seq=(last[0] + 1) if last is not None else 0,
-        counter=session.token_counter or counter, tokens_before=last[1] if last is not None else 0,
-        progress=progress, checked=True,
+        session=staging, messages=messages, start_seq=start, counter=session.token_counter or counter,
+        tokens_before=last[1] if last is not None else 0, progress=progress, checked=True, committed=True,
     )
     accepted.settle(session.agent)
-    if added.count:
-        stored = accepted.stored
-        services.session_finish(session=session, message_count=stored.count + added.count,
-                                token_counts_sum=stored.tokens + added.tokens,
-                                has_errors=stored.has_errors or added.has_errors, violations=accepted.violations)
+    if not added.count:
+        run.session_discard(staging)
+        return
+    stored = accepted.stored
+    run.staged.append(_Staged(
+        session=staging, outcome=accepted.outcome, target=session, expected_count=start,
+        tool_names=added.tool_names,
+        summaries={"message_count": stored.count + added.count, "token_counts_sum": stored.tokens + added.tokens,
+                   "has_errors": stored.has_errors or added.has_errors, "violations": accepted.violations},
+    ))
+
+
+# --- a run: what one import writes, hidden until it completes --------------------------------------------------
+
+
+@dataclass
+class _Staged:
+    """A hidden session of a run: a new session (made ready under ``external_id``), or new messages for
+    ``target`` (moved into it, which must still end at ``expected_count`` messages)."""
+
+    session: models.Session
+    outcome: SessionOutcome
+    external_id: str = ""
+    content_named: bool = False  # external_id is the content hash: a collision means "already imported"
+    target: models.Session | None = None
+    expected_count: int = 0
+    summaries: dict[str, Any] = field(default_factory=dict)
+    tool_names: set[str] = field(default_factory=set)
+
+
+def _owner() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}"[:100]
+
+
+class ImportRun:
+    """The sessions (and the projects and agents) one import writes. They stay hidden from every reader until
+    :meth:`complete` makes them ready in one short transaction; :meth:`discard` removes them."""
+
+    def __init__(self) -> None:
+        self.owner = _owner()
+        self.staged: list[_Staged] = []
+        self.hidden: list[int] = []  # every session this run started, staged or not
+        self.projects: list[int] = []  # created by this run: removed again on failure when left empty
+        self.agents: list[int] = []
+
+    def session_start(
+        self, *, agent: models.Agent, conversation: Conversation, counter: str, append_to: models.Session | None = None
+    ) -> models.Session:
+        def create() -> models.Session:
+            with transaction.atomic():
+                return services.session_create(
+                    agent=agent, conversation=conversation, counter=counter,
+                    external_id=f"pending:{uuid.uuid4().hex}", state=models.Session.State.IMPORTING,
+                    import_owner=self.owner, append_to=append_to,
+                )
+
+        session = services.write_retrying(create)
+        self.hidden.append(session.pk)
+        return session
+
+    def session_named(self, agent: models.Agent, external_id: str) -> models.Session | None:
+        """The new session this run writes for the agent under ``external_id``, if any."""
+        for item in self.staged:
+            if item.target is None and item.external_id == external_id and item.session.agent_id == agent.pk:
+                return item.session
+        return None
+
+    def session_discard(self, session: models.Session) -> None:
+        session_remove(session.pk)
+        self.hidden.remove(session.pk)
+
+    def complete(self) -> None:
+        """Make every staged session ready (or move its messages into its target), in one transaction."""
+        services.write_retrying(self._complete)
+        for item in self.staged:
+            if item.tool_names:
+                services.write_retrying(lambda item=item: services.tool_names_note(
+                    project_id=item.session.agent.project_id, names=item.tool_names))
+        self.staged, self.hidden = [], []
+
+    def _complete(self) -> None:
+        Session = models.Session
+        with transaction.atomic():
+            for item in self.staged:
+                outcome = item.outcome
+                if item.target is not None:
+                    target = Session.objects.select_for_update().get(pk=item.target.pk)
+                    if target.message_count != item.expected_count:
+                        raise ImportFailed(
+                            f"conversation {outcome.index + 1}: session {target.pk} received messages from "
+                            "elsewhere while this file was imported; nothing of the file was saved: import it again")
+                    models.Message.objects.filter(session_id=item.session.pk).update(session_id=target.pk)
+                    models.ToolCall.objects.filter(session_id=item.session.pk).update(session_id=target.pk)
+                    services.session_finish(session=target, **item.summaries)
+                    Session.objects.filter(pk=item.session.pk).delete()
+                    outcome.session_id = target.pk
+                    continue
+                try:
+                    with transaction.atomic():
+                        Session.objects.filter(pk=item.session.pk).update(
+                            external_id=item.external_id, state=Session.State.READY, import_owner="",
+                            import_heartbeat=None)
+                except IntegrityError:
+                    other = Session.objects.filter(agent_id=item.session.agent_id, external_id=item.external_id).first()
+                    if not item.content_named or other is None:
+                        raise ImportFailed(
+                            f"conversation {outcome.index + 1}: another import stored a session with the id "
+                            f"{item.external_id!r} meanwhile; nothing of the file was saved: import it again to add "
+                            "what is new") from None
+                    # The same messages were imported by another run at the same time: this copy goes.
+                    outcome.status, outcome.session_id = "already imported", other.pk
+                    outcome.skipped, outcome.added, outcome.violations = outcome.messages, 0, []
+                    item.tool_names = set()
+                    models.ToolCall.objects.filter(session_id=item.session.pk).delete()
+                    models.Message.objects.filter(session_id=item.session.pk)._raw_delete("default")
+                    Session.objects.filter(pk=item.session.pk).delete()
+
+    def discard(self) -> None:
+        """Remove what the run wrote: its hidden sessions, then the projects and agents it created, if empty."""
+        for pk in reversed(self.hidden):
+            session_remove(pk)
+        self.staged, self.hidden = [], []
+        for pk in reversed(self.agents):
+            services.write_retrying(lambda pk=pk: models.Agent.objects.filter(pk=pk, sessions=None).delete())
+        for pk in reversed(self.projects):
+            services.write_retrying(lambda pk=pk: models.Project.objects.filter(pk=pk, agents=None).delete())
+
+
+def session_remove(session_id: int) -> None:
+    """Delete a hidden session and its rows a batch at a time, each batch a short transaction of its own, so
+    that removing a million messages never holds the write lock for long."""
+    Message, ToolCall = models.Message, models.ToolCall
+
+    def batch() -> bool:
+        with transaction.atomic():
+            ids = list(Message.objects.filter(session_id=session_id).order_by().values_list("pk", flat=True)
+                       [:services.BATCH_SIZE])
+            if not ids:
+                models.Session.objects.filter(pk=session_id).delete()
+                return False
+            ToolCall.objects.filter(message_id__in=ids).delete()
+            # The tool calls are gone: the rows go without Django loading each to collect what cascades.
+            Message.objects.filter(pk__in=ids)._raw_delete(Message.objects.db)
+            return True
+
+    while services.write_retrying(batch):
+        pass
+
+
+def _alive(owner: str) -> bool | None:
+    """Whether the process that owns an import is running: None when it runs on another host (unknown here)."""
+    host, _, pid = owner.rpartition(":")
+    if host != socket.gethostname() or not pid.isdigit():
+        return None
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def imports_cleanup(*, stale_after: dt.timedelta | None = None, now: dt.datetime | None = None) -> list[int]:
+    """Remove the hidden sessions of imports that will never complete: their process on this host is gone (a
+    ``kill -9``, a crash), or no batch was committed for ``stale_after`` (a process on another host). Returns
+    the ids of the sessions removed."""
+    from django.conf import settings
+
+    if stale_after is None:
+        stale_after = dt.timedelta(seconds=settings.MEMORYVIZ_IMPORT_STALE_SECONDS)
+    limit = (now or timezone.now()) - stale_after
+    removed = []
+    for pk, owner, beat in models.Session.objects.filter(state=models.Session.State.IMPORTING).values_list(
+        "pk", "import_owner", "import_heartbeat"
+    ):
+        alive = _alive(owner)
+        if alive is False or (alive is None and (beat is None or beat < limit)):
+            session_remove(pk)
+            removed.append(pk)
+    return removed
 
 
 # --- targets ------------------------------------------------------------------------------------------------
 
 
-def _project_for(project: models.Project | str | None, conv: Conversation, *, create: bool) -> models.Project | None:
-    """The project a conversation goes to (created when ``create``; None when it does not exist yet)."""
+def _project_for(
+    project: models.Project | str | None, conv: Conversation, *, create: ImportRun | None
+) -> models.Project | None:
+    """The project a conversation goes to (created for the run ``create``; None when it does not exist yet)."""
     if isinstance(project, models.Project):
         return project
     slug = project or conv.project or DEFAULT_PROJECT_SLUG
@@ -427,14 +642,29 @@ def _project_for(project: models.Project | str | None, conv: Conversation, *, cr
     if not clean:
         raise ImportFailed(f"project: {slug!r} is not a usable project slug")
     row = models.Project.objects.filter(slug=clean).first()
-    if row is None and create:
+    if row is None and create is not None:
         name = DEFAULT_PROJECT_NAME if clean == DEFAULT_PROJECT_SLUG else slug
-        row = models.Project.objects.create(slug=clean, name=name[:200])
+        row, made = _get_or_create(models.Project, {"slug": clean}, {"name": name[:200]})
+        if made:
+            create.projects.append(row.pk)
     return row
 
 
-def _agent_for(project: models.Project | None, wanted: models.Agent | str, *, create: bool) -> models.Agent | None:
-    """The agent (by slug or name) in the project (created when ``create``; None when it does not exist yet)."""
+def _get_or_create(model: Any, lookup: dict[str, Any], defaults: dict[str, Any]) -> tuple[Any, bool]:
+    """``get_or_create`` committed on its own (two imports creating one project both end up with it)."""
+
+    def write() -> tuple[Any, bool]:
+        with transaction.atomic():
+            return model.objects.get_or_create(**lookup, defaults=defaults)
+
+    return services.write_retrying(write)
+
+
+def _agent_for(
+    project: models.Project | None, wanted: models.Agent | str, *, create: ImportRun | None
+) -> models.Agent | None:
+    """The agent (by slug or name) in the project (created for the run ``create``; None when it does not exist
+    yet)."""
     if isinstance(wanted, models.Agent):
         if project is not None and wanted.project_id != project.pk:
             raise ImportFailed(f"agent: {wanted.slug!r} is not an agent of project {project.slug!r}")
@@ -446,8 +676,11 @@ def _agent_for(project: models.Project | None, wanted: models.Agent | str, *, cr
         models.Agent.objects.filter(project=project, slug=slug).first()
         or models.Agent.objects.filter(project=project, name=wanted).first()
     )
-    if row is None and create:
-        row = models.Agent.objects.create(project=project, slug=slug or "imported", name=wanted[:200])
+    if row is None and create is not None:
+        row, made = _get_or_create(models.Agent, {"project": project, "slug": slug or "imported"},
+                                   {"name": wanted[:200]})
+        if made:
+            create.agents.append(row.pk)
     return row
 
 

@@ -102,6 +102,12 @@ class Agent(models.Model):
 
 
 class Session(models.Model):
+    class State(models.TextChoices):
+        # Rows are still being written by an import (in committed batches): no reader sees the session until
+        # the import flips it to ready, and a failed or killed import removes it (``imports.imports_cleanup``).
+        IMPORTING = "importing"
+        READY = "ready"
+
     agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="sessions")
     external_id = models.CharField(max_length=255, help_text="The id the agent's framework gave the session.")
     title = models.CharField(max_length=500, blank=True)
@@ -123,6 +129,13 @@ class Session(models.Model):
     tools = models.JSONField(null=True, blank=True)
     # When messages last arrived (import, API or live capture): the list sorts by it, the page shows "live".
     last_activity_at = models.DateTimeField(null=True, blank=True)
+    state = models.CharField(max_length=20, choices=State.choices, default=State.READY)
+    # While importing: who writes it (``host:pid``) and when it last committed a batch, so that a session left
+    # by a killed import can be told from one still being written.
+    import_owner = models.CharField(max_length=100, blank=True)
+    import_heartbeat = models.DateTimeField(null=True, blank=True)
+    # While importing new messages into a stored session: the session they go to when the import completes.
+    append_to = models.ForeignKey("self", null=True, blank=True, on_delete=models.CASCADE, related_name="+")
 
     class Meta:
         ordering = ["-started_at", "-id"]
@@ -140,6 +153,7 @@ class Session(models.Model):
             models.Index(fields=["has_errors"], name="session_has_errors"),
             models.Index(fields=["token_total"], name="session_tokens"),
             models.Index(fields=["-last_activity_at", "-id"], name="session_last_activity"),
+            models.Index(fields=["state", "import_heartbeat"], name="session_state_heartbeat"),
         ]
 
     def __str__(self) -> str:
@@ -244,6 +258,22 @@ class ToolCall(models.Model):
 
     def __str__(self) -> str:
         return f"{self.name}({self.call_id})"
+
+
+class ToolName(models.Model):
+    """A tool name some call in the project uses: the session list's tool filter suggests these, so that a render
+    never runs a DISTINCT over every tool call. Written by the row writer (``services.messages_append``) as calls
+    are stored; never removed (a suggestion that matches nothing any more finds nothing)."""
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="tool_names")
+    name = models.CharField(max_length=255)
+
+    class Meta:
+        ordering = ["name"]
+        constraints = [models.UniqueConstraint(fields=["project", "name"], name="toolname_unique_project_name")]
+
+    def __str__(self) -> str:
+        return self.name
 
 
 class ExportRecord(models.Model):

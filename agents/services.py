@@ -11,16 +11,18 @@ import datetime as dt
 import hashlib
 import hmac
 import secrets
+import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import groupby, islice
 from typing import Any, cast
 
 from django.contrib.auth.models import AnonymousUser
 from django.contrib.auth.models import User as AccountUser
 from django.core.exceptions import PermissionDenied
-from django.db import DEFAULT_DB_ALIAS, connections, transaction
+from django.db import DEFAULT_DB_ALIAS, OperationalError, connections, transaction
 from django.db.models import Exists, F, Model, OuterRef, Q, QuerySet
+from django.db.models.expressions import RawSQL
 from django.db.models.functions import Coalesce
 from django.http import Http404
 from django.utils import timezone
@@ -141,10 +143,11 @@ def agent_update(*, agent: models.Agent, user: User, changes: dict[str, Any]) ->
 
 
 def sessions_for_user(user: User) -> QuerySet[models.Session]:
-    """Every session of the user's projects; the base of every session query."""
-    return models.Session.objects.filter(agent__project__in=user_projects(user)).select_related(
-        "agent", "agent__project"
-    )
+    """Every ready session of the user's projects; the base of every session query. A session an import is still
+    writing (``state=importing``) is seen by no one until the import completes."""
+    return models.Session.objects.filter(
+        agent__project__in=user_projects(user), state=models.Session.State.READY
+    ).select_related("agent", "agent__project")
 
 
 def session_for_user(user: User, session_id: int) -> models.Session:
@@ -340,13 +343,24 @@ class StoredBatch:
     has_errors: bool = False
     # The session's running total after these messages: pass it as the next call's ``tokens_before``.
     token_running: int = 0
+    # The tool names their calls use (written to the project's ToolName rows once the session is ready).
+    tool_names: set[str] = field(default_factory=set)
 
 
 def session_create(
-    *, agent: models.Agent, conversation: schema.Conversation, counter: str | None = None, external_id: str = ""
+    *,
+    agent: models.Agent,
+    conversation: schema.Conversation,
+    counter: str | None = None,
+    external_id: str = "",
+    state: str = models.Session.State.READY,
+    import_owner: str = "",
+    append_to: models.Session | None = None,
 ) -> models.Session:
     """The Session row of a conversation, without messages and with zero summaries. ``counter``: what its
     messages are counted with; None: the agent's (``Agent.counter``: chosen for it, or its model's).
+    ``state=importing``: hidden from every reader until ``imports`` completes it (``import_owner`` says which
+    process writes it).
 
     Raises ValueError naming the place for a value the database cannot store (see ``conversation_problem``)."""
     counter = counter or agent.counter
@@ -364,6 +378,10 @@ def session_create(
         metadata=metadata,
         tools=conversation.tools,
         token_counter=counter,
+        state=state,
+        import_owner=import_owner,
+        import_heartbeat=timezone.now() if state == models.Session.State.IMPORTING else None,
+        append_to=append_to,
     )
 
 
@@ -377,6 +395,7 @@ def messages_append(
     content_keys: Sequence[str] | None = None,
     progress: Progress | None = None,
     checked: bool = False,
+    committed: bool = False,
 ) -> StoredBatch:
     """Count tokens and insert messages (and their tool calls) from ``start_seq`` on, ``BATCH_SIZE`` at a time,
     so that a stream of a million messages is stored with bounded memory.
@@ -387,6 +406,10 @@ def messages_append(
     Raises ValueError naming the place (``messages[3].content: ...``) for a value the database cannot store, unless
     the caller says it ``checked`` each message with ``message_problem`` already (the import does, as it reads).
     ``content_keys``: one per message, for live capture's matching of resent messages.
+    ``committed``: each batch is written in a short transaction of its own (retried while SQLite's write lock is
+    taken), never one transaction for the whole stream, so that an import holds the write lock a batch at a
+    time and other users' writes (a login) get in between; the import's session stays hidden meanwhile
+    (``state=importing``), which is what keeps it all or nothing to readers.
     """
     if tokens_before is None:
         tokens_before = stored_tokens_before(session, start_seq)
@@ -404,14 +427,62 @@ def messages_append(
             batch, session=session, start_seq=seq, token_counts=counts, tokens_before=stored.token_running,
             content_keys=None if content_keys is None else content_keys[stored.count:stored.count + len(batch)],
         )
-        _rows_insert(rows, calls, session=session, start_seq=seq)
+        if committed:
+            write_retrying(lambda: _rows_insert_committed(rows, calls, session=session, start_seq=seq))
+        else:
+            _rows_insert(rows, calls, session=session, start_seq=seq)
+        stored.tool_names.update(call.name for call in calls)
         stored.count += len(rows)
         stored.tokens += sum(counts)
         stored.token_running += sum(counts)
         stored.has_errors = stored.has_errors or any(m.is_error for m in batch)
         if progress is not None:
             progress.add(len(rows))
+    if stored.tool_names and session.state == models.Session.State.READY:
+        tool_names_note(project_id=session.agent.project_id, names=stored.tool_names)
     return stored
+
+
+def _rows_insert_committed(
+    rows: list[models.Message], calls: list[models.ToolCall], *, session: models.Session, start_seq: int
+) -> None:
+    with transaction.atomic():
+        _rows_insert(rows, calls, session=session, start_seq=start_seq)
+        if session.state == models.Session.State.IMPORTING:
+            # The heartbeat says the import is alive: cleanup removes only sessions whose writer has gone.
+            models.Session.objects.filter(pk=session.pk).update(import_heartbeat=timezone.now())
+
+
+def tool_names_note(*, project_id: int, names: Iterable[str]) -> None:
+    """Remember tool names used in the project (for the list's tool filter); names already known are kept."""
+    rows = [models.ToolName(project_id=project_id, name=name) for name in sorted(set(names)) if name]
+    if rows:
+        models.ToolName.objects.bulk_create(rows, ignore_conflicts=True)
+
+
+# SQLite lets one writer in at a time; a writer that waited out the busy timeout gets "database is locked".
+# Writes that are short and self-contained are tried again after a pause that doubles (PostgreSQL takes row
+# locks and never answers so).
+WRITE_ATTEMPTS = 6
+WRITE_BACKOFF_SECONDS = 0.05
+
+
+def write_retrying(write: Callable[[], Any], *, attempts: int = WRITE_ATTEMPTS, sleep: Callable[[float], None] | None = None) -> Any:
+    """``write()`` (a whole transaction of its own), tried again while SQLite says the database is locked or busy.
+    Must not run inside another transaction: the retry would repeat only part of it."""
+    pause = WRITE_BACKOFF_SECONDS
+    for attempt in range(attempts):
+        try:
+            return write()
+        except OperationalError as exc:
+            text = str(exc).lower()
+            if attempt == attempts - 1 or not ("locked" in text or "busy" in text):
+                raise
+            if transaction.get_connection().in_atomic_block:
+                raise
+            (sleep or time.sleep)(pause)
+            pause *= 2
+    raise AssertionError("unreachable")
 
 
 def _rows_insert(
@@ -871,16 +942,13 @@ def sessions_filtered(user: User, filters: SessionFilters) -> QuerySet[models.Se
     if filters.agent is not None:
         qs = qs.filter(agent=filters.agent)
     if filters.q:
-        # Title and external id first; message content through EXISTS so that a session matches once, and
-        # each database stops at the first matching message.
-        in_content = models.Message.objects.filter(session=OuterRef("pk"), content__icontains=filters.q)
         # A tool call id (as pasted from a log) names the session too; exact match serves the (session,
         # call_id) index.
         with_call = models.ToolCall.objects.filter(session=OuterRef("pk"), call_id=filters.q.strip())
         qs = qs.filter(
             Q(title__icontains=filters.q)
             | Q(external_id__icontains=filters.q)
-            | Exists(in_content)
+            | _content_match(filters.q, scope=qs)
             | Exists(with_call)
         )
     if filters.tool:
@@ -901,14 +969,74 @@ def sessions_filtered(user: User, filters: SessionFilters) -> QuerySet[models.Se
     return qs.order_by(*SESSION_SORTS.get(filters.sort, SESSION_SORTS[DEFAULT_SESSION_SORT]))
 
 
+# A trigram index answers a text of at least this many characters; a shorter one is looked for by a plain scan.
+TRIGRAM = 3
+# Matching sessions are listed by id in the list's query when there are at most this many (the count and the page
+# then reuse them); more are matched by a subquery, which each of the two queries runs again.
+MATCHED_IDS_INLINE = 5_000
+
+
+def _content_match(text: str, *, scope: QuerySet[models.Session]) -> Q:
+    """Sessions with a message whose content contains ``text`` (case-insensitively, as ``icontains``).
+
+    With a trigram index (``search_indexed``) the matching sessions are found once, from the index, and the list's
+    count and page both reuse their ids: a request reads the matching messages once, not every message twice. A
+    text shorter than a trigram, or a database without the index, is looked for by EXISTS over the session's
+    messages, as before: the same sessions either way (``tests/test_search_index.py``)."""
+    if len(text) < TRIGRAM or not search_indexed():
+        return Q(Exists(models.Message.objects.filter(session=OuterRef("pk"), content__icontains=text)))
+    return Q(pk__in=sessions_matching_text(text, scope=scope))
+
+
+def sessions_matching_text(text: str, *, scope: QuerySet[models.Session]) -> list[int] | QuerySet[Any]:
+    """The ids of the sessions in ``scope`` with a message containing ``text``, found through the trigram index
+    (``len(text) >= TRIGRAM``): a list when there are few enough to name, else the subquery that finds them."""
+    messages = models.Message.objects.filter(session__in=scope.order_by().values("pk"))
+    if connections[DEFAULT_DB_ALIAS].vendor == "sqlite":
+        # The FTS5 trigram table finds candidates (it folds case more widely than LIKE does); LIKE, the plain
+        # scan's own test, keeps exactly the messages the scan would keep.
+        phrase = '"' + text.replace('"', '""') + '"'
+        candidates = RawSQL("SELECT rowid FROM agents_message_fts WHERE agents_message_fts MATCH %s", (phrase,))
+        messages = messages.filter(pk__in=candidates)
+    # PostgreSQL answers icontains (UPPER(content) LIKE UPPER(...)) from its GIN index on UPPER(content).
+    matching = messages.filter(content__icontains=text).order_by().values("session_id").distinct()
+    ids = list(matching.values_list("session_id", flat=True)[: MATCHED_IDS_INLINE + 1])
+    return ids if len(ids) <= MATCHED_IDS_INLINE else matching
+
+
+_SEARCH_INDEXED: dict[str, bool] = {}
+
+
+def search_indexed() -> bool:
+    """Whether this database has the trigram index of migration 0009 (and the setting allows using it)."""
+    from django.conf import settings
+
+    if not getattr(settings, "MEMORYVIZ_SEARCH_INDEX", True):
+        return False
+    db = connections[DEFAULT_DB_ALIAS]
+    key = f"{db.vendor}:{db.settings_dict.get('NAME')}"
+    if key not in _SEARCH_INDEXED:
+        with db.cursor() as cursor:
+            if db.vendor == "sqlite":
+                cursor.execute("SELECT 1 FROM sqlite_master WHERE name = 'agents_message_fts'")
+            elif db.vendor == "postgresql":
+                cursor.execute("SELECT 1 FROM pg_indexes WHERE indexname = 'agents_message_content_trgm'")
+            else:
+                _SEARCH_INDEXED[key] = False
+                return False
+            _SEARCH_INDEXED[key] = cursor.fetchone() is not None
+    return _SEARCH_INDEXED[key]
+
+
 def _day_start(day: dt.date) -> dt.datetime:
     return timezone.make_aware(dt.datetime.combine(day, dt.time.min))
 
 
 def tool_names_for_user(user: User) -> list[str]:
-    """The distinct tool names used in the user's sessions (for the filter's suggestions)."""
+    """The tool names used in the user's projects (the filter's suggestions), from the names stored per project
+    as calls are written: a few rows, however many calls there are."""
     return list(
-        models.ToolCall.objects.filter(session__agent__project__in=user_projects(user))
+        models.ToolName.objects.filter(project__in=user_projects(user))
         .order_by("name")
         .values_list("name", flat=True)
         .distinct()[:200]

@@ -43,12 +43,15 @@ def session_list(request: HtmxHttpRequest) -> HttpResponse:
         "query": query.urlencode(),
         "sort_prefix": f"?{sort_query.urlencode()}&" if sort_query else "?",
         "sort": form.filters().sort,
-        "tool_names": services.tool_names_for_user(request.user),
-        "has_projects": services.user_projects(request.user).exists(),
+        # Asked by the template only when the list is empty.
+        "has_projects": services.user_projects(request.user).exists,
     }
     template_name = "agents/session_list.html"
     if request.htmx:
+        # The table alone: the filter form and its tool suggestions are not part of it.
         template_name += "#session-table"
+    else:
+        context["tool_names"] = services.tool_names_for_user(request.user)
     response = render(request, template_name, context)
     if form.cleared and request.htmx:
         # The URL htmx pushes is the request's; push the one the table shows instead.
@@ -312,7 +315,7 @@ def agent_detail(request: HtmxHttpRequest, agent_id: int) -> HttpResponse:
         "form": form,
         "can_edit": can_edit,
         "saved": saved,
-        "session_count": agent.sessions.count(),
+        "session_count": agent.sessions.filter(state=models.Session.State.READY).count(),
         "agent_sessions_url": f"{reverse('agents:session_list')}?project={agent.project.slug}&agent={agent.pk}",
     }
     template_name = "agents/agent_detail.html"

@@ -177,6 +177,15 @@ MEMORYVIZ_UPLOAD_BYTES_PER_USER = int(
     os.environ.get("MEMORYVIZ_UPLOAD_BYTES_PER_USER", str(2 * MEMORYVIZ_MAX_UPLOAD_BYTES))
 )
 
+# An import writes its sessions hidden (agents.imports) and commits a batch every few thousand messages; a hidden
+# session whose process is gone, or (written from another host) that committed nothing for this long, is removed
+# by `manage.py cleanup_imports` (which `make run` runs at start).
+MEMORYVIZ_IMPORT_STALE_SECONDS = _env_int("MEMORYVIZ_IMPORT_STALE_SECONDS", 15 * 60)
+
+# The session list's text search uses the trigram index of migration 0009 (FTS5 on SQLite, pg_trgm on PostgreSQL);
+# false looks for the text by a plain scan of the contents (the same sessions, slower).
+MEMORYVIZ_SEARCH_INDEX = _env_bool("MEMORYVIZ_SEARCH_INDEX", True)
+
 # Password guessing (agents.auth): a username, or a client address, that fails this many times within the window
 # waits until enough of those failures are older than the window. Behind proxies, MEMORYVIZ_NUM_PROXIES says how
 # many (each appends to X-Forwarded-For), so that the client's address is counted, not the proxy's.

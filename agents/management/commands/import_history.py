@@ -1,7 +1,8 @@
 """python manage.py import_history FILE... [--project SLUG] [--agent SLUG] [--format NAME]
 
 Prints the import report as JSON on stdout. On bad input: the error on stderr naming the place, exit 2, and
-nothing saved (all files are imported in one transaction, each file in its own savepoint).
+nothing saved (all files are one import run: their sessions stay hidden until every file is read, and are removed
+when one fails). Several runs at once all finish, or exit 2 with one line (a lost race for one session id).
 Without --project, sessions go to the project the file names (native files carry it), else to the project
 ``imported``; without --agent, to the agent the file names, else to an agent named after the source format
 (``openai``, ``autogen``...). Projects and agents are created when missing. A project is seen only by its members:
@@ -17,9 +18,9 @@ from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.core.management.base import CommandParser
-from django.db import transaction
+from django.db import DatabaseError
 
-from agents import imports, models
+from agents import imports, models, services
 from agents.management.cli import CHOOSE_FORMAT, ContractCommand, raw_stream
 from agents.management.progress import ProgressBar
 
@@ -59,23 +60,30 @@ class Command(ContractCommand):
             self.fail(f"--member: no such user: {', '.join(missing)}")
         show = options["progress"] or self.stderr.isatty()
         reports: list[imports.ImportReport] = []
+        run = imports.ImportRun()
         try:
-            with transaction.atomic():
+            try:
                 for path in options["files"]:
-                    reports.append(self._import_one(path, options, show))
-                projects = models.Project.objects.filter(slug__in={r.project for r in reports if r.project})
-                for project in projects:
-                    for user in members:
-                        models.Membership.objects.get_or_create(
-                            project=project, user=user, defaults={"role": models.Membership.Level.EDITOR}
-                        )
-                    if not project.memberships.exists():
-                        self.stderr.write(
-                            f"import_history: note: project {project.slug!r} has no members, so no one sees it in "
-                            "the dashboard yet: add them with --member USERNAME or in the admin."
-                        )
+                    reports.append(self._import_one(path, options, show, run))
+                run.complete()
+            except BaseException:
+                run.discard()
+                raise
         except imports.ImportFailed as exc:
             self.fail(str(exc) + (CHOOSE_FORMAT if exc.choose_format else ""))
+        except (DatabaseError, KeyboardInterrupt) as exc:
+            self.fail(f"database: {str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__}; "
+                      "nothing was imported")
+        projects = models.Project.objects.filter(slug__in={r.project for r in reports if r.project})
+        for project in projects:
+            for user in members:
+                services.write_retrying(lambda project=project, user=user: models.Membership.objects.get_or_create(
+                    project=project, user=user, defaults={"role": models.Membership.Level.EDITOR}))
+            if not project.memberships.exists():
+                self.stderr.write(
+                    f"import_history: note: project {project.slug!r} has no members, so no one sees it in "
+                    "the dashboard yet: add them with --member USERNAME or in the admin."
+                )
         out = {
             "files": [r.to_dict() for r in reports],
             "sessions_imported": sum(r.sessions_imported for r in reports),
@@ -84,7 +92,9 @@ class Command(ContractCommand):
         }
         self.stdout.write(json.dumps(out, indent=2, ensure_ascii=False))
 
-    def _import_one(self, path: str, options: dict[str, Any], show: bool) -> imports.ImportReport:
+    def _import_one(
+        self, path: str, options: dict[str, Any], show: bool, run: imports.ImportRun
+    ) -> imports.ImportReport:
         if path != "-" and not os.path.exists(path):
             raise imports.ImportFailed(f"{path}: no such file")
         if path != "-" and os.path.isdir(path):
@@ -112,6 +122,7 @@ class Command(ContractCommand):
                 counter=options["counter"],
                 label=path,
                 on_messages=bar.update,
+                run=run,
             )
             completed = True
             return report
