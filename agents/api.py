@@ -40,6 +40,7 @@ from agents.memory import schema
 from agents.memory.formats import FORMATS
 from agents.memory.tokens import COUNTERS, DEFAULT_COUNTER, get_counter
 from agents.memory.trimming import FALSE_WORDS, STRATEGIES, TRUE_WORDS, StrategyError, spec_from_query, spec_from_text
+from agents.throttling import expensive_api
 
 MAX_MESSAGE_PAGE = 1000
 
@@ -359,6 +360,7 @@ def session_messages(request: Request, session_id: int) -> Response:
     responses={200: OpenApiTypes.OBJECT, 400: ApiError, 401: ApiError, 404: ApiError},
 )
 @api
+@expensive_api
 def session_trim(request: Request, session_id: int) -> Response:
     """``?strategy=NAME&<param>=<value>...``: the session as the strategy would trim it (the stored session is
     unchanged). A parameter given twice is a list (``end_on=human&end_on=ai``), like ``end_on=human,ai``. Without
@@ -575,6 +577,7 @@ class ImportUpload(BaseModel):
 )
 @write_api(["POST"])
 @parser_classes([MultiPartParser, FormParser])
+@expensive_api
 def import_upload(request: Request) -> Response:
     """A file in any format memoryviz reads, as the import page takes it (multipart: ``file``; optional
     ``project``, ``agent``, ``format``). Answers the import report; nothing is stored when it fails."""
@@ -608,6 +611,7 @@ MAX_DIFF_ROWS = 5000
 
 
 @api
+@expensive_api
 def session_diff(request: Request, session_id: int, other_id: int | None = None) -> Response:
     """``/diff/{other}/`` (or ``?with=ID``): the session (left) against another the user can see (right);
     ``?trim=SPEC``: against its trimmed view (``name:key=value,...``). The rows ``start`` to ``start + limit``

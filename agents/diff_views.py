@@ -11,9 +11,11 @@ from django.views.decorators.http import require_GET
 from agents import diffs, services
 from agents.http import HtmxHttpRequest
 from agents.memory.trimming import STRATEGIES, StrategyError, spec_from_text
+from agents.throttling import expensive
 
 
 @require_GET
+@expensive
 def session_diff(request: HtmxHttpRequest, session_id: int) -> HttpResponse:
     """``?with=ID``: this session (A) against another (B); ``?trim=SPEC``: against its trimmed view. Without
     either, or with a wrong one, the page offers the choices."""

@@ -15,6 +15,7 @@ from agents.forms import SessionFilterForm
 from agents.http import HtmxHttpRequest
 from agents.lab_forms import strategy_params_form
 from agents.memory.trimming import STRATEGIES, StrategyError, StrategySpec, get_strategy, spec_from_text, strategy_spec
+from agents.throttling import expensive
 
 DEFAULT_STRATEGY = "buffered"
 DEFAULT_COMPARE = ["buffered", "langchain_last", "safe_token_budget"]
@@ -23,6 +24,7 @@ MAX_COLUMNS = 4
 
 
 @require_GET
+@expensive
 def session_lab(request: HtmxHttpRequest, session_id: int) -> HttpResponse:
     session = services.session_for_user(request.user, session_id)
     name = request.GET.get("strategy") or DEFAULT_STRATEGY
@@ -73,6 +75,7 @@ class CompareColumn:
 
 
 @require_GET
+@expensive
 def session_lab_compare(request: HtmxHttpRequest, session_id: int) -> HttpResponse:
     session = services.session_for_user(request.user, session_id)
     texts = [t.strip() for t in request.GET.getlist("s") if t.strip()]
@@ -113,6 +116,7 @@ def session_lab_compare(request: HtmxHttpRequest, session_id: int) -> HttpRespon
 
 
 @require_GET
+@expensive
 def trimming_report(request: HtmxHttpRequest) -> HttpResponse:
     filter_form = SessionFilterForm(request.GET or None, user=request.user)
     filter_form.is_valid()  # invalid filters are dropped and shown with their error, as on the session list

@@ -22,6 +22,7 @@ from agents import exports, imports, models, services, uploads
 from agents.forms import MAX_PASTE_CHARS, ImportForm, SessionFilterForm, session_filter_pairs
 from agents.memory import formats
 from agents.memory.trimming import STRATEGIES, StrategyError, StrategySpec, spec_from_pairs, split_pairs
+from agents.throttling import expensive
 
 # The label of pasted JSON (it has no file name to read a kind from).
 PASTED_LABEL = "pasted JSON"
@@ -32,6 +33,7 @@ EXPIRED = "This upload has expired or was already imported; upload the file agai
 
 
 @require_http_methods(["GET", "POST"])
+@expensive(methods=("POST",))
 def import_upload(request: HttpRequest) -> HttpResponse:
     """GET: the form. POST: keep the upload under a token and show what would be imported."""
     _require_editor(request.user)
@@ -88,6 +90,7 @@ def _render_preview(request: HttpRequest, form: ImportForm, preview: imports.Imp
 
 
 @require_POST
+@expensive
 def import_confirm(request: HttpRequest) -> HttpResponse:
     """Import the upload previewed under this token, in one transaction, and show the report."""
     _require_editor(request.user)
@@ -164,10 +167,11 @@ def _render_form(request: HttpRequest, form: ImportForm, *, status: int = 200, e
 
 # An export is a POST (it streams the file and writes an ExportRecord), from the Export menu or the export page, with
 # CSRF. A GET of the same URL (a shared link, a bookmark) shows that page, filled in from its query: it downloads
-# and records nothing until its button is pressed.
+# and records nothing until its button is pressed. Only the POST is expensive.
 
 
 @require_http_methods(["GET", "POST"])
+@expensive(methods=("POST",))
 def export_session(request: HttpRequest, session_id: int) -> HttpResponse | StreamingHttpResponse:
     """One session (404 when not in the user's projects), whole or as trimmed by strategy= and params=."""
     session = services.session_for_user(request.user, session_id)
@@ -177,6 +181,7 @@ def export_session(request: HttpRequest, session_id: int) -> HttpResponse | Stre
 
 
 @require_http_methods(["GET", "POST"])
+@expensive(methods=("POST",))
 def export_sessions(request: HttpRequest) -> HttpResponse | StreamingHttpResponse:
     """The sessions matching the list's filters (the same fields as the session list's query string)."""
     data = _export_data(request)

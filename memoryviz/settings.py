@@ -186,6 +186,14 @@ MEMORYVIZ_IMPORT_STALE_SECONDS = _env_int("MEMORYVIZ_IMPORT_STALE_SECONDS", 15 *
 # false looks for the text by a plain scan of the contents (the same sessions, slower).
 MEMORYVIZ_SEARCH_INDEX = _env_bool("MEMORYVIZ_SEARCH_INDEX", True)
 
+# Expensive requests (agents.throttling): the lab, compare and report pages, diffs, the trim API, exports and
+# imports. Per user, API and pages together, at most MEMORYVIZ_EXPENSIVE_RATE (DRF's "N/second|minute|hour|day";
+# empty: no rate); in one server process at most MEMORYVIZ_EXPENSIVE_CONCURRENCY at once (0: no limit); beyond,
+# 429 or 503 with Retry-After (MEMORYVIZ_BUSY_RETRY_SECONDS when busy).
+MEMORYVIZ_EXPENSIVE_RATE = os.environ.get("MEMORYVIZ_EXPENSIVE_RATE", "120/min").strip()
+MEMORYVIZ_EXPENSIVE_CONCURRENCY = _env_int("MEMORYVIZ_EXPENSIVE_CONCURRENCY", 4)
+MEMORYVIZ_BUSY_RETRY_SECONDS = _env_int("MEMORYVIZ_BUSY_RETRY_SECONDS", 5)
+
 # Password guessing (agents.auth): a username, or a client address, that fails this many times within the window
 # waits until enough of those failures are older than the window. Behind proxies, MEMORYVIZ_NUM_PROXIES says how
 # many (each appends to X-Forwarded-For), so that the client's address is counted, not the proxy's.
@@ -198,6 +206,9 @@ CACHES = {
     "default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"},
     # Successful HTTP Basic checks, remembered in this process only (agents.auth), so that a script's every request
     # does not pay PBKDF2 again. A changed password never matches a remembered check.
+    # Request histories of agents.throttling's per-user rate (in this process; a database cache would share them
+    # between application servers).
+    "throttle": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "throttle"},
     "verified-credentials": {
         "BACKEND": "django.core.cache.backends.locmem.LocMemCache",
         "LOCATION": "verified-credentials",

@@ -72,6 +72,20 @@ def make_session(agent):
 
 
 @pytest.fixture(autouse=True)
+def _fresh_request_budget():
+    """Each test starts with the whole per-user budget of expensive requests (agents.throttling): user ids come
+    back from test to test, and their histories would carry over in the process's cache. And with every slot
+    free: the test client never closes a streamed response it did not read, which a server always does."""
+    from django.core.cache import caches
+
+    from agents import throttling
+
+    caches["throttle"].clear()
+    throttling.SLOTS.running = 0
+    yield
+
+
+@pytest.fixture(autouse=True)
 def _private_upload_dir(settings, tmp_path_factory):
     """Each test keeps its pending uploads in a folder of its own, so that runs side by side never see each
     other's files."""

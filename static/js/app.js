@@ -80,6 +80,16 @@ document.addEventListener("click", (event) => {
   history.replaceState(history.state, "", url.href);
 });
 
+// A long request refused (too many of yours, or the server busy: 429/503 with Retry-After) says so where its
+// answer would have gone, instead of leaving the old content as if nothing happened.
+document.addEventListener("htmx:beforeSwap", (event) => {
+  const status = event.detail.xhr.status;
+  if ((status === 429 || status === 503) && event.detail.xhr.responseText.includes('id="busy-message"')) {
+    event.detail.shouldSwap = true;
+    event.detail.isError = false;
+  }
+});
+
 // "Back" links go back in history when there is somewhere to go back to; their href is the way without JS.
 document.addEventListener("click", (event) => {
   const link = event.target.closest && event.target.closest("a[data-history-back]");
