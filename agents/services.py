@@ -1008,7 +1008,7 @@ _SEARCH_INDEXED: dict[str, bool] = {}
 
 
 def search_indexed() -> bool:
-    """Whether this database has the trigram index of migration 0010 (and the setting allows using it)."""
+    """Whether this database has the trigram index of migration 0011 (and the setting allows using it)."""
     from django.conf import settings
 
     if not getattr(settings, "MEMORYVIZ_SEARCH_INDEX", True):

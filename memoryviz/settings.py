@@ -182,7 +182,7 @@ MEMORYVIZ_UPLOAD_BYTES_PER_USER = int(
 # by `manage.py cleanup_imports` (which `make run` runs at start).
 MEMORYVIZ_IMPORT_STALE_SECONDS = _env_int("MEMORYVIZ_IMPORT_STALE_SECONDS", 15 * 60)
 
-# The session list's text search uses the trigram index of migration 0010 (FTS5 on SQLite, pg_trgm on PostgreSQL);
+# The session list's text search uses the trigram index of migration 0011 (FTS5 on SQLite, pg_trgm on PostgreSQL);
 # false looks for the text by a plain scan of the contents (the same sessions, slower).
 MEMORYVIZ_SEARCH_INDEX = _env_bool("MEMORYVIZ_SEARCH_INDEX", True)
 

@@ -45,7 +45,7 @@ def _run(statements: dict[str, list[str]]):
 class Migration(migrations.Migration):
 
     dependencies = [
-        ("agents", "0009_session_state_tool_names"),
+        ("agents", "0010_session_state_tool_names"),
     ]
 
     operations = [

@@ -18,7 +18,7 @@ def fill_tool_names(apps, schema_editor):
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('agents', '0008_preset'),
+        ('agents', '0009_agent_token_counter'),
     ]
 
     operations = [
