@@ -491,7 +491,7 @@ class ImportRun:
         self.agents: list[int] = []
 
     def session_start(
-        self, *, agent: models.Agent, conversation: Conversation, counter: str, append_to: models.Session | None = None
+        self, *, agent: models.Agent, conversation: Conversation, counter: str | None, append_to: models.Session | None = None
     ) -> models.Session:
         def create() -> models.Session:
             with transaction.atomic():

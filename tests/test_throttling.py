@@ -3,6 +3,8 @@ most a configured number run at once in a process (503 with Retry-After): never 
 from __future__ import annotations
 
 import pytest
+from django.core.signals import request_finished
+from django.db import close_old_connections
 
 from agents import throttling
 
@@ -31,6 +33,17 @@ def free_slots():
     before = throttling.SLOTS.running
     yield
     throttling.SLOTS.running = before
+
+
+def close_as_a_server_does(response) -> None:
+    """Close a response the client dropped. Closing sends ``request_finished``, whose ``close_old_connections``
+    would close the test's connection inside its transaction (PostgreSQL then fails the next query); the test
+    client keeps it disconnected around a request for the same reason."""
+    request_finished.disconnect(close_old_connections)
+    try:
+        response.close()
+    finally:
+        request_finished.connect(close_old_connections)
 
 
 def trim_url(session) -> str:
@@ -62,7 +75,7 @@ def test_the_api_and_the_pages_share_one_budget_per_user(alice_client, client, b
     assert alice_client.get(trim_url(session)).status_code == 200
     export = alice_client.post(f"/sessions/{session.pk}/export/", {"format": "openai"})
     assert export.status_code == 200
-    export.close()
+    assert b"Weather in Paris?" in b"".join(export.streaming_content)
     assert alice_client.get(f"/sessions/{session.pk}/lab/compare/").status_code == 429
     assert alice_client.get(trim_url(session)).status_code == 429
     # Cheap pages are not counted, and another user has a budget of their own.
@@ -99,7 +112,7 @@ def test_a_streamed_export_holds_its_slot_until_it_is_sent_or_dropped(alice_clie
     # A client that goes away before the first chunk: closing the response gives the slot back too.
     dropped = alice_client.post(f"/sessions/{session.pk}/export/", {"format": "openai"})
     assert throttling.SLOTS.running == 1
-    dropped.close()
+    close_as_a_server_does(dropped)
     assert throttling.SLOTS.running == 0
 
 
