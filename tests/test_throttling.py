@@ -96,6 +96,9 @@ def test_a_busy_process_answers_503_with_retry_after_at_once(alice_client, sessi
     upload = alice_client.post("/import/", {})
     assert upload.status_code == 503
     assert alice_client.get("/import/").status_code == 200  # the form itself is cheap
+    # So is the export page a GET of an export URL shows; the download (a POST) is not.
+    assert alice_client.get(f"/sessions/{session.pk}/export/?format=openai").status_code == 200
+    assert alice_client.post(f"/sessions/{session.pk}/export/", {"format": "openai"}).status_code == 503
     throttling.SLOTS.give_back()
     assert alice_client.get(trim_url(session)).status_code == 200
     throttling.SLOTS.give_back()
