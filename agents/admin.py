@@ -304,6 +304,7 @@ class SessionAdmin(ProjectScopedAdmin):
     list_select_related = ["agent"]
     autocomplete_fields = ["agent"]
     # Summaries are computed at import; editing them by hand would make the lists lie.
+    # Whether an import has completed it is the import's to say (imports.ImportRun, cleanup_imports).
     readonly_fields = [
         "message_count",
         "token_total",
@@ -312,6 +313,10 @@ class SessionAdmin(ProjectScopedAdmin):
         "token_counter",
         "violations",
         "imported_at",
+        "state",
+        "import_owner",
+        "import_heartbeat",
+        "append_to",
     ]
     show_full_result_count = False
 
