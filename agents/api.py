@@ -284,7 +284,8 @@ def agent_detail(request: Request, agent_id: int) -> Response:
             field, errors = next(iter(form.errors.items()))
             return _bad_request(f"{field}: {errors[0]}")
         services.agent_update(agent=agent, user=request.user, changes=form.cleaned_data)
-    return Response(_agent_dict(request, agent, can_edit=can_edit, session_count=agent.sessions.filter(state=models.Session.State.READY).count()))
+    ready = agent.sessions.filter(state=models.Session.State.READY)
+    return Response(_agent_dict(request, agent, can_edit=can_edit, session_count=ready.count()))
 
 
 @extend_schema(

@@ -13,6 +13,7 @@ into it in that last transaction. The pages, the API, the command line and the b
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import hashlib
 import os
 import re
@@ -491,7 +492,12 @@ class ImportRun:
         self.agents: list[int] = []
 
     def session_start(
-        self, *, agent: models.Agent, conversation: Conversation, counter: str | None, append_to: models.Session | None = None
+        self,
+        *,
+        agent: models.Agent,
+        conversation: Conversation,
+        counter: str | None,
+        append_to: models.Session | None = None,
     ) -> models.Session:
         def create() -> models.Session:
             with transaction.atomic():
@@ -521,8 +527,8 @@ class ImportRun:
         services.write_retrying(self._complete)
         for item in self.staged:
             if item.tool_names:
-                services.write_retrying(lambda item=item: services.tool_names_note(
-                    project_id=item.session.agent.project_id, names=item.tool_names))
+                services.write_retrying(functools.partial(
+                    services.tool_names_note, project_id=item.session.agent.project_id, names=item.tool_names))
         self.staged, self.hidden = [], []
 
     def _complete(self) -> None:
@@ -568,9 +574,9 @@ class ImportRun:
             session_remove(pk)
         self.staged, self.hidden = [], []
         for pk in reversed(self.agents):
-            services.write_retrying(lambda pk=pk: models.Agent.objects.filter(pk=pk, sessions=None).delete())
+            services.write_retrying(models.Agent.objects.filter(pk=pk, sessions=None).delete)
         for pk in reversed(self.projects):
-            services.write_retrying(lambda pk=pk: models.Project.objects.filter(pk=pk, agents=None).delete())
+            services.write_retrying(models.Project.objects.filter(pk=pk, agents=None).delete)
 
 
 def session_remove(session_id: int) -> None:

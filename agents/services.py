@@ -428,7 +428,8 @@ def messages_append(
             content_keys=None if content_keys is None else content_keys[stored.count:stored.count + len(batch)],
         )
         if committed:
-            write_retrying(lambda: _rows_insert_committed(rows, calls, session=session, start_seq=seq))
+            # Called at once (and again on retry) within this iteration: the loop's current values are meant.
+            write_retrying(lambda: _rows_insert_committed(rows, calls, session=session, start_seq=seq))  # noqa: B023
         else:
             _rows_insert(rows, calls, session=session, start_seq=seq)
         stored.tool_names.update(call.name for call in calls)
@@ -467,7 +468,9 @@ WRITE_ATTEMPTS = 6
 WRITE_BACKOFF_SECONDS = 0.05
 
 
-def write_retrying(write: Callable[[], Any], *, attempts: int = WRITE_ATTEMPTS, sleep: Callable[[float], None] | None = None) -> Any:
+def write_retrying(
+    write: Callable[[], Any], *, attempts: int = WRITE_ATTEMPTS, sleep: Callable[[float], None] | None = None
+) -> Any:
     """``write()`` (a whole transaction of its own), tried again while SQLite says the database is locked or busy.
     Must not run inside another transaction: the retry would repeat only part of it."""
     pause = WRITE_BACKOFF_SECONDS

@@ -12,11 +12,12 @@ from __future__ import annotations
 import functools
 import threading
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any
+from typing import Any, cast
 
 from django.conf import settings
 from django.core.cache import caches
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
+from django.http.response import HttpResponseBase
 from django.shortcuts import render
 from rest_framework.exceptions import APIException, Throttled
 from rest_framework.throttling import UserRateThrottle
@@ -85,7 +86,7 @@ def admit(request: Any) -> Callable[[], None]:
     """Let an expensive request in, or raise ``Throttled`` (over the user's rate) or ``Busy`` (no free slot).
     Returns what to call when the work is done (exactly once)."""
     throttle = ExpensiveThrottle()
-    if not throttle.allow_request(request, None):
+    if not throttle.allow_request(request, None):  # type: ignore[arg-type]  # no view: the rate is per user
         raise Throttled(wait=throttle.wait())
     if not SLOTS.take():
         raise Busy(wait=settings.MEMORYVIZ_BUSY_RETRY_SECONDS)
@@ -125,10 +126,10 @@ class _Releasing:
             self._release()
 
 
-def hold_while_streaming(response: HttpResponse, release: Callable[[], None]) -> HttpResponse:
+def hold_while_streaming(response: HttpResponseBase, release: Callable[[], None]) -> HttpResponseBase:
     """Keep the slot until a streamed response is sent (or dropped); give it back now otherwise."""
-    if getattr(response, "streaming", False):
-        response.streaming_content = _Releasing(response.streaming_content, release)
+    if isinstance(response, StreamingHttpResponse) and not response.is_async:
+        response.streaming_content = _Releasing(cast(Iterator[bytes], response.streaming_content), release)
     else:
         release()
     return response
@@ -136,7 +137,7 @@ def hold_while_streaming(response: HttpResponse, release: Callable[[], None]) ->
 
 def refusal(request: HttpRequest, exc: Throttled | Busy) -> HttpResponse:
     """The page's "wait and try again", with ``Retry-After``: 429 over the rate, 503 when busy."""
-    wait = max(1, int(exc.wait or 1))
+    wait = max(1, int(getattr(exc, "wait", None) or 1))
     busy = isinstance(exc, Busy)
     context = {"busy": busy, "wait": wait}
     template = "agents/busy.html"
@@ -147,14 +148,14 @@ def refusal(request: HttpRequest, exc: Throttled | Busy) -> HttpResponse:
     return response
 
 
-def expensive(view: Callable[..., HttpResponse] | None = None, *, methods: tuple[str, ...] = ()) -> Any:
+def expensive(view: Callable[..., HttpResponseBase] | None = None, *, methods: tuple[str, ...] = ()) -> Any:
     """For a page: throttled per user and limited in concurrency, as the API's expensive endpoints are.
     ``methods``: only requests with these methods are (``("POST",)``: the form itself is cheap)."""
     if view is None:
         return functools.partial(expensive, methods=methods)
 
     @functools.wraps(view)
-    def wrapped(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+    def wrapped(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
         if methods and request.method not in methods:
             return view(request, *args, **kwargs)
         try:

@@ -11,6 +11,7 @@ project left without members is named on stderr.
 """
 from __future__ import annotations
 
+import functools
 import json
 import os
 import sys
@@ -77,7 +78,8 @@ class Command(ContractCommand):
         projects = models.Project.objects.filter(slug__in={r.project for r in reports if r.project})
         for project in projects:
             for user in members:
-                services.write_retrying(lambda project=project, user=user: models.Membership.objects.get_or_create(
+                services.write_retrying(functools.partial(
+                    models.Membership.objects.get_or_create,
                     project=project, user=user, defaults={"role": models.Membership.Level.EDITOR}))
             if not project.memberships.exists():
                 self.stderr.write(
