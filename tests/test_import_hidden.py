@@ -129,14 +129,18 @@ def test_it_appends_new_messages_only_when_the_import_completes(tmp_path: Path, 
     assert list(models.Message.objects.filter(session=session).values_list("seq", flat=True)) == list(range(len(msgs)))
     assert models.Session.objects.count() == 1  # the staging session is gone
     last = models.Message.objects.filter(session=session).order_by("-seq").first()
-    assert last.token_running == sum(models.Message.objects.filter(session=session).values_list("token_count", flat=True))
+    counts = models.Message.objects.filter(session=session).values_list("token_count", flat=True)
+    assert last.token_running == sum(counts)
 
 
-def test_it_refuses_to_append_to_a_session_that_changed_meanwhile(db, tmp_path: Path, agent: models.Agent, make_session) -> None:
+def test_it_refuses_to_append_to_a_session_that_changed_meanwhile(
+    db, tmp_path: Path, agent: models.Agent, make_session
+) -> None:
     stored = make_session([{"role": "user", "content": "hi", "external_id": "m0"}], external_id="conv")
     run = imports.ImportRun()
     data = {"format": "memoryviz", "version": 1, "sessions": [{"external_id": "conv", "messages": [
-        {"role": "user", "content": "hi", "external_id": "m0"}, {"role": "assistant", "content": "yo", "external_id": "m1"}]}]}
+        {"role": "user", "content": "hi", "external_id": "m0"},
+        {"role": "assistant", "content": "yo", "external_id": "m1"}]}]}
     imports.import_file(_write(tmp_path, "c.json", data), project=agent.project, agent=agent, run=run)
     # Another writer (the API, live capture) appends to the session before this run completes.
     models.Session.objects.filter(pk=stored.pk).update(message_count=2)

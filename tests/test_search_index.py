@@ -8,7 +8,8 @@ from contextlib import contextmanager
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
-from hypothesis import HealthCheck, given, settings as hypothesis_settings
+from hypothesis import HealthCheck, given
+from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
 
 from agents import models, services
@@ -121,7 +122,8 @@ def test_it_suggests_tool_names_stored_per_project_without_reading_tool_calls(ma
     make_session([{"role": "user", "content": "go"}, {"role": "assistant", "content": None, "tool_calls": [
         {"id": "c1", "type": "function", "function": {"name": "get_weather", "arguments": "{}"}},
         {"id": "c2", "type": "function", "function": {"name": "book_hotel", "arguments": "{}"}}]},
-        {"role": "tool", "tool_call_id": "c1", "content": "sun"}, {"role": "tool", "tool_call_id": "c2", "content": "ok"}])
+        {"role": "tool", "tool_call_id": "c1", "content": "sun"},
+        {"role": "tool", "tool_call_id": "c2", "content": "ok"}])
     make_session([{"role": "assistant", "content": None, "tool_calls": [
         {"id": "c9", "type": "function", "function": {"name": "secret_tool", "arguments": "{}"}}]}], agent=other_agent)
     with CaptureQueriesContext(connection) as ctx:

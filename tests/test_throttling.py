@@ -105,7 +105,9 @@ def test_a_busy_process_answers_503_with_retry_after_at_once(alice_client, sessi
     assert throttling.SLOTS.running == 0
 
 
-def test_a_streamed_export_holds_its_slot_until_it_is_sent_or_dropped(alice_client, session, settings, free_slots) -> None:
+def test_a_streamed_export_holds_its_slot_until_it_is_sent_or_dropped(
+    alice_client, session, settings, free_slots
+) -> None:
     settings.MEMORYVIZ_EXPENSIVE_CONCURRENCY = 1
     response = alice_client.post(f"/sessions/{session.pk}/export/", {"format": "openai"})
     assert response.streaming and throttling.SLOTS.running == 1
