@@ -140,7 +140,7 @@ def test_it_shows_an_invalid_parameter_next_to_its_field(alice_client, make_sess
     response = alice_client.get(lab_url(session), {"strategy": "buffered", "buffer_size": "0"})
     assert response.status_code == 200
     html = response.content.decode()
-    assert re.search(r'id="error-buffer_size" role="alert">Input should be greater than 0</p>', html)
+    assert re.search(r'id="error-buffer_size" role="alert">buffer_size must be greater than 0</p>', html)
     assert "No preview" in html
 
 
@@ -154,7 +154,7 @@ def test_it_answers_an_invalid_parameter_over_htmx_with_200_and_the_error(alice_
         assert response.status_code == 200
         name = next(iter(params))
         assert re.search(
-            rf'id="error-{name}" role="alert" hx-swap-oob="true">Input should be', response.content.decode()
+            rf'id="error-{name}" role="alert" hx-swap-oob="true">{name} must be', response.content.decode()
         )
 
 

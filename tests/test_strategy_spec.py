@@ -63,7 +63,7 @@ def test_it_reads_one_set_of_yes_no_words_everywhere(word: str, value: bool) -> 
 
 def test_it_refuses_a_yes_no_word_outside_the_set() -> None:
     for word in ("t", "y", "maybe", "2"):
-        with pytest.raises(StrategyError, match=f"pin_system={word}: Input should be true or false"):
+        with pytest.raises(StrategyError, match=f"pin_system={word}: pin_system must be true or false"):
             spec_from_pairs("buffered", [f"pin_system={word}"])
 
 
@@ -92,14 +92,14 @@ def test_it_names_each_invalid_parameter_as_written_and_lists_the_valid_ones() -
     assert [(p.param, p.written, p.reason) for p in exc.problems] == [
         ("garbage", "'garbage'", "expected key=value"),
         ("size", "size=3", "unknown parameter 'size'"),
-        ("buffer_size", "buffer_size=0", "Input should be greater than 0"),
+        ("buffer_size", "buffer_size=0", "buffer_size must be greater than 0"),
     ]
     text = str(exc)
     assert text.startswith("invalid parameters for strategy 'buffered': 'garbage': expected key=value; size=3:")
     assert "Valid parameters: pin_system (boolean, default true), buffer_size (integer > 0" in text
     assert "--set" not in text
     # An interface puts its own way of naming a parameter in front of each.
-    assert "--set buffer_size=0: Input should be greater than 0" in exc.text(flag="--set ")
+    assert "--set buffer_size=0: buffer_size must be greater than 0" in exc.text(flag="--set ")
 
 
 def test_it_keeps_the_values_as_read_for_a_form_to_show_again() -> None:
@@ -166,3 +166,19 @@ def test_it_names_the_parameters_a_rule_across_them_was_checked_on() -> None:
     with pytest.raises(StrategyError) as err:
         spec_from_pairs("maf_truncation", ["max_n=5", "compact_to=6"])
     assert "max_n=5, compact_to=6: compact_to must be less than or equal to max_n" in str(err.value)
+
+
+@pytest.mark.parametrize(("text", "says"), [
+    ("buffered:buffer_size=0", "buffer_size=0: buffer_size must be greater than 0"),
+    ("buffered:buffer_size=abc", "buffer_size=abc: buffer_size must be a whole number"),
+    ("buffered:buffer_size=1.5", "buffer_size=1.5: buffer_size must be a whole number"),
+    ("langchain_last:max_tokens=-1", "max_tokens=-1: max_tokens must be 0 or more"),
+    ("langchain_last:end_on=human,bob", "end_on=human,bob: end_on must be one of 'system', 'human', 'ai' or 'tool'"),
+    ("buffered:pin_system=maybe", "pin_system=maybe: pin_system must be true or false"),
+])
+def test_it_says_what_is_wrong_as_a_sentence_about_the_parameter(text: str, says: str) -> None:
+    # Not pydantic's "Input should be a valid integer, unable to parse string as an integer".
+    with pytest.raises(StrategyError) as err:
+        spec_from_text(text)
+    assert says in str(err.value)
+    assert "Input should" not in str(err.value) and "unable to parse" not in str(err.value)

@@ -96,7 +96,7 @@ def test_it_trims_the_first_of_several_conversations_and_says_so(tmp_path: Path)
     [
         (["--strategy", "newest"], "unknown strategy 'newest'; valid: unbounded, "),
         (["--strategy", "buffered", "--set", "size=3"], "unknown parameter 'size'"),
-        (["--strategy", "buffered", "--set", "buffer_size=0"], "buffer_size=0: Input should be greater than 0"),
+        (["--strategy", "buffered", "--set", "buffer_size=0"], "buffer_size=0: buffer_size must be greater than 0"),
         (["--strategy", "langchain_last", "--set", "start_on=user"], "start_on"),
         (["--strategy", "buffered", "--set", "buffer_size"], "expected key=value"),
         (["--strategy", "buffered", "--counter", "gpt2"], "unknown counter 'gpt2'; valid: approx, cl100k, messages"),

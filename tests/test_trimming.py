@@ -113,7 +113,7 @@ def test_it_rejects_an_unknown_strategy_listing_the_valid_ones() -> None:
 @pytest.mark.parametrize(
     ("strategy", "params", "says"),
     [
-        ("buffered", {"buffer_size": 0}, "buffer_size=0: Input should be greater than 0"),
+        ("buffered", {"buffer_size": 0}, "buffer_size=0: buffer_size must be greater than 0"),
         ("buffered", {"buffer": 3}, "unknown parameter 'buffer'"),
         ("head_and_tail", {"head_size": -1}, "head_size=-1"),
         ("langchain_first", {"start_on": "human"}, "unknown parameter 'start_on'"),
@@ -144,7 +144,7 @@ def test_it_keeps_one_choice_of_a_list_parameter_as_one_choice() -> None:
 
 
 def test_it_names_a_bad_item_of_a_comma_separated_list() -> None:
-    with pytest.raises(StrategyError, match=r'end_on="human,bob": Input should be'):
+    with pytest.raises(StrategyError, match=r'end_on="human,bob": end_on must be one of'):
         strategy_spec("langchain_last", {"end_on": "human,bob"})
 
 

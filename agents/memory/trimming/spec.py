@@ -14,7 +14,7 @@ that takes a list; ``"quoted"`` JSON text and ``null`` as JSON; anything else as
 model converts (``5`` for a number). Then the strategy's pydantic model validates it, once: the result is a
 ``StrategySpec``, which ``trim`` runs as it is.
 
-Errors name the parameter as written (``buffer_size=0: Input should be greater than 0``) and nothing of any
+Errors name the parameter as written (``buffer_size=0: buffer_size must be greater than 0``) and nothing of any
 interface; ``StrategyError.text(flag)`` puts an interface's own way of writing a parameter in front of each
 (``--set buffer_size=0: ...``), and ``problems`` lets a form put each next to its field.
 
@@ -127,7 +127,7 @@ def strategy_spec(
         if word is not None and _accepts_bool(annotation) and word in TRUE_WORDS | FALSE_WORDS:
             value = word in TRUE_WORDS  # also where a yes/no is one choice among others (true, or a list of names)
         elif word is not None and annotation is bool:
-            found[name] = ParamProblem(name, place(name), "Input should be true or false (or on/off, yes/no, 1/0)")
+            found[name] = ParamProblem(name, place(name), f"{name} must be true or false (or on/off, yes/no, 1/0)")
             continue
         elif _accepts_list(annotation):
             value = _as_list(value)
@@ -136,14 +136,14 @@ def strategy_spec(
         params = strat.params_model.model_validate(readable)
     except ValidationError as exc:
         for err in exc.errors(include_url=False):
-            reason = err["msg"].removeprefix("Value error, ")
             if not err.get("loc"):  # a rule across parameters (compact_to <= max_n): name what was given
                 name = ", ".join(readable) or "params"
+                reason = err["msg"].removeprefix("Value error, ")
                 found.setdefault(name, ParamProblem(name, ", ".join(place(n) for n in readable), reason))
                 continue
             name = str(err["loc"][0])
             # A union reports one error per member: the first says enough.
-            found.setdefault(name, ParamProblem(name, place(name), reason))
+            found.setdefault(name, ParamProblem(name, place(name), _sentence(name, err)))
     if found:
         # What a form shows again: each value as read, converted where that went well.
         shown = {**given, **{k: v for k, v in readable.items() if k not in found}}
@@ -151,6 +151,39 @@ def strategy_spec(
             strategy=strat.name, problems=list(found.values()), valid=_describe_params(strat), given=shown
         )
     return StrategySpec(strat, params)
+
+
+# pydantic's error types, said as a sentence about the parameter ("buffer_size must be greater than 0") rather
+# than pydantic's "Input should be greater than 0".
+_SENTENCES = {
+    "greater_than": "must be greater than {gt}",
+    "greater_than_equal": "must be {ge} or more",
+    "less_than": "must be less than {lt}",
+    "less_than_equal": "must be {le} or less",
+    "int_parsing": "must be a whole number",
+    "int_from_float": "must be a whole number",
+    "int_type": "must be a whole number",
+    "float_parsing": "must be a number",
+    "float_type": "must be a number",
+    "bool_parsing": "must be true or false (or on/off, yes/no, 1/0)",
+    "bool_type": "must be true or false (or on/off, yes/no, 1/0)",
+    "literal_error": "must be one of {expected}",
+    "string_type": "must be text",
+    "list_type": "must be a list (comma-separated, or the parameter repeated)",
+}
+
+
+def _sentence(name: str, err: Any) -> str:
+    template = _SENTENCES.get(err.get("type", ""))
+    if template is not None:
+        try:
+            return f"{name} {template.format(**err.get('ctx', {}))}"
+        except (KeyError, IndexError):
+            pass
+    message = str(err["msg"]).removeprefix("Value error, ")
+    if message.startswith("Input should be "):
+        return f"{name} must be {message.removeprefix('Input should be ')}"
+    return f"{name}: {message}"
 
 
 def _describe_params(strategy: Strategy) -> str:
