@@ -1,0 +1,73 @@
+"""Dark mode: the pages follow the system's colour scheme (prefers-color-scheme), with readable contrast."""
+from __future__ import annotations
+
+import pytest
+
+from tests.browser.conftest import screenshot
+from tests.conversations import TRAVEL
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+# The contrast of an element's text against the first opaque background behind it (WCAG's formula).
+CONTRAST = """(selector) => {
+  const rgb = (c) => (c.match(/[\\d.]+/g) || []).map(Number);
+  const lum = ([r, g, b]) => {
+    const f = (v) => { v /= 255; return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4; };
+    return 0.2126 * f(r) + 0.7152 * f(g) + 0.0722 * f(b);
+  };
+  const e = document.querySelector(selector);
+  if (!e) return null;
+  let p = e, back = null;
+  while (p) {
+    const c = rgb(getComputedStyle(p).backgroundColor);
+    if (c.length === 3 || (c.length === 4 && c[3] > 0.9)) { back = c.slice(0, 3); break; }
+    p = p.parentElement;
+  }
+  back = back || [255, 255, 255];
+  const a = lum(rgb(getComputedStyle(e).color).slice(0, 3)), b = lum(back);
+  return (Math.max(a, b) + 0.05) / (Math.min(a, b) + 0.05);
+}"""
+
+
+def _luminance(page) -> float:
+    return page.evaluate(
+        "() => { const [r, g, b] = getComputedStyle(document.body).backgroundColor.match(/\\d+/g).map(Number);"
+        " return (0.2126 * r + 0.7152 * g + 0.0722 * b) / 255; }"
+    )
+
+
+@pytest.mark.parametrize("scheme", ["dark", "light"])
+def test_the_pages_follow_the_system_colour_scheme_with_readable_text(browser, live_server, alice, make_session,
+                                                                      scheme):
+    session = make_session(TRAVEL, title="Paris and Tokyo")
+    context = browser.new_context(viewport={"width": 1440, "height": 900}, color_scheme=scheme)
+    try:
+        page = context.new_page()
+        page.goto(f"{live_server.url}/login/")
+        page.fill("input[name=username]", "alice")
+        page.fill("input[name=password]", "pw-alice-123")
+        page.click("button[type=submit]")
+        page.wait_for_selector("#session-table")
+        pages = {
+            "list": ("/", ["#session-table td.title-cell > a", "#session-table .muted", "label[for=id_q]",
+                           "table.data th", ".sidebar-title"]),
+            "session": (f"/sessions/{session.pk}/", ["article.msg .text", "article.msg .role", ".facts dt",
+                                                     ".badge-violation, .badge-error, .badge-ok"]),
+            "lab": (f"/sessions/{session.pk}/lab/?strategy=buffered&buffer_size=3",
+                    [".strategy-about p", ".param .help", "#kept-count", ".lab-reason", "button.button.primary"]),
+        }
+        for name, (path, selectors) in pages.items():
+            page.goto(f"{live_server.url}{path}")
+            page.wait_for_load_state()
+            dark = _luminance(page) < 0.2
+            assert dark is (scheme == "dark"), (name, _luminance(page))
+            for selector in selectors:
+                ratio = page.evaluate(CONTRAST, selector)
+                assert ratio is not None, (name, selector)
+                assert ratio >= 4.5, (scheme, name, selector, round(ratio, 2))
+            for width in (1440, 390):
+                page.set_viewport_size({"width": width, "height": 900})
+                screenshot(page, f"{scheme}-{name}-{width}")
+            page.set_viewport_size({"width": 1440, "height": 900})
+    finally:
+        context.close()
