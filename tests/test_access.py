@@ -13,8 +13,9 @@ SESSION = [
     {"role": "user", "content": "Where is my parcel?"},
     {"role": "assistant", "content": "On its way."},
 ]
-# Pages that must answer an anonymous visitor: the login page itself and logging out.
-PUBLIC = {"login", "logout"}
+# Pages that must answer an anonymous visitor: the login page itself, logging out, and /favicon.ico (a redirect to
+# the static icon, which browsers ask for before anyone logs in).
+PUBLIC = {"login", "logout", "agents:favicon"}
 
 
 def _routes(patterns=None, prefix: str = "", namespace: str = "") -> Iterator[tuple[str, str]]:
@@ -50,6 +51,11 @@ def test_it_requires_a_login_on_every_url(client, db, method):
             assert response.status_code in (401, 403, 404, 405), f"{name}: {response.status_code}"
         checked += 1
     assert checked >= 2
+
+
+def test_it_answers_an_anonymous_favicon_request_with_the_static_icon_only(client, db):
+    response = client.get("/favicon.ico")
+    assert response.status_code == 301 and response["Location"].endswith("/img/favicon.svg")
 
 
 def test_it_sends_an_anonymous_visitor_to_the_login_page_and_back(client, db):
