@@ -6,13 +6,21 @@ HTML: a strip of runs and a capped list of message bodies. (Across sessions: ``s
 """
 from __future__ import annotations
 
+import json
+import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from itertools import groupby
+from typing import Any
+from urllib.parse import urlencode
+
+from django.urls import reverse
+
+from agents import models
 
 from agents.memory.chain import Violation
 from agents.memory.schema import Message, content_text
-from agents.memory.trimming import TrimResult
+from agents.memory.trimming import StrategySpec, TrimResult
 
 # --- one trim as a page shows it -----------------------------------------------------------------------------
 
@@ -222,3 +230,26 @@ def _bounded_items(sequence: list[PreviewRow]) -> list[PreviewRow | Gap]:
     first = next((x.index if isinstance(x, PreviewRow) else x.first) for x in hidden)
     last = next((x.index if isinstance(x, PreviewRow) else x.last) for x in reversed(hidden))
     return chosen[:start] + [Gap(hidden_count, "hidden", first or 0, last or 0)] + chosen[end + 1 :]
+
+
+# --- the same result elsewhere -------------------------------------------------------------------------------
+
+
+def equivalents(request: Any, session: models.Session, spec: StrategySpec, counter: str) -> dict[str, str]:
+    """Where else the lab's result comes from, to copy: the trim API's URL (with the messages, as JSON), and
+    the commands that give the same result from a file (the session exported, then trimmed)."""
+    query = spec.lab_query + (f"&{urlencode({'counter': counter})}" if counter != session.token_counter else "")
+    api = request.build_absolute_uri(reverse("api:session_trim", args=[session.pk])) + "?" + query
+    file = f"session-{session.pk}.json"
+    sets: list[str] = []
+    for key, value in spec.changed().items():
+        written = ",".join(str(v) for v in value) if isinstance(value, list) else (
+            value if isinstance(value, str) else json.dumps(value))
+        sets += ["--set", f"{key}={written}"]
+    export = ["python", "manage.py", "export_history", "--session", str(session.pk), "--format", "openai", "-o", file]
+    trim_cmd = ["python", "manage.py", "trim", file, "--strategy", spec.name, *sets, "--counter", counter]
+    return {
+        "api_url": api,
+        "messages_url": f"{api}&messages=1",
+        "command": f"{shlex.join(export)} && {shlex.join(trim_cmd)}",
+    }

@@ -5,16 +5,28 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlencode
 
-from django.http import HttpResponse
+from django.http import HttpResponse, QueryDict
 from django.shortcuts import redirect, render
 from django.urls import reverse
-from django.views.decorators.http import require_GET
+from django.views.decorators.http import require_GET, require_POST
 
-from agents import lab, services
+from agents import lab, lab_charts, services
 from agents.forms import SessionFilterForm
 from agents.http import HtmxHttpRequest
 from agents.lab_forms import strategy_params_form
-from agents.memory.trimming import STRATEGIES, StrategyError, StrategySpec, get_strategy, spec_from_text, strategy_spec
+from agents.memory.replay import Replay
+from agents.memory.tokens import COUNTERS
+from agents.memory.trimming import (
+    MEMORY_KINDS,
+    STRATEGIES,
+    StrategyError,
+    StrategySpec,
+    get_strategy,
+    spec_from_query,
+    spec_from_text,
+    strategy_spec,
+)
+from agents.memory.trimming.catalog import strategies_by_framework, strategy_entry
 from agents.throttling import expensive
 
 DEFAULT_STRATEGY = "buffered"
@@ -27,26 +39,55 @@ MAX_COLUMNS = 4
 @expensive
 def session_lab(request: HtmxHttpRequest, session_id: int) -> HttpResponse:
     session = services.session_for_user(request.user, session_id)
-    name = request.GET.get("strategy") or DEFAULT_STRATEGY
+    query, preset, preset_error = _lab_query(request, session)
+    name = query.get("strategy") or DEFAULT_STRATEGY
     strategy_error = "" if name in STRATEGIES else f"unknown strategy '{name}'"
     strategy = STRATEGIES.get(name) or get_strategy(DEFAULT_STRATEGY)
+    counter = query.get("counter") or session.token_counter
+    counter_error = "" if counter in COUNTERS else (
+        f"Unknown counter ‘{counter}’; counting with {session.token_counter}, the stored one."
+    )
+    if counter_error:
+        counter = session.token_counter
     # The form says which strategy its parameters were for: after a switch (without JS) they start from defaults.
-    params_for = request.GET.get("params_for")
-    form = strategy_params_form(strategy, None if params_for and params_for != strategy.name else request.GET)
-    preview = None
-    # An unknown strategy shows the default one's preview, as its message says.
+    params_for = query.get("params_for")
+    form = strategy_params_form(strategy, None if params_for and params_for != strategy.name else query)
+    preview = run = chart = step = None
+    # An unknown strategy (or counter) shows the default one's preview, as its message says.
     if form.spec is not None:
-        trimmed = services.session_trim(session=session, specs=[form.spec])
-        preview = lab.trim_preview(trimmed.messages, trimmed.counts, trimmed.results[0])
+        replayed = services.session_replay(session=session, spec=form.spec, counter=counter,
+                                           step=_int_or_none(query.get("step")))
+        run, step = replayed.replay, replayed.step
+        # At a call of the run, its input is the messages before it.
+        call = replayed.sent_from
+        preview = lab.trim_preview(replayed.messages[:call], replayed.counts[:call], replayed.result)
+        chart = lab_charts.replay_chart(run.steps, chosen=step)
     spec = form.spec or strategy_spec(strategy)
     other = "safe_token_budget" if strategy.name != "safe_token_budget" else "buffered"
     context = {
         "session": session,
-        "strategies": list(STRATEGIES.values()),
+        "catalog": strategies_by_framework(),
+        "entry": strategy_entry(strategy),
         "strategy": strategy,
         "strategy_error": strategy_error,
         "form": form,
         "preview": preview,
+        "counter": counter,
+        "counter_error": counter_error,
+        "counters": sorted(COUNTERS),
+        "replay": run,
+        "chart": chart,
+        "step": step,
+        "step_call": run.steps[step] if run is not None and step is not None else None,
+        "memory_text": MEMORY_KINDS[strategy.memory],
+        "replay_links": _replay_links(run, spec, counter, session) if run is not None else None,
+        "preset": preset,
+        "preset_error": preset_error,
+        "presets": services.presets_for_user(request.user, project=session.agent.project),
+        "can_save_preset": services.editable_projects(request.user).filter(pk=session.agent.project_id).exists(),
+        "spec": spec,
+        "preset_fields": [(key, value) for key, values in QueryDict(spec.lab_query).lists() for value in values],
+        "equivalents": lab.equivalents(request, session, spec, counter) if form.spec is not None else None,
         "compare_query": urlencode([("s", spec.text), ("s", other)]),
         "diff_query": urlencode({"trim": spec.text}),
         # The Export menu of the trimmed view: the strategy and its changed parameters (``key=value,key=value``).
@@ -62,6 +103,62 @@ def session_lab(request: HtmxHttpRequest, session_id: int) -> HttpResponse:
         # document with a 400 answer to htmx).
         template_name += "#lab-main" if request.htmx.target == "lab-main" else "#lab-result"
     return render(request, template_name, context)
+
+
+def _lab_query(request: HtmxHttpRequest, session: Any) -> tuple[QueryDict, Any, str]:
+    """The lab's query: the page's own, or, for ``?preset=NAME`` (a shared link), the preset's strategy,
+    parameters and counter (a ``step`` of the link is kept). Also the preset, and why it did not apply."""
+    name = request.GET.get("preset", "").strip()
+    if not name:
+        return request.GET, None, ""
+    try:
+        preset = services.preset_for_session(session=session, name=name)
+        spec = services.preset_spec(preset)
+    except services.PresetError as exc:
+        return request.GET, None, str(exc)
+    query = QueryDict(spec.lab_query, mutable=True)
+    query["counter"] = preset.counter
+    query["params_for"] = spec.name
+    if request.GET.get("step"):
+        query["step"] = request.GET["step"]
+    return query, preset, ""
+
+
+def _replay_links(run: Replay, spec: StrategySpec, counter: str, session: Any) -> dict[str, Any]:
+    """Where the replay's first violation and first lost question are, and the lab's query to link to a step."""
+    query = spec.lab_query + (f"&{urlencode({'counter': counter})}" if counter != session.token_counter else "")
+    query += f"&{urlencode({'params_for': spec.name})}"
+
+    def at(step: int | None) -> dict[str, int] | None:
+        return None if step is None else {"step": step, "call": run.steps[step].call}
+
+    return {"query": query, "violation": at(run.first_violation), "question": at(run.first_question_lost)}
+
+
+def _int_or_none(value: str | None) -> int | None:
+    try:
+        return int(value) if value else None
+    except ValueError:
+        return None
+
+
+@require_POST
+def session_lab_preset(request: HtmxHttpRequest, session_id: int) -> HttpResponse:
+    """Save the lab's strategy, parameters and counter as a preset of the session's project (POST-redirect-GET to
+    the lab under the preset's link). The parameters come as the lab's form sends them."""
+    session = services.session_for_user(request.user, session_id)
+    name = request.POST.get("strategy", "")
+    try:
+        spec = spec_from_query(name, request.POST)
+        preset = services.preset_create(
+            user=request.user, project=session.agent.project, name=request.POST.get("preset_name", ""),
+            strategy=spec.name, params=spec.params.model_dump(mode="json"),
+            counter=request.POST.get("counter") or session.token_counter,
+        )
+    except (StrategyError, services.PresetError) as exc:
+        return render(request, "agents/lab_preset_error.html", {"session": session, "error": str(exc)}, status=400)
+    lab_url = reverse("agents:session_lab", args=[session.pk])
+    return redirect(f"{lab_url}?{urlencode({'preset': preset.name})}")
 
 
 @dataclass

@@ -30,6 +30,7 @@ from django.utils import timezone
 from agents import models
 from agents.memory import schema
 from agents.memory.chain import ProtocolChecker, ResultPlace, Violation, place_results
+from agents.memory.replay import Replay, replay, replay_call
 from agents.memory.tokens import count_messages, get_counter, total_tokens
 from agents.memory.trimming import StrategyError, StrategySpec, TrimResult, strategy_spec, trim
 
@@ -747,6 +748,50 @@ def session_trim(
     return SessionTrim(session, messages, counts, results, recounted)
 
 
+
+@dataclass
+class SessionReplay:
+    """A stored session's run replayed under a spec (the lab's slider), and what one call sent: ``result`` is the
+    call at ``step`` (input indices, as ``replay_call``), or the whole list trimmed once when no step was asked for
+    (``step`` None). ``counts`` are under the replay's counter (the stored ones for the session's own counter)."""
+
+    session: models.Session
+    messages: list[schema.Message]
+    counts: list[int]
+    replay: Replay
+    step: int | None
+    result: TrimResult
+    recounted: bool
+
+    @property
+    def sent_from(self) -> int:
+        """How many input messages the shown result is about: the messages before the chosen call."""
+        return self.replay.steps[self.step].call if self.step is not None else len(self.messages)
+
+
+def session_replay(
+    *,
+    session: models.Session,
+    spec: StrategySpec,
+    counter: str | None = None,
+    step: int | None = None,
+) -> SessionReplay:
+    """Read the session once, replay the spec on every call of the run (``memory.replay``) and trim what the
+    chosen ``step`` sent (out of range or None: the whole list, as ``session_trim``). The session's own counter
+    uses the stored counts; another counts every message once, for the replay and the trim alike."""
+    messages, counts = session_messages_with_counts(session)
+    counter = counter or session.token_counter
+    recounted = counter != session.token_counter
+    if recounted:
+        counts = count_messages(messages, get_counter(counter))
+    run = replay(messages, spec, counter=counter, token_counts=counts)
+    if step is not None and 0 <= step < len(run.steps):
+        result = replay_call(messages, spec, call=run.steps[step].call, counter=counter, token_counts=counts)
+    else:
+        step = None
+        result = trim(messages, spec, counter=counter, token_counts=counts)
+    return SessionReplay(session, messages, counts, run, step, result, recounted)
+
 @dataclass
 class MessagePage:
     """One page of a session's messages, for the session page."""
@@ -1220,6 +1265,14 @@ def preset_create(
         project=project, name=name, strategy=strategy, params=resolved.model_dump(mode="json"), counter=counter,
         created_by=_recorded_user(user),
     )
+
+
+def preset_spec(preset: models.Preset) -> StrategySpec:
+    """The preset's strategy with its stored parameters (validated again: a strategy may have changed since)."""
+    try:
+        return strategy_spec(preset.strategy, preset.params)
+    except StrategyError as exc:
+        raise PresetError(f"Preset \u201c{preset.name}\u201d no longer applies: {exc}") from None
 
 
 def _recorded_user(user: User) -> Any:

@@ -31,8 +31,14 @@ def test_it_renders_the_lab_with_a_form_from_the_strategy_parameters(alice_clien
     response = alice_client.get(lab_url(session), {"strategy": "buffered", "buffer_size": "4"})
     assert response.status_code == 200
     html = response.content.decode()
-    assert '<option value="buffered" selected title="Keeps the last buffer_size' in html
+    # The picker groups strategies by framework under their human names; what is picked is explained.
+    assert '<optgroup label="AutoGen">' in html
+    assert '<option value="buffered" selected>AutoGen: buffered context' in html
     assert "AutoGen BufferedChatCompletionContext" in html  # what it emulates
+    assert "<strong>Follows</strong> autogen-core 0.7.5" in html
+    # Before one is picked, every strategy's description and parameters with their defaults, by framework.
+    assert '<span class="mono">pin_system</span>=true, <span class="mono">buffer_size</span>=10<' in html
+    assert '<span class="mono">max_turns</span>=8' in html
     assert 'type="number" id="p-buffer_size" name="buffer_size" value="4" min="1"' in html  # bound > 0
     assert 'type="checkbox" id="p-pin_system" name="pin_system" value="true" checked' in html  # default true
     assert "Messages AutoGen keeps" in html  # the field's help text
@@ -163,7 +169,7 @@ def test_it_falls_back_from_an_unknown_strategy_with_a_message(alice_client, mak
     response = alice_client.get(lab_url(session), {"strategy": "nope"})
     assert response.status_code == 200
     html = response.content.decode()
-    assert "unknown strategy &#x27;nope&#x27;; showing buffered." in html
+    assert "Unknown strategy &#x27;nope&#x27;; showing AutoGen: buffered context." in html
     # It shows what it says it shows: buffered's preview, not "No preview".
     assert "No preview" not in html and 'id="kept-count"' in html and kept_in_page(html)
 

@@ -987,7 +987,7 @@ def _after_turn_steps(run: _Run, calls: list[_TurnCall]) -> list[ReplayStep]:
 
 def replay(
     messages: Sequence[Message],
-    strategy: str,
+    strategy: str | StrategySpec,
     params: Mapping[str, Any] | None = None,
     *,
     counter: str = DEFAULT_COUNTER,
@@ -997,8 +997,9 @@ def replay(
 ) -> Replay:
     """The strategy on every call of the run (module docstring). StrategyError on an unknown strategy or invalid
     parameters, as ``trim``. ``incremental=False`` trims every call's input from scratch (no sampling unless
-    ``work_limit`` says so): the reference the faster paths are tested and measured against."""
-    spec = strategy_spec(strategy, params)
+    ``work_limit`` says so): the reference the faster paths are tested and measured against. ``strategy`` may be a
+    validated ``StrategySpec`` (then ``params`` is not used)."""
+    spec = strategy if isinstance(strategy, StrategySpec) else strategy_spec(strategy, params)
     strat, resolved = spec.strategy, spec.params
     tc = get_counter(counter)
     counts = list(token_counts) if token_counts is not None else count_messages(messages, tc)
@@ -1099,7 +1100,7 @@ def _per_call(
 
 def replay_call(
     messages: Sequence[Message],
-    strategy: str,
+    strategy: str | StrategySpec,
     params: Mapping[str, Any] | None = None,
     *,
     call: int,
@@ -1109,7 +1110,7 @@ def replay_call(
     """What the framework sent at the call that produced message ``call`` (``len(messages)``: the next call), as
     a TrimResult in input indices: every input message before the call is kept or dropped. For a framework that
     carries what it kept, a message it had already deleted is dropped "at an earlier call"."""
-    spec = strategy_spec(strategy, params)
+    spec = strategy if isinstance(strategy, StrategySpec) else strategy_spec(strategy, params)
     strat, resolved = spec.strategy, spec.params
     tc = get_counter(counter)
     counts = list(token_counts) if token_counts is not None else count_messages(messages, tc)

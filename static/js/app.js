@@ -14,14 +14,33 @@ document.addEventListener("htmx:configRequest", (event) => {
 
 // A form that pushes its values to the URL also listens to "change", which a text field fires again when it loses
 // focus after its "input" events were already sent: a request for what the page already shows would swap the
-// result again under the user's hands (closing the Export menu they just opened). Skip it.
+// result again under the user's hands (closing the Export menu they just opened). Skip it. A field that the last
+// answer brought into the form (the lab's call slider, form="lab-form") and nobody moved yet is not in the URL:
+// it asks for nothing new either.
 document.addEventListener("htmx:configRequest", (event) => {
   const { elt, verb, formData, triggeringEvent } = event.detail;
   if (verb !== "get" || !triggeringEvent || triggeringEvent.type !== "change" || !formData) return;
   if (!elt.matches || !elt.matches("form[hx-push-url='true']")) return;
-  const asked = Array.from(formData.entries(), ([key, value]) => [key, String(value)]);
   const shown = Array.from(new URLSearchParams(location.search).entries());
+  const inUrl = new Set(shown.map(([key]) => key));
+  const untouched = (key) => {
+    const field = elt.elements.namedItem(key);
+    return field instanceof HTMLInputElement && field.type === "range" && field.value === field.defaultValue;
+  };
+  const asked = Array.from(formData.entries(), ([key, value]) => [key, String(value)])
+    .filter(([key]) => inUrl.has(key) || !untouched(key));
   if (JSON.stringify(asked) === JSON.stringify(shown)) event.preventDefault();
+});
+
+// A control that sends its own request (the lab's strategy select loads its form) does not also send its form's:
+// its "input" event bubbles to the form, whose request would replace the control's own (hx-sync) when the server
+// takes longer than the form's delay, and the page would keep the old form under the new URL. (htmx:confirm comes
+// before hx-sync aborts anything; htmx:configRequest would come after.)
+document.addEventListener("htmx:confirm", (event) => {
+  const { elt, triggeringEvent } = event.detail;
+  const source = triggeringEvent && triggeringEvent.target;
+  if (!source || source === elt || elt.tagName !== "FORM" || !source.hasAttribute) return;
+  if (source.hasAttribute("hx-get") || source.hasAttribute("hx-post")) event.preventDefault();
 });
 
 // Forms whose values live in the URL (data-sync-url: the list's filters, the report's). After Back or Forward htmx
@@ -136,4 +155,46 @@ document.addEventListener("htmx:validation:halted", (event) => {
 document.addEventListener("htmx:beforeRequest", (event) => {
   const box = event.detail.elt.querySelector && event.detail.elt.querySelector("[data-validation-message]");
   if (box) box.hidden = true;
+});
+
+// The lab's copy buttons: the text of a field (data-copy-from="id"), or one key of a JSON answer
+// (data-copy-json="url", data-copy-key="messages"), pretty-printed. The status line says what happened; where the
+// clipboard is not available (plain http), the field is selected so that a person can copy it.
+function copyStatus(button, text) {
+  const status = button.closest(".elsewhere-item, .copy-row")?.parentElement?.querySelector(".copy-status")
+    || button.closest(".elsewhere-item")?.querySelector(".copy-status");
+  if (status) status.textContent = text;
+  button.dataset.copied = text;
+}
+
+async function writeClipboard(text) {
+  if (!navigator.clipboard) throw new Error("no clipboard here");
+  await navigator.clipboard.writeText(text);
+}
+
+document.addEventListener("click", async (event) => {
+  const button = event.target.closest && event.target.closest("button[data-copy-from], button[data-copy-json]");
+  if (!button) return;
+  if (button.dataset.copyFrom) {
+    const field = document.getElementById(button.dataset.copyFrom);
+    if (!field) return;
+    field.select();
+    try {
+      await writeClipboard(field.value);
+      copyStatus(button, "Copied.");
+    } catch (error) {
+      copyStatus(button, "Selected: copy it with Ctrl+C.");
+    }
+    return;
+  }
+  try {
+    const response = await fetch(button.dataset.copyJson, {headers: {Accept: "application/json"}, credentials: "same-origin"});
+    if (!response.ok) throw new Error(`the API answered ${response.status}`);
+    const data = await response.json();
+    const value = button.dataset.copyKey ? data[button.dataset.copyKey] : data;
+    await writeClipboard(JSON.stringify(value, null, 2));
+    copyStatus(button, `Copied ${Array.isArray(value) ? value.length + " messages" : "the answer"} as JSON.`);
+  } catch (error) {
+    copyStatus(button, `Not copied: ${error.message}. Open the JSON instead.`);
+  }
 });

@@ -8,6 +8,7 @@ strategy of DESIGN.md's tables to have one).
 """
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 
 from agents.memory.trimming.registry import STRATEGIES, Strategy
@@ -29,6 +30,23 @@ class StrategyEntry:
     def title(self) -> str:
         """``AutoGen: buffered context``."""
         return f"{self.framework}: {self.label}"
+
+    @property
+    def strategy(self) -> Strategy:
+        return STRATEGIES[self.name]
+
+    @property
+    def description(self) -> str:
+        return self.strategy.description
+
+    def parameters(self) -> list[dict[str, str]]:
+        """Each parameter with its default, as the picker lists them before one is picked."""
+        out = []
+        for row in self.strategy.parameters():
+            default = row["default"]
+            text = "none" if default is None else (default if isinstance(default, str) else json.dumps(default))
+            out.append({"name": row["name"], "default_text": text, "help": row["help"]})
+        return out
 
 
 _ENTRIES: dict[str, tuple[str, str, str]] = {

@@ -1,0 +1,184 @@
+"""The lab's second edition on the page: the run replayed (slider, first violation, chart), another counter,
+presets saved and opened from the lab, and the same result elsewhere (API URL, command line)."""
+from __future__ import annotations
+
+import io
+import json
+import re
+import shlex
+from pathlib import Path
+
+import pytest
+from django.core.management import call_command
+from django.utils.html import escape
+
+from agents import services
+from agents.memory.replay import replay, replay_call
+from agents.memory.tokens import count_messages, get_counter
+from agents.memory.trimming import strategy_spec, trim
+from agents.models import Membership, Preset
+from tests.conversations import chat
+
+
+def lab_url(session) -> str:
+    return f"/sessions/{session.pk}/lab/"
+
+
+def kept_in_page(html: str) -> list[int]:
+    return sorted(int(i) for i in re.findall(r'id="lm-(\d+)" class="msg role-\w+ lab-msg lab-kept', html))
+
+
+# --- the run replayed ----------------------------------------------------------------------------------------
+
+
+def test_it_shows_where_the_replayed_run_first_breaks_the_protocol(alice_client, make_session):
+    session = make_session(chat(6), title="Weather")
+    messages, counts = services.session_messages_with_counts(session)
+    run = replay(messages, strategy_spec("openmanus_window", {"max_messages": 3}), counter="cl100k",
+                 token_counts=counts)
+    # A window of 3 cuts the previous turn's tool result off its call when the next question's call is made, and
+    # loses the question later: neither shows at the end of the run.
+    assert run.first_violation == 2 and run.steps[2].call == 6
+    assert run.first_question_lost == 12 and run.steps[-1].errors == 0
+
+    response = alice_client.get(lab_url(session), {"strategy": "openmanus_window", "max_messages": "3"})
+    assert response.status_code == 200
+    html = response.content.decode()
+    assert f"{run.total_calls} calls" in html
+    query = r"\?strategy=openmanus_window&amp;max_messages=3&amp;params_for=openmanus_window"
+    assert re.search(rf'id="first-violation" href="{query}&amp;step=2"[^>]*>first violation at call 3, before message #6</a>', html)
+    assert re.search(rf'id="first-lost-question" href="{query}&amp;step=12"[^>]*>question first lost at call 13, before message #25</a>', html)
+    # The chart: one point per call for both lines, a red mark on every call that broke the protocol.
+    sent = re.search(r'<polyline class="chart-sent" points="([^"]*)"', html).group(1)
+    assert len(sent.split()) == len(run.steps)
+    assert html.count('class="chart-mark chart-violation"') == sum(1 for s in run.steps if s.errors) > 1
+    assert html.count('class="chart-mark chart-question"') == sum(
+        1 for s in run.steps if not s.errors and s.question_kept is False) > 0
+    # The slider spans the calls and stands at the end: the whole list, trimmed once.
+    assert f'id="lab-step" name="step" form="lab-form" min="0" max="{len(run.steps) - 1}" value="{len(run.steps) - 1}"' in html
+    assert "the whole list, trimmed once" in html
+
+
+def test_it_shows_what_one_call_of_the_run_sent_at_a_step(alice_client, make_session):
+    session = make_session(chat(6), title="Weather")
+    messages, counts = services.session_messages_with_counts(session)
+    spec = strategy_spec("openmanus_window", {"max_messages": 3})
+    sent = replay_call(messages, spec, call=6, counter="cl100k", token_counts=counts)
+
+    response = alice_client.get(lab_url(session), {"strategy": "openmanus_window", "max_messages": "3", "step": "2"})
+    html = response.content.decode()
+    assert kept_in_page(html) == sorted(sent.kept)
+    assert 3 in sent.kept and 2 not in sent.kept  # the tool result without its call: the violation
+    assert not re.search(r'id="lm-(6|7|8)"', html)  # after the call: not its input
+    assert 'value="2"' in html and "call 3 of " in html and ": before message #6 · " in html
+    assert re.search(r'<strong class="text-violation">\d+ errors?</strong>', html)
+    assert 'class="chart-cursor"' in html
+
+
+@pytest.mark.parametrize("step", ["99", "-1", "x"])
+def test_it_shows_the_whole_list_for_a_step_that_is_not_a_call(alice_client, make_session, step):
+    session = make_session(chat(3), title="Weather")
+    response = alice_client.get(lab_url(session), {"strategy": "buffered", "buffer_size": "3", "step": step})
+    assert response.status_code == 200
+    html = response.content.decode()
+    assert "the whole list, trimmed once" in html and 'class="chart-cursor"' not in html
+    assert kept_in_page(html) == [0, 10, 11, 12]
+
+
+def test_it_trims_and_replays_with_another_counter_than_the_stored_one(alice_client, make_session):
+    session = make_session(chat(4) + [{"role": "user", "content": "東京の天気は？ 🌧️ " * 20}], title="Weather")
+    messages, _ = services.session_messages_with_counts(session)
+    o200k = count_messages(messages, get_counter("o200k"))
+    expected = trim(messages, strategy_spec("safe_token_budget", {"max_tokens": 200}), counter="o200k",
+                    token_counts=o200k)
+
+    response = alice_client.get(lab_url(session), {"strategy": "safe_token_budget", "max_tokens": "200",
+                                                   "counter": "o200k"})
+    html = response.content.decode()
+    assert '<option value="o200k" selected>o200k</option>' in html
+    assert '<option value="cl100k">cl100k (stored)</option>' in html
+    assert re.search(rf'id="tokens-after"[^>]*>{expected.tokens_after:,}<', html)
+    assert kept_in_page(html) == sorted(expected.kept)
+
+    bad = alice_client.get(lab_url(session), {"strategy": "buffered", "counter": "p50k"})
+    assert bad.status_code == 200
+    assert 'id="error-counter">Unknown counter ‘p50k’; counting with cl100k, the stored one.</p>' in bad.content.decode()
+    assert kept_in_page(bad.content.decode())  # the preview, with the stored counter
+
+
+# --- presets from the lab ------------------------------------------------------------------------------------
+
+
+def test_it_saves_the_labs_setting_as_a_preset_and_opens_it_by_its_link(alice_client, make_session, project, alice):
+    session = make_session(chat(6), title="Weather")
+    response = alice_client.post(f"{lab_url(session)}preset/", {
+        "preset_name": "short window", "strategy": "buffered", "buffer_size": "3", "counter": "o200k",
+    })
+    assert response.status_code == 302 and response["Location"] == f"{lab_url(session)}?preset=short+window"
+    preset = Preset.objects.get(project=project, name="short window")
+    assert (preset.strategy, preset.params["buffer_size"], preset.counter, preset.created_by) == (
+        "buffered", 3, "o200k", alice)
+
+    html = alice_client.get(response["Location"]).content.decode()
+    assert 'id="preset-badge">Preset <strong>short window</strong>' in html
+    assert 'name="buffer_size" value="3"' in html
+    assert '<option value="o200k" selected>' in html
+    assert '<a href="/sessions/%d/lab/?preset=short%%20window" aria-current="true">short window</a>' % session.pk in html
+    # The link keeps a step of the run.
+    stepped = alice_client.get(lab_url(session), {"preset": "short window", "step": "2"}).content.decode()
+    assert "call 3 of " in stepped
+
+
+def test_it_says_why_a_preset_link_does_not_apply(alice_client, make_session):
+    session = make_session(chat(2), title="Weather")
+    response = alice_client.get(lab_url(session), {"preset": "nope"})
+    assert response.status_code == 200
+    assert f'id="preset-error">{escape("There is no preset named “nope” in project Alpha.")}' in response.content.decode()
+
+
+def test_it_refuses_a_preset_in_sentences_and_only_editors_save_one(client, make_session, project, bob):
+    session = make_session(chat(2), title="Weather")
+    Membership.objects.create(project=project, user=bob, role=Membership.Level.VIEWER)
+    client.force_login(bob)
+    assert 'id="preset-save"' not in client.get(lab_url(session)).content.decode()
+    response = client.post(f"{lab_url(session)}preset/", {"preset_name": "x", "strategy": "buffered"})
+    assert response.status_code == 400
+    assert "needs the editor or admin role" in response.content.decode()
+    assert not Preset.objects.exists()
+
+
+def test_it_refuses_a_preset_without_a_name_or_with_invalid_parameters(alice_client, make_session):
+    session = make_session(chat(2), title="Weather")
+    url = f"{lab_url(session)}preset/"
+    nameless = alice_client.post(url, {"preset_name": " ", "strategy": "buffered"})
+    assert nameless.status_code == 400 and "A preset needs a name." in nameless.content.decode()
+    invalid = alice_client.post(url, {"preset_name": "x", "strategy": "buffered", "buffer_size": "0"})
+    assert invalid.status_code == 400 and "buffer_size" in invalid.content.decode()
+    assert alice_client.get(url).status_code == 405
+    assert not Preset.objects.exists()
+
+
+# --- the same result elsewhere -------------------------------------------------------------------------------
+
+
+def test_its_api_url_and_command_give_the_labs_result(alice_client, make_session, tmp_path, monkeypatch):
+    session = make_session(chat(6), title="Weather")
+    query = {"strategy": "langchain_last", "max_tokens": "120", "start_on": "human", "end_on": ["human", "tool"]}
+    html = alice_client.get(lab_url(session), query).content.decode()
+    kept = kept_in_page(html)
+    assert kept
+
+    api_url = re.search(r'id="api-url" class="mono" readonly value="([^"]*)"', html).group(1).replace("&amp;", "&")
+    assert api_url.startswith("http://testserver/api/sessions/")
+    answer = alice_client.get(api_url.removeprefix("http://testserver")).json()
+    assert answer["kept"] == kept
+
+    command = re.search(r'id="trim-command" class="mono" readonly value="([^"]*)"', html).group(1)
+    export, trim_cmd = (shlex.split(part) for part in command.replace("&amp;", "&").replace("&quot;", '"').split(" && "))
+    assert export[:2] == trim_cmd[:2] == ["python", "manage.py"]
+    monkeypatch.chdir(tmp_path)
+    call_command(*export[2:])
+    out = io.StringIO()
+    call_command(*trim_cmd[2:], stdout=out)
+    assert json.loads(out.getvalue())["kept"] == kept
+    assert Path(tmp_path / f"session-{session.pk}.json").exists()
