@@ -17,8 +17,8 @@ from urllib.parse import urlencode
 from django.urls import reverse
 
 from agents import models
-
 from agents.memory.chain import Violation
+from agents.memory.compare import AlignedCompare, Fold, Mark, Row
 from agents.memory.schema import Message, content_text
 from agents.memory.trimming import StrategySpec, TrimResult
 
@@ -253,3 +253,44 @@ def equivalents(request: Any, session: models.Session, spec: StrategySpec, count
         "messages_url": f"{api}&messages=1",
         "command": f"{shlex.join(export)} && {shlex.join(trim_cmd)}",
     }
+
+
+# --- strategies compared row by row ----------------------------------------------------------------------------
+
+SNIPPET = 90
+
+
+@dataclass
+class AlignedLine:
+    """One line of the aligned compare as the page shows it: a message row (its role, a snippet, its tokens), an
+    inserted row (the first column's inserted message), or a fold of identical rows."""
+
+    item: Row | Fold
+    role: str
+    snippet: str
+    tokens: int | None
+    cells: list[tuple[Mark, str]]  # each column's mark with its label, "kept: within the last 3 messages"
+
+
+def _snippet(message: Message) -> str:
+    text = " ".join(content_text(message.content).split())
+    if not text and message.tool_calls:
+        text = ", ".join(f"→ {c.function.name}({c.function.arguments})" for c in message.tool_calls)
+    return text if len(text) <= SNIPPET else text[: SNIPPET - 1] + "…"
+
+
+def aligned_lines(messages: Sequence[Message], counts: Sequence[int], aligned: AlignedCompare) -> list[AlignedLine]:
+    """The page's lines for one page of ``compare_aligned`` (agents/memory/compare.py)."""
+    lines: list[AlignedLine] = []
+    for item in aligned.items:
+        cells = [(m, f"{m.kind}: {m.reason}" if m.reason and m.reason != m.kind else m.kind) for m in item.marks]
+        if isinstance(item, Fold):
+            lines.append(AlignedLine(item, "", "", None, cells))
+        elif item.index is None:
+            body = next(m for m in item.inserted if m is not None)
+            cells = [(m, f"inserted: {m.reason}" if m.kind else "nothing inserted here") for m in item.marks]
+            lines.append(AlignedLine(item, body.role, _snippet(body), None, cells))
+        else:
+            message = messages[item.index]
+            lines.append(AlignedLine(item, message.role, _snippet(message), counts[item.index], cells))
+    return lines

@@ -14,6 +14,7 @@ from agents import lab, lab_charts, services
 from agents.forms import SessionFilterForm
 from agents.http import HtmxHttpRequest
 from agents.lab_forms import strategy_params_form
+from agents.memory.compare import compare_aligned
 from agents.memory.replay import Replay
 from agents.memory.tokens import COUNTERS
 from agents.memory.trimming import (
@@ -169,6 +170,7 @@ class CompareColumn:
     preview: lab.TrimPreview | None = None
     remove_query: str = ""
     lab_query: str = ""
+    left_query: str = ""  # the columns with this one moved one place to the left ("" for the first)
 
 
 @require_GET
@@ -183,23 +185,40 @@ def session_lab_compare(request: HtmxHttpRequest, session_id: int) -> HttpRespon
     texts = texts or DEFAULT_COMPARE
     too_many = max(0, len(texts) - MAX_COLUMNS)
     texts = texts[:MAX_COLUMNS]
+    only = request.GET.get("only") == "1"
     columns: list[CompareColumn] = []
     for k, text in enumerate(texts):
         others = urlencode([("s", t) for j, t in enumerate(texts) if j != k])
+        left = ""
+        if k > 0:
+            moved = [*texts[: k - 1], texts[k], texts[k - 1], *texts[k + 1 :]]
+            left = urlencode([("s", t) for t in moved] + ([("only", "1")] if only else []))
         try:
             spec = spec_from_text(text)
         except StrategyError as exc:
-            columns.append(CompareColumn(text, None, str(exc), remove_query=others))
+            columns.append(CompareColumn(text, None, str(exc), remove_query=others, left_query=left))
             continue
-        columns.append(CompareColumn(spec.text, spec, "", remove_query=others, lab_query=spec.lab_query))
+        columns.append(CompareColumn(spec.text, spec, "", remove_query=others, lab_query=spec.lab_query,
+                                     left_query=left))
     valid = [c for c in columns if c.spec is not None]
+    aligned = lines = None
     if valid:
         trimmed = services.session_trim(session=session, specs=[c.spec for c in valid if c.spec is not None])
         for column, result in zip(valid, trimmed.results, strict=True):
             column.preview = lab.trim_preview(trimmed.messages, trimmed.counts, result)
+        aligned = compare_aligned(trimmed.messages, trimmed.results, only_disagreements=only,
+                                  offset=_int_or_none(request.GET.get("offset")) or 0)
+        lines = lab.aligned_lines(trimmed.messages, trimmed.counts, aligned)
     context = {
         "session": session,
         "columns": columns,
+        "valid_columns": valid,
+        "aligned": aligned,
+        "aligned_summaries": list(zip(valid, aligned.summaries, strict=True)) if aligned is not None else [],
+        "lines": lines,
+        "page_end": aligned.offset + len(aligned.items) if aligned is not None else 0,
+        "only": only,
+        "page_query": urlencode([("s", c.text) for c in columns] + ([("only", "1")] if only else [])),
         "too_many": too_many,
         "too_few": len(columns) < 2,
         "can_add": len(columns) < MAX_COLUMNS,

@@ -1,0 +1,101 @@
+"""The compare page's aligned table: each message's mark in every column with the reason, disagreeing rows
+highlighted and switchable, identical runs folded, a summary row per column, columns moved in place."""
+from __future__ import annotations
+
+import re
+
+from django.utils.html import escape
+
+from agents import services
+from agents.memory.compare import compare_aligned
+from agents.memory.trimming import spec_from_text, trim
+from tests.conversations import chat
+
+SPECS = ["buffered:buffer_size=3", "openmanus_window:max_messages=3", "safe_token_budget:max_tokens=200"]
+
+
+def compare_url(session) -> str:
+    return f"/sessions/{session.pk}/lab/compare/"
+
+
+def row_marks(html: str) -> dict[int, list[str]]:
+    """Each message row's marks, by input index."""
+    out = {}
+    for index, cells in re.findall(r'<tr class="aligned-row[^"]*" id="ar-(\d+)">(.*?)</tr>', html, re.S):
+        out[int(index)] = re.findall(r'class="mark mark-(\w+)"', cells)
+    return out
+
+
+def expected(session, specs, **kwargs):
+    messages, counts = services.session_messages_with_counts(session)
+    results = [trim(messages, spec_from_text(s), counter=session.token_counter, token_counts=counts) for s in specs]
+    return compare_aligned(messages, results, **kwargs)
+
+
+def test_it_marks_every_message_in_every_column_with_the_reason(alice_client, make_session):
+    session = make_session(chat(12), title="Weather")
+    aligned = expected(session, SPECS)
+    html = alice_client.get(compare_url(session), {"s": SPECS}).content.decode()
+
+    rows = row_marks(html)
+    shown = [x for x in aligned.items if not x.is_fold]
+    assert sorted(rows) == sorted(x.index for x in shown if x.index is not None)
+    for item in shown:
+        assert rows[item.index] == [m.kind for m in item.marks]
+    # The reason on hover (title) and on focus (a focusable mark that carries it).
+    reason = escape("dropped: outside the last 3 messages (OpenManus keeps messages[-3:])")
+    assert f'tabindex="0" title="{reason}" data-reason="{reason}">dropped</span>' in html
+    # Disagreeing rows are highlighted and counted; the first is linked.
+    assert html.count('class="aligned-row disagree"') == sum(1 for x in shown if x.disagree) > 0
+    assert (f"The columns disagree on {aligned.disagreeing} of {aligned.rows} rows, first at "
+            f'<a href="#ar-{aligned.first_disagreement}">') in html
+    # An identical run is folded.
+    fold = next(x for x in aligned.items if x.is_fold)
+    assert f"{fold.count} messages #{fold.first}–#{fold.last} folded" in html
+    # The summary row: messages, tokens, violations and the newest question per column.
+    for k, s in enumerate(aligned.summaries, 1):
+        cell = f'data-column="{k}" data-messages="{s.messages}" data-tokens="{s.tokens}" data-errors="{s.errors}"'
+        assert cell in html
+    assert html.count("question lost</span>") == sum(1 for s in aligned.summaries if s.question_kept is False) > 0
+
+
+def test_it_shows_only_the_rows_where_the_columns_disagree(alice_client, make_session):
+    session = make_session(chat(12), title="Weather")
+    aligned = expected(session, SPECS, only_disagreements=True)
+    html = alice_client.get(compare_url(session), {"s": SPECS, "only": "1"}).content.decode()
+    assert 'id="compare-only" name="only" value="1" checked' in html
+    rows = row_marks(html)
+    assert rows and all(len(set(marks)) > 1 for marks in rows.values())
+    assert sorted(rows) == sorted(x.index for x in aligned.items if not x.is_fold and x.index is not None)
+    assert 'class="aligned-row"' not in html  # no agreeing row left unfolded
+
+
+def test_it_pages_a_long_session_and_stays_bounded(alice_client, make_session):
+    session = make_session(chat(300), title="Long")  # 1,201 messages
+    specs = ["buffered:buffer_size=3", "last_turns:max_turns=2"]
+    html = alice_client.get(compare_url(session), {"s": specs}).content.decode()
+    aligned = expected(session, specs)
+    assert len(aligned.items) < 60  # the identical runs fold
+    assert len(row_marks(html)) == sum(1 for x in aligned.items if not x.is_fold and x.index is not None)
+    assert len(html) < 400_000
+
+
+def test_it_moves_a_column_to_the_left(alice_client, make_session):
+    session = make_session(chat(3), title="Weather")
+    html = alice_client.get(compare_url(session), {"s": SPECS}).content.decode()
+    moved = ("s=buffered%3Abuffer_size%3D3&amp;s=safe_token_budget%3Amax_tokens%3D200"
+             "&amp;s=openmanus_window%3Amax_messages%3D3")
+    assert f'<a class="compare-move" href="?{moved}"' in html
+    assert html.count('class="compare-move"') == 2  # not on the first column
+
+
+def test_it_changes_only_the_column_whose_parameters_changed(alice_client, make_session):
+    session = make_session(chat(12), title="Weather")
+    before = row_marks(alice_client.get(compare_url(session), {"s": SPECS}).content.decode())
+    changed = [SPECS[0], "openmanus_window:max_messages=9", SPECS[2]]
+    after = row_marks(alice_client.get(compare_url(session), {"s": changed}).content.decode())
+    both = sorted(set(before) & set(after))
+    assert both
+    assert [before[i][0] for i in both] == [after[i][0] for i in both]
+    assert [before[i][2] for i in both] == [after[i][2] for i in both]
+    assert [before[i][1] for i in both] != [after[i][1] for i in both]
