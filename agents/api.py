@@ -354,6 +354,9 @@ def session_messages(request: Request, session_id: int) -> Response:
     summary="The session as a strategy would trim it",
     parameters=[
         OpenApiParameter("strategy", str, description="A strategy's name (default: safe_token_budget)"),
+        OpenApiParameter(
+            "preset", str, description="A preset of the session's project: its strategy, parameters and counter."
+        ),
         OpenApiParameter("counter", str),
         OpenApiParameter("detail", str, enum=["compact", "full"]),
         OpenApiParameter("messages", str),
@@ -366,6 +369,7 @@ def session_trim(request: Request, session_id: int) -> Response:
     """``?strategy=NAME&<param>=<value>...``: the session as the strategy would trim it (the stored session is
     unchanged). A parameter given twice is a list (``end_on=human&end_on=ai``), like ``end_on=human,ai``. Without
     ``strategy``, memoryviz's recommendation (``safe_token_budget``, its defaults), and the answer says so.
+    ``?preset=NAME`` instead: a preset of the session's project, with its counter unless ``counter`` is given.
 
     ``counter=NAME``: the session's own counter (the default) uses the counts stored at import, so nothing is
     recounted; another counter recounts every message, and the response says ``"recounted": true``.
@@ -382,7 +386,19 @@ def session_trim(request: Request, session_id: int) -> Response:
     with_messages = query.get("messages", "0").strip().lower()
     if with_messages not in TRUE_WORDS | FALSE_WORDS | {""}:
         return _bad_request(f"messages={with_messages}: expected 1 or 0")
-    counter = query.get("counter") or session.token_counter
+    preset_name = query.get("preset", "").strip()
+    preset = None
+    if preset_name:
+        # A preset of the session's project: its strategy, parameters and counter (a ?counter= still wins).
+        extra = sorted(set(query) - TRIM_QUERY_KEYS)
+        if "strategy" in query or extra:
+            return _bad_request(f"preset={preset_name}: give the preset or a strategy with its parameters, not both")
+        try:
+            preset = services.preset_for_session(session=session, name=preset_name)
+            spec = services.preset_spec(preset)
+        except services.PresetError as exc:
+            return _bad_request(str(exc))
+    counter = query.get("counter") or (preset.counter if preset is not None else session.token_counter)
     try:
         # Checked before a large session is read.
         get_counter(counter)
@@ -390,10 +406,11 @@ def session_trim(request: Request, session_id: int) -> Response:
         return _bad_request(f"counter: {exc}")
     # Without a strategy (the URL the browsable API's own breadcrumbs link to): the recommended one, said so.
     named = query.get("strategy", "").strip()
-    try:
-        spec = spec_from_query(named or DEFAULT_TRIM_STRATEGY, query, other_keys=TRIM_QUERY_KEYS)
-    except StrategyError as exc:
-        return _bad_request(str(exc))
+    if preset is None:
+        try:
+            spec = spec_from_query(named or DEFAULT_TRIM_STRATEGY, query, other_keys=TRIM_QUERY_KEYS)
+        except StrategyError as exc:
+            return _bad_request(str(exc))
     trimmed = services.session_trim(session=session, specs=[spec], counter=counter)
     result, recounted = trimmed.results[0], trimmed.recounted
     del trimmed  # the input list can go before the answer is built (200,000 messages: hundreds of MB)
@@ -403,14 +420,14 @@ def session_trim(request: Request, session_id: int) -> Response:
         data = result.to_compact_dict(messages=with_messages in TRUE_WORDS)
     data["detail"] = detail
     data["recounted"] = recounted
-    if not named:
+    if not named and preset is None:
         data["note"] = (f"no strategy given: {DEFAULT_TRIM_STRATEGY} (memoryviz's recommendation); name one with "
                         f"?strategy=NAME, listed at {request.build_absolute_uri(reverse('api:strategy_list'))}")
     return Response(data)
 
 
 # Query keys of the trim endpoint that are not strategy parameters (format: DRF's ?format=json).
-TRIM_QUERY_KEYS = frozenset({"strategy", "format", "counter", "detail", "messages"})
+TRIM_QUERY_KEYS = frozenset({"strategy", "preset", "format", "counter", "detail", "messages"})
 TRIM_DETAILS = ("compact", "full")
 DEFAULT_TRIM_STRATEGY = "safe_token_budget"
 

@@ -235,10 +235,16 @@ def _bounded_items(sequence: list[PreviewRow]) -> list[PreviewRow | Gap]:
 # --- the same result elsewhere -------------------------------------------------------------------------------
 
 
-def equivalents(request: Any, session: models.Session, spec: StrategySpec, counter: str) -> dict[str, str]:
-    """Where else the lab's result comes from, to copy: the trim API's URL (with the messages, as JSON), and
-    the commands that give the same result from a file (the session exported, then trimmed)."""
-    query = spec.lab_query + (f"&{urlencode({'counter': counter})}" if counter != session.token_counter else "")
+def equivalents(
+    request: Any, session: models.Session, spec: StrategySpec, counter: str, preset: models.Preset | None = None
+) -> dict[str, str]:
+    """Where else the lab's result comes from, to copy: the trim API's URL (with the messages, as JSON; by the
+    preset's name when the lab shows a preset), and the commands that give the same result from a file (the
+    session exported, then trimmed)."""
+    if preset is not None:
+        query = urlencode({"preset": preset.name})
+    else:
+        query = spec.lab_query + (f"&{urlencode({'counter': counter})}" if counter != session.token_counter else "")
     api = request.build_absolute_uri(reverse("api:session_trim", args=[session.pk])) + "?" + query
     file = f"session-{session.pk}.json"
     sets: list[str] = []

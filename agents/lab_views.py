@@ -88,7 +88,7 @@ def session_lab(request: HtmxHttpRequest, session_id: int) -> HttpResponse:
         "can_save_preset": services.editable_projects(request.user).filter(pk=session.agent.project_id).exists(),
         "spec": spec,
         "preset_fields": [(key, value) for key, values in QueryDict(spec.lab_query).lists() for value in values],
-        "equivalents": lab.equivalents(request, session, spec, counter) if form.spec is not None else None,
+        "equivalents": lab.equivalents(request, session, spec, counter, preset) if form.spec is not None else None,
         "compare_query": urlencode([("s", spec.text), ("s", other)]),
         "diff_query": urlencode({"trim": spec.text}),
         # The Export menu of the trimmed view: the strategy and its changed parameters (``key=value,key=value``).

@@ -46,8 +46,10 @@ def test_it_shows_where_the_replayed_run_first_breaks_the_protocol(alice_client,
     html = response.content.decode()
     assert f"{run.total_calls} calls" in html
     query = r"\?strategy=openmanus_window&amp;max_messages=3&amp;params_for=openmanus_window"
-    assert re.search(rf'id="first-violation" href="{query}&amp;step=2"[^>]*>first violation at call 3, before message #6</a>', html)
-    assert re.search(rf'id="first-lost-question" href="{query}&amp;step=12"[^>]*>question first lost at call 13, before message #25</a>', html)
+    assert re.search(
+        rf'id="first-violation" href="{query}&amp;step=2"[^>]*>first violation at call 3, before message #6</a>', html)
+    assert re.search(rf'id="first-lost-question" href="{query}&amp;step=12"[^>]*>'
+                     r"question first lost at call 13, before message #25</a>", html)
     # The chart: one point per call for both lines, a red mark on every call that broke the protocol.
     sent = re.search(r'<polyline class="chart-sent" points="([^"]*)"', html).group(1)
     assert len(sent.split()) == len(run.steps)
@@ -55,7 +57,8 @@ def test_it_shows_where_the_replayed_run_first_breaks_the_protocol(alice_client,
     assert html.count('class="chart-mark chart-question"') == sum(
         1 for s in run.steps if not s.errors and s.question_kept is False) > 0
     # The slider spans the calls and stands at the end: the whole list, trimmed once.
-    assert f'id="lab-step" name="step" form="lab-form" min="0" max="{len(run.steps) - 1}" value="{len(run.steps) - 1}"' in html
+    last = len(run.steps) - 1
+    assert f'id="lab-step" name="step" form="lab-form" min="0" max="{last}" value="{last}"' in html
     assert "the whole list, trimmed once" in html
 
 
@@ -102,7 +105,8 @@ def test_it_trims_and_replays_with_another_counter_than_the_stored_one(alice_cli
 
     bad = alice_client.get(lab_url(session), {"strategy": "buffered", "counter": "p50k"})
     assert bad.status_code == 200
-    assert 'id="error-counter">Unknown counter ‘p50k’; counting with cl100k, the stored one.</p>' in bad.content.decode()
+    said = 'id="error-counter">Unknown counter ‘p50k’; counting with cl100k, the stored one.</p>'
+    assert said in bad.content.decode()
     assert kept_in_page(bad.content.decode())  # the preview, with the stored counter
 
 
@@ -123,7 +127,10 @@ def test_it_saves_the_labs_setting_as_a_preset_and_opens_it_by_its_link(alice_cl
     assert 'id="preset-badge">Preset <strong>short window</strong>' in html
     assert 'name="buffer_size" value="3"' in html
     assert '<option value="o200k" selected>' in html
-    assert '<a href="/sessions/%d/lab/?preset=short%%20window" aria-current="true">short window</a>' % session.pk in html
+    assert f'<a href="/sessions/{session.pk}/lab/?preset=short%20window" aria-current="true">short window</a>' in html
+    # The API's URL names the preset.
+    api = f"http://testserver/api/sessions/{session.pk}/trim/?preset=short+window"
+    assert f'id="api-url" class="mono" readonly value="{api}"' in html
     # The link keeps a step of the run.
     stepped = alice_client.get(lab_url(session), {"preset": "short window", "step": "2"}).content.decode()
     assert "call 3 of " in stepped
@@ -133,7 +140,8 @@ def test_it_says_why_a_preset_link_does_not_apply(alice_client, make_session):
     session = make_session(chat(2), title="Weather")
     response = alice_client.get(lab_url(session), {"preset": "nope"})
     assert response.status_code == 200
-    assert f'id="preset-error">{escape("There is no preset named “nope” in project Alpha.")}' in response.content.decode()
+    said = escape("There is no preset named “nope” in project Alpha.")
+    assert f'id="preset-error">{said}' in response.content.decode()
 
 
 def test_it_refuses_a_preset_in_sentences_and_only_editors_save_one(client, make_session, project, bob):
@@ -174,7 +182,8 @@ def test_its_api_url_and_command_give_the_labs_result(alice_client, make_session
     assert answer["kept"] == kept
 
     command = re.search(r'id="trim-command" class="mono" readonly value="([^"]*)"', html).group(1)
-    export, trim_cmd = (shlex.split(part) for part in command.replace("&amp;", "&").replace("&quot;", '"').split(" && "))
+    command = command.replace("&amp;", "&").replace("&quot;", '"')
+    export, trim_cmd = (shlex.split(part) for part in command.split(" && "))
     assert export[:2] == trim_cmd[:2] == ["python", "manage.py"]
     monkeypatch.chdir(tmp_path)
     call_command(*export[2:])
@@ -182,3 +191,36 @@ def test_its_api_url_and_command_give_the_labs_result(alice_client, make_session
     call_command(*trim_cmd[2:], stdout=out)
     assert json.loads(out.getvalue())["kept"] == kept
     assert Path(tmp_path / f"session-{session.pk}.json").exists()
+
+
+# --- a preset in the API -------------------------------------------------------------------------------------
+
+
+def test_the_trim_api_trims_with_a_preset_of_the_sessions_project(alice_client, make_session, project, alice):
+    session = make_session(chat(6), title="Weather")
+    services.preset_create(user=alice, project=project, name="short", strategy="openmanus_window",
+                           params={"max_messages": 3}, counter="o200k")
+    messages, _ = services.session_messages_with_counts(session)
+    expected = trim(messages, strategy_spec("openmanus_window", {"max_messages": 3}), counter="o200k")
+
+    answer = alice_client.get(f"/api/sessions/{session.pk}/trim/", {"preset": "short"})
+    assert answer.status_code == 200
+    data = answer.json()
+    assert (data["strategy"], data["counter"], data["kept"], data["recounted"]) == (
+        "openmanus_window", "o200k", list(expected.kept), True)
+    # Its counter gives way to one asked for.
+    assert alice_client.get(f"/api/sessions/{session.pk}/trim/", {"preset": "short", "counter": "cl100k"}).json()[
+        "recounted"] is False
+
+
+def test_the_trim_api_refuses_an_unknown_preset_or_a_preset_with_a_strategy(alice_client, make_session, project, alice):
+    session = make_session(chat(2), title="Weather")
+    services.preset_create(user=alice, project=project, name="short", strategy="buffered", params={}, counter="cl100k")
+    url = f"/api/sessions/{session.pk}/trim/"
+    unknown = alice_client.get(url, {"preset": "nope"})
+    assert unknown.status_code == 400
+    assert unknown.json() == {"error": "There is no preset named “nope” in project Alpha."}
+    both = alice_client.get(url, {"preset": "short", "strategy": "buffered"})
+    assert both.status_code == 400 and "not both" in both.json()["error"]
+    mixed = alice_client.get(url, {"preset": "short", "buffer_size": "3"})
+    assert mixed.status_code == 400 and "not both" in mixed.json()["error"]
