@@ -32,10 +32,13 @@ migrate: setup
 demo: migrate
 	$(PY) manage.py seed_demo
 
+# The server and one background worker (big reports, exports, imports) together; Ctrl-C stops both.
 run: demo
 	$(PY) manage.py cleanup_imports >/dev/null
-	@echo "memoryviz: http://$(HOST):$(PORT)/  (log in as demo / memoryviz-demo)"
-	$(PY) manage.py runserver $(HOST):$(PORT)
+	@echo "memoryviz: http://$(HOST):$(PORT)/  (log in as demo / memoryviz-demo); a background worker runs beside it"
+	@$(PY) manage.py run_worker --no-reload & worker=$$!; \
+	  trap 'kill $$worker 2>/dev/null; wait $$worker 2>/dev/null' EXIT INT TERM; \
+	  $(PY) manage.py runserver $(HOST):$(PORT)
 
 # The OpenTelemetry instrumentation packages conflict with our pins: each set gets a virtualenv of its own, in
 # which tests/test_otel_clients.py runs real instrumented agents as subprocesses.

@@ -17,7 +17,6 @@ import functools
 import hashlib
 import os
 import re
-import socket
 import sys
 import uuid
 from collections import deque
@@ -476,16 +475,12 @@ class _Staged:
     tool_names: set[str] = field(default_factory=set)
 
 
-def _owner() -> str:
-    return f"{socket.gethostname()}:{os.getpid()}"[:100]
-
-
 class ImportRun:
     """The sessions (and the projects and agents) one import writes. They stay hidden from every reader until
     :meth:`complete` makes them ready in one short transaction; :meth:`discard` removes them."""
 
     def __init__(self) -> None:
-        self.owner = _owner()
+        self.owner = services.process_owner()
         self.staged: list[_Staged] = []
         self.hidden: list[int] = []  # every session this run started, staged or not
         self.projects: list[int] = []  # created by this run: removed again on failure when left empty
@@ -600,20 +595,6 @@ def session_remove(session_id: int) -> None:
         pass
 
 
-def _alive(owner: str) -> bool | None:
-    """Whether the process that owns an import is running: None when it runs on another host (unknown here)."""
-    host, _, pid = owner.rpartition(":")
-    if host != socket.gethostname() or not pid.isdigit():
-        return None
-    try:
-        os.kill(int(pid), 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def imports_cleanup(*, stale_after: dt.timedelta | None = None, now: dt.datetime | None = None) -> list[int]:
     """Remove the hidden sessions of imports that will never complete: their process on this host is gone (a
     ``kill -9``, a crash), or no batch was committed for ``stale_after`` (a process on another host). Returns
@@ -627,7 +608,7 @@ def imports_cleanup(*, stale_after: dt.timedelta | None = None, now: dt.datetime
     for pk, owner, beat in models.Session.objects.filter(state=models.Session.State.IMPORTING).values_list(
         "pk", "import_owner", "import_heartbeat"
     ):
-        alive = _alive(owner)
+        alive = services.process_alive(owner)
         if alive is False or (alive is None and (beat is None or beat < limit)):
             session_remove(pk)
             removed.append(pk)

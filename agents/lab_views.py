@@ -5,12 +5,15 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlencode
 
+from django.conf import settings
+from django.db.models import Sum
 from django.http import HttpResponse, QueryDict
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
+from django_htmx.http import HttpResponseClientRedirect
 
-from agents import lab, lab_charts, services
+from agents import jobs, lab, lab_charts, models, services
 from agents.forms import SessionFilterForm
 from agents.http import HtmxHttpRequest
 from agents.lab_forms import strategy_params_form
@@ -251,6 +254,15 @@ def trimming_report(request: HtmxHttpRequest) -> HttpResponse:
     left_out = [{"box": k, **f} for k, f in enumerate(spec_fields, 1) if f["error"]]
     spec_fields += [{"text": "", "error": ""}] * (MAX_COLUMNS - len(spec_fields))
     sessions = services.sessions_filtered(request.user, filter_form.filters())
+    if specs:
+        total = sessions.aggregate(n=Sum("message_count"))["n"] or 0
+        if total > settings.MEMORYVIZ_BACKGROUND_REPORT_MESSAGES:
+            # Too long for one request: a worker runs it over every matching session; its page shows progress.
+            texts = [s.text for s in specs]
+            params = {"session_ids": list(sessions.values_list("pk", flat=True)), "specs": texts}
+            job = jobs.job_enqueue(user=request.user, kind=models.BackgroundJob.Kind.REPORT, params=params,
+                                   title=f"Trimming report: {', '.join(texts)}", total=total)
+            return HttpResponseClientRedirect(job.get_absolute_url()) if request.htmx else redirect(job)
     report = services.trimming_report(sessions, specs) if specs else None
     context = {
         "filter_form": filter_form,

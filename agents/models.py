@@ -443,3 +443,62 @@ class Preset(models.Model):
 
     def __str__(self) -> str:
         return f"{self.name} ({self.strategy})"
+
+
+class BackgroundJob(models.Model):
+    """Long work run by a worker (django-tasks' database backend) for a user: a big report, export or import.
+
+    Its page shows ``done`` of ``total`` as it goes, survives a reload, and links the result when finished. A job
+    whose worker died is queued again (``jobs.jobs_recover``)."""
+
+    class Kind(models.TextChoices):
+        REPORT = "report"
+        EXPORT = "export"
+        IMPORT = "import"
+
+    class Status(models.TextChoices):
+        QUEUED = "queued"
+        RUNNING = "running"
+        DONE = "done"
+        FAILED = "failed"
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="background_jobs")
+    kind = models.CharField(max_length=20, choices=Kind.choices)
+    status = models.CharField(max_length=20, choices=Status.choices, default=Status.QUEUED)
+    title = models.CharField(max_length=500)
+    params = models.JSONField(default=dict, blank=True, help_text="What to do: the request's query, a file, ...")
+    done = models.PositiveBigIntegerField(default=0)
+    total = models.PositiveBigIntegerField(default=0)
+    unit = models.CharField(max_length=20, default="messages")
+    message = models.TextField(blank=True, help_text="Why it failed, in one line.")
+    result = models.JSONField(null=True, blank=True)
+    file_name = models.CharField(max_length=255, blank=True, help_text="The result file in MEMORYVIZ_JOB_DIR.")
+    download_name = models.CharField(max_length=255, blank=True)
+    task_id = models.CharField(max_length=64, blank=True)
+    attempts = models.PositiveSmallIntegerField(default=0)
+    worker = models.CharField(max_length=100, blank=True, help_text="host:pid of the worker running it.")
+    heartbeat = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [
+            models.Index(fields=["user", "-created_at"], name="backgroundjob_user_created"),
+            models.Index(fields=["status", "heartbeat"], name="backgroundjob_status_beat"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.pk}: {self.title}"
+
+    def get_absolute_url(self) -> str:
+        return reverse("agents:job_detail", args=[self.pk])
+
+    @property
+    def finished(self) -> bool:
+        return self.status in (self.Status.DONE, self.Status.FAILED)
+
+    @property
+    def percent(self) -> int:
+        return min(100, round(100 * self.done / self.total)) if self.total else (100 if self.finished else 0)
+

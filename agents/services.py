@@ -10,7 +10,9 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import hmac
+import os
 import secrets
+import socket
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -460,6 +462,25 @@ def tool_names_note(*, project_id: int, names: Iterable[str]) -> None:
     rows = [models.ToolName(project_id=project_id, name=name) for name in sorted(set(names)) if name]
     if rows:
         models.ToolName.objects.bulk_create(rows, ignore_conflicts=True)
+
+
+def process_owner() -> str:
+    """``host:pid`` of this process, for work that must be told apart from work whose process has gone."""
+    return f"{socket.gethostname()}:{os.getpid()}"[:100]
+
+
+def process_alive(owner: str) -> bool | None:
+    """Whether the process named by ``process_owner()`` runs: None when it ran on another host (unknown here)."""
+    host, _, pid = owner.rpartition(":")
+    if host != socket.gethostname() or not pid.isdigit():
+        return None
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 # SQLite lets one writer in at a time; a writer that waited out the busy timeout gets "database is locked".

@@ -14,11 +14,11 @@ from django.core.exceptions import PermissionDenied
 from django.db.models import Count, QuerySet, Sum
 from django.forms import ChoiceField
 from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
-from django.shortcuts import render
+from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from agents import exports, imports, models, services, uploads
+from agents import exports, imports, jobs, models, services, uploads
 from agents.forms import MAX_PASTE_CHARS, ImportForm, SessionFilterForm, session_filter_pairs
 from agents.memory import formats
 from agents.memory.trimming import STRATEGIES, StrategyError, StrategySpec, spec_from_pairs, split_pairs
@@ -103,6 +103,8 @@ def import_confirm(request: HttpRequest) -> HttpResponse:
     if not path.exists():
         return _render_form(request, ImportForm(user=request.user), status=400, error=EXPIRED)
     label = request.POST.get("label", "upload")[:200]
+    if path.stat().st_size > settings.MEMORYVIZ_BACKGROUND_IMPORT_BYTES:
+        return _import_in_background(request, path, form, label)
     try:
         report = imports.import_file(path, project=project, agent=form.agent_choice(),
                                      format=form.cleaned_data.get("format") or None, label=label,
@@ -113,6 +115,21 @@ def import_confirm(request: HttpRequest) -> HttpResponse:
     finally:
         path.unlink(missing_ok=True)
     return render(request, "agents/import_report.html", {"report": report, "project": project})
+
+
+def _import_in_background(request: HttpRequest, path: Path, form: ImportForm, label: str) -> HttpResponse:
+    """A big file is imported by a worker: the upload moves to the job (its expiry no longer applies) and the job's
+    page follows the import."""
+    agent = form.agent_choice()
+    params = {
+        "upload": jobs.job_upload_keep(path), "label": label, "name": _detection_name(label),
+        "project_id": form.cleaned_data["project"].pk, "format": form.cleaned_data.get("format") or "",
+        "agent_id": agent.pk if isinstance(agent, models.Agent) else None,
+        "agent_name": agent if isinstance(agent, str) else None,
+    }
+    job = jobs.job_enqueue(user=request.user, kind=models.BackgroundJob.Kind.IMPORT, title=f"Import of {label}",
+                           params=params, total=0, unit="messages")
+    return redirect(job)
 
 
 def _upload_to_preview(request: HttpRequest, form: ImportForm) -> tuple[str, Path, str]:
@@ -235,6 +252,15 @@ def _export(
     except exports.ExportFailed as exc:
         # 200 with the form and what is wrong, as every form here answers invalid input.
         return _export_page(request, data, scope=scope, single=single, error=str(exc))
+    total = plan.sessions.aggregate(n=Sum("message_count"))["n"] or 0
+    if total > settings.MEMORYVIZ_BACKGROUND_EXPORT_MESSAGES:
+        # Too long for one request: a worker writes the file, the job's page links it when done.
+        params = {"session_ids": list(plan.sessions.values_list("pk", flat=True)), "format": plan.format,
+                  "spec": plan.spec.text if plan.spec is not None else None, "on_invalid": plan.on_invalid,
+                  "scope": scope, "filters": filters, "filename": exports.export_filename(plan, single=single)}
+        job = jobs.job_enqueue(user=request.user, kind=models.BackgroundJob.Kind.EXPORT, title=f"Export of {scope}",
+                               params=params, total=total)
+        return redirect(job)
     format_spec = formats.FORMATS[plan.format]
     response = StreamingHttpResponse(
         exports.export_chunks(plan, user=request.user, interface="web"),

@@ -6,7 +6,7 @@ from django.contrib.auth.decorators import login_not_required
 from django.urls import path
 from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerSplitView
 
-from agents import api, capture_views, diff_views, lab_views, transfer_views, views
+from agents import api, capture_views, diff_views, job_views, lab_views, transfer_views, views
 
 app_name = "agents"
 
@@ -38,6 +38,9 @@ urlpatterns = [
     # Diffs: two sessions, or a session against a trimmed view (agents.diff_views).
     path("sessions/<int:session_id>/diff/", diff_views.session_diff, name="session_diff"),
     path("compare/", diff_views.session_compare, name="session_compare"),
+    # Background jobs (agents.job_views): big reports, exports and imports.
+    path("jobs/<int:job_id>/", job_views.job_detail, name="job_detail"),
+    path("jobs/<int:job_id>/download/", job_views.job_download, name="job_download"),
 ]
 
 

@@ -73,6 +73,8 @@ INSTALLED_APPS = [
     "drf_spectacular_sidecar",  # Swagger UI and Redoc served from our static files: no CDN
     "django_htmx",
     "template_partials",
+    "django_tasks",
+    "django_tasks_db",
     "agents",
 ]
 
@@ -193,6 +195,21 @@ MEMORYVIZ_SEARCH_INDEX = _env_bool("MEMORYVIZ_SEARCH_INDEX", True)
 MEMORYVIZ_EXPENSIVE_RATE = os.environ.get("MEMORYVIZ_EXPENSIVE_RATE", "120/min").strip()
 MEMORYVIZ_EXPENSIVE_CONCURRENCY = _env_int("MEMORYVIZ_EXPENSIVE_CONCURRENCY", 4)
 MEMORYVIZ_BUSY_RETRY_SECONDS = _env_int("MEMORYVIZ_BUSY_RETRY_SECONDS", 5)
+
+# Long work in the background (agents.jobs), run by `manage.py run_worker` (which `make run` starts beside the
+# server) through django-tasks' database backend: with PostgreSQL, workers on several machines share the queue.
+TASKS = {"default": {"BACKEND": "django_tasks_db.DatabaseBackend", "QUEUES": ["default"]}}
+# A report over more messages than this, an export of more messages, an import of a larger file: a background job
+# whose page shows its progress, rather than one long request.
+MEMORYVIZ_BACKGROUND_REPORT_MESSAGES = _env_int("MEMORYVIZ_BACKGROUND_REPORT_MESSAGES", 50_000)
+MEMORYVIZ_BACKGROUND_EXPORT_MESSAGES = _env_int("MEMORYVIZ_BACKGROUND_EXPORT_MESSAGES", 200_000)
+MEMORYVIZ_BACKGROUND_IMPORT_BYTES = _env_int("MEMORYVIZ_BACKGROUND_IMPORT_BYTES", 20 * 1024 * 1024)
+# Where finished exports wait for their owner to download them, and how long (then the job and its file go).
+MEMORYVIZ_JOB_DIR = os.environ.get("MEMORYVIZ_JOB_DIR") or str(BASE_DIR / "job-files")
+MEMORYVIZ_JOB_TTL_SECONDS = _env_int("MEMORYVIZ_JOB_TTL_SECONDS", 24 * 3600)
+# A running job whose worker wrote no progress for this long (or whose process on this host is gone) is queued
+# again by the next worker that looks.
+MEMORYVIZ_JOB_STALE_SECONDS = _env_int("MEMORYVIZ_JOB_STALE_SECONDS", 120)
 
 # Password guessing (agents.auth): a username, or a client address, that fails this many times within the window
 # waits until enough of those failures are older than the window. Behind proxies, MEMORYVIZ_NUM_PROXIES says how

@@ -1,0 +1,257 @@
+"""Long work in the background: big reports, exports and imports run by a worker, not by a request.
+
+A page that would run too long (``MEMORYVIZ_BACKGROUND_*``) records a ``BackgroundJob`` and enqueues
+:func:`run_job` through django-tasks (its database backend: with PostgreSQL, workers on several machines share the
+queue); the job's page polls its progress over htmx and links the result when it is done. A worker killed in the
+middle leaves its job running with a stale heartbeat: :func:`jobs_recover` (run by every worker at start and every
+little while) queues it again, and the work starts over (reports and exports only read; an import's hidden rows
+are removed by ``imports.imports_cleanup`` first).
+"""
+from __future__ import annotations
+
+import datetime as dt
+import secrets
+import shutil
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+from django_tasks import task
+
+from agents import exports, imports, models, services
+from agents.memory.trimming import StrategyError, spec_from_text
+
+Job = models.BackgroundJob
+# Progress is written at most this often (seconds): a heartbeat, not a write per batch.
+PROGRESS_EVERY = 1.0
+
+
+def job_dir() -> Path:
+    path = Path(settings.MEMORYVIZ_JOB_DIR)
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def job_enqueue(*, user: Any, kind: str, title: str, params: dict[str, Any], total: int = 0,
+                unit: str = "messages") -> models.BackgroundJob:
+    """Record a job for ``user`` and queue it for a worker."""
+    job = services.write_retrying(lambda: Job.objects.create(
+        user=user, kind=kind, title=title[:500], params=params, total=total, unit=unit))
+    _enqueue(job)
+    return job
+
+
+def _enqueue(job: models.BackgroundJob) -> None:
+    result = services.write_retrying(lambda: run_job.enqueue(job.pk))
+    Job.objects.filter(pk=job.pk).update(task_id=str(result.id))
+    job.task_id = str(result.id)
+
+
+def jobs_for_user(user: Any) -> Any:
+    """The user's own jobs (no one else's: a job may hold an export of sessions only its owner may read)."""
+    if not getattr(user, "is_authenticated", False) or getattr(user, "pk", None) is None:
+        return Job.objects.none()
+    return Job.objects.filter(user=user)
+
+
+# --- the worker's side ------------------------------------------------------------------------------------------
+
+
+class _Progress:
+    """Tells the job's page how far it got, at most every PROGRESS_EVERY seconds (and is the heartbeat)."""
+
+    def __init__(self, job: models.BackgroundJob) -> None:
+        self.job = job
+        self.last = 0.0
+
+    def __call__(self, done: int, *, force: bool = False) -> None:
+        now = time.monotonic()
+        if not force and now - self.last < PROGRESS_EVERY:
+            return
+        self.last = now
+        self.job.done = done
+        services.write_retrying(lambda: Job.objects.filter(pk=self.job.pk).update(done=done, heartbeat=timezone.now()))
+
+
+@task()
+def run_job(job_id: int) -> str:
+    """Run one background job to its end (the task a worker runs); its outcome is written on the job."""
+    job = Job.objects.select_related("user").filter(pk=job_id).first()
+    if job is None or job.finished:
+        return "gone" if job is None else job.status
+    job.status, job.worker, job.heartbeat, job.done = Job.Status.RUNNING, services.process_owner(), timezone.now(), 0
+    job.attempts += 1
+    services.write_retrying(lambda: job.save(update_fields=["status", "worker", "heartbeat", "done", "attempts"]))
+    progress = _Progress(job)
+    try:
+        RUNNERS[job.kind](job, progress)
+    except (imports.ImportFailed, exports.ExportFailed, StrategyError, ValueError) as exc:
+        _finish(job, Job.Status.FAILED, message=str(exc))
+        return job.status
+    except Exception as exc:
+        _finish(job, Job.Status.FAILED, message=f"internal error ({type(exc).__name__}); please report it")
+        raise
+    _finish(job, Job.Status.DONE)
+    return job.status
+
+
+def _finish(job: models.BackgroundJob, status: str, *, message: str = "") -> None:
+    job.status, job.message, job.finished_at = status, message[:2000], timezone.now()
+    if status == Job.Status.DONE:
+        job.done = max(job.done, job.total)
+    services.write_retrying(lambda: job.save(update_fields=[
+        "status", "message", "finished_at", "done", "result", "file_name", "download_name"]))
+
+
+def _run_report(job: models.BackgroundJob, progress: _Progress) -> None:
+    """Every strategy over every chosen session (in the order the list showed them), a chunk of sessions at a time,
+    with the progress counted in messages."""
+    ids: list[int] = job.params["session_ids"]
+    specs = [spec_from_text(text) for text in job.params["specs"]]
+    scoped = services.sessions_for_user(job.user)
+    found = {pk: count for pk, count in scoped.filter(pk__in=ids).values_list("pk", "message_count")}
+    order = [pk for pk in ids if pk in found]
+    rows: list[dict[str, Any]] = []
+    summaries = [{"broken": 0, "questions_lost": 0, "tokens_after_total": 0, "sessions": 0} for _ in specs]
+    done = 0
+    for chunk in _chunks(order, found):
+        report = services.trimming_report(scoped.filter(pk__in=chunk), specs, limit=len(chunk))
+        by_pk = {row.session.pk: row for row in report.rows}
+        for pk in chunk:
+            row = by_pk.get(pk)
+            if row is None:
+                continue
+            rows.append({"session_id": pk, "tokens_before": row.tokens_before, "cells": [
+                {"tokens_after": c.tokens_after, "kept": c.kept, "errors": c.errors, "question_lost": c.question_lost,
+                 "budget_exceeded": c.budget_exceeded, "error": c.error} for c in row.cells]})
+        for total, summary in zip(summaries, report.summaries, strict=True):
+            total["broken"] += summary.broken
+            total["questions_lost"] += summary.questions_lost
+            total["tokens_after_total"] += summary.tokens_after_total
+            total["sessions"] += summary.sessions
+        done += sum(found[pk] for pk in chunk)
+        progress(done)
+    job.result = {"specs": [spec.text for spec in specs], "rows": rows, "summaries": summaries}
+
+
+def _chunks(order: Sequence[int], found: dict[int, int]) -> list[list[int]]:
+    """Sessions grouped so that each call of the report service stays under its own per-call bounds."""
+    chunks: list[list[int]] = []
+    current: list[int] = []
+    size = 0
+    for pk in order:
+        count = found[pk]
+        if current and (size + count > services.REPORT_MESSAGE_LIMIT or len(current) >= services.REPORT_SESSION_LIMIT):
+            chunks.append(current)
+            current, size = [], 0
+        current.append(pk)
+        size += count
+    if current:
+        chunks.append(current)
+    return chunks
+
+
+def report_from_result(user: Any, result: dict[str, Any]) -> services.TrimmingReport:
+    """A finished report job's result as the report page shows it (sessions the user can still see)."""
+    specs = [spec_from_text(text) for text in result["specs"]]
+    sessions = services.sessions_for_user(user).in_bulk([row["session_id"] for row in result["rows"]])
+    rows = [
+        services.ReportRow(sessions[row["session_id"]], row["tokens_before"],
+                           [services.ReportCell(spec, **cell) for spec, cell in zip(specs, row["cells"], strict=True)])
+        for row in result["rows"] if row["session_id"] in sessions
+    ]
+    summaries = [
+        services.ReportSummary(spec, **summary) for spec, summary in zip(specs, result["summaries"], strict=True)
+    ]
+    return services.TrimmingReport(specs, rows, summaries, capped=False, limit=len(rows))
+
+
+def _run_export(job: models.BackgroundJob, progress: _Progress) -> None:
+    params = job.params
+    sessions = services.sessions_for_user(job.user).filter(pk__in=params["session_ids"])
+    spec = spec_from_text(params["spec"]) if params.get("spec") else None
+    plan = exports.export_plan(sessions=sessions, format=params["format"], scope=params["scope"],
+                               filters=params.get("filters") or {}, spec=spec,
+                               on_invalid=params.get("on_invalid") or "skip")
+    name = f"export-{job.pk}-{secrets.token_hex(8)}"
+    path = job_dir() / name
+    partial = path.with_suffix(".part")
+    with open(partial, "w", encoding="utf-8") as out:
+        result = exports.export_to(plan, out, user=job.user, interface="web", on_messages=progress)
+    partial.replace(path)
+    job.file_name, job.download_name = name, params["filename"]
+    job.result = result.to_dict()
+
+
+def _run_import(job: models.BackgroundJob, progress: _Progress) -> None:
+    params = job.params
+    path = job_dir() / params["upload"]
+    if not path.exists():
+        raise imports.ImportFailed(f"{params['label']}: the uploaded file is gone; upload it again")
+    project = services.editable_projects(job.user).filter(pk=params["project_id"]).first()
+    if project is None:
+        raise imports.ImportFailed("project: you may no longer import into this project")
+    agent: Any = params.get("agent_name") or None
+    if params.get("agent_id"):
+        agent = models.Agent.objects.filter(project=project, pk=params["agent_id"]).first()
+    report = imports.import_file(path, project=project, agent=agent, format=params.get("format") or None,
+                                 label=params["label"], name=params.get("name"), on_messages=progress)
+    models.Session.objects.filter(pk__in=[s.session_id for s in report.sessions if s.session_id and s.added]).update(
+        last_activity_at=timezone.now())
+    path.unlink(missing_ok=True)
+    job.result = report.to_dict()
+
+
+RUNNERS: dict[str, Callable[[models.BackgroundJob, _Progress], None]] = {
+    Job.Kind.REPORT: _run_report,
+    Job.Kind.EXPORT: _run_export,
+    Job.Kind.IMPORT: _run_import,
+}
+
+
+def job_upload_keep(source: Path) -> str:
+    """Move an upload waiting for confirmation into the job folder (where its expiry no longer applies): the
+    name to give the import job."""
+    name = f"import-{secrets.token_hex(12)}.upload"
+    shutil.move(str(source), job_dir() / name)
+    return name
+
+
+# --- recovery and expiry ----------------------------------------------------------------------------------------
+
+
+def jobs_recover(*, now: dt.datetime | None = None) -> list[int]:
+    """Queue again the running jobs whose worker is gone (its process on this host ended, or it wrote no progress
+    for ``MEMORYVIZ_JOB_STALE_SECONDS``), after removing what an interrupted import left hidden. Returns their ids."""
+    limit = (now or timezone.now()) - dt.timedelta(seconds=settings.MEMORYVIZ_JOB_STALE_SECONDS)
+    again: list[int] = []
+    for job in Job.objects.filter(status=Job.Status.RUNNING):
+        alive = services.process_alive(job.worker)
+        if alive is True or (alive is None and job.heartbeat is not None and job.heartbeat >= limit):
+            continue
+        if job.kind == Job.Kind.IMPORT:
+            imports.imports_cleanup()
+        with transaction.atomic():
+            # Only one worker queues it again, however many look at once.
+            claimed = Job.objects.filter(pk=job.pk, status=Job.Status.RUNNING, worker=job.worker).update(
+                status=Job.Status.QUEUED, worker="", done=0)
+        if claimed:
+            _enqueue(job)
+            again.append(job.pk)
+    return again
+
+
+def jobs_expire(*, now: dt.datetime | None = None) -> int:
+    """Remove finished jobs older than ``MEMORYVIZ_JOB_TTL_SECONDS``, with their files. Returns how many."""
+    limit = (now or timezone.now()) - dt.timedelta(seconds=settings.MEMORYVIZ_JOB_TTL_SECONDS)
+    old = list(Job.objects.filter(status__in=[Job.Status.DONE, Job.Status.FAILED], finished_at__lt=limit))
+    for job in old:
+        for name in (job.file_name, job.params.get("upload", "")):
+            if name:
+                (job_dir() / name).unlink(missing_ok=True)
+        job.delete()
+    return len(old)

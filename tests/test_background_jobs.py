@@ -1,0 +1,189 @@
+"""Big reports, exports and imports run as background jobs (django-tasks, database backend): the page shows their
+progress and result, a job survives its worker's death, results are their owner's only and expire."""
+from __future__ import annotations
+
+import datetime as dt
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from django.utils import timezone
+from django_tasks_db.management.commands.db_worker import Worker
+from django_tasks_db.models import DBTaskResult
+
+from agents import jobs, models, services
+
+# The worker commits as it goes and closes its connection between tasks (close_old_connections), as in
+# production: the tests run on committed data, not inside a transaction it would break.
+pytestmark = pytest.mark.django_db(transaction=True)
+
+TOOL_LOOP = [
+    {"role": "system", "content": "You plan trips."},
+    {"role": "user", "content": "Weather in Paris?"},
+    {"role": "assistant", "content": None, "tool_calls": [
+        {"id": "c1", "type": "function", "function": {"name": "get_weather", "arguments": "{\"city\": \"Paris\"}"}}]},
+    {"role": "tool", "tool_call_id": "c1", "content": "sunny"},
+    {"role": "assistant", "content": "Sunny in Paris."},
+    {"role": "user", "content": "And Rome?"},
+    {"role": "assistant", "content": "Sunny too."},
+]
+
+
+def run_worker() -> None:
+    """One worker process's loop, until the queue is empty."""
+    Worker(queue_names=["default"], interval=0, batch=True, backend_name="default", startup_delay=False,
+           max_tasks=None, worker_id="test-worker", excluded_queue_names=[]).run()
+
+
+@pytest.fixture
+def job_dir(settings, tmp_path: Path) -> Path:
+    settings.MEMORYVIZ_JOB_DIR = str(tmp_path / "jobs")
+    return Path(settings.MEMORYVIZ_JOB_DIR)
+
+
+@pytest.fixture
+def sessions(make_session) -> list[models.Session]:
+    return [make_session(TOOL_LOOP, title=f"Trip {i}") for i in range(3)]
+
+
+REPORT = "/lab/report/?s=buffered:buffer_size=2&s=safe_token_budget:max_tokens=40"
+
+
+def test_a_big_report_runs_in_the_background_and_its_page_shows_the_same_report(
+    alice, alice_client, sessions, settings, job_dir
+) -> None:
+    settings.MEMORYVIZ_BACKGROUND_REPORT_MESSAGES = 10
+    response = alice_client.get(REPORT)
+    job = models.BackgroundJob.objects.get()
+    assert response.status_code == 302 and response["Location"] == f"/jobs/{job.pk}/"
+    assert job.kind == "report" and job.total == 3 * len(TOOL_LOOP) and job.status == "queued"
+    assert 'data-status="queued"' in alice_client.get(f"/jobs/{job.pk}/").content.decode()
+    run_worker()
+    job.refresh_from_db()
+    assert job.status == "done" and job.done == job.total and job.attempts == 1
+    page = alice_client.get(f"/jobs/{job.pk}/").content.decode()
+    assert 'data-status="done"' in page and "hx-trigger" not in page.split('id="job-status"')[1].split(">")[0]
+    # The same figures as the report computed in one request.
+    settings.MEMORYVIZ_BACKGROUND_REPORT_MESSAGES = 10_000
+    inline = alice_client.get(REPORT).content.decode()
+
+    def table(html: str) -> str:
+        start = html.index('<table class="data report-summary">')
+        return html[start:html.index("</table>", start)]
+
+    assert table(page) == table(inline)
+    assert page.count('class="report-row"') == 3
+
+
+def test_over_htmx_the_report_form_is_sent_to_the_job_page(alice_client, sessions, settings, job_dir) -> None:
+    settings.MEMORYVIZ_BACKGROUND_REPORT_MESSAGES = 10
+    response = alice_client.get(REPORT, HTTP_HX_REQUEST="true", HTTP_HX_TARGET="report-result")
+    job = models.BackgroundJob.objects.get()
+    assert response.status_code == 200 and response["HX-Redirect"] == f"/jobs/{job.pk}/"
+    fragment = alice_client.get(f"/jobs/{job.pk}/", HTTP_HX_REQUEST="true").content.decode()
+    assert fragment.lstrip().startswith('<section id="job-status"') and 'hx-trigger="every 1s"' in fragment
+
+
+def test_a_background_report_survives_a_worker_restart(alice, alice_client, sessions, settings, job_dir) -> None:
+    settings.MEMORYVIZ_BACKGROUND_REPORT_MESSAGES = 10
+    alice_client.get(REPORT)
+    job = models.BackgroundJob.objects.get()
+    # A worker took the task, started the job, and was killed (kill -9, a machine restart): its task row says
+    # running forever, the job too, and its process is gone.
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    DBTaskResult.objects.get(pk=job.task_id).claim("killed-worker")
+    models.BackgroundJob.objects.filter(pk=job.pk).update(
+        status="running", worker=f"{services.process_owner().rpartition(':')[0]}:{gone.stdout.strip()}",
+        heartbeat=timezone.now(), done=7, attempts=1)
+    run_worker()  # a worker that does not look for dead ones would never run it again
+    assert models.BackgroundJob.objects.get(pk=job.pk).status == "running"
+    # The restarted worker looks first.
+    assert jobs.jobs_recover() == [job.pk]
+    assert jobs.jobs_recover() == []  # queued once, however many workers look
+    run_worker()
+    job.refresh_from_db()
+    assert job.status == "done" and job.attempts == 2 and len(job.result["rows"]) == 3
+    assert "report-row" in alice_client.get(f"/jobs/{job.pk}/").content.decode()
+
+
+def test_a_job_from_another_host_is_recovered_only_once_its_heartbeat_is_stale(db, alice, settings) -> None:
+    settings.MEMORYVIZ_JOB_STALE_SECONDS = 60
+    job = models.BackgroundJob.objects.create(user=alice, kind="report", title="t", status="running",
+                                              worker="elsewhere:42", heartbeat=timezone.now(),
+                                              params={"session_ids": [], "specs": []})
+    assert jobs.jobs_recover() == []
+    assert jobs.jobs_recover(now=timezone.now() + dt.timedelta(seconds=61)) == [job.pk]
+    job.refresh_from_db()
+    assert job.status == "queued" and job.task_id
+
+
+def test_a_big_export_is_written_by_a_worker_and_downloaded_by_its_owner_only(
+    alice_client, client, bob, sessions, settings, job_dir
+) -> None:
+    settings.MEMORYVIZ_BACKGROUND_EXPORT_MESSAGES = 10
+    response = alice_client.post("/export/", {"format": "openai_jsonl"})
+    job = models.BackgroundJob.objects.get()
+    assert response.status_code == 302 and job.kind == "export"
+    run_worker()
+    job.refresh_from_db()
+    assert job.status == "done", job.message
+    page = alice_client.get(f"/jobs/{job.pk}/").content.decode()
+    assert f'href="/jobs/{job.pk}/download/"' in page
+    download = alice_client.get(f"/jobs/{job.pk}/download/")
+    body = b"".join(download.streaming_content).decode()
+    assert download["Content-Disposition"].startswith("attachment;") and ".jsonl" in download["Content-Disposition"]
+    lines = [json.loads(line) for line in body.splitlines()]
+    assert len(lines) == 3 and lines[0]["messages"][1]["content"] == "Weather in Paris?"
+    assert models.ExportRecord.objects.get().session_count == 3
+    client.force_login(bob)
+    assert client.get(f"/jobs/{job.pk}/").status_code == 404
+    assert client.get(f"/jobs/{job.pk}/download/").status_code == 404
+
+
+def test_a_big_import_runs_in_the_background_and_shows_its_sessions_when_done(
+    alice, alice_client, project, settings, job_dir, tmp_path
+) -> None:
+    settings.MEMORYVIZ_BACKGROUND_IMPORT_BYTES = 10
+    upload = tmp_path / "trip.json"
+    upload.write_text(json.dumps(TOOL_LOOP))
+    with open(upload, "rb") as fh:
+        preview = alice_client.post("/import/", {"project": project.slug, "file": fh})
+    assert preview.status_code == 200
+    token = preview.context["token"]
+    confirm = alice_client.post("/import/confirm/", {"token": token, "project": project.slug, "label": "trip.json",
+                                                     "agent": preview.context["agent_value"],
+                                                     "new_agent": preview.context["new_agent_value"], "format": ""})
+    job = models.BackgroundJob.objects.get()
+    assert confirm.status_code == 302 and job.kind == "import"
+    assert not services.sessions_for_user(alice).exists()
+    run_worker()
+    job.refresh_from_db()
+    assert job.status == "done", job.message
+    session = services.sessions_for_user(alice).get()
+    assert session.message_count == len(TOOL_LOOP)
+    assert f'href="/sessions/{session.pk}/"' in alice_client.get(f"/jobs/{job.pk}/").content.decode()
+    assert list(job_dir.iterdir()) == []  # the upload went with the import
+
+
+def test_a_failed_job_says_why(alice, alice_client, settings, job_dir) -> None:
+    job = jobs.job_enqueue(user=alice, kind="import", title="Import of gone.json",
+                           params={"upload": "missing.upload", "label": "gone.json", "project_id": 0})
+    run_worker()
+    job.refresh_from_db()
+    assert job.status == "failed" and "gone.json: the uploaded file is gone" in job.message
+    assert "Failed: gone.json" in alice_client.get(f"/jobs/{job.pk}/").content.decode()
+
+
+def test_finished_jobs_expire_with_their_files(db, alice, settings, job_dir) -> None:
+    settings.MEMORYVIZ_JOB_TTL_SECONDS = 3600
+    job_dir.mkdir(parents=True)
+    (job_dir / "export-1").write_text("x")
+    old = models.BackgroundJob.objects.create(user=alice, kind="export", title="old", status="done",
+                                              file_name="export-1", finished_at=timezone.now() - dt.timedelta(hours=2))
+    fresh = models.BackgroundJob.objects.create(user=alice, kind="report", title="new", status="done",
+                                                finished_at=timezone.now())
+    assert jobs.jobs_expire() == 1
+    assert list(models.BackgroundJob.objects.values_list("pk", flat=True)) == [fresh.pk]
+    assert not (job_dir / "export-1").exists() and old.pk != fresh.pk
