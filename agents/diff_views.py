@@ -32,7 +32,7 @@ def session_diff(request: HtmxHttpRequest, session_id: int) -> HttpResponse:
         context["error"] = f"trim={spec_text}: {exc}"
     if found is None:
         context["candidates"] = diffs.diff_candidates(user=request.user, session=session)
-        return render(request, "agents/session_diff.html", context, status=400 if "error" in context else 200)
+        return render(request, "agents/session_diff.html", context)  # an invalid trim= is shown on the form (200)
     query = urlencode({"with": other} if other else {"trim": spec_text})
     page = diffs.diff_page(found, query=query, page=request.GET.get("page"), rows=request.GET.get("rows"))
     context.update(found=found, page=page, query=query, counts=found.diff.counts(), labels=diffs.LABELS[found.trimmed])
@@ -54,5 +54,5 @@ def session_compare(request: HtmxHttpRequest) -> HttpResponse:
     shows the newest first, so its order would put the later run on the left); any other number says so."""
     ids = sorted(int(i) for i in request.GET.getlist("session") if i.isdigit())
     if len(ids) != 2:
-        return render(request, "agents/compare_choose.html", {"count": len(ids)}, status=400)
+        return render(request, "agents/compare_choose.html", {"count": len(ids)})
     return redirect(reverse("agents:session_diff", args=[ids[0]]) + "?" + urlencode({"with": ids[1]}))

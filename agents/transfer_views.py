@@ -42,13 +42,13 @@ def import_upload(request: HttpRequest) -> HttpResponse:
         return _render_form(request, ImportForm(user=request.user, initial=initial))
     form = ImportForm(request.POST, request.FILES, user=request.user)
     if not form.is_valid():
-        return _render_form(request, form, status=400)
+        return _render_form(request, form)
     project, agent, chosen = form.cleaned_data["project"], form.agent_choice(), form.cleaned_data["format"] or None
     _require_editor(request.user, project)
     try:
         token, path, label = _upload_to_preview(request, form)
     except uploads.UploadRefused as exc:
-        return _render_form(request, form, status=400, error=str(exc))
+        return _render_form(request, form, error=str(exc))
     # "Read it as ..." on a preview reads the kept upload again in another format.
     reread = not form.cleaned_data.get("file") and not (form.cleaned_data.get("text") or "").strip()
     try:
@@ -70,7 +70,7 @@ def import_upload(request: HttpRequest) -> HttpResponse:
                 return _render_preview(request, form, preview, token=token, label=label, chosen=shown,
                                        error=f"Read as {chosen}: {error.rstrip('.')}. {still}")
         path.unlink(missing_ok=True)
-        return _render_form(request, form, status=400, error=error)
+        return _render_form(request, form, error=error)
     return _render_preview(request, form, preview, token=token, label=label, chosen=chosen)
 
 
@@ -97,11 +97,11 @@ def import_confirm(request: HttpRequest) -> HttpResponse:
     form = ImportForm(request.POST, user=request.user)
     path = uploads.upload_path(request.user, request.POST.get("token", ""))
     if not form.is_valid() or path is None:
-        return _render_form(request, form, status=400, error="The import form was incomplete; upload the file again.")
+        return _render_form(request, form, error="The import form was incomplete; upload the file again.")
     project = form.cleaned_data["project"]
     _require_editor(request.user, project)
     if not path.exists():
-        return _render_form(request, ImportForm(user=request.user), status=400, error=EXPIRED)
+        return _render_form(request, ImportForm(user=request.user), error=EXPIRED)
     label = request.POST.get("label", "upload")[:200]
     if path.stat().st_size > settings.MEMORYVIZ_BACKGROUND_IMPORT_BYTES:
         return _import_in_background(request, path, form, label)
@@ -111,7 +111,7 @@ def import_confirm(request: HttpRequest) -> HttpResponse:
                                      name=_detection_name(label))
     except imports.ImportFailed as exc:
         return _render_form(request, ImportForm(user=request.user, initial={"project": project.slug}),
-                            status=400, error=f"{_import_error(exc, label)} Nothing was imported.")
+                            error=f"{_import_error(exc, label)} Nothing was imported.")
     finally:
         path.unlink(missing_ok=True)
     return render(request, "agents/import_report.html", {"report": report, "project": project})
@@ -173,10 +173,11 @@ def _require_editor(user: Any, project: models.Project | None = None) -> None:
         raise PermissionDenied("Importing needs the editor or admin role" + (" in this project." if project else "."))
 
 
-def _render_form(request: HttpRequest, form: ImportForm, *, status: int = 200, error: str = "") -> HttpResponse:
+def _render_form(request: HttpRequest, form: ImportForm, *, error: str = "") -> HttpResponse:
+    """The import page with what is wrong: 200, like every form with errors (nothing was stored)."""
     context = {"form": form, "error": error, "max_paste": MAX_PASTE_CHARS,
                "max_upload": settings.MEMORYVIZ_MAX_UPLOAD_BYTES}
-    return render(request, "agents/import.html", context, status=status)
+    return render(request, "agents/import.html", context)
 
 
 # --- export ---------------------------------------------------------------------------------------------------
