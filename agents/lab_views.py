@@ -254,7 +254,10 @@ def trimming_report(request: HtmxHttpRequest) -> HttpResponse:
     left_out = [{"box": k, **f} for k, f in enumerate(spec_fields, 1) if f["error"]]
     spec_fields += [{"text": "", "error": ""}] * (MAX_COLUMNS - len(spec_fields))
     sessions = services.sessions_filtered(request.user, filter_form.filters())
-    if specs:
+    # The per-call mode replays every call: it stays in the request, capped like any in-request report (the
+    # background worker does not replay).
+    per_call = request.GET.get("per_call") == "1"
+    if specs and not per_call:
         total = sessions.aggregate(n=Sum("message_count"))["n"] or 0
         if total > settings.MEMORYVIZ_BACKGROUND_REPORT_MESSAGES:
             # Too long for one request: a worker runs it over every matching session; its page shows progress.
@@ -263,7 +266,7 @@ def trimming_report(request: HtmxHttpRequest) -> HttpResponse:
             job = jobs.job_enqueue(user=request.user, kind=models.BackgroundJob.Kind.REPORT, params=params,
                                    title=f"Trimming report: {', '.join(texts)}", total=total)
             return HttpResponseClientRedirect(job.get_absolute_url()) if request.htmx else redirect(job)
-    report = services.trimming_report(sessions, specs) if specs else None
+    report = services.trimming_report(sessions, specs, per_call=per_call) if specs else None
     context = {
         "filter_form": filter_form,
         "spec_fields": spec_fields,
@@ -271,6 +274,7 @@ def trimming_report(request: HtmxHttpRequest) -> HttpResponse:
         # (The form has a field named "errors", which {{ filter_form.errors }} would give.)
         "filter_problems": [f"{name}: {' '.join(map(str, errors))}" for name, errors in filter_form.errors.items()],
         "report": report,
+        "per_call": per_call,
         "strategies": list(STRATEGIES.values()),
         "session_limit": services.REPORT_SESSION_LIMIT,
         "message_limit": services.REPORT_MESSAGE_LIMIT,

@@ -900,6 +900,10 @@ class ReportCell:
     question_lost: bool | None
     budget_exceeded: bool
     error: str = ""  # the strategy failed on this session (should not happen; said rather than a 500)
+    # Per-call mode: the first call of the replayed run that sent a list a provider rejects (its position in the
+    # replay's steps, and the input index of the message that call produced), None when no call broke.
+    first_broken_step: int | None = None
+    first_broken_call: int | None = None
 
 
 @dataclass
@@ -916,6 +920,7 @@ class ReportSummary:
     questions_lost: int = 0
     tokens_after_total: int = 0
     sessions: int = 0
+    broken_some_call: int = 0  # per-call mode: sessions where some call of the replayed run broke the protocol
 
     @property
     def mean_tokens_after(self) -> float:
@@ -929,12 +934,19 @@ class TrimmingReport:
     summaries: list[ReportSummary]
     capped: bool
     limit: int
+    per_call: bool = False
 
 
 def trimming_report(
-    sessions: QuerySet[models.Session], specs: Sequence[StrategySpec], *, limit: int | None = None
+    sessions: QuerySet[models.Session],
+    specs: Sequence[StrategySpec],
+    *,
+    limit: int | None = None,
+    per_call: bool = False,
 ) -> TrimmingReport:
-    """Each spec over each session (at most ``limit``; ``sessions`` must already be scoped to the user)."""
+    """Each spec over each session (at most ``limit``; ``sessions`` must already be scoped to the user).
+    ``per_call``: also replay every call of each run (``memory.replay``): "breaks at some call" beside "breaks at
+    the end"."""
     limit = limit or REPORT_SESSION_LIMIT
     chosen = list(sessions[: limit + 1])
     capped = len(chosen) > limit
@@ -960,13 +972,20 @@ def trimming_report(
             tokens_before = result.tokens_before
             errors = sum(1 for v in result.violations if v.severity == "error")
             lost = None if newest_user is None else newest_user not in set(result.kept)
-            cells.append(ReportCell(spec, result.tokens_after, len(result.kept), errors, lost, result.budget_exceeded))
+            cell = ReportCell(spec, result.tokens_after, len(result.kept), errors, lost, result.budget_exceeded)
+            if per_call:
+                run = replay(messages, spec, counter=session.token_counter, token_counts=counts)
+                if run.first_violation is not None:
+                    cell.first_broken_step = run.first_violation
+                    cell.first_broken_call = run.steps[run.first_violation].call
+                    summary.broken_some_call += 1
+            cells.append(cell)
             summary.sessions += 1
             summary.tokens_after_total += result.tokens_after
             summary.broken += errors > 0
             summary.questions_lost += bool(lost)
         rows.append(ReportRow(session, tokens_before, cells))
-    return TrimmingReport(list(specs), rows, summaries, capped, limit)
+    return TrimmingReport(list(specs), rows, summaries, capped, limit, per_call)
 
 
 # --- the session list ---------------------------------------------------------------------------------------

@@ -224,3 +224,28 @@ def test_the_trim_api_refuses_an_unknown_preset_or_a_preset_with_a_strategy(alic
     assert both.status_code == 400 and "not both" in both.json()["error"]
     mixed = alice_client.get(url, {"preset": "short", "buffer_size": "3"})
     assert mixed.status_code == 400 and "not both" in mixed.json()["error"]
+
+
+# --- the report's per-call mode ------------------------------------------------------------------------------
+
+
+def test_the_report_says_which_sessions_break_at_some_call_beside_at_the_end(alice_client, make_session):
+    breaks = make_session(chat(6), title="Breaks at some call")
+    make_session(chat(1), title="Short")
+    messages, counts = services.session_messages_with_counts(breaks)
+    run = replay(messages, strategy_spec("openmanus_window", {"max_messages": 3}), counter="cl100k",
+                 token_counts=counts)
+    assert run.first_violation == 2 and run.steps[-1].errors == 0
+
+    spec = "openmanus_window:max_messages=3"
+    html = alice_client.get("/lab/report/", {"s": spec, "per_call": "1"}).content.decode()
+    heads = '<th scope="col" class="num">Broken at the end</th><th scope="col" class="num">Broken at some call</th>'
+    assert heads in html
+    assert 'data-broken="0"' in html and 'data-broken-some-call="1"' in html
+    link = (f'href="/sessions/{breaks.pk}/lab/?strategy=openmanus_window&amp;max_messages=3'
+            f'&amp;params_for=openmanus_window&amp;step=2" title="Open that call in the lab">breaks at call 3</a>')
+    assert link in html and html.count('class="small report-breaks-at"') == 1
+    assert 'id="id_per_call" checked' in html
+
+    plain = alice_client.get("/lab/report/", {"s": spec}).content.decode()
+    assert "Broken at some call" not in plain and "report-breaks-at" not in plain

@@ -101,4 +101,16 @@ def test_it_steps_through_the_replayed_run_and_keeps_the_setting(logged_in_page,
     assert page.locator("#preset-badge").inner_text().startswith("Preset four messages")
     assert page.locator("#p-max_messages").input_value() == "4"
     assert page.locator("#preset-list a[aria-current]").inner_text() == "four messages"
+
+    # The report's per-call mode: broken at some call beside broken at the end, linked to that call in the lab.
+    page.goto(f"{live_server.url}/lab/report/?s=openmanus_window:max_messages=3")
+    page.check("#id_per_call")
+    page.click("text=Run report")
+    page.wait_for_url(re.compile(r"per_call=1"))
+    page.wait_for_selector(".summary-row [data-broken-some-call='1']")
+    page.evaluate("window.scrollTo(0, 0)")
+    _screenshot(page, "trimming-report-per-call")
+    page.click(".report-breaks-at")
+    page.wait_for_selector("#step-now")
+    assert page.locator("#step-now").inner_text().startswith("call 3 of 13")
     assert refused == []
