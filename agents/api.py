@@ -10,6 +10,7 @@ import io
 import re
 import uuid
 from typing import Any
+from urllib.parse import urlencode
 
 from django.contrib.auth.decorators import login_not_required
 from django.db import transaction
@@ -32,7 +33,7 @@ from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 from rest_framework.views import get_view_description
 
-from agents import capture, diffs, imports, models, services
+from agents import capture, diffs, find, imports, models, review, services
 from agents.api_auth import ApiKeyAuthentication
 from agents.auth import ThrottledBasicAuthentication
 from agents.forms import AgentForm, SessionFilterForm
@@ -157,6 +158,8 @@ def _session_summary(request: Request, session: models.Session) -> dict[str, Any
         "token_counter": session.token_counter,
         "violation_count": session.violation_count,
         "has_errors": session.has_errors,
+        "review_status": session.review_status,
+        "assignee": session.assignee.get_username() if session.assignee else None,
     }
 
 
@@ -288,27 +291,134 @@ def agent_detail(request: Request, agent_id: int) -> Response:
     return Response(_agent_dict(request, agent, can_edit=can_edit, session_count=ready.count()))
 
 
+class SessionUpdate(BaseModel):
+    """A session's review: ``review_status`` (unreviewed, in_review, done) and ``assignee`` (a username of the
+    project who may review, or null for nobody). Fields left out stay as they are."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    review_status: str | None = None
+    assignee: str | None = None
+
+
 @extend_schema(
+    methods=["GET"],
     operation_id="session_retrieve",
     summary="One session's summary",
     responses={200: OpenApiTypes.OBJECT, 400: ApiError, 401: ApiError, 404: ApiError},
 )
-@api
+@extend_schema(
+    methods=["PATCH"],
+    operation_id="session_review",
+    summary="Set a session's review status and assignee",
+    request=SessionUpdate,
+    responses={200: OpenApiTypes.OBJECT, 400: ApiError, 403: ApiError, 404: ApiError},
+)
+@extend_schema(
+    methods=["DELETE"],
+    operation_id="session_delete",
+    summary="Delete a session (editor or admin)",
+    responses={204: None, 403: ApiError, 404: ApiError},
+)
+@write_api(["GET", "PATCH", "DELETE"])
 def session_detail(request: Request, session_id: int) -> Response:
+    """GET: the session's summary, metadata, tools, violations and review. PATCH (annotator or more):
+    ``review_status`` and/or ``assignee``. DELETE (editor or admin): the session and everything in it."""
     session = services.session_for_user(request.user, session_id)
+    if request.method == "PATCH":
+        try:
+            body = _body(request, SessionUpdate)
+            changes = {name: getattr(body, name) for name in body.model_fields_set}
+            if "review_status" in changes and changes["review_status"] is None:
+                raise _Invalid("review_status: one of unreviewed, in_review, done (not null)")
+            review.session_review_update(user=request.user, session=session, **changes)
+        except (_Invalid, ValueError) as exc:
+            return _bad_request(str(exc))
+    elif request.method == "DELETE":
+        services.session_delete(user=request.user, session=session)
+        return Response(status=204)
     data = _session_summary(request, session)
     data["metadata"] = session.metadata
     data["tools"] = session.tools
     data["violations"] = session.violations
     data["messages_url"] = request.build_absolute_uri(reverse("api:session_messages", args=[session.pk]))
+    data["annotations_url"] = request.build_absolute_uri(reverse("api:session_annotations", args=[session.pk]))
     return Response(data)
+
+
+# --- annotations ----------------------------------------------------------------------------------------------
+
+
+class AnnotationCreate(BaseModel):
+    """A label from the project's label set, a comment, or both, on message ``seq`` (null: the whole session)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    seq: int | None = Field(default=None, ge=0)
+    label: str | None = None
+    comment: str = ""
+
+
+class AnnotationUpdate(BaseModel):
+    """New label (null: none) and/or comment of one of your annotations; fields left out stay as they are."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    label: str | None = None
+    comment: str | None = None
+
+
+@extend_schema(methods=["GET"], operation_id="session_annotations_list", summary="A session's annotations",
+               responses={200: OpenApiTypes.OBJECT, 401: ApiError, 404: ApiError})
+@extend_schema(methods=["POST"], operation_id="session_annotations_create", summary="Annotate a message or the session",
+               request=AnnotationCreate,
+               responses={201: OpenApiTypes.OBJECT, 400: ApiError, 403: ApiError, 404: ApiError})
+@write_api(["GET", "POST"])
+def session_annotations(request: Request, session_id: int) -> Response:
+    """GET: the session's annotations (the session's own first, then by message). POST (annotator or more):
+    ``{"seq": 12 or null, "label": "hallucination", "comment": "..."}``."""
+    session = services.session_for_user(request.user, session_id)
+    if request.method == "POST":
+        try:
+            body = _body(request, AnnotationCreate)
+            annotation = review.annotation_create(user=request.user, session=session, seq=body.seq, label=body.label,
+                                                  comment=body.comment)
+        except (_Invalid, ValueError) as exc:
+            return _bad_request(str(exc))
+        annotation = review.annotations_for_session(session).get(pk=annotation.pk)
+        return Response(review.annotation_dict(annotation, user=request.user), status=201)
+    rows = review.annotations_for_session(session)
+    return Response(
+        {"session": session.pk, "annotations": [review.annotation_dict(a, user=request.user) for a in rows]}
+    )
+
+
+@extend_schema(methods=["PATCH"], operation_id="session_annotation_update", summary="Change one of your annotations",
+               request=AnnotationUpdate,
+               responses={200: OpenApiTypes.OBJECT, 400: ApiError, 403: ApiError, 404: ApiError})
+@extend_schema(methods=["DELETE"], operation_id="session_annotation_delete", summary="Delete one of your annotations",
+               responses={204: None, 403: ApiError, 404: ApiError})
+@write_api(["PATCH", "DELETE"])
+def session_annotation(request: Request, session_id: int, annotation_id: int) -> Response:
+    """PATCH: its author changes ``label`` and/or ``comment``. DELETE: its author (or a project admin) removes it."""
+    _session, annotation = review.annotation_for_user(request.user, session_id, annotation_id)
+    if request.method == "DELETE":
+        review.annotation_delete(user=request.user, annotation=annotation)
+        return Response(status=204)
+    try:
+        body = _body(request, AnnotationUpdate)
+        changes = {name: getattr(body, name) for name in body.model_fields_set}
+        review.annotation_update(user=request.user, annotation=annotation, **changes)
+    except (_Invalid, ValueError) as exc:
+        return _bad_request(str(exc))
+    return Response(review.annotation_dict(annotation, user=request.user))
 
 
 @extend_schema(
     methods=["GET"],
     operation_id="session_messages_list",
-    summary="A page of a session's messages",
-    parameters=[OpenApiParameter("after", int), OpenApiParameter("limit", int)],
+    summary="A page of a session's messages, or those that match q",
+    parameters=[OpenApiParameter("after", int), OpenApiParameter("limit", int), OpenApiParameter("q", str)],
     responses={200: OpenApiTypes.OBJECT, 400: ApiError, 401: ApiError, 404: ApiError},
 )
 @extend_schema(
@@ -321,8 +431,9 @@ def session_detail(request: Request, session_id: int) -> Response:
 @write_api(["GET", "POST"])
 def session_messages(request: Request, session_id: int) -> Response:
     """GET: one page of messages in order: ``?after=<seq>&limit=<n>`` (keyset paging: every page costs the same).
-    POST: append messages (``MessagesAppend``); a message whose id the session already has is skipped, so a
-    retried request appends nothing twice."""
+    With ``?q=text``: only the messages that mention it (content and results, reasoning, tool names, arguments,
+    a whole call id), with ``count`` of them all, paged the same way. POST: append messages (``MessagesAppend``);
+    a message whose id the session already has is skipped, so a retried request appends nothing twice."""
     session = services.session_for_user(request.user, session_id)
     if request.method == "POST":
         return _messages_append(request, session)
@@ -333,6 +444,8 @@ def session_messages(request: Request, session_id: int) -> Response:
         return _bad_request("after and limit must be whole numbers")
     if not 1 <= limit <= MAX_MESSAGE_PAGE:
         return _bad_request(f"limit: must be between 1 and {MAX_MESSAGE_PAGE}")
+    if "q" in request.query_params:
+        return _message_search(request, session, after=after, limit=limit)
     page = services.session_message_page(session, after=after, size=limit)
     next_url = None
     if page.next_after is not None:
@@ -347,6 +460,27 @@ def session_messages(request: Request, session_id: int) -> Response:
             "messages": [_message_dict(row) for row in page.rows],
         }
     )
+
+
+def _message_search(request: Request, session: models.Session, *, after: int | None, limit: int) -> Response:
+    q = find.clean_query(request.query_params.get("q"))
+    if not q:
+        return _bad_request("q: say what to look for")
+    matches = find.message_matches(session, q)
+    rows = list((matches.filter(seq__gt=after) if after is not None else matches)[: limit + 1])
+    next_url = None
+    if len(rows) > limit:
+        rows = rows[:limit]
+        query = urlencode({"q": q, "after": rows[-1].seq, "limit": limit})
+        next_url = request.build_absolute_uri(reverse("api:session_messages", args=[session.pk]) + f"?{query}")
+    return Response({
+        "session": session.pk,
+        "message_count": session.message_count,
+        "q": q,
+        "count": matches.count(),
+        "next": next_url,
+        "messages": [_message_dict(row) for row in rows],
+    })
 
 
 @extend_schema(

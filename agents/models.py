@@ -61,6 +61,10 @@ class Membership(models.Model):
     def __str__(self) -> str:
         return f"{self.user} in {self.project} ({self.role})"
 
+    # Each role may do what the one before it may, and more: a viewer reads; an annotator also labels,
+    # comments and sets review status; an editor also imports, deletes sessions and edits agents; an admin also
+    # manages members, labels and API keys. The policy itself lives in services (``roles_for``, ``require_role``).
+    ORDER = (Level.VIEWER, Level.ANNOTATOR, Level.EDITOR, Level.ADMIN)
     # The roles that may change a project's data (import, edit agents); ADMIN alone manages its members.
     EDIT_ROLES = (Level.EDITOR, Level.ADMIN)
     ADMIN_ROLES = (Level.ADMIN,)
@@ -101,6 +105,12 @@ class Agent(models.Model):
         return self.token_counter or counter_for_model(self.model)
 
 
+class ReviewStatus(models.TextChoices):
+    UNREVIEWED = "unreviewed"
+    IN_REVIEW = "in_review", "in review"
+    DONE = "done"
+
+
 class Session(models.Model):
     class State(models.TextChoices):
         # Rows are still being written by an import (in committed batches): no reader sees the session until
@@ -136,6 +146,11 @@ class Session(models.Model):
     import_heartbeat = models.DateTimeField(null=True, blank=True)
     # While importing new messages into a stored session: the session they go to when the import completes.
     append_to = models.ForeignKey("self", null=True, blank=True, on_delete=models.CASCADE, related_name="+")
+    # QA review: where the session stands and who looks at it.
+    review_status = models.CharField(max_length=20, choices=ReviewStatus.choices, default=ReviewStatus.UNREVIEWED)
+    assignee = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="assigned_sessions"
+    )
 
     class Meta:
         ordering = ["-started_at", "-id"]
@@ -144,6 +159,9 @@ class Session(models.Model):
                 fields=["agent", "external_id"],
                 name="session_unique_agent_external_id",
                 violation_error_message="This agent already has a session with this external id.",
+            ),
+            models.CheckConstraint(
+                condition=Q(review_status__in=["unreviewed", "in_review", "done"]), name="session_review_status_known"
             ),
         ]
         indexes = [
@@ -154,6 +172,7 @@ class Session(models.Model):
             models.Index(fields=["token_total"], name="session_tokens"),
             models.Index(fields=["-last_activity_at", "-id"], name="session_last_activity"),
             models.Index(fields=["state", "import_heartbeat"], name="session_state_heartbeat"),
+            models.Index(fields=["review_status"], name="session_review_status"),
         ]
 
     def __str__(self) -> str:
@@ -274,6 +293,54 @@ class ToolName(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+
+class Label(models.Model):
+    """One label of a project's label set (managed by the project's admins)."""
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="labels")
+    name = models.CharField(max_length=60)
+    color = models.CharField(max_length=7, default="#6b7280", help_text="A CSS colour as #rrggbb.")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["project", "name"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["project", "name"], name="label_unique_project_name",
+                violation_error_message="This project already has a label with this name.",
+            ),
+            models.CheckConstraint(condition=Q(color__regex=r"^#[0-9a-fA-F]{6}$"), name="label_color_hex"),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Annotation(models.Model):
+    """What a reviewer wrote down: a label, a comment or both, on one message or (message NULL) the session."""
+
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="annotations")
+    message = models.ForeignKey(Message, null=True, blank=True, on_delete=models.CASCADE, related_name="annotations")
+    label = models.ForeignKey(Label, null=True, blank=True, on_delete=models.SET_NULL, related_name="annotations")
+    comment = models.TextField(blank=True)
+    author = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="annotations"
+    )
+    # Who wrote it when the author is not a user here: an imported annotation, a deleted user, an API key.
+    author_name = models.CharField(max_length=150, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["session", "created_at", "id"]
+        indexes = [
+            models.Index(fields=["session", "message"], name="annotation_session_message"),
+            models.Index(fields=["label", "session"], name="annotation_label_session"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.label or 'comment'} on {self.session_id}#{self.message_id or 'session'}"
 
 
 class ExportRecord(models.Model):

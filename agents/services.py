@@ -89,8 +89,34 @@ def user_projects(user: User) -> QuerySet[models.Project]:
     return models.Project.objects.filter(memberships__user=user)
 
 
+# The role policy: the least role each kind of action needs. Every role may do what the roles before it in
+# ``Membership.ORDER`` may: a viewer reads; an annotator also labels, comments and sets a session's review status
+# and assignee; an editor also imports, appends, deletes sessions and edits agents; an admin also manages members,
+# labels and API keys. Views and endpoints ask ``require_role`` / ``role_allows``; nothing else decides.
+LEAST_ROLE = {
+    "read": models.Membership.Level.VIEWER,
+    "annotate": models.Membership.Level.ANNOTATOR,
+    "edit": models.Membership.Level.EDITOR,
+    "admin": models.Membership.Level.ADMIN,
+}
+
+
+def roles_for(action: str) -> tuple[str, ...]:
+    """The roles that may do ``action`` (one of LEAST_ROLE's keys)."""
+    least = models.Membership.ORDER.index(LEAST_ROLE[action])
+    return tuple(str(role) for role in models.Membership.ORDER[least:])
+
+
+def role_allows(role: str | None, action: str) -> bool:
+    return role is not None and role in roles_for(action)
+
+
+ANNOTATE_ROLES = roles_for("annotate")
 EDIT_ROLES = models.Membership.EDIT_ROLES
 ADMIN_ROLES = models.Membership.ADMIN_ROLES
+assert roles_for("edit") == EDIT_ROLES and roles_for("admin") == ADMIN_ROLES, (
+    "Membership's role lists and LEAST_ROLE disagree"
+)
 
 
 def projects_with_role(user: User, roles: Iterable[str]) -> QuerySet[models.Project]:
@@ -103,6 +129,32 @@ def projects_with_role(user: User, roles: Iterable[str]) -> QuerySet[models.Proj
     if not user.is_authenticated:
         return models.Project.objects.none()
     return models.Project.objects.filter(memberships__user=user, memberships__role__in=list(roles))
+
+
+def project_role(user: User, project: models.Project) -> str | None:
+    """The user's role in ``project`` (None when not a member). An API key is an editor of its one project."""
+    if isinstance(user, KeyUser):
+        return models.Membership.Level.EDITOR if user.project_id == project.pk else None
+    if not user.is_authenticated:
+        return None
+    return models.Membership.objects.filter(project=project, user=user).values_list("role", flat=True).first()
+
+
+def role_permissions(role: str | None) -> dict[str, bool]:
+    """What a role may do, by action: what templates show (the views check again)."""
+    return {action: role_allows(role, action) for action in LEAST_ROLE}
+
+
+def require_role(user: User, project: models.Project, action: str) -> str:
+    """The user's role in ``project`` when it allows ``action``; PermissionDenied (403) otherwise.
+
+    Call it after loading the object through the user's scope: someone outside the project gets 404 there and
+    never learns the project exists."""
+    role = project_role(user, project)
+    if not role_allows(role, action):
+        needed = " or ".join(roles_for(action))
+        raise PermissionDenied(f"this needs the {needed} role in project {project.slug}; yours is {role or 'none'}")
+    return role or ""
 
 
 def editable_projects(user: User) -> QuerySet[models.Project]:
@@ -159,6 +211,12 @@ def session_for_user(user: User, session_id: int) -> models.Session:
         return sessions_for_user(user).get(pk=session_id)
     except models.Session.DoesNotExist:
         raise Http404("No such session.") from None
+
+
+def session_delete(*, user: User, session: models.Session) -> None:
+    """Delete a session with its messages, calls and annotations (editor or admin of its project)."""
+    require_role(user, session.agent.project, "edit")
+    session.delete()
 
 
 # --- the one mapping between schema messages and rows -------------------------------------------------------

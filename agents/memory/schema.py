@@ -92,6 +92,27 @@ def content_text(content: str | list[dict[str, Any]] | None) -> str:
     return "\n".join(parts)
 
 
+class Annotation(BaseModel):
+    """What a reviewer wrote about a message (``seq``, its position in the conversation) or, with ``seq`` None,
+    about the whole conversation: a label (its name and colour in the project's label set), a comment or both."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    seq: int | None = Field(default=None, ge=0)
+    label: str | None = Field(default=None, max_length=60)
+    color: str | None = Field(default=None, pattern=r"^#[0-9a-fA-F]{6}$")
+    comment: str = ""
+    author: str | None = None
+    created_at: datetime | None = None
+    updated_at: datetime | None = None
+
+    @model_validator(mode="after")
+    def _says_something(self) -> Annotation:
+        if not self.label and not self.comment:
+            raise ValueError("an annotation needs a label or a comment")
+        return self
+
+
 class Conversation(BaseModel):
     """One session's messages, with what a format says about the session as a whole."""
 
@@ -106,6 +127,7 @@ class Conversation(BaseModel):
     project: str | None = Field(default=None, description="The project's slug, where the format says.")
     tools: list[dict[str, Any]] | None = Field(default=None, description="Tool schemas sent with the messages.")
     metadata: dict[str, Any] = Field(default_factory=dict)
+    annotations: list[Annotation] = Field(default_factory=list, description="Reviewers' labels and comments.")
 
 
 def error_place(loc: tuple[int | str, ...], prefix: str = "messages") -> str:

@@ -256,7 +256,7 @@ def report_losses(report: WriteReport, message: Message, held: frozenset[str], n
             report.lose(field_name, f"{fmt} cannot hold it")
 
 
-CONVERSATION_FIELDS = ("external_id", "title", "started_at", "agent", "project", "tools")
+CONVERSATION_FIELDS = ("external_id", "title", "started_at", "agent", "project", "tools", "annotations")
 
 
 def report_conversation_losses(report: WriteReport, conversation: Conversation, held: frozenset[str]) -> None:

@@ -1,8 +1,12 @@
 """memoryviz's own JSON: versioned, lossless, several sessions per file.
 
-``{"format": "memoryviz", "version": 1, "sessions": [{external_id, title, source_format, started_at, agent,
-project, tools, metadata, messages: [every schema field]}]}``. Written one message per line so that a big export
-streams and diffs well; reading what was written and writing it again gives the same bytes.
+``{"format": "memoryviz", "version": 2, "sessions": [{external_id, title, source_format, started_at, agent,
+project, tools, metadata, messages: [every schema field], annotations: [{seq, label, color, comment, author,
+created_at, updated_at}]}]}``. Written one message per line so that a big export streams and diffs well; reading
+what was written and writing it again gives the same bytes.
+
+Version 2 added ``annotations`` (reviewers' labels and comments, after the messages, written only when there are
+some); version 1 files, which have none, read as before.
 """
 from __future__ import annotations
 
@@ -36,8 +40,11 @@ SPEC = FormatSpec(
     extension="json",
     media_type="application/json",
 )
-VERSION = 1
-SESSION_KEYS = ("external_id", "title", "source_format", "started_at", "agent", "project", "tools", "metadata")
+VERSION = 2
+READS_VERSIONS = (1, 2)
+# What is written before the messages; annotations come after the messages they point at.
+HEAD_KEYS = ("external_id", "title", "source_format", "started_at", "agent", "project", "tools", "metadata")
+SESSION_KEYS = (*HEAD_KEYS, "annotations")
 _TOP_KEYS = {"format", "version", "sessions"}
 
 
@@ -49,15 +56,16 @@ def _check_header(doc: dict[str, Any], place: str) -> None:
     if doc.get("format") != "memoryviz":
         raise FormatError(at(place, "format"), f"expected \"memoryviz\", got {json.dumps(doc.get('format'))[:40]}")
     version = doc.get("version")
-    if version != VERSION or isinstance(version, bool):
+    if version not in READS_VERSIONS or isinstance(version, bool):
         raise FormatError(
             at(place, "version"),
-            f"version {json.dumps(version)[:20]} is not supported; this memoryviz reads version {VERSION}",
+            f"version {json.dumps(version)[:20]} is not supported; this memoryviz reads versions "
+            f"{' and '.join(map(str, READS_VERSIONS))}",
         )
     unknown = sorted(set(doc) - _TOP_KEYS)
     if unknown:
         raise FormatError(
-            at(place, unknown[0]), f"unknown key; a version {VERSION} file has {', '.join(sorted(_TOP_KEYS))}"
+            at(place, unknown[0]), f"unknown key; a version {version} file has {', '.join(sorted(_TOP_KEYS))}"
         )
 
 
@@ -81,7 +89,16 @@ def read_session(item: Any, place: str) -> Conversation:
     fields = _session_fields(item, place)
     raw = need_list(item.get("messages", []), at(place, "messages"))
     messages = [read_message(m, at(at(place, "messages"), i)) for i, m in enumerate(raw)]
-    return make_conversation(place, messages=messages, **fields)
+    conversation = make_conversation(place, messages=messages, **fields)
+    _check_annotations(conversation, len(messages), place)
+    return conversation
+
+
+def _check_annotations(conversation: Conversation, count: int, place: str) -> None:
+    for i, annotation in enumerate(conversation.annotations):
+        if annotation.seq is not None and annotation.seq >= count:
+            raise FormatError(at(at(at(place, "annotations"), i), "seq"),
+                              f"no message #{annotation.seq}; the session has {count} (null: the whole session)")
 
 
 def read(doc: Any, place: str = "") -> list[Conversation]:
@@ -160,6 +177,7 @@ def _messages(events: Events, place: str, fields: dict[str, Any], conversation: 
     done = make_conversation(place, **_session_fields(fields, place))
     for key in SESSION_KEYS:
         setattr(conversation, key, getattr(done, key))
+    _check_annotations(conversation, i, place)
 
 
 # --- writing ----------------------------------------------------------------------------------------------------
@@ -168,14 +186,21 @@ def write(conversations: Iterable[Conversation], report: WriteReport) -> Iterato
     yield f'{{"format": "memoryviz", "version": {VERSION}, "sessions": ['
     count = 0
     for conversation in conversations:
-        head = conversation.model_dump(mode="json", include=set(SESSION_KEYS))
-        text = json.dumps({k: head[k] for k in SESSION_KEYS}, ensure_ascii=False)
+        head = conversation.model_dump(mode="json", include=set(HEAD_KEYS))
+        text = json.dumps({k: head[k] for k in HEAD_KEYS}, ensure_ascii=False)
         yield ("\n  " if count == 0 else ",\n  ") + text[:-1] + ', "messages": ['
         n = 0
         for message in conversation.messages:
             yield ("\n    " if n == 0 else ",\n    ") + json.dumps(message.model_dump(mode="json"), ensure_ascii=False)
             n += 1
-        yield "\n  ]}" if n else "]}"
+        yield "\n  ]" if n else "]"
+        if conversation.annotations:
+            # After the messages they point at, one per line, as the messages are.
+            yield ', "annotations": [' + ",".join(
+                "\n    " + json.dumps(annotation.model_dump(mode="json"), ensure_ascii=False)
+                for annotation in conversation.annotations
+            ) + "\n  ]"
+        yield "}"
         report.messages += n
         count += 1
     report.conversations = count

@@ -1,0 +1,147 @@
+"""Finding things inside one session: text search over what a message says and calls, and the jumps of the
+session page (next tool error, violation, user message, go to #N). Each answer is one indexed query bounded by
+the session, whatever its length, and resolves to seqs: the page then opens the page of messages holding one.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from django.db.models import Exists, OuterRef, Q, QuerySet
+
+from agents import models
+
+# Hits listed per request (the page shows the count and steps through them; the API pages them).
+HITS_LISTED = 1_000
+QUERY_MAX = 200
+
+
+def clean_query(text: str | None) -> str:
+    return " ".join((text or "").split())[:QUERY_MAX]
+
+
+def message_matches(session: models.Session, q: str) -> QuerySet[models.Message]:
+    """The session's messages that mention ``q`` (case-insensitive) in their content (results included),
+    reasoning or sender name, or whose tool calls name it or carry it in their arguments; a tool call id given
+    whole finds its call and its results. In seq order."""
+    q = clean_query(q)
+    in_calls = models.ToolCall.objects.filter(message=OuterRef("pk")).filter(
+        Q(name__icontains=q) | Q(arguments__icontains=q) | Q(call_id=q)
+    )
+    return (
+        models.Message.objects.filter(session=session)
+        .filter(
+            Q(content__icontains=q)
+            | Q(reasoning__icontains=q)
+            | Q(name__icontains=q)
+            | Q(tool_call_id=q)
+            | Exists(in_calls)
+        )
+        .order_by("seq")
+    )
+
+
+def hit_seqs(session: models.Session, q: str, limit: int = HITS_LISTED) -> list[int]:
+    """The seqs of the first ``limit`` messages matching ``q`` (one query)."""
+    if not clean_query(q):
+        return []
+    return list(message_matches(session, q).values_list("seq", flat=True)[:limit])
+
+
+# What the page can jump between. Each is a filter on the session's messages; violations are stored on the
+# session (found at import), so they need no query at all.
+JUMPS: dict[str, str] = {
+    "error": "tool error",
+    "user": "user message",
+    "violation": "violation",
+}
+
+
+def _jump_rows(session: models.Session, kind: str) -> QuerySet[models.Message]:
+    rows = models.Message.objects.filter(session=session)
+    if kind == "error":
+        return rows.filter(is_error=True)
+    if kind == "user":
+        return rows.filter(role="user")
+    raise ValueError(f"jump: unknown kind {kind!r}; valid: {', '.join(JUMPS)}")
+
+
+def violation_seqs(session: models.Session) -> list[int]:
+    return sorted({int(v.get("seq", v.get("index", 0))) for v in session.violations or []})
+
+
+def jump_target(session: models.Session, kind: str, *, from_seq: int, forward: bool = True) -> int | None:
+    """The seq of the next (or previous) ``kind`` after (before) ``from_seq``, or None when there is none."""
+    if kind == "violation":
+        seqs = violation_seqs(session)
+        if forward:
+            return next((s for s in seqs if s > from_seq), None)
+        return next((s for s in reversed(seqs) if s < from_seq), None)
+    rows = _jump_rows(session, kind)
+    if forward:
+        return rows.filter(seq__gt=from_seq).order_by("seq").values_list("seq", flat=True).first()
+    return rows.filter(seq__lt=from_seq).order_by("-seq").values_list("seq", flat=True).first()
+
+
+@dataclass
+class ToolError:
+    seq: int
+    tool_call_id: str
+    tool: str
+    preview: str
+
+
+TOOL_ERRORS_LISTED = 200
+
+
+def tool_errors(session: models.Session, limit: int = TOOL_ERRORS_LISTED) -> tuple[list[ToolError], int]:
+    """The session's tool results marked as errors (the first ``limit``, with the tools that failed) and how
+    many there are: three queries, none when the session has no errors."""
+    if not session.has_errors:
+        return [], 0
+    rows = list(
+        models.Message.objects.filter(session=session, is_error=True).order_by("seq")
+        .values_list("seq", "tool_call_id", "name", "content")[:limit]
+    )
+    total = len(rows) if len(rows) < limit else models.Message.objects.filter(session=session, is_error=True).count()
+    ids = {r[1] for r in rows if r[1]}
+    names: dict[str, str] = {}
+    if ids:
+        calls = models.ToolCall.objects.filter(session=session, call_id__in=ids)
+        for call_id, name in calls.values_list("call_id", "name"):
+            names.setdefault(call_id, name)
+    return [
+        ToolError(seq=seq, tool_call_id=call_id, tool=names.get(call_id) or name or "", preview=_preview(content or ""))
+        for seq, call_id, name, content in rows
+    ], total
+
+
+def _preview(text: str) -> str:
+    flat = " ".join(text[:300].split())
+    return flat[:120] + ("…" if len(flat) > 120 or len(text) > 300 else "")
+
+
+def role_and_tool_filter(rows: QuerySet[models.Message], *, role: str = "", tool: str = "") -> QuerySet[models.Message]:
+    """Narrow the chain to one role, or to the calls of one tool and their results."""
+    if role:
+        rows = rows.filter(role=role)
+    if tool:
+        calls = models.ToolCall.objects.filter(session=OuterRef("session"), name=tool)
+        rows = rows.filter(
+            Exists(calls.filter(message=OuterRef("pk")))
+            | Q(role="tool", tool_call_id__in=calls.values("call_id"))
+        )
+    return rows
+
+
+def session_tool_names(session: models.Session) -> list[str]:
+    """The tools the session called (for the filter's choices): one query on the (session, call_id) index."""
+    return sorted(set(models.ToolCall.objects.filter(session=session).values_list("name", flat=True).distinct()))
+
+
+def describe(kind: str) -> str:
+    return JUMPS.get(kind, kind)
+
+
+def as_dict(error: ToolError) -> dict[str, Any]:
+    return {"seq": error.seq, "tool_call_id": error.tool_call_id, "tool": error.tool, "preview": error.preview}

@@ -1,0 +1,379 @@
+"""QA review: a project's labels and members, annotations on sessions and messages, review status and assignee.
+
+Shared by the pages, the API and the import/export of annotations. Every function takes objects already loaded
+through the user's scope (``services.session_for_user`` and friends) and checks the role the action needs with
+``services.require_role``, so a view cannot forget it. Bad input raises ``ValueError`` naming the field
+(``label: ...``), which the pages show next to the field and the API returns as ``{"error": ...}``.
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from django.contrib.auth import get_user_model
+from django.core.exceptions import PermissionDenied
+from django.db import IntegrityError, transaction
+from django.db.models import Count, QuerySet
+from django.http import Http404
+from django.utils import timezone
+
+from agents import models, services
+from agents.memory import schema
+from agents.services import User
+
+COMMENT_MAX = 10_000
+LABEL_NAME_MAX = 60
+_COLOR = re.compile(r"^#[0-9a-fA-F]{6}$")
+# Offered on the settings page for a new label; any #rrggbb is accepted.
+LABEL_COLORS = ("#dc2626", "#ea580c", "#ca8a04", "#16a34a", "#0891b2", "#2563eb", "#7c3aed", "#db2777", "#6b7280")
+
+# "Leave unchanged" for the optional fields of an update (None means "clear").
+UNSET: Any = object()
+
+
+# --- labels ---------------------------------------------------------------------------------------------------
+
+
+def labels_for_project(project: models.Project) -> QuerySet[models.Label]:
+    return models.Label.objects.filter(project=project).order_by("name")
+
+
+def _label_fields(name: str, color: str) -> tuple[str, str]:
+    name = " ".join(name.split())
+    if not name:
+        raise ValueError("name: a label needs a name")
+    if len(name) > LABEL_NAME_MAX:
+        raise ValueError(f"name: at most {LABEL_NAME_MAX} characters")
+    color = color.strip().lower()
+    if not _COLOR.match(color):
+        raise ValueError(f"color: {color[:20]!r} is not a colour as #rrggbb")
+    return name, color
+
+
+def label_create(*, user: User, project: models.Project, name: str, color: str = LABEL_COLORS[-1]) -> models.Label:
+    services.require_role(user, project, "admin")
+    name, color = _label_fields(name, color)
+    if models.Label.objects.filter(project=project, name__iexact=name).exists():
+        raise ValueError(f"name: the project already has a label {name!r}")
+    try:
+        with transaction.atomic():
+            return models.Label.objects.create(project=project, name=name, color=color)
+    except IntegrityError:
+        raise ValueError(f"name: the project already has a label {name!r}") from None
+
+
+def label_update(*, user: User, label: models.Label, name: str, color: str) -> models.Label:
+    services.require_role(user, label.project, "admin")
+    name, color = _label_fields(name, color)
+    if models.Label.objects.filter(project=label.project_id, name__iexact=name).exclude(pk=label.pk).exists():
+        raise ValueError(f"name: the project already has a label {name!r}")
+    label.name, label.color = name, color
+    label.save(update_fields=["name", "color"])
+    return label
+
+
+def label_delete(*, user: User, label: models.Label) -> int:
+    """Delete the label; annotations that were only this label (no comment) go with it, the others lose it.
+    Returns how many annotations were removed."""
+    services.require_role(user, label.project, "admin")
+    with transaction.atomic():
+        removed, _ = models.Annotation.objects.filter(label=label, comment="").delete()
+        label.delete()
+    return removed
+
+
+def label_usage(project: models.Project) -> dict[int, int]:
+    """label id -> how many annotations use it (one query)."""
+    rows = models.Annotation.objects.filter(label__project=project).values("label").annotate(n=Count("id"))
+    return {row["label"]: row["n"] for row in rows}
+
+
+# --- members --------------------------------------------------------------------------------------------------
+
+
+def members_for_project(project: models.Project) -> QuerySet[models.Membership]:
+    return models.Membership.objects.filter(project=project).select_related("user").order_by("user__username")
+
+
+def _role(value: str) -> str:
+    if value not in models.Membership.Level.values:
+        raise ValueError(f"role: {value[:20]!r} is not a role; valid: {', '.join(models.Membership.Level.values)}")
+    return value
+
+
+def member_add(*, user: User, project: models.Project, username: str, role: str) -> models.Membership:
+    services.require_role(user, project, "admin")
+    role = _role(role)
+    username = username.strip()
+    account = get_user_model().objects.filter(username=username).first() if username else None
+    if account is None:
+        raise ValueError(f"username: no user {username!r} (an account must exist before it joins a project)")
+    membership, created = models.Membership.objects.get_or_create(
+        project=project, user=account, defaults={"role": role}
+    )
+    if not created:
+        raise ValueError(f"username: {username} is already a member ({membership.role})")
+    return membership
+
+
+def _keeps_an_admin(membership: models.Membership) -> bool:
+    others = models.Membership.objects.filter(project=membership.project_id, role=models.Membership.Level.ADMIN)
+    return others.exclude(pk=membership.pk).exists()
+
+
+def member_set_role(*, user: User, membership: models.Membership, role: str) -> models.Membership:
+    services.require_role(user, membership.project, "admin")
+    role = _role(role)
+    if membership.role == models.Membership.Level.ADMIN and role != membership.role and not _keeps_an_admin(membership):
+        raise ValueError("role: the project's last admin cannot step down; make someone else admin first")
+    membership.role = role
+    membership.save(update_fields=["role"])
+    return membership
+
+
+def member_remove(*, user: User, membership: models.Membership) -> None:
+    services.require_role(user, membership.project, "admin")
+    if membership.role == models.Membership.Level.ADMIN and not _keeps_an_admin(membership):
+        raise ValueError("username: the project's last admin cannot leave; make someone else admin first")
+    with transaction.atomic():
+        # Sessions assigned to someone who left are nobody's again.
+        models.Session.objects.filter(agent__project=membership.project_id, assignee=membership.user_id).update(
+            assignee=None
+        )
+        membership.delete()
+
+
+# --- annotations ----------------------------------------------------------------------------------------------
+
+
+def annotations_for_session(session: models.Session) -> QuerySet[models.Annotation]:
+    """The session's annotations, session-wide first, then by message, oldest first: one query."""
+    return (
+        models.Annotation.objects.filter(session=session)
+        .select_related("label", "author", "message")
+        .only("session_id", "message__seq", "label__name", "label__color", "comment", "author__username",
+              "author_name", "created_at", "updated_at")
+        .order_by("message__seq", "created_at", "id")
+    )
+
+
+def annotation_for_user(user: User, session_id: int, annotation_id: int) -> tuple[models.Session, models.Annotation]:
+    session = services.session_for_user(user, session_id)
+    annotation = annotations_for_session(session).filter(pk=annotation_id).first()
+    if annotation is None:
+        raise Http404("No such annotation in this session.")
+    return session, annotation
+
+
+def _label_by_name(project_id: int, name: str | None) -> models.Label | None:
+    if name is None or name == "":
+        return None
+    label = models.Label.objects.filter(project=project_id, name=name).first()
+    if label is None:
+        names = list(models.Label.objects.filter(project=project_id).order_by("name").values_list("name", flat=True))
+        valid = ", ".join(names) if names else "none yet (an admin adds them on the project's settings page)"
+        raise ValueError(f"label: no label {name!r} in this project; labels: {valid}")
+    return label
+
+
+def _comment(text: str | None) -> str:
+    text = (text or "").strip()
+    if len(text) > COMMENT_MAX:
+        raise ValueError(f"comment: at most {COMMENT_MAX:,} characters (this one has {len(text):,})")
+    if "\x00" in text:
+        raise ValueError("comment: contains a NUL character, which the database cannot store")
+    return text
+
+
+def _acting(user: User) -> tuple[Any, str]:
+    """(author, author_name) for something ``user`` writes: an API key writes as the user who made it."""
+    if isinstance(user, services.KeyUser):
+        return user.acting_user, "" if user.acting_user is not None else user.username
+    return user, ""
+
+
+def annotation_create(
+    *, user: User, session: models.Session, seq: int | None, label: str | None, comment: str | None
+) -> models.Annotation:
+    services.require_role(user, session.agent.project, "annotate")
+    project_id = session.agent.project_id
+    found_label = _label_by_name(project_id, label)
+    text = _comment(comment)
+    if found_label is None and not text:
+        raise ValueError("comment: write a comment or choose a label")
+    message = None
+    if seq is not None:
+        message = models.Message.objects.filter(session=session, seq=seq).only("pk", "seq").first()
+        if message is None:
+            raise ValueError(f"seq: no message #{seq}; the session has {session.message_count} (#0 to "
+                             f"#{max(session.message_count - 1, 0)}), or null for the whole session")
+    author, author_name = _acting(user)
+    return models.Annotation.objects.create(
+        session=session, message=message, label=found_label, comment=text, author=author, author_name=author_name
+    )
+
+
+def _is_author(user: User, annotation: models.Annotation) -> bool:
+    author, author_name = _acting(user)
+    if author is not None:
+        return annotation.author_id == author.pk
+    return bool(author_name) and annotation.author_id is None and annotation.author_name == author_name
+
+
+def annotation_update(
+    *, user: User, annotation: models.Annotation, label: str | None = UNSET, comment: str | None = UNSET
+) -> models.Annotation:
+    """Only its author changes an annotation (and only while allowed to annotate in the project)."""
+    services.require_role(user, annotation.session.agent.project, "annotate")
+    if not _is_author(user, annotation):
+        raise PermissionDenied("only the author of an annotation edits it")
+    if label is not UNSET:
+        annotation.label = _label_by_name(annotation.session.agent.project_id, label)
+    if comment is not UNSET:
+        annotation.comment = _comment(comment)
+    if annotation.label is None and not annotation.comment:
+        raise ValueError("comment: an annotation keeps a comment or a label (delete it instead)")
+    annotation.updated_at = timezone.now()
+    annotation.save(update_fields=["label", "comment", "updated_at"])
+    return annotation
+
+
+def annotation_delete(*, user: User, annotation: models.Annotation) -> None:
+    """Its author deletes an annotation; a project admin may delete any (imported ones have no author here)."""
+    role = services.require_role(user, annotation.session.agent.project, "annotate")
+    if not _is_author(user, annotation) and not services.role_allows(role, "admin"):
+        raise PermissionDenied("only the author of an annotation (or a project admin) deletes it")
+    annotation.delete()
+
+
+def annotation_dict(annotation: models.Annotation, *, user: User | None = None) -> dict[str, Any]:
+    """The API's (and the native format's) shape of an annotation."""
+    out: dict[str, Any] = {
+        "id": annotation.pk,
+        "seq": annotation.message.seq if annotation.message else None,
+        "label": annotation.label.name if annotation.label else None,
+        "color": annotation.label.color if annotation.label else None,
+        "comment": annotation.comment,
+        "author": author_display(annotation),
+        "created_at": annotation.created_at.isoformat(),
+        "updated_at": annotation.updated_at.isoformat(),
+    }
+    if user is not None:
+        out["mine"] = _is_author(user, annotation)
+    return out
+
+
+def author_display(annotation: models.Annotation) -> str:
+    if annotation.author is not None:
+        return annotation.author.get_username()
+    return annotation.author_name or "(deleted user)"
+
+
+# --- review status and assignee -------------------------------------------------------------------------------
+
+
+def _assignee(session: models.Session, username: str | None) -> Any:
+    if username is None or username == "":
+        return None
+    membership = (
+        models.Membership.objects.filter(project=session.agent.project_id, user__username=username)
+        .select_related("user").first()
+    )
+    if membership is None:
+        raise ValueError(f"assignee: {username!r} is not a member of project {session.agent.project.slug}")
+    if not services.role_allows(membership.role, "annotate"):
+        raise ValueError(f"assignee: {username} is a {membership.role} here and cannot review (annotator or more)")
+    return membership.user
+
+
+def session_review_update(
+    *, user: User, session: models.Session, review_status: str | None = UNSET, assignee: str | None = UNSET
+) -> models.Session:
+    """Set the session's review status and/or assignee (a username of the project, or None for nobody)."""
+    services.require_role(user, session.agent.project, "annotate")
+    fields = []
+    if review_status is not UNSET:
+        if review_status not in models.ReviewStatus.values:
+            raise ValueError(f"review_status: {str(review_status)[:20]!r} is not one of "
+                             f"{', '.join(models.ReviewStatus.values)}")
+        session.review_status = review_status
+        fields.append("review_status")
+    if assignee is not UNSET:
+        session.assignee = _assignee(session, assignee)
+        fields.append("assignee")
+    if fields:
+        session.save(update_fields=fields)
+    return session
+
+
+def assignable_members(project: models.Project) -> list[Any]:
+    """The project's users who can review (annotator or more), for the assignee choice."""
+    roles = services.ANNOTATE_ROLES
+    return [m.user for m in members_for_project(project).filter(role__in=roles)]
+
+
+# --- annotations in and out of files --------------------------------------------------------------------------
+
+
+def annotations_export(session: models.Session) -> list[schema.Annotation]:
+    """The session's annotations as the native format writes them: seq (None: the session), label and its
+    colour, comment, author, times; ids stay here."""
+    return [
+        schema.Annotation(
+            seq=row.message.seq if row.message else None,
+            label=row.label.name if row.label else None,
+            color=row.label.color if row.label else None,
+            comment=row.comment,
+            author=author_display(row),
+            created_at=row.created_at,
+            updated_at=row.updated_at,
+        )
+        for row in annotations_for_session(session)
+        if row.label_id or row.comment
+    ]
+
+
+@dataclass
+class ImportedAnnotations:
+    added: int = 0
+    labels_created: int = 0
+
+
+def annotations_import(*, session: models.Session, items: Sequence[schema.Annotation]) -> ImportedAnnotations:
+    """Store the annotations a native file carried for ``session`` (already stored with its messages).
+
+    Labels are matched by name and created when the project lacks them (an import needs the editor role; the
+    label set stays the admins' to tidy). Authors are kept as names: a file cannot make anyone here the
+    author of a comment, so an imported annotation is edited by no one and deleted by an admin.
+    """
+    result = ImportedAnnotations()
+    if not items:
+        return result
+    project_id = session.agent.project_id
+    labels = {label.name: label for label in models.Label.objects.filter(project=project_id)}
+    seqs = {item.seq for item in items if item.seq is not None}
+    messages = dict(models.Message.objects.filter(session=session, seq__in=seqs).values_list("seq", "pk"))
+    rows = []
+    now = timezone.now()
+    for i, item in enumerate(items):
+        label = None
+        if item.label:
+            label = labels.get(item.label)
+            if label is None:
+                color = item.color.lower() if item.color and _COLOR.match(item.color) else LABEL_COLORS[-1]
+                label = labels[item.label] = models.Label.objects.create(project_id=project_id, name=item.label,
+                                                                          color=color)
+                result.labels_created += 1
+        if item.seq is not None and item.seq not in messages:
+            raise ValueError(f"annotations[{i}].seq: no message #{item.seq} in this session "
+                             f"({session.message_count} messages)")
+        rows.append(models.Annotation(
+            session=session, message_id=messages[item.seq] if item.seq is not None else None, label=label,
+            comment=item.comment, author=None, author_name=(item.author or "")[:150],
+            created_at=item.created_at or now, updated_at=item.updated_at or item.created_at or now,
+        ))
+    models.Annotation.objects.bulk_create(rows, batch_size=services.BULK_BATCH)
+    result.added = len(rows)
+    return result
