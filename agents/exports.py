@@ -15,7 +15,7 @@ from typing import IO, Any
 from django.db.models import QuerySet, Sum
 from django.utils import timezone
 
-from agents import models, services
+from agents import models, review, services
 from agents.memory import formats
 from agents.memory.schema import Conversation, Message
 from agents.memory.trimming import StrategySpec, TrimResult
@@ -200,6 +200,8 @@ def _session_meta(session: models.Session) -> Conversation:
         project=session.agent.project.slug,
         tools=session.tools,
         metadata=dict(session.metadata or {}),
+        # Native writes them after the messages; every other format reports them as dropped.
+        annotations=review.annotations_export(session),
     )
 
 
@@ -241,6 +243,8 @@ def _conversations(plan: ExportPlan, counter: services.Progress) -> Iterator[Any
             # A trimmed export is a different conversation: re-imported, it must not merge into the original.
             if meta.external_id:
                 meta.external_id = f"{meta.external_id}:trimmed:{plan.strategy}"[:255]
+            # The annotations point at the stored messages, which a trimmed list renumbers or leaves out.
+            meta.annotations = []
             meta.messages = list(result.messages)
             counter.add(len(meta.messages))
             yield meta

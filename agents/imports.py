@@ -29,7 +29,7 @@ from django.db import DatabaseError, IntegrityError, transaction
 from django.utils import timezone
 from django.utils.text import slugify
 
-from agents import models, services
+from agents import models, review, services
 from agents.memory import formats
 from agents.memory.chain import ProtocolChecker, Violation
 from agents.memory.schema import Conversation, Message
@@ -72,6 +72,7 @@ class SessionOutcome:
     violations: list[dict[str, Any]] = field(default_factory=list)
     naive_times: int = 0  # timestamps without a time zone, read as UTC
     agent_name: str = ""  # the agent's name, which the pages show (``agent`` is its slug, for the command and API)
+    annotations: int = 0  # reviewers' labels and comments stored with the session (native files carry them)
 
     @property
     def error_count(self) -> int:
@@ -90,6 +91,7 @@ class SessionOutcome:
             "skipped": self.skipped,
             "violation_count": self.error_count,
             "violations": self.violations,
+            "annotations": self.annotations,
         }
 
 
@@ -393,6 +395,8 @@ def _store(
     run: ImportRun,
 ) -> None:
     """A new session, written hidden; removed at once when it turns out to duplicate a stored one."""
+    # The file's own object: a streamed native session learns its annotations once its messages are read.
+    read = conv
     if conv.started_at is not None and conv.started_at.tzinfo is None:
         conv = conv.model_copy(update={"started_at": conv.started_at.replace(tzinfo=dt.UTC)})
     session = run.session_start(agent=agent, conversation=conv, counter=counter)
@@ -406,6 +410,13 @@ def _store(
     session.title = session.title or outcome.title
     session.started_at = session.started_at or accepted.first_created_at
     services.write_retrying(lambda: _summaries_write(session, stored, accepted))
+    try:
+        annotations = services.write_retrying(
+            lambda: review.annotations_import(session=session, items=read.annotations)
+        )
+    except ValueError as exc:
+        raise ImportFailed(f"conversation {outcome.index + 1}: {exc}") from None
+    outcome.annotations = annotations.added
     # The session's own id (or content hash) is set when it is made ready: until then it keeps a provisional one,
     # so that two imports of one conversation never collide before either is complete.
     run.staged.append(_Staged(session=session, outcome=outcome, external_id=outcome.external_id,

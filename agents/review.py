@@ -351,6 +351,13 @@ def annotations_import(*, session: models.Session, items: Sequence[schema.Annota
     result = ImportedAnnotations()
     if not items:
         return result
+    with transaction.atomic():  # a bad annotation leaves no label it created behind
+        return _annotations_write(session, items, result)
+
+
+def _annotations_write(
+    session: models.Session, items: Sequence[schema.Annotation], result: ImportedAnnotations
+) -> ImportedAnnotations:
     project_id = session.agent.project_id
     labels = {label.name: label for label in models.Label.objects.filter(project=project_id)}
     seqs = {item.seq for item in items if item.seq is not None}

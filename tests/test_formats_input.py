@@ -262,8 +262,24 @@ def test_it_names_the_place_of_wrong_shapes(data: Any, place: str, detail: str) 
         ),
         (
             "native",
-            {"format": "memoryviz", "version": 2, "sessions": []},
-            "version: version 2 is not supported; this memoryviz reads version 1",
+            {"format": "memoryviz", "version": 3, "sessions": []},
+            "version: version 3 is not supported; this memoryviz reads versions 1 and 2",
+        ),
+        (
+            "native",
+            {
+                "format": "memoryviz",
+                "version": 2,
+                "sessions": [
+                    {"messages": [{"role": "user", "content": "x"}], "annotations": [{"seq": 1, "comment": "?"}]}
+                ],
+            },
+            "sessions[0].annotations[0].seq: no message #1; the session has 1 (null: the whole session)",
+        ),
+        (
+            "native",
+            {"format": "memoryviz", "version": 2, "sessions": [{"messages": [], "annotations": [{"seq": 0}]}]},
+            "sessions[0].annotations[0]: an annotation needs a label or a comment",
         ),
         (
             "native",
