@@ -99,6 +99,8 @@ ENDPOINTS = [
     Endpoint("append messages", "post", lambda s, a: f"/api/sessions/{s.pk}/messages/",
              {"messages": [{"role": "assistant", "content": "Done."}]}, "editor", 201,
              lambda s, a: models.Session.objects.get(pk=s.pk).message_count == len(CHAIN) + 1),
+    Endpoint("edit its agent", "patch", lambda s, a: f"/api/agents/{s.agent_id}/", {"description": "books trains"},
+             "editor", 200, lambda s, a: models.Agent.objects.get(pk=s.agent_id).description == "books trains"),
     Endpoint("delete a session", "delete", lambda s, a: f"/api/sessions/{s.pk}/", None, "editor", 204,
              lambda s, a: _gone(models.Session, s.pk)),
 ]
@@ -142,6 +144,7 @@ def test_it_lets_each_role_do_what_it_may_and_no_more(endpoint, who, session, me
         assert models.Session.objects.filter(pk=session.pk).exists()
         fresh = models.Session.objects.get(pk=session.pk)
         assert fresh.review_status == "unreviewed" and fresh.message_count == len(CHAIN)
+        assert fresh.agent.description == ""
         assert models.Annotation.objects.get(pk=annotation.pk).comment == "first look"
         assert models.Annotation.objects.filter(session=session).count() == 1
 
