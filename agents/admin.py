@@ -29,6 +29,7 @@ from django.forms.models import BaseInlineFormSet
 from django.http import HttpRequest
 
 from agents import models, services
+from agents.memory.stored import has_content
 
 # How each project-scoped model reaches its project (a lookup path from the model).
 PROJECT_PATHS: dict[type[db_models.Model], str] = {
@@ -332,6 +333,13 @@ class MessageAdmin(ProjectScopedAdmin):
     ordering = ["session", "seq"]
     # Counting a table of millions of messages on every admin page view is the slow part; skip it.
     show_full_result_count = False
+
+    # Derived from the content when saved (a trim decides from it without reading the text).
+    readonly_fields = ["has_content"]
+
+    def save_model(self, request: HttpRequest, obj: Any, form: Any, change: bool) -> None:
+        obj.has_content = has_content(obj.content_parts if obj.content_parts is not None else obj.content)
+        super().save_model(request, obj, form, change)
 
     @admin.display(description="content")
     def short_content(self, obj: models.Message) -> str:

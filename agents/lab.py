@@ -117,8 +117,15 @@ class TrimPreview:
     question_lost: bool | None
 
 
-def trim_preview(messages: Sequence[Message], counts: Sequence[int], result: TrimResult) -> TrimPreview:
-    """What the lab shows of ``result``: every input message and placeholder in order, marked and explained."""
+def trim_preview(
+    messages: Sequence[Message], counts: Sequence[int], result: TrimResult, *, bodies: bool = True
+) -> TrimPreview:
+    """What the lab shows of ``result``: every input message and placeholder in order, marked and explained.
+
+    Over a stored list (``memory.stored.StoredMessages``) the rows are built from the outlines, and the whole
+    messages are read only for the rows whose bodies are rendered (at most ``MAX_RENDERED``), in one batch;
+    ``bodies=False`` (a page that shows no message body: compare) reads none."""
+    outlines: Sequence[Message] = getattr(messages, "outlines", messages)
     kept_set = set(result.kept)
     edited = {e.index for e in result.edited}
     dropped = {d.index: d.reason for d in result.dropped}
@@ -148,14 +155,15 @@ def trim_preview(messages: Sequence[Message], counts: Sequence[int], result: Tri
         if is_edited and position < len(result.message_tokens):
             sent_tokens = result.message_tokens[position]  # the edit as counted, not the stored count
         rows_kept[i] = PreviewRow(
-            "edited" if is_edited else "kept", i, position, result.messages[position], sent_tokens,
+            "edited" if is_edited else "kept", i, position,
+            result.messages[position] if is_edited else outlines[i], sent_tokens,
             result.kept_reasons.get(i, "kept"), by_position.get(position, []),
             original=messages[i] if is_edited else None,
             original_tokens=counts[i] if is_edited else None,
         )
 
     sequence: list[PreviewRow] = []
-    for i, message in enumerate(messages):
+    for i, message in enumerate(outlines):
         sequence.extend(before.get(i, []))
         if i in kept_set:
             sequence.append(rows_kept[i])
@@ -163,9 +171,18 @@ def trim_preview(messages: Sequence[Message], counts: Sequence[int], result: Tri
             sequence.append(PreviewRow("dropped", i, None, message, counts[i], dropped.get(i, "dropped")))
     sequence.extend(pending)
 
-    newest_user = next((i for i in range(len(messages) - 1, -1, -1) if messages[i].role == "user"), None)
+    newest_user = next((i for i in range(len(outlines) - 1, -1, -1) if outlines[i].role == "user"), None)
     n_out = len(result.messages)
     items = _bounded_items(sequence)
+    if bodies and outlines is not messages:
+        # The rendered rows of input messages get their whole message (an edited one is what is sent already).
+        shown = [x for x in items if isinstance(x, PreviewRow) and x.index is not None and x.status != "edited"]
+        prefetch = getattr(messages, "prefetch", None)
+        if prefetch is not None:
+            prefetch([r.index for r in shown])
+        for row in shown:
+            assert row.index is not None
+            row.message = messages[row.index]
     at_position = {r.position: r for r in sequence if r.position is not None}
     return TrimPreview(
         result=result,
@@ -286,8 +303,12 @@ def _snippet(message: Message) -> str:
 
 
 def aligned_lines(messages: Sequence[Message], counts: Sequence[int], aligned: AlignedCompare) -> list[AlignedLine]:
-    """The page's lines for one page of ``compare_aligned`` (agents/memory/compare.py)."""
+    """The page's lines for one page of ``compare_aligned`` (agents/memory/compare.py). Over a stored list only the
+    page's messages are read, in one batch."""
     lines: list[AlignedLine] = []
+    prefetch = getattr(messages, "prefetch", None)
+    if prefetch is not None:
+        prefetch([x.index for x in aligned.items if not isinstance(x, Fold) and x.index is not None])
     for item in aligned.items:
         cells = [(m, f"{m.kind}: {m.reason}" if m.reason and m.reason != m.kind else m.kind) for m in item.marks]
         if isinstance(item, Fold):

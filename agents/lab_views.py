@@ -208,7 +208,7 @@ def session_lab_compare(request: HtmxHttpRequest, session_id: int) -> HttpRespon
     if valid:
         trimmed = services.session_trim(session=session, specs=[c.spec for c in valid if c.spec is not None])
         for column, result in zip(valid, trimmed.results, strict=True):
-            column.preview = lab.trim_preview(trimmed.messages, trimmed.counts, result)
+            column.preview = lab.trim_preview(trimmed.messages, trimmed.counts, result, bodies=False)
         aligned = compare_aligned(trimmed.messages, trimmed.results, only_disagreements=only,
                                   offset=_int_or_none(request.GET.get("offset")) or 0)
         lines = lab.aligned_lines(trimmed.messages, trimmed.counts, aligned)

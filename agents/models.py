@@ -216,6 +216,11 @@ class Message(models.Model):
     # memory.stitch.message_key, for sessions captured live: finds the stored copy of a message a call resends
     # with one indexed lookup instead of reading the session.
     content_key = models.CharField(max_length=32, blank=True)
+    # Whether it has content as the protocol checker counts it (memory.stored.has_content: a non-blank text or a
+    # non-text part): with it, a trim decides from the light columns and reads no text (memory/stored.py). The row
+    # writer always sets it; nullable only so that SQLite adds the column in place (a default would remake the
+    # table, and its full-text search triggers with it).
+    has_content = models.BooleanField(null=True)
 
     class Meta:
         ordering = ["session", "seq"]

@@ -33,6 +33,7 @@ from agents import models
 from agents.memory import schema
 from agents.memory.chain import ProtocolChecker, ResultPlace, Violation, place_results
 from agents.memory.replay import Replay, replay, replay_call
+from agents.memory.stored import StoredMessages, has_content, outline
 from agents.memory.tokens import count_messages, get_counter, total_tokens
 from agents.memory.trimming import StrategyError, StrategySpec, TrimResult, strategy_spec, trim
 
@@ -250,6 +251,7 @@ def message_from_schema(
         usage=message.usage,
         marks=list(message.marks),
         extra=dict(message.extra),
+        has_content=has_content(message.content),
     )
 
 
@@ -761,14 +763,62 @@ def session_messages(session: models.Session) -> list[schema.Message]:
     return session_messages_with_counts(session)[0]
 
 
+# What a message's outline (memory/stored.py) is read from, with the stored count: no text. ``tool_calls`` keeps
+# the calls' arguments (the protocol checker checks them).
+OUTLINE_FIELDS = ("role", "name", "tool_call_id", "tool_calls", "is_error", "has_content", "token_count")
+
+
+def _outline(row: tuple[Any, ...]) -> schema.Message:
+    role, name, tool_call_id, tool_calls, is_error, has_text = row[1:7]
+    return outline(role=role, has_text=bool(has_text), name=name, tool_call_id=tool_call_id,
+                   tool_calls=tool_calls or (), is_error=is_error)
+
+
+def session_stored_messages(session: models.Session) -> tuple[StoredMessages, list[int]]:
+    """The session as a trim reads it: each message's outline and stored count, read in keyset batches without a
+    text column, and its whole messages read by seq only where they are read (the kept ones of a trimmed list a
+    page shows or a writer writes, or all of them for a strategy that reads text)."""
+    qs = models.Message.objects.filter(session_id=session.pk).order_by("seq").values_list("seq", *OUTLINE_FIELDS)
+    outlines: list[schema.Message] = []
+    counts: list[int] = []
+    last = -1
+    while True:
+        rows = list(qs.filter(seq__gt=last)[:SESSION_ROWS_PER_FETCH])
+        for row in rows:
+            outlines.append(_outline(row))
+            counts.append(row[7])
+        if len(rows) < SESSION_ROWS_PER_FETCH:
+            break
+        last = rows[-1][0]
+    return StoredMessages(outlines, session_message_loader(session.pk)), counts
+
+
+def session_message_loader(session_id: int) -> Callable[[Sequence[int]], dict[int, schema.Message]]:
+    """A ``memory.stored.Loader`` of the session's messages: the rows at these seqs (a run of seqs as a range)."""
+
+    def load(seqs: Sequence[int]) -> dict[int, schema.Message]:
+        if not seqs:
+            return {}
+        qs = models.Message.objects.filter(session_id=session_id).only("seq", *MESSAGE_FIELDS)
+        low, high = min(seqs), max(seqs)
+        if high - low + 1 == len(seqs):
+            qs = qs.filter(seq__gte=low, seq__lte=high)
+        else:
+            qs = qs.filter(seq__in=list(seqs))
+        return {row.seq: message_to_schema(row) for row in qs}
+
+    return load
+
+
 # Message rows per query when many sessions are read for trimming (the lab's report): few queries, bounded memory.
 SESSIONS_ROWS_PER_QUERY = 20_000
 
 
-def sessions_messages_with_counts(
+def sessions_stored_messages(
     sessions: Sequence[models.Session],
-) -> Iterator[tuple[models.Session, list[schema.Message], list[int]]]:
-    """Each session with its messages and stored counts, several sessions' messages per query."""
+) -> Iterator[tuple[models.Session, StoredMessages, list[int]]]:
+    """Each session with its outlines and stored counts (``session_stored_messages``), several sessions' outlines
+    per query."""
     batch: list[models.Session] = []
     size = 0
     for session in sessions:
@@ -781,16 +831,17 @@ def sessions_messages_with_counts(
         yield from _sessions_batch(batch)
 
 
-def _sessions_batch(batch: list[models.Session]) -> Iterator[tuple[models.Session, list[schema.Message], list[int]]]:
+def _sessions_batch(batch: list[models.Session]) -> Iterator[tuple[models.Session, StoredMessages, list[int]]]:
     rows = (
         models.Message.objects.filter(session__in=[s.pk for s in batch])
         .order_by("session_id", "seq")
-        .only("session_id", *MESSAGE_FIELDS)
+        .values_list("session_id", *OUTLINE_FIELDS)
     )
-    by_session = {pk: list(group) for pk, group in groupby(rows, key=lambda r: r.session_id)}
+    by_session = {pk: list(group) for pk, group in groupby(rows, key=lambda r: r[0])}
     for session in batch:
-        messages, counts = schema_and_counts(by_session.get(session.pk, []))
-        yield session, messages, counts
+        found = by_session.get(session.pk, [])
+        outlines = [_outline(row) for row in found]
+        yield session, StoredMessages(outlines, session_message_loader(session.pk)), [row[7] for row in found]
 
 
 # --- trimming -----------------------------------------------------------------------------------------------
@@ -801,7 +852,7 @@ class SessionTrim:
     """A stored session as the trimmer read it, and what each spec made of it (in the order of the specs)."""
 
     session: models.Session
-    messages: list[schema.Message]
+    messages: StoredMessages  # outlines, and whole messages read when read (memory/stored.py)
     counts: list[int]  # under the session's counter, as stored
     results: list[TrimResult]
     recounted: bool  # another counter than the session's: every message was counted again
@@ -812,13 +863,17 @@ def session_trim(
     session: models.Session,
     specs: Sequence[StrategySpec],
     counter: str | None = None,
-    read: tuple[list[schema.Message], list[int]] | None = None,
+    read: tuple[StoredMessages, list[int]] | None = None,
 ) -> SessionTrim:
     """Read the session with its stored token counts, then trim it with each spec: the lab's pages, the trim API
     and trimmed exports. The session's own counter (the default) trims with the stored counts, so nothing is
     recounted; another ``counter`` recounts. ``read``: the messages and counts when the caller read them already
-    (the report reads many sessions per query, ``sessions_messages_with_counts``)."""
-    messages, counts = read if read is not None else session_messages_with_counts(session)
+    (the report reads many sessions per query, ``sessions_stored_messages``).
+
+    The session is read as outlines (``session_stored_messages``): a strategy that reads no text decides on them,
+    and the contents of the kept messages are read when its trimmed list is read; another counter, or a strategy
+    that reads text, reads every message (in batches)."""
+    messages, counts = read if read is not None else session_stored_messages(session)
     counter = counter or session.token_counter
     recounted = counter != session.token_counter
     results = [
@@ -1017,8 +1072,9 @@ def trimming_report(
             break
     summaries = [ReportSummary(spec) for spec in specs]
     rows: list[ReportRow] = []
-    for session, messages, counts in sessions_messages_with_counts(chosen):
-        newest_user = next((i for i in range(len(messages) - 1, -1, -1) if messages[i].role == "user"), None)
+    for session, messages, counts in sessions_stored_messages(chosen):
+        roles = messages.outlines
+        newest_user = next((i for i in range(len(roles) - 1, -1, -1) if roles[i].role == "user"), None)
         cells: list[ReportCell] = []
         tokens_before = 0
         for spec, summary in zip(specs, summaries, strict=True):

@@ -4,6 +4,7 @@ per message (issue 10)."""
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -52,11 +53,11 @@ def test_it_refreshes_a_lab_preview_over_htmx_with_as_many_queries_at_any_length
 
 
 def test_it_compares_four_strategies_with_as_many_queries_at_any_length(alice_client, make_session):
-    specs = ["buffered buffer_size=5", "langchain_last max_tokens=200", "safe_token_budget", "token_limited"]
+    specs = ["buffered:buffer_size=5", "langchain_last:max_tokens=200", "safe_token_budget", "token_limited"]
     n = same_count_short_and_long(
         make_session, lambda s: alice_client.get(f"/sessions/{s.pk}/lab/compare/", {"s": specs})
     )
-    assert n <= 6
+    assert n <= 12
 
 
 @pytest.mark.parametrize("query", [
@@ -76,11 +77,11 @@ def test_it_exports_a_trimmed_session_with_as_many_queries_at_any_length(alice_c
         lambda s: alice_client.post(f"/sessions/{s.pk}/export/",
                                     {"format": fmt, "strategy": "buffered", "params": "buffer_size=5"}),
     )
-    assert n <= 12
+    assert n <= 16
 
 
 def test_it_reports_with_as_many_queries_whatever_the_sessions_length(alice_client, make_session, agent):
-    specs = ["buffered buffer_size=5", "langchain_last max_tokens=200", "safe_token_budget"]
+    specs = ["buffered:buffer_size=5", "langchain_last:max_tokens=200", "safe_token_budget"]
 
     def report() -> Any:
         return alice_client.get("/lab/report/", {"s": specs, "agent": agent.pk})
@@ -98,7 +99,7 @@ def test_it_reports_with_as_many_queries_whatever_the_sessions_length(alice_clie
 
 
 def test_it_reports_on_more_sessions_without_a_query_per_session(alice_client, make_session, agent):
-    specs = ["buffered buffer_size=5"]
+    specs = ["buffered:buffer_size=5"]
 
     def report() -> Any:
         return alice_client.get("/lab/report/", {"s": specs, "agent": agent.pk})
@@ -128,3 +129,99 @@ def test_it_exports_trimmed_sessions_of_a_list_with_the_same_queries_at_any_leng
     doc = json.loads(b"".join(export().streaming_content))
     assert [len(s["messages"]) for s in doc["sessions"]] == [4, 4]  # the pinned system message and the last 3
 
+
+
+# --- no text read for the rows a trim does not show or write --------------------------------------------------
+
+TEXT_COLUMNS = ('"content"', '"content_parts"', '"reasoning"', '"extra"', '"usage"', '"marks"')
+_IN = re.compile(r'"seq" IN \(([^)]*)\)')
+_RANGE = re.compile(r'"seq" >= (\d+) AND "agents_message"\."seq" <= (\d+)')
+
+
+def text_rows_read(request: Callable[[], Any]) -> tuple[int, list[str]]:
+    """How many messages' texts the request read (by the seqs its queries name), and the SELECTs of message rows
+    without a text column."""
+    with CaptureQueriesContext(connection) as ctx:
+        response = request()
+        if getattr(response, "streaming", False):
+            b"".join(response.streaming_content)
+    assert response.status_code == 200
+    read, light = 0, []
+    for q in ctx.captured_queries:
+        sql = q["sql"]
+        if not sql.startswith("SELECT") or 'FROM "agents_message"' not in sql:
+            continue
+        if not any(f'"agents_message".{c}' in sql for c in TEXT_COLUMNS):
+            light.append(sql)
+            continue
+        if m := _IN.search(sql):
+            read += len(m.group(1).split(","))
+        elif m := _RANGE.search(sql):
+            read += int(m.group(2)) - int(m.group(1)) + 1
+        else:
+            raise AssertionError(f"a whole session's texts read: {sql}")
+    return read, light
+
+
+def test_it_compares_reading_only_the_texts_of_the_lines_it_shows(alice_client, make_session):
+    session = make_session(chat(LONG))
+    specs = ["buffered:buffer_size=5", "langchain_last:max_tokens=200", "safe_token_budget", "token_limited"]
+    read, light = text_rows_read(lambda: alice_client.get(f"/sessions/{session.pk}/lab/compare/", {"s": specs}))
+    assert read < session.message_count and len(light) == 1  # one read of the outlines for the four
+
+
+def test_it_reports_without_reading_a_text(alice_client, make_session, agent):
+    for _ in range(3):
+        make_session(chat(LONG))
+    specs = ["buffered:buffer_size=5", "langchain_last:max_tokens=200", "safe_token_budget"]
+    read, light = text_rows_read(lambda: alice_client.get("/lab/report/", {"s": specs, "agent": agent.pk}))
+    assert read == 0 and len(light) == 1
+
+
+def test_it_answers_the_trim_api_reading_only_the_kept_texts(alice_client, make_session):
+    session = make_session(chat(LONG))
+    url = f"/api/sessions/{session.pk}/trim/?strategy=langchain_last&max_tokens=300"
+    read, _ = text_rows_read(lambda: alice_client.get(url))
+    assert read == 0
+    kept = alice_client.get(url).json()["kept"]
+    assert text_rows_read(lambda: alice_client.get(url + "&messages=1"))[0] == len(kept) < 30
+    assert text_rows_read(lambda: alice_client.get(url + "&detail=full"))[0] == len(kept)
+
+
+def test_it_exports_a_trimmed_session_reading_only_the_kept_texts(alice_client, make_session):
+    session = make_session(chat(LONG))
+    read, _ = text_rows_read(lambda: alice_client.post(
+        f"/sessions/{session.pk}/export/", {"format": "native", "strategy": "buffered", "params": "buffer_size=5"}
+    ))
+    assert read == 6  # the pinned system prompt and the last 5
+
+
+def test_it_reads_every_text_for_a_strategy_that_counts_text(alice_client, make_session):
+    session = make_session(chat(LONG))
+    url = f"/api/sessions/{session.pk}/trim/?strategy=llamaindex_buffer&token_limit=200"
+    assert text_rows_read(lambda: alice_client.get(url))[0] == session.message_count
+
+
+def test_it_stores_whether_each_message_has_content_as_the_checker_counts_it(make_session):
+    session = make_session([
+        {"role": "user", "content": "   "},
+        {"role": "assistant", "content": [{"type": "image_url", "image_url": {"url": "https://x/y.png"}}]},
+        {"role": "user", "content": [{"type": "text", "text": " \n"}]},
+        {"role": "assistant", "content": "fine"},
+        {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "c", "type": "function", "function": {"name": "f", "arguments": "{}"}}]},
+        {"role": "tool", "tool_call_id": "c", "content": ""},
+    ])
+    stored = list(models.Message.objects.filter(session=session).order_by("seq").values_list("has_content", flat=True))
+    assert stored == [False, True, False, True, False, False]
+
+
+def test_it_fills_the_flag_of_messages_stored_before_it(make_session):
+    from importlib import import_module
+
+    from django.apps import apps
+
+    session = make_session([{"role": "user", "content": "hi"}, {"role": "assistant", "content": " "}])
+    models.Message.objects.update(has_content=None)
+    import_module("agents.migrations.0013_message_has_content").fill(apps, None)
+    assert list(session.messages.order_by("seq").values_list("has_content", flat=True)) == [True, False]

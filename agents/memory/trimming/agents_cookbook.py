@@ -35,6 +35,7 @@ class LastTurnsParams(StrategyParams):
     "Keeps the last max_turns user turns, whole.",
     "OpenAI Agents cookbook TrimmingSession (examples/agents_sdk/session_memory.ipynb)",
     memory=MEMORY_IDEMPOTENT,  # trims what it stores on add and get; the last N turns of the last N are the same
+    reads_text=False,
 )
 def _last_turns(view: View, p: LastTurnsParams) -> Outcome:
     start = 0

@@ -87,6 +87,7 @@ def _unit_count_note(view: View, units: list[list[int]], kept: Sequence[int]) ->
     "unbounded", NoParams,
     "Keeps every message.",
     "AutoGen UnboundedChatCompletionContext (autogen-core 0.7.5)",
+    reads_text=False,
 )
 def _unbounded(view: View, p: NoParams) -> Outcome:
     return keep_all(view, "AutoGen's unbounded context keeps every message")
@@ -96,6 +97,7 @@ def _unbounded(view: View, p: NoParams) -> Outcome:
     "buffered", BufferedParams,
     "Keeps the last buffer_size messages, then removes one leading tool result.",
     "AutoGen BufferedChatCompletionContext (autogen-core 0.7.5)",
+    reads_text=False,
 )
 def _buffered(view: View, p: BufferedParams) -> Outcome:
     units = _autogen_units(view)
@@ -126,6 +128,7 @@ def _buffered(view: View, p: BufferedParams) -> Outcome:
     "head_and_tail", HeadAndTailParams,
     "Keeps the first head_size and last tail_size messages with a 'Skipped N messages.' placeholder between.",
     "AutoGen HeadAndTailChatCompletionContext (autogen-core 0.7.5)",
+    reads_text=False,
 )
 def _head_and_tail(view: View, p: HeadAndTailParams) -> Outcome:
     units = _autogen_units(view)
@@ -214,6 +217,7 @@ def _middle_out_kept(sizes: Sequence[int], per_list: int, limit: int) -> tuple[i
     "token_limited", TokenLimitedParams,
     "Removes the middle message until the list fits token_limit, then one leading tool result.",
     "AutoGen TokenLimitedChatCompletionContext (autogen-core 0.7.5)",
+    reads_text=False,
 )
 def _token_limited(view: View, p: TokenLimitedParams) -> Outcome:
     units = _autogen_units(view)

@@ -114,6 +114,7 @@ def _lc_orphan_notes(view: View, kept: list[int]) -> list[str]:
     "langchain_last", LangChainLastParams,
     "Keeps the newest messages that fit max_tokens (trim_messages strategy='last').",
     "LangChain trim_messages(strategy='last') (langchain-core 1.8.3)",
+    reads_text=False,
 )
 def _langchain_last(view: View, p: LangChainLastParams) -> Outcome:
     reasons: dict[int, str] = {}
@@ -155,6 +156,7 @@ def _langchain_last(view: View, p: LangChainLastParams) -> Outcome:
     "langchain_first", LangChainFirstParams,
     "Keeps the oldest messages that fit max_tokens (trim_messages strategy='first').",
     "LangChain trim_messages(strategy='first') (langchain-core 1.8.3)",
+    reads_text=False,
 )
 def _langchain_first(view: View, p: LangChainFirstParams) -> Outcome:
     order = list(range(len(view)))

@@ -36,6 +36,7 @@ class OpenManusParams(StrategyParams):
     "Keeps the last max_messages messages, tool results included even when their call is cut.",
     "OpenManus Memory (snapshot 52a13f2a): messages[-max_messages:] on every write",
     memory=MEMORY_IDEMPOTENT,  # the slice deletes for good, but slicing a slice again is the same slice
+    reads_text=False,
 )
 def _openmanus_window(view: View, p: OpenManusParams) -> Outcome:
     size = p.max_messages

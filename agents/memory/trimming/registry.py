@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from agents.memory.chain import Violation, _gc_paused, find_violations
 from agents.memory.schema import SYSTEM_ROLES, Message
+from agents.memory.stored import StoredMessages, TrimmedMessages, outlines_of
 from agents.memory.tokens import DEFAULT_COUNTER, TokenCounter, count_messages, get_counter
 
 
@@ -86,7 +87,8 @@ class TrimResult:
     kept: list[int]
     dropped: list[Dropped]
     inserted: list[Inserted]
-    messages: list[Message]
+    # The trimmed list (a list, or over a stored list ``stored.TrimmedMessages``, which reads contents when read).
+    messages: Sequence[Message]
     tokens_before: int
     tokens_after: int
     violations: list[Violation]
@@ -294,6 +296,9 @@ class Strategy:
     emulates: str
     run: Callable[[View, Any], Outcome]
     memory: str = MEMORY_VIEW
+    # False: it decides from roles, names, tool calls, token counts and whether a message has content, never from
+    # what a text says, so ``trim`` may run it on a stored list's outlines (stored.py) and read no text to decide.
+    reads_text: bool = True
 
     @property
     def pin_system(self) -> bool:
@@ -333,14 +338,17 @@ StrategyRun = Callable[[View, Any], Outcome]
 
 
 def register(
-    name: str, params_model: type[StrategyParams], description: str, emulates: str, *, memory: str = MEMORY_VIEW
+    name: str, params_model: type[StrategyParams], description: str, emulates: str, *, memory: str = MEMORY_VIEW,
+    reads_text: bool = True,
 ) -> Callable[[StrategyRun], StrategyRun]:
-    """``memory``: how the framework keeps what it trimmed (MEMORY_KINDS); a view unless it deletes or replaces."""
+    """``memory``: how the framework keeps what it trimmed (MEMORY_KINDS); a view unless it deletes or replaces.
+    ``reads_text=False``: the strategy never reads what a text says (``Strategy.reads_text``; a test runs each such
+    strategy on outlines and on whole messages and compares)."""
     if memory not in MEMORY_KINDS:
         raise ValueError(f"memory must be one of {', '.join(MEMORY_KINDS)}, not {memory!r}")
 
     def wrap(fn: StrategyRun) -> StrategyRun:
-        STRATEGIES[name] = Strategy(name, params_model, description, emulates, fn, memory)
+        STRATEGIES[name] = Strategy(name, params_model, description, emulates, fn, memory, reads_text)
         return fn
 
     return wrap
@@ -384,17 +392,21 @@ def trim(
     counts = list(token_counts) if token_counts is not None else count_messages(messages, tc)
     if len(counts) != len(messages):
         raise ValueError(f"token_counts has {len(counts)} entries for {len(messages)} messages")
+    # A stored list whose counts are given, under a strategy that reads no text: decide on the outlines, and read
+    # the kept messages' contents only when the trimmed list is read.
+    outlines = outlines_of(messages) if token_counts is not None and not strat.reads_text else None
+    source: Sequence[Message] = outlines if outlines is not None else messages
 
     n_pinned = 0
     if resolved.pin_system and pinned is not None:
         n_pinned = pinned
-        if not 0 <= n_pinned <= len(messages) or any(m.role not in SYSTEM_ROLES for m in messages[:n_pinned]):
+        if not 0 <= n_pinned <= len(source) or any(m.role not in SYSTEM_ROLES for m in source[:n_pinned]):
             raise ValueError(f"pinned={pinned}: the first {pinned} messages must be system or developer messages")
     elif resolved.pin_system:
-        while n_pinned < len(messages) and messages[n_pinned].role in SYSTEM_ROLES:
+        while n_pinned < len(source) and source[n_pinned].role in SYSTEM_ROLES:
             n_pinned += 1
     view = View(
-        messages=list(messages[n_pinned:]),
+        messages=list(source[n_pinned:]),
         counts=counts[n_pinned:],
         per_list=tc.per_list,
         pinned_tokens=sum(counts[:n_pinned]),
@@ -404,6 +416,8 @@ def trim(
     # Like chain.py's whole-list passes: many small objects, none garbage; full collections would rescan the heap.
     with _gc_paused():
         out = strat.run(view, resolved)
+        if outlines is not None and out.replaced:  # it edited a text it says it does not read: decide on the texts
+            return trim(list(messages), spec, counter=counter, token_counts=counts, pinned=pinned)
 
         kept = list(range(n_pinned)) + [n_pinned + i for i in out.kept]
         pinned_reason = "pinned system message: set aside before trimming and put back in front"
@@ -430,7 +444,7 @@ def trim(
             Edited(n_pinned + i, kept_reasons[n_pinned + i])
             for i in out.kept if i in out.replaced and out.replaced[i] != view.messages[i]
         ]
-        trimmed = list(messages[:n_pinned]) + body
+        trimmed: Sequence[Message] = list(source[:n_pinned]) + body
         sources: list[int | None] = [*range(n_pinned), *(n_pinned + i for i in out.kept)]
         for placed in inserted:
             sources.insert(placed.position, None)
@@ -438,6 +452,9 @@ def trim(
         violations = [
             _in_input_terms(v, sources) for v in find_violations(trimmed, pending_severity="error")
         ]
+        if outlines is not None:
+            assert isinstance(messages, StoredMessages)
+            trimmed = TrimmedMessages(messages, sources, {x.position: x.message for x in inserted})
 
     return TrimResult(
         strategy=strat.name,

@@ -119,6 +119,7 @@ def _check_unit(msgs: Sequence[Message], unit: list[int], newer_ids: set[str]) -
     "turn the oldest steps go first like any other unit, so a long single-turn agent loop keeps its newest steps. "
     "Over budget only when the pinned messages, the newest user message and the newest unit alone exceed it.",
     "memoryviz's own recommendation",
+    reads_text=False,
 )
 def _safe_token_budget(view: View, p: SafeTokenBudgetParams) -> Outcome:
     msgs = view.messages

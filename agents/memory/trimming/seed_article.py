@@ -35,6 +35,7 @@ class SafeWindowParams(StrategyParams):
     "safe_window", SafeWindowParams,
     "Drops the oldest non-system message and the tool messages right after it until max_messages fit.",
     "a hand-written agent loop without a framework: its short-term memory _trim (the safe window)",
+    reads_text=False,
 )
 def _safe_window(view: View, p: SafeWindowParams) -> Outcome:
     # The loop deletes from the front; the same result in one pass.
@@ -74,6 +75,7 @@ def _safe_window(view: View, p: SafeWindowParams) -> Outcome:
     "clear_non_system", NoParams,
     "Keeps system and developer messages only, as /clear does.",
     "a hand-written agent loop without a framework: its /clear command",
+    reads_text=False,
 )
 def _clear_non_system(view: View, p: NoParams) -> Outcome:
     return outcome(

@@ -74,6 +74,7 @@ def _sk_locate_safe_reduction_index(
     "Semantic Kernel Python ChatHistoryTruncationReducer (semantic-kernel 1.45)",
     # reduce() truncates the history object itself, so the next call reduces what is left plus what came since.
     memory=MEMORY_CARRIED,
+    reads_text=False,
 )
 def _sk_truncation(view: View, p: SKTruncationParams) -> Outcome:
     msgs = view.messages

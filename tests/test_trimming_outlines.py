@@ -1,0 +1,83 @@
+"""A strategy that says it reads no text (``reads_text=False``) decides on a stored list's outlines exactly as on
+its messages, and reads no content to decide: the trimmed list's contents are read when it is read, and only
+the kept messages' (stored.py)."""
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from agents.memory.schema import Message
+from agents.memory.stored import StoredMessages, TrimmedMessages, has_content, outline
+from agents.memory.tokens import count_messages
+from agents.memory.trimming import STRATEGIES, strategy_spec, trim
+from tests.strategies_messages import conversations, strategy_and_params
+
+TEXT_FREE = sorted(s.name for s in STRATEGIES.values() if not s.reads_text)
+SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+class Loads:
+    def __init__(self, messages: Sequence[Message]) -> None:
+        self.messages = messages
+        self.read: list[int] = []
+
+    def __call__(self, indices: Sequence[int]) -> dict[int, Message]:
+        self.read.extend(indices)
+        return {i: self.messages[i] for i in indices}
+
+
+def stored(messages: Sequence[Message], batch: int = 3) -> tuple[StoredMessages, Loads]:
+    loads = Loads(messages)
+    outlines = [
+        outline(role=m.role, has_text=has_content(m.content), name=m.name, tool_call_id=m.tool_call_id,
+                tool_calls=[c.model_dump() for c in m.tool_calls], is_error=m.is_error)
+        for m in messages
+    ]
+    return StoredMessages(outlines, loads, batch=batch), loads
+
+
+def test_it_names_the_strategies_that_decide_without_text():
+    assert {"buffered", "token_limited", "langchain_last", "safe_token_budget", "unbounded"} <= set(TEXT_FREE)
+    assert STRATEGIES["llamaindex_buffer"].reads_text
+    assert STRATEGIES["strip_thoughts"].reads_text
+
+
+@SETTINGS
+@given(conversations, st.data(), st.sampled_from(["approx", "cl100k"]))
+def test_it_trims_outlines_as_it_trims_the_messages(messages: list[Message], data: st.DataObject, counter: str):
+    counts = count_messages(messages, counter)
+    name, params = data.draw(strategy_and_params(sum(counts) + 3, TEXT_FREE))
+    spec = strategy_spec(name, params)
+    expected = trim(messages, spec, counter=counter, token_counts=counts)
+    lazy, loads = stored(messages)
+
+    result = trim(lazy, spec, counter=counter, token_counts=counts)
+
+    assert isinstance(result.messages, TrimmedMessages)
+    assert loads.read == []  # decided, and its violations found, without one content
+    assert result.to_dict() == expected.to_dict()
+    assert sorted(set(loads.read)) == sorted(loads.read) == result.kept  # then the kept ones, once each
+
+
+@SETTINGS
+@given(conversations, st.data())
+def test_it_reads_every_message_for_a_strategy_that_reads_text(messages: list[Message], data: st.DataObject):
+    counts = count_messages(messages, "approx")
+    reading = sorted(s.name for s in STRATEGIES.values() if s.reads_text and s.name in {
+        "llamaindex_buffer", "strip_thoughts", "langchain_clear_tool_uses", "openai_tool_output_trimmer"})
+    name, params = data.draw(strategy_and_params(sum(counts) + 3, reading))
+    spec = strategy_spec(name, params)
+    lazy, _ = stored(messages)
+    assert trim(lazy, spec, counter="approx", token_counts=counts).to_dict() == \
+        trim(messages, spec, counter="approx", token_counts=counts).to_dict()
+
+
+def test_it_reads_a_stored_list_in_batches_in_order():
+    messages = [Message(role="user", content=f"m{i}") for i in range(10)]
+    lazy, loads = stored(messages, batch=4)
+    assert lazy[2].content == "m2" and loads.read == [2, 3, 4, 5]
+    assert [m.content for m in lazy] == [f"m{i}" for i in range(10)]
+    assert sorted(loads.read) == list(range(10))
+    assert lazy[-1].content == "m9" and lazy[3:5] == messages[3:5]
