@@ -223,5 +223,5 @@ def test_it_fills_the_flag_of_messages_stored_before_it(make_session):
 
     session = make_session([{"role": "user", "content": "hi"}, {"role": "assistant", "content": " "}])
     models.Message.objects.update(has_content=None)
-    import_module("agents.migrations.0013_message_has_content").fill(apps, None)
+    import_module("agents.migrations.0014_message_has_content").fill(apps, None)
     assert list(session.messages.order_by("seq").values_list("has_content", flat=True)) == [True, False]

@@ -24,7 +24,7 @@ def fill(apps, schema_editor):
 class Migration(migrations.Migration):
 
     dependencies = [
-        ("agents", "0012_background_job"),
+        ("agents", "0013_review_labels_annotations"),
     ]
 
     operations = [
