@@ -4,10 +4,13 @@ the session, whatever its length, and resolves to seqs: the page then opens the 
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
-from django.db.models import Exists, OuterRef, Q, QuerySet
+from django.db.models import Count, Exists, Max, Min, OuterRef, Q, QuerySet
+from django.utils.html import escape
+from django.utils.safestring import SafeString, mark_safe
 
 from agents import models
 
@@ -46,6 +49,79 @@ def hit_seqs(session: models.Session, q: str, limit: int = HITS_LISTED) -> list[
     if not clean_query(q):
         return []
     return list(message_matches(session, q).values_list("seq", flat=True)[:limit])
+
+
+def first_hit(session: models.Session, q: str) -> int | None:
+    """The seq of the first message matching ``q`` (one query), or None."""
+    if not clean_query(q):
+        return None
+    return message_matches(session, q).values_list("seq", flat=True).first()
+
+
+@dataclass
+class SearchPlace:
+    """Where the page stands among the hits of a search: how many, which one this is, the ones either side."""
+
+    q: str
+    total: int
+    before: int  # hits before the place
+    here: bool  # the message at the place is a hit
+    previous: int | None
+    next: int | None
+
+    @property
+    def number(self) -> int:
+        """The hit's number, 1-based (the place's own when it is a hit, else the next one's)."""
+        return self.before + 1
+
+
+def search_place(session: models.Session, q: str, *, at: int) -> SearchPlace:
+    """The hits of ``q`` around message ``at``: one aggregate query over the session's matches, whatever their
+    number (the count, the hits before, the nearest either side)."""
+    q = clean_query(q)
+    found = message_matches(session, q).order_by().aggregate(
+        total=Count("pk"),
+        before=Count("pk", filter=Q(seq__lt=at)),
+        here=Count("pk", filter=Q(seq=at)),
+        previous=Max("seq", filter=Q(seq__lt=at)),
+        next=Min("seq", filter=Q(seq__gt=at)),
+    )
+    return SearchPlace(q=q, total=found["total"], before=found["before"], here=bool(found["here"]),
+                       previous=found["previous"], next=found["next"])
+
+
+def message_mentions(row: models.Message, q: str) -> bool:
+    """Whether a message read from the page matches ``q``: the twin in Python of ``message_matches``, for the
+    messages already on screen (no query)."""
+    needle = clean_query(q).casefold()
+    if not needle:
+        return False
+    if needle in (row.content or "").casefold() or needle in (row.reasoning or "").casefold():
+        return True
+    if needle in (row.name or "").casefold() or clean_query(q) == row.tool_call_id:
+        return True
+    for call in row.tool_calls or []:
+        function = call.get("function") or {}
+        said = f'{function.get("name", "")}\n{function.get("arguments", "")}'
+        if needle in said.casefold():
+            return True
+        if call.get("id") == clean_query(q):
+            return True
+    return False
+
+
+def highlight(text: str | None, q: str) -> SafeString:
+    """``text`` escaped, each occurrence of ``q`` (any case) inside a ``<mark>``. The text is split first and
+    each piece escaped, so nothing the agent wrote can open or close a tag."""
+    text = text or ""
+    q = clean_query(q)
+    if not q:
+        return escape(text)
+    pieces = re.split(f"({re.escape(q)})", text, flags=re.IGNORECASE)
+    # re.split with one group alternates text, match, text, ...
+    return mark_safe("".join(
+        f'<mark class="hit">{escape(piece)}</mark>' if i % 2 else escape(piece) for i, piece in enumerate(pieces)
+    ))
 
 
 # What the page can jump between. Each is a filter on the session's messages; violations are stored on the

@@ -1,9 +1,11 @@
 from __future__ import annotations
 
+import datetime as dt
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlencode
 
 from django.contrib import messages as flash
 from django.contrib.auth.decorators import login_not_required
@@ -16,7 +18,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import push_url
 
-from agents import models, services
+from agents import find, models, services
 from agents.forms import AgentForm, SessionFilterForm
 from agents.http import HtmxHttpRequest
 from agents.memory.tokens import COUNTERS
@@ -45,6 +47,8 @@ def session_list(request: HtmxHttpRequest) -> HttpResponse:
         "sort": form.filters().sort,
         # Asked by the template only when the list is empty.
         "has_projects": services.user_projects(request.user).exists,
+        # Opened from a search, a session lands on its first hit.
+        "hit_query": urlencode({"q": form.filters().q}) if form.filters().q else "",
     }
     template_name = "agents/session_list.html"
     if request.htmx:
@@ -91,24 +95,38 @@ class MessageView:
     fold: bool
     preview: str
     llm_call: dict[str, Any] | None = None  # live capture: what the call that produced this message was sent
+    hit: bool = False  # it matches the page's search (?q=)
+    gap: str = ""  # the time since the message before it, when both have a time ("+12 s")
 
 
 @require_GET
 def session_detail(request: HtmxHttpRequest, session_id: int) -> HttpResponse:
     after = _int_or_none(request.GET.get("after"))
     at = _int_or_none(request.GET.get("at"))
+    q = find.clean_query(request.GET.get("q"))
     session = services.session_for_user(request.user, session_id)
+    if q and at is None and after is None and not request.htmx:
+        # A search (the page's own form, or a session opened from a list search) lands on its first hit.
+        first = find.first_hit(session, q)
+        if first is not None:
+            return redirect(_search_link(session, q, first))
     chain = services.session_chain_page(session, after=after, at=at)
     page = chain.page
     messages = _message_views(session, chain)
     _add_llm_calls(session, messages)
+    for m in messages:
+        m.hit = find.message_mentions(m.row, q)
+    _add_gaps(session, messages)
     violations = session.violations or []
     live = session.is_live
     context = {
         "session": session,
         "page": page,
         "messages": messages,
-        "range": _page_range(request, session, page),
+        "range": _page_range(request, session, page, keep=urlencode({"q": q}) if q else ""),
+        **_search_context(request, session, q, at=at, page=page),
+        **_metadata_context(session),
+        **(_jump_context(request, session, q, at=at, page=page) if not request.htmx else {}),
         "missing_at": at if at is not None and at >= session.message_count else None,
         "violations": violations,
         "violation_links": [
@@ -123,9 +141,142 @@ def session_detail(request: HtmxHttpRequest, session_id: int) -> HttpResponse:
         "last_seq": page.rows[-1].seq if page.rows else (page.after if page.after is not None else -1),
     }
     template_name = "agents/session_detail.html"
-    if request.htmx:
-        template_name += "#live-tail" if request.GET.get("live") else "#message-page"
-    return render(request, template_name, context)
+    if not request.htmx:
+        return render(request, template_name, context)
+    if request.GET.get("live"):
+        return render(request, template_name + "#live-tail", context)
+    if request.GET.get("earlier"):
+        # "Load earlier": this page goes in front of the one on screen; the place (the address) stays.
+        return render(request, template_name + "#earlier-page", context)
+    response = render(request, template_name + "#message-page", context)
+    if page.rows:
+        # "Load more": the address follows to the page loaded, so a reload or a shared link comes back here.
+        keep = {"q": q} if q else {}
+        push_url(response, f"{session.get_absolute_url()}?{urlencode({**keep, 'at': page.rows[0].seq})}")
+    return response
+
+
+@require_GET
+def session_jump(request: HtmxHttpRequest, session_id: int) -> HttpResponse:
+    """The next (``dir=next``) or previous tool error, violation or user message from message ``from``: one query
+    resolves it to a seq, then the page holding it opens there (the search, if any, kept). With none that way, the
+    page stays where it was and says so."""
+    session = services.session_for_user(request.user, session_id)
+    kind = request.GET.get("kind", "")
+    if kind not in find.JUMPS:
+        raise BadRequest(f"kind: {kind!r} is not something to jump to; valid: {', '.join(find.JUMPS)}")
+    forward = request.GET.get("dir", "next") != "prev"
+    start = _int_or_none(request.GET.get("from"))
+    if start is None:
+        start = -1 if forward else session.message_count
+    target = find.jump_target(session, kind, from_seq=start, forward=forward)
+    keep = {"q": q} if (q := find.clean_query(request.GET.get("q"))) else {}
+    if target is None:
+        here = min(max(start, 0), max(session.message_count - 1, 0))
+        query = urlencode({**keep, "at": here, "none": f"{kind}-{'next' if forward else 'prev'}"})
+        return redirect(f"{session.get_absolute_url()}?{query}#m-{here}")
+    return redirect(f"{session.get_absolute_url()}?{urlencode({**keep, 'at': target})}#m-{target}")
+
+
+def _jump_context(request: HtmxHttpRequest, session: models.Session, q: str, *, at: int | None,
+                  page: services.MessagePage) -> dict[str, Any]:
+    """The jump bar's links from the place (the message asked for, else the page's first), and the tool errors
+    listed in the header. No query for the links (each resolves when followed); the list costs one or two, none
+    when the session has no errors."""
+    place = at if at is not None else (page.rows[0].seq if page.rows else 0)
+    base = reverse("agents:session_jump", args=[session.pk])
+    keep = f"&{urlencode({'q': q})}" if q else ""
+    links = [
+        {"kind": kind, "label": label, "previous": f"{base}?kind={kind}&dir=prev&from={place}{keep}",
+         "next": f"{base}?kind={kind}&dir=next&from={place}{keep}"}
+        for kind, label in find.JUMPS.items()
+        # Only what the session has: its header already says whether it has tool errors and violations.
+        if kind == "user" or (kind == "error" and session.has_errors) or (kind == "violation" and session.violations)
+    ]
+    errors, error_total = find.tool_errors(session)
+    none = request.GET.get("none", "")
+    kind, _, direction = none.partition("-")
+    return {
+        "jumps": links,
+        "jump_place": place,
+        "jump_none": {"what": find.describe(kind), "after": direction == "next", "seq": place}
+        if kind in find.JUMPS and direction in ("next", "prev") else None,
+        "tool_errors": [{**find.as_dict(e), "href": _permalink(session, e.seq)} for e in errors],
+        "tool_error_total": error_total,
+        "tool_errors_hidden": max(0, error_total - len(errors)),
+        "final_seq": session.message_count - 1,
+    }
+
+
+def _search_link(session: models.Session, q: str, seq: int) -> str:
+    """The session page at hit ``seq`` of the search ``q``: the page holding it, scrolled to it."""
+    return f"{session.get_absolute_url()}?{urlencode({'q': q, 'at': seq})}#m-{seq}"
+
+
+def _search_context(
+    request: HtmxHttpRequest, session: models.Session, q: str, *, at: int | None, page: services.MessagePage
+) -> dict[str, Any]:
+    """The search bar: the query, and on a whole page where the place stands among its hits (one query).
+    The place is the message asked for (``?at=``), else the page's first."""
+    context: dict[str, Any] = {"q": q, "q_query": urlencode({"q": q}) if q else "", "find": None}
+    if not q or request.htmx:
+        return context
+    place = at if at is not None else (page.rows[0].seq if page.rows else 0)
+    found = find.search_place(session, q, at=place)
+    context.update(
+        find=found,
+        find_at=place,
+        find_previous=_search_link(session, q, found.previous) if found.previous is not None else "",
+        find_next=_search_link(session, q, found.next) if found.next is not None else "",
+    )
+    return context
+
+
+def _metadata_context(session: models.Session) -> dict[str, Any]:
+    """The session's stored metadata (pretty-printed) and its tags, which the header shows (agent content: the
+    template escapes both)."""
+    metadata = session.metadata if isinstance(session.metadata, dict) else {}
+    tags = metadata.get("tags")
+    return {
+        "metadata_json": json.dumps(metadata, indent=2, ensure_ascii=False, default=str) if metadata else "",
+        "tags": [str(t) for t in tags] if isinstance(tags, list) else [],
+    }
+
+
+def _add_gaps(session: models.Session, messages: list[MessageView]) -> None:
+    """The time since the message before, on each message with a time: from the row above on the page, and for the
+    page's first row from the message before the page (one query, only when that row has a time)."""
+    if not messages:
+        return
+    first = messages[0].row
+    previous = None
+    if first.created_at is not None and first.seq > 0:
+        previous = (models.Message.objects.filter(session=session, seq=first.seq - 1)
+                    .values_list("created_at", flat=True).first())
+    for m in messages:
+        if m.row.created_at is not None and previous is not None:
+            m.gap = _duration(m.row.created_at - previous)
+        previous = m.row.created_at
+
+
+def _duration(delta: dt.timedelta) -> str:
+    """A gap as a reader takes it in: "+0.4 s", "+12 s", "+3 min 5 s", "+2 h 10 min", "+3 d 4 h"."""
+    seconds = delta.total_seconds()
+    sign = "-" if seconds < 0 else "+"
+    seconds = abs(seconds)
+    if seconds < 10:
+        return f"{sign}{seconds:.1f} s"
+    whole = int(seconds)
+    days, rest = divmod(whole, 86_400)
+    hours, rest = divmod(rest, 3_600)
+    minutes, secs = divmod(rest, 60)
+    if days:
+        return f"{sign}{days} d {hours} h"
+    if hours:
+        return f"{sign}{hours} h {minutes} min"
+    if minutes:
+        return f"{sign}{minutes} min {secs} s"
+    return f"{sign}{secs} s"
 
 
 def _recount_choices(request: HtmxHttpRequest, session: models.Session) -> dict[str, Any] | None:
@@ -194,7 +345,9 @@ def llm_call(request: HtmxHttpRequest, session_id: int, call_id: int) -> HttpRes
     return render(request, "agents/llm_call.html", context)
 
 
-def _page_range(request: HtmxHttpRequest, session: models.Session, page: services.MessagePage) -> dict[str, Any]:
+def _page_range(
+    request: HtmxHttpRequest, session: models.Session, page: services.MessagePage, *, keep: str = ""
+) -> dict[str, Any]:
     """What the paging line says and links to.
 
     ``first`` is the first message on screen: this page's first row, or for a page appended by "load more"
@@ -211,8 +364,16 @@ def _page_range(request: HtmxHttpRequest, session: models.Session, page: service
         # The page just before this one, landing on the message just before this page's first.
         previous_after = rows[0].seq - services.MESSAGE_PAGE_SIZE - 1
         base = f"?after={previous_after}" if previous_after >= 0 else session.get_absolute_url()
+        if keep:  # the search, so the earlier page keeps its highlights
+            base += ("&" if "?" in base else "?") + keep
         earlier = f"{base}#m-{rows[0].seq - 1}"
-    return {"first": first, "last": last, "from_start": first == 0, "earlier": earlier, "empty_after": None}
+        # The same page as a fragment that "load earlier" puts in front of this one.
+        earlier_fragment = f"{session.get_absolute_url()}?{urlencode({'after': previous_after, 'earlier': 1})}"
+        earlier_fragment += f"&{keep}" if keep else ""
+    else:
+        earlier_fragment = ""
+    return {"first": first, "last": last, "from_start": first == 0, "earlier": earlier,
+            "earlier_fragment": earlier_fragment, "empty_after": None}
 
 
 def _int_or_none(value: str | None) -> int | None:

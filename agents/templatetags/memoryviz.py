@@ -3,7 +3,9 @@ from __future__ import annotations
 from typing import Any
 
 from django import template
+from django.utils.safestring import SafeString
 
+from agents import find
 from agents.forms import session_filter_pairs
 from agents.memory.formats import FORMATS
 from agents.memory.trimming import STRATEGIES
@@ -27,3 +29,16 @@ def export_menu(context: template.Context, session: Any = None, strategy: str = 
         "formats": list(FORMATS.values()),
         "strategies": list(STRATEGIES),
     }
+
+
+@register.filter
+def highlight(text: str | None, q: str) -> SafeString:
+    """Agent text escaped, with each occurrence of the page's search ``q`` marked (``find.highlight``)."""
+    return find.highlight(text, q or "")
+
+
+@register.filter
+def mentions(text: str | None, q: str) -> bool:
+    """Whether ``text`` holds the search ``q`` (any case): to open a folded part that holds a hit."""
+    needle = find.clean_query(q).casefold()
+    return bool(needle) and needle in (text or "").casefold()
