@@ -318,6 +318,7 @@ class SessionAdmin(ProjectScopedAdmin):
         "import_owner",
         "import_heartbeat",
         "append_to",
+        "content_version",
     ]
     show_full_result_count = False
 
@@ -340,6 +341,17 @@ class MessageAdmin(ProjectScopedAdmin):
     def save_model(self, request: HttpRequest, obj: Any, form: Any, change: bool) -> None:
         obj.has_content = has_content(obj.content_parts if obj.content_parts is not None else obj.content)
         super().save_model(request, obj, form, change)
+        services.session_changed(obj.session)  # what was computed from the old message is not used again
+
+    def delete_model(self, request: HttpRequest, obj: Any) -> None:
+        super().delete_model(request, obj)
+        services.session_changed(obj.session)
+
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet) -> None:
+        sessions = list(models.Session.objects.filter(pk__in=queryset.values("session_id")))
+        super().delete_queryset(request, queryset)
+        for session in sessions:
+            services.session_changed(session)
 
     @admin.display(description="content")
     def short_content(self, obj: models.Message) -> str:

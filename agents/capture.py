@@ -336,6 +336,7 @@ def _stamped(message: schema.Message, call: CapturedCall, is_reply: bool) -> sch
 
 def _truncate(session: models.Session, start: int, call_pks: Sequence[int]) -> None:
     models.Message.objects.filter(session=session, seq__gte=start).delete()
+    services.session_changed(session)
     models.LlmCall.objects.filter(pk__in=call_pks).update(placed=False, sent=[], reply_seq=None)
     session.message_count = start
     session.has_errors = models.Message.objects.filter(session=session, is_error=True).exists()

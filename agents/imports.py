@@ -550,6 +550,7 @@ class ImportRun:
                             "elsewhere while this file was imported; nothing of the file was saved: import it again")
                     models.Message.objects.filter(session_id=item.session.pk).update(session_id=target.pk)
                     models.ToolCall.objects.filter(session_id=item.session.pk).update(session_id=target.pk)
+                    services.session_changed(target)  # what was computed from its old messages is not used again
                     services.session_finish(session=target, **item.summaries)
                     Session.objects.filter(pk=item.session.pk).delete()
                     outcome.session_id = target.pk

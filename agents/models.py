@@ -151,6 +151,9 @@ class Session(models.Model):
     assignee = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="assigned_sessions"
     )
+    # Bumped by every change of its messages (services.session_changed: the row writer, a recount, live capture's
+    # rewrite): part of the key of what a trim of it computed (services.session_trim's cache).
+    content_version = models.PositiveBigIntegerField(default=0)
 
     class Meta:
         ordering = ["-started_at", "-id"]

@@ -7,9 +7,11 @@ session), and ``session_row_batches`` the one reader of a stored session in orde
 """
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import hashlib
 import hmac
+import json
 import os
 import secrets
 import socket
@@ -21,6 +23,7 @@ from typing import Any, cast
 
 from django.contrib.auth.models import AnonymousUser
 from django.contrib.auth.models import User as AccountUser
+from django.core.cache import caches
 from django.core.exceptions import PermissionDenied
 from django.db import DEFAULT_DB_ALIAS, OperationalError, connections, transaction
 from django.db.models import Exists, F, Model, OuterRef, Q, QuerySet
@@ -33,7 +36,7 @@ from agents import models
 from agents.memory import schema
 from agents.memory.chain import ProtocolChecker, ResultPlace, Violation, place_results
 from agents.memory.replay import Replay, replay, replay_call
-from agents.memory.stored import StoredMessages, has_content, outline
+from agents.memory.stored import DetachedTrim, StoredMessages, TrimmedMessages, has_content, outline
 from agents.memory.tokens import count_messages, get_counter, total_tokens
 from agents.memory.trimming import StrategyError, StrategySpec, TrimResult, strategy_spec, trim
 
@@ -594,6 +597,14 @@ def _rows_insert(
             for call in calls:
                 call.message_id = ids[call.message.seq]
             cursor.executemany(_TOOLCALL_INSERT.sql(db), _TOOLCALL_INSERT.param_rows(calls, db))
+    session_changed(session)
+
+
+def session_changed(session: models.Session) -> None:
+    """Say that the session's messages changed: its ``content_version`` goes up by one (in the database, whatever
+    another process did meanwhile), so that what was computed from the old messages is not used again."""
+    models.Session.objects.filter(pk=session.pk).update(content_version=F("content_version") + 1)
+    session.content_version += 1
 
 
 class _Insert:
@@ -873,14 +884,69 @@ def session_trim(
     The session is read as outlines (``session_stored_messages``): a strategy that reads no text decides on them,
     and the contents of the kept messages are read when its trimmed list is read; another counter, or a strategy
     that reads text, reads every message (in batches)."""
-    messages, counts = read if read is not None else session_stored_messages(session)
     counter = counter or session.token_counter
     recounted = counter != session.token_counter
-    results = [
-        trim(messages, spec, counter=counter, token_counts=None if recounted else counts) for spec in specs
-    ]
+    cache = caches[TRIM_CACHE]
+    keys = [_trim_key(session, spec, counter) for spec in specs]
+    found = cache.get_many(keys)
+    if read is not None:
+        messages, counts = read
+    else:
+        outlines_key = _outlines_key(session)
+        outlines = cache.get(outlines_key) if len(found) == len(keys) else None
+        if outlines is not None:
+            messages, counts = StoredMessages(outlines[0], session_message_loader(session.pk)), outlines[1]
+        else:
+            messages, counts = session_stored_messages(session)
+            if session.message_count <= TRIM_CACHE_MAX_OUTLINES:
+                cache.set(outlines_key, (messages.outlines, counts))
+    results: list[TrimResult] = []
+    for key, spec in zip(keys, specs, strict=True):
+        if key in found:
+            results.append(_attached(found[key], messages))
+            continue
+        result = trim(messages, spec, counter=counter, token_counts=None if recounted else counts)
+        cache.set(key, _detached(result))
+        results.append(result)
     return SessionTrim(session, messages, counts, results, recounted)
 
+
+# What a trim computed, per session version, counter, strategy and parameters (``session_trim``): the cache alias
+# (settings.CACHES; the database cache serves several app servers), and the largest session whose outlines are
+# kept there too, so that a preview seen again reads nothing but the texts it renders.
+TRIM_CACHE = "trims"
+TRIM_CACHE_MAX_OUTLINES = 20_000
+_TRIM_CACHE_FORMAT = 2  # bumped when what is cached changes shape
+
+
+def _trim_key(session: models.Session, spec: StrategySpec, counter: str) -> str:
+    what = json.dumps([spec.strategy.name, spec.params.model_dump(mode="json")], sort_keys=True)
+    digest = hashlib.sha256(what.encode()).hexdigest()[:32]
+    return f"trim:{_session_key(session)}:{counter}:{digest}"
+
+
+def _outlines_key(session: models.Session) -> str:
+    return f"outlines:{_session_key(session)}"
+
+
+def _session_key(session: models.Session) -> str:
+    # The import time too: an id can come back after a rolled-back import (SQLite), a time does not.
+    stamp = session.imported_at.timestamp() if session.imported_at else 0
+    return f"{_TRIM_CACHE_FORMAT}:{session.pk}:{stamp}:{session.content_version}:{session.token_counter}"
+
+
+def _detached(result: TrimResult) -> tuple[TrimResult, DetachedTrim | None]:
+    """The result as it is cached: a trimmed list over the stored messages keeps its positions, not the session."""
+    if isinstance(result.messages, TrimmedMessages):
+        return dataclasses.replace(result, messages=[]), result.messages.detached()
+    return result, None
+
+
+def _attached(cached: tuple[TrimResult, DetachedTrim | None], messages: StoredMessages) -> TrimResult:
+    result, detached = cached
+    if detached is not None:
+        return dataclasses.replace(result, messages=detached.over(messages))
+    return result
 
 
 @dataclass
@@ -1367,6 +1433,7 @@ def session_recount(*, session: models.Session, counter: str, user: User) -> mod
         session.token_counter = counter
         session.token_total = total_tokens([running], counter) if session.message_count else 0
         session.save(update_fields=["token_counter", "token_total"])
+        session_changed(session)
     return session
 
 

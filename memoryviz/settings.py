@@ -221,6 +221,15 @@ MEMORYVIZ_NUM_PROXIES = _env_int("MEMORYVIZ_NUM_PROXIES", 0)
 
 CACHES = {
     "default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"},
+    # What a trim computed (services.session_trim), keyed by the session's content_version. In this process by
+    # default; several app servers share one with MEMORYVIZ_TRIM_CACHE=database (run `manage.py createcachetable`).
+    "trims": (
+        {"BACKEND": "django.core.cache.backends.db.DatabaseCache", "LOCATION": "memoryviz_trim_cache",
+         "TIMEOUT": 24 * 3600}
+        if os.environ.get("MEMORYVIZ_TRIM_CACHE") == "database"
+        else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "trims", "TIMEOUT": 3600,
+              "OPTIONS": {"MAX_ENTRIES": 2_000}}
+    ),
     # Successful HTTP Basic checks, remembered in this process only (agents.auth), so that a script's every request
     # does not pay PBKDF2 again. A changed password never matches a remembered check.
     # Request histories of agents.throttling's per-user rate (in this process; a database cache would share them

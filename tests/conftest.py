@@ -92,6 +92,16 @@ def _private_upload_dir(settings, tmp_path_factory):
     settings.MEMORYVIZ_UPLOAD_DIR = str(tmp_path_factory.mktemp("uploads"))
 
 
+@pytest.fixture(autouse=True)
+def _fresh_trim_cache():
+    """What a trim computed is kept per session version (services.session_trim): no test sees another's."""
+    from django.core.cache import caches
+
+    caches["trims"].clear()
+    yield
+    caches["trims"].clear()
+
+
 def pytest_collection_modifyitems(config, items):
     """Browser tests run last: Playwright's sync API keeps an event loop running in the main thread while its
     browser is open, and tests that call ``asyncio.run`` (the autogen-core references) cannot run under it."""

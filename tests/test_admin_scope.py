@@ -213,6 +213,7 @@ def test_it_refuses_a_message_in_another_projects_session(writer, make_session, 
     assert writer.post("/admin/agents/message/add/", {**form, "session": mine.pk}).status_code == 302
     assert Message.objects.get(content="planted").session_id == mine.pk
     assert Message.objects.get(content="planted").has_content  # kept in step with the content, as the writer does
+    assert Session.objects.get(pk=mine.pk).content_version == mine.content_version + 1  # its trims are computed again
 
 
 def test_it_refuses_deleting_rows_of_a_project_the_user_only_views(writer, make_session, gamma_agent):

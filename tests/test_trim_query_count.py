@@ -9,6 +9,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from django.core.cache import caches
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
@@ -19,6 +20,8 @@ SHORT, LONG = 2, 60  # turns: 9 and 241 messages, both within one read batch
 
 
 def queries_of(request: Callable[[], Any]) -> int:
+    """The queries of the request when nothing of the session's trims is cached (test_trim_cache.py: when it is)."""
+    caches["trims"].clear()
     with CaptureQueriesContext(connection) as ctx:
         response = request()
         if getattr(response, "streaming", False):
@@ -141,6 +144,7 @@ _RANGE = re.compile(r'"seq" >= (\d+) AND "agents_message"\."seq" <= (\d+)')
 def text_rows_read(request: Callable[[], Any]) -> tuple[int, list[str]]:
     """How many messages' texts the request read (by the seqs its queries name), and the SELECTs of message rows
     without a text column."""
+    caches["trims"].clear()
     with CaptureQueriesContext(connection) as ctx:
         response = request()
         if getattr(response, "streaming", False):

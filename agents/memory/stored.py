@@ -16,7 +16,7 @@ trimmed list is read.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import Any, overload
+from typing import Any, NamedTuple, overload
 
 from agents.memory.chain import _has_content
 from agents.memory.schema import FunctionCall, Message, ToolCall
@@ -160,6 +160,18 @@ class TrimmedMessages(Sequence[Message]):
     def __iter__(self) -> Iterator[Message]:
         for start in range(0, len(self), LOAD_BATCH):
             yield from self[start:start + LOAD_BATCH]
+
+    def detached(self) -> DetachedTrim:
+        """What it is without the stored list (to keep, and put ``over`` the same list read again)."""
+        return DetachedTrim(list(self._sources), dict(self._own))
+
+
+class DetachedTrim(NamedTuple):
+    sources: list[int | None]
+    own: dict[int, Message]
+
+    def over(self, base: StoredMessages) -> TrimmedMessages:
+        return TrimmedMessages(base, self.sources, self.own)
 
 
 def outlines_of(messages: Sequence[Message]) -> list[Message] | None:
