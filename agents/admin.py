@@ -322,6 +322,14 @@ class SessionAdmin(ProjectScopedAdmin):
     ]
     show_full_result_count = False
 
+    def formfield_for_foreignkey(self, db_field: Any, request: HttpRequest, **kwargs: Any) -> Any:
+        """The assignee is a member of a project the user may write to: no other project's user names."""
+        if db_field.name == "assignee" and not request.user.is_superuser:
+            kwargs["queryset"] = User.objects.filter(
+                memberships__project__in=self.writable_project_ids(request)
+            ).distinct()
+        return super().formfield_for_foreignkey(db_field, request, **kwargs)
+
 
 @admin.register(models.Message)
 class MessageAdmin(ProjectScopedAdmin):

@@ -57,9 +57,10 @@ def _agent_form(project: Project, **fields) -> dict:
             "context_window": "128000", **fields}
 
 
-def _session_form(session: Session, agent: Agent) -> dict:
+def _session_form(session: Session, agent: Agent, assignee: str = "") -> dict:
     return {"agent": agent.pk, "external_id": session.external_id, "title": session.title, "source_format": "",
-            "started_at_0": "", "started_at_1": "", "metadata": "{}", "tools": "null"}
+            "started_at_0": "", "started_at_1": "", "metadata": "{}", "tools": "null",
+            "review_status": session.review_status, "assignee": assignee}
 
 
 def _project_form(project: Project, memberships: list[dict]) -> dict:
@@ -199,6 +200,16 @@ def test_it_refuses_moving_a_session_to_another_projects_agent(writer, make_sess
     assert writer.post(f"/admin/agents/session/{session.pk}/change/", renamed).status_code == 302
     session.refresh_from_db()
     assert session.title == "Renamed"
+
+
+def test_it_offers_only_members_of_the_users_projects_as_assignee(writer, make_session, agent, other_project, bob):
+    session = make_session(CHAT, title="Mine")
+    page = writer.get(f"/admin/agents/session/{session.pk}/change/").content.decode()
+    assert f'<option value="{bob.pk}">' not in page  # bob is of another project only
+    response = writer.post(f"/admin/agents/session/{session.pk}/change/", _session_form(session, agent, str(bob.pk)))
+    assert response.status_code == 200 and "Select a valid choice" in response.content.decode()
+    session.refresh_from_db()
+    assert session.assignee_id is None
 
 
 def test_it_refuses_a_message_in_another_projects_session(writer, make_session, other_agent):
