@@ -19,7 +19,7 @@ from google.protobuf import json_format
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceResponse
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
-from agents import capture, models, services
+from agents import capture, models, review, services
 from agents.memory import otlp
 
 # google.rpc.Code numbers for the Status body of a refusal.
@@ -136,7 +136,7 @@ def _render_settings(request: HttpRequest, project: models.Project, *, new_key: 
     if getattr(request, "htmx", False):
         template += "#api-keys"
     return render(request, template, {"project": project, "keys": keys, "new_key": new_key, "error": error,
-                                      "endpoint": endpoint}, status=status)
+                                      "endpoint": endpoint, **review.settings_context(project)}, status=status)
 
 
 @require_POST

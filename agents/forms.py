@@ -19,7 +19,14 @@ SORT_CHOICES = [
     ("violations", "Fewest violations"),
     ("-activity", "Latest activity first"),
     ("activity", "Earliest activity first"),
+    ("status", "Unreviewed first"),
+    ("-status", "Done first"),
+    ("assignee", "Assignee A–Z"),
+    ("-assignee", "Assignee Z–A"),
+    ("label", "Label A–Z"),
+    ("-label", "Label Z–A"),
 ]
+STATUS_CHOICES = [("", "Any status"), *models.ReviewStatus.choices]
 
 
 def _model_choice(form: forms.BaseForm, name: str) -> forms.ModelChoiceField[Any]:
@@ -57,6 +64,10 @@ class SessionFilterForm(forms.Form):
     date_to = forms.DateField(required=False, label="To", widget=forms.DateInput(attrs={"type": "date"}))
     min_tokens = forms.IntegerField(required=False, min_value=0, label="Min tokens")
     max_tokens = forms.IntegerField(required=False, min_value=0, label="Max tokens")
+    label = forms.CharField(required=False, max_length=60, label="Label", strip=True)
+    status = forms.ChoiceField(required=False, choices=STATUS_CHOICES, label="Review status")
+    # A username, "me", or "-" for nobody.
+    assignee = forms.CharField(required=False, max_length=150, label="Assignee", strip=True)
     sort = forms.ChoiceField(required=False, choices=SORT_CHOICES)
 
     def __init__(self, *args: Any, user: services.User, **kwargs: Any) -> None:
@@ -74,6 +85,7 @@ class SessionFilterForm(forms.Form):
         # Fields clean() emptied because another filter excludes them, with why: the list drops them from its URL,
         # an export refuses them (dropping a filter widens what is downloaded).
         self.cleared: dict[str, str] = {}
+        self.user = user
 
     def clean(self) -> dict[str, Any]:
         data = super().clean() or self.cleaned_data
@@ -107,8 +119,16 @@ class SessionFilterForm(forms.Form):
             date_to=data.get("date_to"),
             min_tokens=data.get("min_tokens"),
             max_tokens=data.get("max_tokens"),
+            label=data.get("label") or "",
+            review_status=data.get("status") or "",
+            assignee=self._assignee(data.get("assignee") or ""),
             sort=data.get("sort") or services.DEFAULT_SESSION_SORT,
         )
+
+    def _assignee(self, value: str) -> str:
+        if value == "me":
+            return getattr(self.user, "get_username", lambda: services.NOBODY)() or services.NOBODY
+        return value
 
 
 def session_filter_pairs(data: Any) -> list[tuple[str, str]]:

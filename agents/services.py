@@ -26,7 +26,7 @@ from django.contrib.auth.models import User as AccountUser
 from django.core.cache import caches
 from django.core.exceptions import PermissionDenied
 from django.db import DEFAULT_DB_ALIAS, OperationalError, connections, transaction
-from django.db.models import Exists, F, Model, OuterRef, Q, QuerySet
+from django.db.models import Case, Exists, F, Model, OuterRef, Q, QuerySet, Subquery, When
 from django.db.models.expressions import RawSQL
 from django.db.models.functions import Coalesce
 from django.http import Http404
@@ -1183,6 +1183,14 @@ SESSION_SORTS: dict[str, tuple[Any, ...]] = {
     # Sessions that never received live messages sort by their import, which is when their messages came.
     "activity": (Coalesce("last_activity_at", "imported_at").asc(), "id"),
     "-activity": (Coalesce("last_activity_at", "imported_at").desc(), "-id"),
+    # Review: unreviewed, in review, done (the order of the work), and assignees by name, nobody's last.
+    "status": (Case(*(When(review_status=s, then=i) for i, s in enumerate(models.ReviewStatus.values))).asc(), "id"),
+    "-status": (Case(*(When(review_status=s, then=i) for i, s in enumerate(models.ReviewStatus.values))).desc(), "-id"),
+    "assignee": (F("assignee__username").asc(nulls_last=True), "id"),
+    "-assignee": (F("assignee__username").desc(nulls_last=True), "-id"),
+    # A session's first label by name (sessions without a label last).
+    "label": (F("first_label").asc(nulls_last=True), "id"),
+    "-label": (F("first_label").desc(nulls_last=True), "-id"),
 }
 DEFAULT_SESSION_SORT = "-started"
 
@@ -1199,7 +1207,13 @@ class SessionFilters:
     date_to: dt.date | None = None
     min_tokens: int | None = None
     max_tokens: int | None = None
+    label: str = ""  # a label name: sessions annotated with it (on a message or the whole session)
+    review_status: str = ""
+    assignee: str = ""  # a username, or NOBODY
     sort: str = DEFAULT_SESSION_SORT
+
+
+NOBODY = "-"  # the assignee filter's "assigned to nobody"
 
 
 def sessions_filtered(user: User, filters: SessionFilters) -> QuerySet[models.Session]:
@@ -1234,7 +1248,19 @@ def sessions_filtered(user: User, filters: SessionFilters) -> QuerySet[models.Se
         qs = qs.filter(token_total__gte=filters.min_tokens)
     if filters.max_tokens is not None:
         qs = qs.filter(token_total__lte=filters.max_tokens)
-    return qs.order_by(*SESSION_SORTS.get(filters.sort, SESSION_SORTS[DEFAULT_SESSION_SORT]))
+    if filters.label:
+        qs = qs.filter(Exists(models.Annotation.objects.filter(session=OuterRef("pk"), label__name=filters.label)))
+    if filters.review_status:
+        qs = qs.filter(review_status=filters.review_status)
+    if filters.assignee == NOBODY:
+        qs = qs.filter(assignee__isnull=True)
+    elif filters.assignee:
+        qs = qs.filter(assignee__username=filters.assignee)
+    sort = filters.sort if filters.sort in SESSION_SORTS else DEFAULT_SESSION_SORT
+    if sort.lstrip("-") == "label":
+        first = models.Annotation.objects.filter(session=OuterRef("pk"), label__isnull=False).order_by("label__name")
+        qs = qs.annotate(first_label=Subquery(first.values("label__name")[:1]))
+    return qs.order_by(*SESSION_SORTS[sort])
 
 
 # A trigram index answers a text of at least this many characters; a shorter one is looked for by a plain scan.

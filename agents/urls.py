@@ -6,7 +6,7 @@ from django.contrib.auth.decorators import login_not_required
 from django.urls import path
 from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerSplitView
 
-from agents import api, capture_views, diff_views, job_views, lab_views, transfer_views, views
+from agents import api, capture_views, diff_views, job_views, lab_views, review_views, transfer_views, views
 
 app_name = "agents"
 
@@ -42,6 +42,21 @@ urlpatterns = [
     # Background jobs (agents.job_views): big reports, exports and imports.
     path("jobs/<int:job_id>/", job_views.job_detail, name="job_detail"),
     path("jobs/<int:job_id>/download/", job_views.job_download, name="job_download"),
+    # QA review (agents.review_views): the project's members and labels, annotations, review status, the queue.
+    path("projects/<slug:slug>/members/", review_views.member_add, name="member_add"),
+    path("projects/<slug:slug>/members/<int:membership_id>/role/", review_views.member_role, name="member_role"),
+    path("projects/<slug:slug>/members/<int:membership_id>/remove/", review_views.member_remove,
+         name="member_remove"),
+    path("projects/<slug:slug>/labels/", review_views.label_create, name="label_create"),
+    path("projects/<slug:slug>/labels/<int:label_id>/", review_views.label_update, name="label_update"),
+    path("projects/<slug:slug>/labels/<int:label_id>/delete/", review_views.label_delete, name="label_delete"),
+    path("sessions/<int:session_id>/annotations/", review_views.annotation_create, name="annotation_create"),
+    path("sessions/<int:session_id>/annotations/<int:annotation_id>/", review_views.annotation_update,
+         name="annotation_update"),
+    path("sessions/<int:session_id>/annotations/<int:annotation_id>/delete/", review_views.annotation_delete,
+         name="annotation_delete"),
+    path("sessions/<int:session_id>/review/", review_views.session_review, name="session_review"),
+    path("review/next/", review_views.review_next, name="review_next"),
 ]
 
 

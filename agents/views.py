@@ -3,7 +3,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlencode
 
@@ -18,7 +18,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import push_url
 
-from agents import find, models, services
+from agents import find, models, review, services
 from agents.forms import AgentForm, SessionFilterForm
 from agents.http import HtmxHttpRequest
 from agents.memory.tokens import COUNTERS
@@ -32,10 +32,11 @@ def session_list(request: HtmxHttpRequest) -> HttpResponse:
     form.is_valid()  # invalid fields are dropped from the filters and shown with their error
     if form.cleared and not request.htmx:
         return redirect(_list_url_without(request, form.cleared))
-    sessions = services.sessions_filtered(request.user, form.filters())
+    sessions = services.sessions_filtered(request.user, form.filters()).select_related("assignee")
     page = Paginator(sessions, SESSIONS_PER_PAGE).get_page(request.GET.get("page"))
+    review.attach_labels(page.object_list)
     query = request.GET.copy()
-    for name in ["page", *form.cleared]:
+    for name in ["page", "queue", *form.cleared]:
         query.pop(name, None)
     sort_query = query.copy()
     sort_query.pop("sort", None)
@@ -49,6 +50,7 @@ def session_list(request: HtmxHttpRequest) -> HttpResponse:
         "has_projects": services.user_projects(request.user).exists,
         # Opened from a search, a session lands on its first hit.
         "hit_query": urlencode({"q": form.filters().q}) if form.filters().q else "",
+        "queue_empty": request.GET.get("queue") == "empty",
     }
     template_name = "agents/session_list.html"
     if request.htmx:
@@ -56,6 +58,7 @@ def session_list(request: HtmxHttpRequest) -> HttpResponse:
         template_name += "#session-table"
     else:
         context["tool_names"] = services.tool_names_for_user(request.user)
+        context |= review.list_choices(request.user)
     response = render(request, template_name, context)
     if form.cleared and request.htmx:
         # The URL htmx pushes is the request's; push the one the table shows instead.
@@ -97,6 +100,7 @@ class MessageView:
     llm_call: dict[str, Any] | None = None  # live capture: what the call that produced this message was sent
     hit: bool = False  # it matches the page's search (?q=)
     gap: str = ""  # the time since the message before it, when both have a time ("+12 s")
+    annotations: list[models.Annotation] = field(default_factory=list)  # reviewers' labels and comments on it
 
 
 @require_GET
@@ -139,6 +143,7 @@ def session_detail(request: HtmxHttpRequest, session_id: int) -> HttpResponse:
         "recounted": request.GET.get("recounted") == "1",
         "live": live,
         "last_seq": page.rows[-1].seq if page.rows else (page.after if page.after is not None else -1),
+        **_review_context(request, session, messages),
     }
     template_name = "agents/session_detail.html"
     if not request.htmx:
@@ -301,6 +306,19 @@ def session_recount(request: HtmxHttpRequest, session_id: int) -> HttpResponse:
     except services.RecountError as exc:
         raise BadRequest(str(exc)) from None
     return redirect(f"{session.get_absolute_url()}?recounted=1")
+
+
+def _review_context(request: HtmxHttpRequest, session: models.Session, messages: list[MessageView]) -> dict[str, Any]:
+    """The review panel, each message's annotations, and the queue when the page was opened from it."""
+    context = review.session_review_context(
+        request.user, session,
+        first_seq=messages[0].row.seq if messages else None, last_seq=messages[-1].row.seq if messages else None,
+    )
+    for m in messages:
+        m.annotations = context["annotations_by_seq"].get(m.row.seq, [])
+    context["annotate_seq"] = _int_or_none(request.GET.get("annotate"))
+    context["queue"] = review.queue_state(request.user, request.GET.get("queue"))
+    return context
 
 
 def _add_llm_calls(session: models.Session, messages: list[MessageView]) -> None:
