@@ -1,0 +1,59 @@
+"""The review queue in a real Chromium, driven by its keys: l and c reach the annotation's label and comment,
+d marks the session done and opens the next unreviewed one, s skips; at 1440 and 390 px."""
+from __future__ import annotations
+
+import pytest
+
+from agents import models
+from tests.browser.conftest import htmx_idle, screenshot
+from tests.conversations import TRAVEL
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+
+@pytest.mark.parametrize("width", [1440, 390])
+def test_it_works_through_the_queue_with_its_keys(logged_in_page, live_server, make_session, project, width):
+    page = logged_in_page
+    page.set_viewport_size({"width": width, "height": 900})
+    models.Label.objects.create(project=project, name="hallucination", color="#dc2626")
+    first = make_session(TRAVEL, title="Paris run")
+    second = make_session(TRAVEL, title="Tokyo run")
+    third = make_session(TRAVEL, title="Lima run")
+    models.Session.objects.filter(pk=third.pk).update(review_status=models.ReviewStatus.DONE)
+
+    page.goto(f"{live_server.url}/")
+    page.click("#review-queue")
+    page.wait_for_selector(".queue-bar")
+    assert page.locator(".queue-bar").inner_text().startswith("Queue: 2 unreviewed")
+    opened = page.url
+
+    # l goes to the label, c to the comment; typing there types (s and d are letters of the comment).
+    page.keyboard.press("l")
+    assert page.evaluate("() => document.activeElement.id") == "annotate-label"
+    page.select_option("#annotate-label", "hallucination")
+    page.locator("#annotate-label").blur()
+    page.keyboard.press("c")
+    assert page.evaluate("() => document.activeElement.id") == "annotate-comment"
+    page.keyboard.type("said sold out, then booked it")
+    page.click("#annotate button[type=submit]")
+    htmx_idle(page)
+    page.wait_for_selector(".annotation-list .label-chip")
+    assert "said sold out, then booked it" in page.locator(".annotation-list").inner_text()
+    assert page.url == opened
+    screenshot(page, f"review-queue-{width}px")
+
+    # d: this one is done, the next unreviewed one opens.
+    page.locator("body").click(position={"x": 1, "y": 1})
+    with page.expect_navigation():
+        page.keyboard.press("d")
+    page.wait_for_selector(".queue-bar")
+    done = models.Session.objects.get(pk=opened.split("/sessions/")[1].split("/")[0])
+    assert done.review_status == models.ReviewStatus.DONE
+    assert page.locator(".queue-bar").inner_text().startswith("Queue: 1 unreviewed")
+    assert {first.pk, second.pk} - {done.pk} == {int(page.url.split("/sessions/")[1].split("/")[0])}
+
+    # s skips it, leaving it unreviewed: the queue has nothing after it and says so on the list.
+    with page.expect_navigation():
+        page.keyboard.press("s")
+    page.wait_for_selector("text=The review queue is empty")
+    assert models.Session.objects.filter(review_status=models.ReviewStatus.UNREVIEWED).count() == 1
