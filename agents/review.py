@@ -225,8 +225,10 @@ def annotation_create(
             raise ValueError(f"seq: no message #{seq}; the session has {session.message_count} (#0 to "
                              f"#{max(session.message_count - 1, 0)}), or null for the whole session")
     author, author_name = _acting(user)
+    now = timezone.now()  # one instant for both, or a new annotation reads as edited
     return models.Annotation.objects.create(
-        session=session, message=message, label=found_label, comment=text, author=author, author_name=author_name
+        session=session, message=message, label=found_label, comment=text, author=author, author_name=author_name,
+        created_at=now, updated_at=now,
     )
 
 

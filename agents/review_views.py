@@ -116,14 +116,18 @@ def _session_region(request: HtmxHttpRequest, session: models.Session, *, error:
                     anchor: str = "#review") -> HttpResponse:
     """For htmx: the review panel again (and, when a message's annotations changed, that message's list, out of
     band). Without htmx: back to the session page at the message (POST-redirect-GET), or the error as a page."""
+    # Working through the queue, the page keeps its queue bar (its form fields carry the list's query).
+    queue_view = request.POST.get("queue_view")
     if not request.htmx:
         if error:
             return render(request, "agents/review_error.html", {"session": session, "error": error}, status=400)
-        target = f"?at={seq}#m-{seq}" if seq is not None else anchor
+        params: dict[str, Any] = {"at": seq} if seq is not None else {}
+        if queue_view is not None:
+            params["queue"] = review.queue_query(queue_view)
+        target = (f"?{urlencode(params)}" if params else "") + (f"#m-{seq}" if seq is not None else anchor)
         return redirect(session.get_absolute_url() + target)
     context = review.session_review_context(request.user, session, first_seq=seq, last_seq=seq)
-    context |= {"session": session, "review_error": error,
-                "queue": review.queue_state(request.user, request.POST.get("queue_view"))}
+    context |= {"session": session, "review_error": error, "queue": review.queue_state(request.user, queue_view)}
     response = render(request, "agents/session_detail.html#review-panel", context, status=400 if error else 200)
     if seq is not None:
         oob = render(request, "agents/session_detail.html#message-annotations",

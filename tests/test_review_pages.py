@@ -203,6 +203,16 @@ def test_without_htmx_an_annotation_redirects_to_its_message(alice_client, sessi
     assert response.status_code == 302 and response["Location"].endswith("?at=2#m-2")
 
 
+def test_annotating_from_the_queue_keeps_the_queue_bar(alice_client, session, label):
+    fields = {"seq": "", "label": "hallucination", "comment": "first pass", "queue_view": "sort=started"}
+    panel = alice_client.post(f"/sessions/{session.pk}/annotations/", fields, HTTP_HX_REQUEST="true").content.decode()
+    assert 'id="queue-done"' in panel and 'name="queue_view" value="sort=started"' in panel
+    assert "first pass" in panel and "(edited)" not in panel
+    response = alice_client.post(f"/sessions/{session.pk}/annotations/", {**fields, "seq": "2"})
+    assert response.status_code == 302 and response["Location"].endswith("?at=2&queue=sort%3Dstarted#m-2")
+    assert 'id="queue-done"' in alice_client.get(response["Location"]).content.decode()
+
+
 def test_the_session_page_stays_within_its_queries_with_annotations(alice_client, alice, make_session, label,
                                                                     django_assert_max_num_queries):
     chain = [{"role": "user", "content": f"q{i}"} if i % 2 == 0 else {"role": "assistant", "content": f"a{i}"}
