@@ -223,7 +223,7 @@ class Message(models.Model):
     # non-text part): with it, a trim decides from the light columns and reads no text (memory/stored.py). The row
     # writer always sets it; nullable only so that SQLite adds the column in place (a default would remake the
     # table, and its full-text search triggers with it).
-    has_content = models.BooleanField(null=True)
+    has_content = models.BooleanField(null=True, blank=True)
 
     class Meta:
         ordering = ["session", "seq"]
