@@ -27,7 +27,7 @@ def _project(request: HtmxHttpRequest, slug: str) -> models.Project:
 
 def _settings_region(request: HtmxHttpRequest, project: models.Project, region: str, error: str = "") -> HttpResponse:
     """The changed region for htmx. Without htmx: back to the settings page, or the whole page with the error
-    next to the form (400)."""
+    next to the form (200)."""
     if not request.htmx and not error:
         return redirect(reverse("agents:project_settings", args=[project.slug]) + f"#{region}")
     context: dict[str, Any] = {"project": project, f"{region}_error": error, **review.settings_context(project)}
@@ -38,7 +38,9 @@ def _settings_region(request: HtmxHttpRequest, project: models.Project, region: 
         # The rest of the page (the API keys) as its own view shows it; only an admin gets this far.
         context |= {"keys": services.api_keys_for_admin(request.user, project),
                     "endpoint": request.build_absolute_uri("/otlp")}
-    return render(request, template, context, status=400 if error else 200)
+    # 200 with the error beside the form, like every form: htmx swaps no 4xx answer (and under DEBUG django-htmx's
+    # script replaces the whole document with one).
+    return render(request, template, context)
 
 
 @require_POST
@@ -120,7 +122,7 @@ def _session_region(request: HtmxHttpRequest, session: models.Session, *, error:
     queue_view = request.POST.get("queue_view")
     if not request.htmx:
         if error:
-            return render(request, "agents/review_error.html", {"session": session, "error": error}, status=400)
+            return render(request, "agents/review_error.html", {"session": session, "error": error})
         params: dict[str, Any] = {"at": seq} if seq is not None else {}
         if queue_view is not None:
             params["queue"] = review.queue_query(queue_view)
@@ -128,7 +130,7 @@ def _session_region(request: HtmxHttpRequest, session: models.Session, *, error:
         return redirect(session.get_absolute_url() + target)
     context = review.session_review_context(request.user, session, first_seq=seq, last_seq=seq)
     context |= {"session": session, "review_error": error, "queue": review.queue_state(request.user, queue_view)}
-    response = render(request, "agents/session_detail.html#review-panel", context, status=400 if error else 200)
+    response = render(request, "agents/session_detail.html#review-panel", context)  # errors too: see above
     if seq is not None:
         oob = render(request, "agents/session_detail.html#message-annotations",
                      {**context, "seq": seq, "seq_annotations": context["annotations_by_seq"].get(seq, []),

@@ -132,9 +132,9 @@ def test_the_settings_page_has_members_labels_and_api_keys_on_one_page(alice_cli
 def test_the_last_admin_cannot_leave_or_step_down(alice_client, project, alice):
     mine = Membership.objects.get(user=alice)
     response = alice_client.post(f"/projects/alpha/members/{mine.pk}/role/", {"role": "viewer"}, HTTP_HX_REQUEST="true")
-    assert response.status_code == 400 and "last admin cannot step down" in response.content.decode()
+    assert response.status_code == 200 and "last admin cannot step down" in response.content.decode()
     response = alice_client.post(f"/projects/alpha/members/{mine.pk}/remove/", {})
-    assert response.status_code == 400 and "last admin cannot leave" in response.content.decode()
+    assert response.status_code == 200 and "last admin cannot leave" in response.content.decode()
     assert Membership.objects.get(user=alice).role == "admin"
 
 
@@ -145,7 +145,7 @@ def test_the_last_admin_cannot_leave_or_step_down(alice_client, project, alice):
 ])
 def test_a_bad_label_is_refused_next_to_the_form(alice_client, label, data, error):
     response = alice_client.post("/projects/alpha/labels/", data, HTTP_HX_REQUEST="true")
-    assert response.status_code == 400 and error in response.content.decode()
+    assert response.status_code == 200 and error in response.content.decode()
     assert models.Label.objects.count() == 1
 
 
@@ -195,7 +195,7 @@ def test_adding_an_annotation_by_htmx_answers_the_panel_and_the_message_out_of_b
     assert 'id="ann-2" class="msg-annotations" hx-swap-oob="true"' in body and "late" in body
     bad = alice_client.post(f"/sessions/{session.pk}/annotations/", {"seq": "99", "comment": "x"},
                             HTTP_HX_REQUEST="true")
-    assert bad.status_code == 400 and "no message #99" in bad.content.decode()
+    assert bad.status_code == 200 and "no message #99" in bad.content.decode()
 
 
 def test_without_htmx_an_annotation_redirects_to_its_message(alice_client, session):
