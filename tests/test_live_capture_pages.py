@@ -10,13 +10,11 @@ from django.utils import timezone
 from agents import capture, models, services
 from agents.memory.chain import find_violations
 from agents.memory.otlp import Batch, Span
+from tests import genai_spans
+from tests.genai_spans import text
 
 TRACE = "cd" * 16
 SYSTEM = {"role": "system", "parts": [{"type": "text", "content": "Be brief."}]}
-
-
-def text(role: str, content: str) -> dict:
-    return {"role": role, "parts": [{"type": "text", "content": content}]}
 
 
 def tool_call(call_id: str) -> dict:
@@ -31,23 +29,7 @@ def tool_result(call_id: str) -> dict:
 
 
 def chat_span(n: int, inputs: list[dict], output: dict, session_id: str = "trip-1") -> Span:
-    return Span(
-        trace_id=TRACE,
-        span_id=f"{n:016x}",
-        parent_span_id=None,
-        name="chat gpt-4o",
-        start_ns=n * 1_000_000_000,
-        end_ns=n * 1_000_000_000 + 5_000_000,
-        scope="test",
-        resource={"service.name": "travel-agent"},
-        attributes={
-            "gen_ai.operation.name": "chat",
-            "gen_ai.request.model": "gpt-4o",
-            "session.id": session_id,
-            "gen_ai.input.messages": json.dumps(inputs),
-            "gen_ai.output.messages": json.dumps([output]),
-        },
-    )
+    return genai_spans.chat_span(n, inputs, output, trace=TRACE, session_id=session_id, model="gpt-4o")
 
 
 @pytest.fixture

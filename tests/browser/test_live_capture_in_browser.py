@@ -1,40 +1,21 @@
 """Live capture in a real browser: a receiving session shows new messages within two seconds, without a reload."""
 from __future__ import annotations
 
-import json
-
 import pytest
 
 from agents import capture, models, services
 from agents.memory.otlp import Batch, Span
+from tests import genai_spans
 from tests.browser.conftest import screenshot
+from tests.genai_spans import text
 
 pytestmark = pytest.mark.browser
 
 TRACE = "ef" * 16
 
 
-def text(role: str, content: str) -> dict:
-    return {"role": role, "parts": [{"type": "text", "content": content}]}
-
-
 def chat_span(n: int, inputs: list[dict], output: dict) -> Span:
-    return Span(
-        trace_id=TRACE,
-        span_id=f"{n:016x}",
-        parent_span_id=None,
-        name="chat gpt-4o",
-        start_ns=n * 1_000_000_000,
-        end_ns=n * 1_000_000_000 + 5_000_000,
-        scope="test",
-        resource={"service.name": "travel-agent"},
-        attributes={
-            "gen_ai.operation.name": "chat",
-            "session.id": "live-1",
-            "gen_ai.input.messages": json.dumps(inputs),
-            "gen_ai.output.messages": json.dumps([output]),
-        },
-    )
+    return genai_spans.chat_span(n, inputs, output, trace=TRACE, session_id="live-1")
 
 
 def test_a_receiving_session_shows_new_messages_within_two_seconds_without_a_reload(
