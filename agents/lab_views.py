@@ -11,12 +11,12 @@ from django.http import HttpResponse, QueryDict
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
-from django_htmx.http import HttpResponseClientRedirect
+from django_htmx.http import HttpResponseClientRedirect, push_url
 
 from agents import jobs, lab, lab_charts, models, services
 from agents.forms import SessionFilterForm
 from agents.http import HtmxHttpRequest
-from agents.lab_forms import strategy_params_form
+from agents.lab_forms import StrategyParamsForm, strategy_params_form
 from agents.memory.compare import compare_aligned
 from agents.memory.replay import Replay
 from agents.memory.tokens import COUNTERS
@@ -165,44 +165,106 @@ def session_lab_preset(request: HtmxHttpRequest, session_id: int) -> HttpRespons
     return redirect(f"{lab_url}?{urlencode({'preset': preset.name})}")
 
 
+PRESET_COLUMN = "preset:"  # a compare column that is a preset of the session's project: "preset:NAME"
+
+
 @dataclass
 class CompareColumn:
-    text: str
+    text: str  # the column as the URL names it: a spec's text, "preset:NAME", or what was given when invalid
     spec: StrategySpec | None
     error: str
+    # The column's own parameter form (None for a preset column and an unknown strategy), and the select's value.
+    form: StrategyParamsForm | None = None
+    chosen: str = ""
+    preset: models.Preset | None = None
     preview: lab.TrimPreview | None = None
+    prefix: str = ""  # its fields' names and ids: "c2-buffer_size"
     remove_query: str = ""
     lab_query: str = ""
     left_query: str = ""  # the columns with this one moved one place to the left ("" for the first)
+
+    @property
+    def entry(self) -> Any:
+        return strategy_entry(self.form.strategy) if self.form is not None else None
+
+
+def _column_from_text(text: str, session: models.Session) -> CompareColumn:
+    """A column named in the URL: ``buffered:buffer_size=3`` or ``preset:NAME``."""
+    if text.startswith(PRESET_COLUMN):
+        try:
+            preset = services.preset_for_session(session=session, name=text[len(PRESET_COLUMN):].strip())
+            spec = services.preset_spec(preset)
+        except services.PresetError as exc:
+            return CompareColumn(text, None, str(exc), chosen=text)
+        chosen = PRESET_COLUMN + preset.name
+        return CompareColumn(chosen, spec, "", chosen=chosen, preset=preset)
+    name = text.partition(":")[0].strip()
+    strategy = STRATEGIES.get(name)
+    try:
+        spec = spec_from_text(text)
+    except StrategyError as exc:
+        # A known strategy with a bad value: its form starts from the defaults, the error above it.
+        form = strategy_params_form(strategy, QueryDict()) if strategy is not None else None
+        return CompareColumn(text, None, str(exc), form=form, chosen=name)
+    return CompareColumn(spec.text, spec, "", form=strategy_params_form(spec.strategy, QueryDict(spec.lab_query)),
+                         chosen=spec.name)
+
+
+def _column_from_form(query: QueryDict, k: int, session: models.Session) -> CompareColumn:
+    """Column ``k`` as its form sends it: ``c2`` the strategy (or preset), ``c2-KEY`` its parameters, ``c2-for``
+    the strategy they were for (after a switch they start from the defaults, as in the lab)."""
+    prefix = f"c{k}-"
+    chosen = query.get(f"c{k}", "").strip()
+    strategy = STRATEGIES.get(chosen)
+    if strategy is None:
+        return _column_from_text(chosen, session)
+    given = QueryDict(mutable=True)
+    if query.get(prefix + "for") == chosen:
+        for key in query:
+            if key.startswith(prefix) and key != prefix + "for":
+                given.setlist(key[len(prefix):], query.getlist(key))
+    form = strategy_params_form(strategy, given)
+    if form.spec is None:
+        return CompareColumn(chosen, None, "", form=form, chosen=chosen)
+    return CompareColumn(form.spec.text, form.spec, "", form=form, chosen=chosen)
 
 
 @require_GET
 @expensive
 def session_lab_compare(request: HtmxHttpRequest, session_id: int) -> HttpResponse:
+    """Two to four columns, each a strategy with its own parameter form (or a preset). The URL names the columns
+    (``?s=buffered:buffer_size=3&s=preset:NAME``); a column's form (``c2``, ``c2-KEY``) and "add" answer with that
+    URL: a redirect without htmx, the result and the URL pushed with htmx."""
     session = services.session_for_user(request.user, session_id)
-    texts = [t.strip() for t in request.GET.getlist("s") if t.strip()]
-    added = request.GET.get("add", "").strip()
+    query = request.GET
+    from_form = "c1" in query
+    if from_form:
+        columns = [_column_from_form(query, k, session) for k in range(1, MAX_COLUMNS + 2) if f"c{k}" in query]
+    else:
+        texts = [t.strip() for t in query.getlist("s") if t.strip()] or DEFAULT_COMPARE
+        columns = [_column_from_text(text, session) for text in texts]
+    added = query.get("add", "").strip()
     if added:
-        # "Add column" is a GET form too: redirect to the URL that names the columns only.
-        return redirect(f"{request.path}?{urlencode([('s', t) for t in [*texts, added][:MAX_COLUMNS]])}")
-    texts = texts or DEFAULT_COMPARE
-    too_many = max(0, len(texts) - MAX_COLUMNS)
-    texts = texts[:MAX_COLUMNS]
-    only = request.GET.get("only") == "1"
-    columns: list[CompareColumn] = []
-    for k, text in enumerate(texts):
-        others = urlencode([("s", t) for j, t in enumerate(texts) if j != k])
-        left = ""
+        columns.append(_column_from_text(added, session))
+    too_many = max(0, len(columns) - MAX_COLUMNS)
+    columns = columns[:MAX_COLUMNS]
+    only = query.get("only") == "1"
+    keep_only = [("only", "1")] if only else []
+    texts = [c.text for c in columns]
+    canonical = urlencode([("s", t) for t in texts] + keep_only)
+    all_valid = all(c.spec is not None for c in columns)
+    if (from_form or added) and all_valid and not request.htmx:
+        return redirect(f"{request.path}?{canonical}")
+    for k, column in enumerate(columns):
+        column.prefix = f"c{k + 1}-"
+        column.remove_query = urlencode([("s", t) for j, t in enumerate(texts) if j != k] + keep_only)
         if k > 0:
             moved = [*texts[: k - 1], texts[k], texts[k - 1], *texts[k + 1 :]]
-            left = urlencode([("s", t) for t in moved] + ([("only", "1")] if only else []))
-        try:
-            spec = spec_from_text(text)
-        except StrategyError as exc:
-            columns.append(CompareColumn(text, None, str(exc), remove_query=others, left_query=left))
-            continue
-        columns.append(CompareColumn(spec.text, spec, "", remove_query=others, lab_query=spec.lab_query,
-                                     left_query=left))
+            column.left_query = urlencode([("s", t) for t in moved] + keep_only)
+        if column.preset is not None:
+            column.lab_query = urlencode({"preset": column.preset.name})
+        elif column.spec is not None:
+            column.lab_query = column.spec.lab_query
     valid = [c for c in columns if c.spec is not None]
     aligned = lines = None
     if valid:
@@ -210,7 +272,7 @@ def session_lab_compare(request: HtmxHttpRequest, session_id: int) -> HttpRespon
         for column, result in zip(valid, trimmed.results, strict=True):
             column.preview = lab.trim_preview(trimmed.messages, trimmed.counts, result, bodies=False)
         aligned = compare_aligned(trimmed.messages, trimmed.results, only_disagreements=only,
-                                  offset=_int_or_none(request.GET.get("offset")) or 0)
+                                  offset=_int_or_none(query.get("offset")) or 0)
         lines = lab.aligned_lines(trimmed.messages, trimmed.counts, aligned)
     context = {
         "session": session,
@@ -221,17 +283,22 @@ def session_lab_compare(request: HtmxHttpRequest, session_id: int) -> HttpRespon
         "lines": lines,
         "page_end": aligned.offset + len(aligned.items) if aligned is not None else 0,
         "only": only,
-        "page_query": urlencode([("s", c.text) for c in columns] + ([("only", "1")] if only else [])),
+        "page_query": canonical,
         "too_many": too_many,
         "too_few": len(columns) < 2,
         "can_add": len(columns) < MAX_COLUMNS,
-        "strategies": list(STRATEGIES.values()),
+        "catalog": strategies_by_framework(),
+        "presets": services.presets_for_user(request.user, project=session.agent.project),
         "lab_url": reverse("agents:session_lab", args=[session.pk]),
     }
     template_name = "agents/lab_compare.html"
     if request.htmx:
         template_name += "#compare-result"
-    return render(request, template_name, context)
+    response = render(request, template_name, context)
+    if request.htmx and all_valid:
+        # Whatever changed the columns (a form field, add, move, remove), the address names them.
+        push_url(response, f"{request.path}?{canonical}")
+    return response
 
 
 @require_GET

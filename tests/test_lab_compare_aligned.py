@@ -99,3 +99,95 @@ def test_it_changes_only_the_column_whose_parameters_changed(alice_client, make_
     assert [before[i][0] for i in both] == [after[i][0] for i in both]
     assert [before[i][2] for i in both] == [after[i][2] for i in both]
     assert [before[i][1] for i in both] != [after[i][1] for i in both]
+
+
+# --- each column its own parameter form, columns changed in place ---------------------------------------------
+
+
+def column_form(*columns: tuple[str, dict[str, str]]) -> dict[str, str]:
+    """The compare form as the page sends it: ``c2`` a column's strategy, ``c2-KEY`` its parameters."""
+    data = {}
+    for k, (name, params) in enumerate(columns, 1):
+        data[f"c{k}"] = name
+        data[f"c{k}-for"] = name
+        data.update({f"c{k}-{key}": value for key, value in params.items()})
+    return data
+
+
+def test_it_gives_each_column_its_own_parameter_form(alice_client, make_session):
+    session = make_session(chat(4), title="Weather")
+    html = alice_client.get(compare_url(session), {"s": SPECS}).content.decode()
+    # Column 2's strategy picked in a grouped select, its parameter a field of its own, holding the column's value.
+    assert '<select id="c2" name="c2" aria-label="Strategy 2">' in html
+    assert '<option value="openmanus_window" selected>OpenManus: memory window</option>' in html
+    assert 'id="c2-p-max_messages" name="c2-max_messages" value="3"' in html
+    assert 'id="c1-p-buffer_size" name="c1-buffer_size" value="3"' in html
+    assert 'id="c3-p-max_tokens" name="c3-max_tokens" value="200"' in html
+
+
+def test_it_answers_a_columns_form_with_the_address_that_names_the_columns(alice_client, make_session):
+    session = make_session(chat(4), title="Weather")
+    data = column_form(("buffered", {"buffer_size": "3", "pin_system": "true"}),
+                       ("openmanus_window", {"max_messages": "9"}))
+    response = alice_client.get(compare_url(session), {**data, "only": "1"})
+    assert response.status_code == 302
+    assert response["Location"].endswith("?s=buffered%3Abuffer_size%3D3&s=openmanus_window%3Amax_messages%3D9&only=1")
+
+    # Over htmx: the result, and that address pushed.
+    response = alice_client.get(compare_url(session), data, HTTP_HX_REQUEST="true")
+    assert response.status_code == 200
+    assert response["HX-Push-Url"].endswith("?s=buffered%3Abuffer_size%3D3&s=openmanus_window%3Amax_messages%3D9")
+    assert response.content.decode().lstrip().startswith('<div id="compare-result"')
+
+
+def test_it_puts_a_columns_parameter_error_beside_its_field_and_keeps_the_address(alice_client, make_session):
+    session = make_session(chat(4), title="Weather")
+    data = column_form(("buffered", {"buffer_size": "0"}), ("openmanus_window", {"max_messages": "5"}))
+    response = alice_client.get(compare_url(session), data, HTTP_HX_REQUEST="true")
+    assert response.status_code == 200 and "HX-Push-Url" not in response
+    html = response.content.decode()
+    error = re.search(r'<p class="field-error" id="c1-error-buffer_size" role="alert">([^<]+)</p>', html)
+    assert error and "greater than 0" in error.group(1)
+    assert 'name="c1-buffer_size" value="0"' in html  # what was typed stays in the field
+    # The other column still shows its marks.
+    assert 'data-spec="openmanus_window:max_messages=5"' in html and "data-tokens-after=" in html
+
+
+def test_it_starts_a_switched_columns_parameters_from_the_defaults(alice_client, make_session):
+    session = make_session(chat(4), title="Weather")
+    data = column_form(("buffered", {"buffer_size": "3"}), ("unbounded", {}))
+    data["c1"] = "last_turns"  # switched in the select; buffer_size was the old strategy's
+    response = alice_client.get(compare_url(session), data)
+    assert response.status_code == 302 and response["Location"].endswith("?s=last_turns&s=unbounded")
+
+
+def test_it_adds_removes_and_moves_columns_in_place(alice_client, make_session):
+    session = make_session(chat(4), title="Weather")
+    html = alice_client.get(compare_url(session), {"s": SPECS, "only": "1"}).content.decode()
+    path = compare_url(session)
+    # Move and remove are links (no script needed) that htmx follows in place, keeping the switch.
+    moved = ("s=buffered%3Abuffer_size%3D3&amp;s=safe_token_budget%3Amax_tokens%3D200"
+             "&amp;s=openmanus_window%3Amax_messages%3D3&amp;only=1")
+    assert f'href="?{moved}" hx-get="{path}?{moved}" hx-target="#compare-result"' in html
+    removed = "s=buffered%3Abuffer_size%3D3&amp;s=safe_token_budget%3Amax_tokens%3D200&amp;only=1"
+    assert f'href="?{removed}" hx-get="{path}?{removed}" hx-target="#compare-result"' in html
+    # Add over htmx: the new column is in the result and in the pushed address.
+    response = alice_client.get(path, {**column_form(("buffered", {}), ("unbounded", {})), "add": "last_turns"},
+                                HTTP_HX_REQUEST="true")
+    assert response["HX-Push-Url"].endswith("?s=buffered&s=unbounded&s=last_turns")
+    assert 'id="column-3"' in response.content.decode()
+
+
+def test_it_compares_a_preset_as_a_column(alice_client, make_session, project):
+    from agents.models import Preset
+
+    Preset.objects.create(project=project, name="tight", strategy="buffered", params={"buffer_size": 2},
+                          counter="cl100k")
+    session = make_session(chat(4), title="Weather")
+    html = alice_client.get(compare_url(session), {"s": ["preset:tight", "buffered:buffer_size=2"]}).content.decode()
+    facts = re.findall(r'data-tokens-after="(\d+)" data-kept="(\d+)"', html)
+    assert len(facts) == 2 and facts[0] == facts[1]  # the preset is buffered:buffer_size=2
+    assert '<option value="preset:tight" selected>Preset: tight</option>' in html
+    assert f'href="/sessions/{session.pk}/lab/?preset=tight"' in html
+    missing = alice_client.get(compare_url(session), {"s": ["preset:loose", "unbounded"]}).content.decode()
+    assert "There is no preset named \u201cloose\u201d in project Alpha." in missing

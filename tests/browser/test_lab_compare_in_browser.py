@@ -1,6 +1,7 @@
 """The aligned compare in a real Chromium under the pages' Content-Security-Policy: change one column's
-parameters and only that column's marks change; the switch shows only the rows where the columns disagree (htmx);
-a mark's reason shows on keyboard focus. Screenshots at 1440 and 390 px, light and dark color schemes."""
+parameter in its own form and only that column's marks change; the switch shows only the rows where the columns
+disagree; columns moved, removed and added in place (htmx, the address follows); a mark's reason shows on keyboard
+focus. Screenshots at 1440 and 390 px, light and dark color schemes."""
 from __future__ import annotations
 
 import re
@@ -33,11 +34,12 @@ def test_it_changes_only_the_edited_columns_marks_and_filters_disagreements(logg
     page.wait_for_selector("#aligned tr.aligned-row")
     before = page.evaluate(MARKS)
 
-    # One column's parameter changes: only its marks do.
-    page.fill("input[aria-label='Strategy 2']", "openmanus_window:max_messages=9")
-    page.click("button:has-text('Update')")
+    # One column's parameter changes in its own form: only its marks change, in place, and the address follows.
+    page.evaluate("window.__same_document = true")
+    page.fill("#c2-p-max_messages", "9")
     page.wait_for_url(re.compile(r"max_messages%3D9"))
-    page.wait_for_selector("#aligned tr.aligned-row")
+    page.wait_for_selector("#column-2[data-spec='openmanus_window:max_messages=9'] .compare-facts")
+    page.wait_for_function("() => !document.querySelector('.htmx-request, .htmx-settling, .htmx-swapping')")
     after = page.evaluate(MARKS)
     both = sorted(set(before) & set(after))
     assert both
@@ -46,12 +48,24 @@ def test_it_changes_only_the_edited_columns_marks_and_filters_disagreements(logg
     assert [before[r][1] for r in both] != [after[r][1] for r in both]
 
     # The switch: only the rows the columns disagree on, without a page load.
-    page.evaluate("window.__same_document = true")
     page.check("#compare-only")
     page.wait_for_url(re.compile(r"only=1"))
     page.wait_for_function("() => document.querySelectorAll('tr.aligned-row:not(.disagree)').length === 0")
     disagreeing = page.evaluate(MARKS)
     assert disagreeing and all(len(set(marks)) > 1 for marks in disagreeing.values())
+    assert page.evaluate("window.__same_document") is True
+
+    # Columns moved and removed in place: the address keeps the columns and the switch.
+    page.click("#column-3 .compare-move")
+    page.wait_for_url(re.compile(r"s=buffered[^&]*&s=safe_token_budget[^&]*&s=openmanus_window[^&]*&only=1"))
+    page.wait_for_selector("#column-2[data-spec='safe_token_budget:max_tokens=200']")
+    page.click("#column-3 .compare-remove")
+    page.wait_for_url(re.compile(r"s=buffered%3Abuffer_size%3D3&s=safe_token_budget%3Amax_tokens%3D200&only=1$"))
+    page.wait_for_function("() => !document.querySelector('#column-3')")
+    page.select_option("#compare-add", "openmanus_window")
+    page.wait_for_selector("#column-3[data-spec='openmanus_window']")
+    page.wait_for_url(re.compile(r"&s=openmanus_window&only=1$"))
+    page.wait_for_function("() => !document.querySelector('.htmx-request, .htmx-settling, .htmx-swapping')")
     assert page.evaluate("window.__same_document") is True
 
     # A mark's reason on keyboard focus, as on hover.
