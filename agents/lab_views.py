@@ -63,8 +63,7 @@ def session_lab(request: HtmxHttpRequest, session_id: int) -> HttpResponse:
                                            step=_int_or_none(query.get("step")))
         run, step = replayed.replay, replayed.step
         # At a call of the run, its input is the messages before it.
-        call = replayed.sent_from
-        preview = lab.trim_preview(replayed.messages[:call], replayed.counts[:call], replayed.result)
+        preview = lab.trim_preview(replayed.sent, replayed.counts[:replayed.sent_from], replayed.result)
         chart = lab_charts.replay_chart(run.steps, chosen=step)
     spec = form.spec or strategy_spec(strategy)
     other = "safe_token_budget" if strategy.name != "safe_token_budget" else "buffered"

@@ -38,7 +38,15 @@ from agents.memory.chain import ProtocolChecker, ResultPlace, Violation, place_r
 from agents.memory.replay import Replay, replay, replay_call
 from agents.memory.stored import DetachedTrim, StoredMessages, TrimmedMessages, has_content, outline
 from agents.memory.tokens import count_messages, get_counter, total_tokens
-from agents.memory.trimming import StrategyError, StrategySpec, TrimResult, strategy_spec, trim
+from agents.memory.trimming import (
+    MEMORY_IDEMPOTENT,
+    MEMORY_VIEW,
+    StrategyError,
+    StrategySpec,
+    TrimResult,
+    strategy_spec,
+    trim,
+)
 
 
 class KeyUser:
@@ -891,15 +899,10 @@ def session_trim(
     found = cache.get_many(keys)
     if read is not None:
         messages, counts = read
+    elif len(found) == len(keys):
+        messages, counts = _session_outlines(session)
     else:
-        outlines_key = _outlines_key(session)
-        outlines = cache.get(outlines_key) if len(found) == len(keys) else None
-        if outlines is not None:
-            messages, counts = StoredMessages(outlines[0], session_message_loader(session.pk)), outlines[1]
-        else:
-            messages, counts = session_stored_messages(session)
-            if session.message_count <= TRIM_CACHE_MAX_OUTLINES:
-                cache.set(outlines_key, (messages.outlines, counts))
+        messages, counts = _session_outlines(session, cached=False)
     results: list[TrimResult] = []
     for key, spec in zip(keys, specs, strict=True):
         if key in found:
@@ -917,6 +920,20 @@ def session_trim(
 TRIM_CACHE = "trims"
 TRIM_CACHE_MAX_OUTLINES = 20_000
 _TRIM_CACHE_FORMAT = 2  # bumped when what is cached changes shape
+
+
+def _session_outlines(session: models.Session, *, cached: bool = True) -> tuple[StoredMessages, list[int]]:
+    """``session_stored_messages``, its outlines and counts kept in the trim cache (sessions up to
+    ``TRIM_CACHE_MAX_OUTLINES`` messages); ``cached=False``: read them (and keep them) without asking the cache."""
+    cache = caches[TRIM_CACHE]
+    key = _outlines_key(session)
+    found = cache.get(key) if cached else None
+    if found is not None:
+        return StoredMessages(found[0], session_message_loader(session.pk)), found[1]
+    messages, counts = session_stored_messages(session)
+    if session.message_count <= TRIM_CACHE_MAX_OUTLINES:
+        cache.set(key, (messages.outlines, counts))
+    return messages, counts
 
 
 def _trim_key(session: models.Session, spec: StrategySpec, counter: str) -> str:
@@ -953,10 +970,12 @@ def _attached(cached: tuple[TrimResult, DetachedTrim | None], messages: StoredMe
 class SessionReplay:
     """A stored session's run replayed under a spec (the lab's slider), and what one call sent: ``result`` is the
     call at ``step`` (input indices, as ``replay_call``), or the whole list trimmed once when no step was asked for
-    (``step`` None). ``counts`` are under the replay's counter (the stored ones for the session's own counter)."""
+    (``step`` None). ``counts`` are under the replay's counter (the stored ones for the session's own counter).
+    ``messages`` is the stored list (outlines, whole messages read where read: ``sent`` gives the input of the
+    shown result)."""
 
     session: models.Session
-    messages: list[schema.Message]
+    messages: StoredMessages
     counts: list[int]
     replay: Replay
     step: int | None
@@ -968,6 +987,19 @@ class SessionReplay:
         """How many input messages the shown result is about: the messages before the chosen call."""
         return self.replay.steps[self.step].call if self.step is not None else len(self.messages)
 
+    @property
+    def sent(self) -> StoredMessages:
+        """The input messages the shown result is about (the messages before the chosen call)."""
+        return self.messages.head(self.sent_from)
+
+
+def replay_input(messages: StoredMessages, spec: StrategySpec, *, recounted: bool) -> Sequence[schema.Message]:
+    """What a replay of a stored list runs on: the outlines when the strategy reads no text and the stored counts
+    are used (``Strategy.reads_text``), else every whole message (read in batches)."""
+    if spec.strategy.reads_text or recounted:
+        return list(messages)
+    return messages.outlines
+
 
 def session_replay(
     *,
@@ -978,19 +1010,43 @@ def session_replay(
 ) -> SessionReplay:
     """Read the session once, replay the spec on every call of the run (``memory.replay``) and trim what the
     chosen ``step`` sent (out of range or None: the whole list, as ``session_trim``). The session's own counter
-    uses the stored counts; another counts every message once, for the replay and the trim alike."""
-    messages, counts = session_messages_with_counts(session)
+    uses the stored counts; another counts every message once, for the replay and the trim alike.
+
+    Read as ``session_trim`` reads: outlines in keyset batches, and for a strategy that reads no text under the
+    stored counts, the replay runs on the outlines and the shown trim reads the contents of the rows a page
+    renders only; a strategy that reads text, or another counter, reads every message. The replay is kept in the
+    trim cache per session version, counter, strategy and parameters."""
     counter = counter or session.token_counter
     recounted = counter != session.token_counter
-    if recounted:
-        counts = count_messages(messages, get_counter(counter))
-    run = replay(messages, spec, counter=counter, token_counts=counts)
+    cache = caches[TRIM_CACHE]
+    key = "replay:" + _trim_key(session, spec, counter)
+    run = cache.get(key)
+    messages, counts = _session_outlines(session, cached=run is not None)
+    base: Sequence[schema.Message] | None = None
+    if run is None or recounted or spec.strategy.reads_text:
+        base = replay_input(messages, spec, recounted=recounted)
+        if recounted:
+            counts = count_messages(base, get_counter(counter))
+    if run is None:
+        assert base is not None
+        run = replay(base, spec, counter=counter, token_counts=counts)
+        cache.set(key, run)
     if step is not None and 0 <= step < len(run.steps):
-        result = replay_call(messages, spec, call=run.steps[step].call, counter=counter, token_counts=counts)
+        call = run.steps[step].call
+        if base is None and spec.strategy.memory in (MEMORY_VIEW, MEMORY_IDEMPOTENT):
+            # What the call sent is a trim of the messages before it: decided on their outlines.
+            result = trim(messages.head(call), spec, counter=counter, token_counts=counts[:call])
+        else:
+            result = replay_call(base if base is not None else messages.outlines, spec, call=call, counter=counter,
+                                 token_counts=counts)
     else:
         step = None
-        result = trim(messages, spec, counter=counter, token_counts=counts)
+        if recounted:
+            result = trim(messages, spec, counter=counter, token_counts=counts)
+        else:
+            result = session_trim(session=session, specs=[spec], read=(messages, counts)).results[0]
     return SessionReplay(session, messages, counts, run, step, result, recounted)
+
 
 @dataclass
 class MessagePage:
@@ -1154,7 +1210,8 @@ def trimming_report(
             lost = None if newest_user is None else newest_user not in set(result.kept)
             cell = ReportCell(spec, result.tokens_after, len(result.kept), errors, lost, result.budget_exceeded)
             if per_call:
-                run = replay(messages, spec, counter=session.token_counter, token_counts=counts)
+                run = replay(replay_input(messages, spec, recounted=False), spec, counter=session.token_counter,
+                             token_counts=counts)
                 if run.first_violation is not None:
                     cell.first_broken_step = run.first_violation
                     cell.first_broken_call = run.steps[run.first_violation].call

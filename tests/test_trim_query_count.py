@@ -43,7 +43,7 @@ def test_it_previews_in_the_lab_with_as_many_queries_at_any_length(alice_client,
         make_session,
         lambda s: alice_client.get(f"/sessions/{s.pk}/lab/", {"strategy": "langchain_last", "max_tokens": "120"}),
     )
-    assert n <= 6
+    assert n <= 7  # the outlines, and the texts of the rows shown: two reads of messages
 
 
 def test_it_refreshes_a_lab_preview_over_htmx_with_as_many_queries_at_any_length(alice_client, make_session):
@@ -52,7 +52,7 @@ def test_it_refreshes_a_lab_preview_over_htmx_with_as_many_queries_at_any_length
         lambda s: alice_client.get(f"/sessions/{s.pk}/lab/", {"strategy": "buffered", "buffer_size": "5"},
                                    HTTP_HX_REQUEST="true", HTTP_HX_TARGET="lab-result"),
     )
-    assert n <= 6
+    assert n <= 7
 
 
 def test_it_compares_four_strategies_with_as_many_queries_at_any_length(alice_client, make_session):
@@ -165,6 +165,57 @@ def text_rows_read(request: Callable[[], Any]) -> tuple[int, list[str]]:
         else:
             raise AssertionError(f"a whole session's texts read: {sql}")
     return read, light
+
+
+def shown_rows(response: Any) -> int:
+    """How many input messages' bodies the lab's preview rendered."""
+    preview = response.context["preview"]
+    return sum(1 for x in preview.items if getattr(x, "index", None) is not None and x.status != "edited")
+
+
+@pytest.mark.parametrize("query", [
+    {"strategy": "langchain_last", "max_tokens": "120"},
+    {"strategy": "buffered", "buffer_size": "5", "step": "7"},  # what one call of the replayed run sent
+    {"strategy": "sk_truncation", "target_count": "6", "threshold_count": "2", "step": "20"},  # carried memory
+    {"strategy": "safe_token_budget", "max_tokens": "300", "step": "30"},
+])
+def test_it_previews_in_the_lab_reading_only_the_texts_of_the_rows_it_shows(alice_client, make_session, query):
+    session = make_session(chat(LONG))
+    url = f"/sessions/{session.pk}/lab/"
+    read, light = text_rows_read(lambda: alice_client.get(url, query))
+    shown = shown_rows(alice_client.get(url, query))
+    assert read == shown < session.message_count // 4
+    assert len(light) == 1  # the outlines, once, for the replay and the preview
+
+
+def test_it_previews_a_strategy_that_reads_text_reading_every_text(alice_client, make_session):
+    session = make_session(chat(LONG))
+    query = {"strategy": "llamaindex_buffer", "token_limit": "300"}
+    read, _ = text_rows_read(lambda: alice_client.get(f"/sessions/{session.pk}/lab/", query))
+    assert read == session.message_count
+
+
+def test_it_previews_again_reading_only_the_texts_of_the_rows_it_shows(alice_client, make_session):
+    """The replay, the trim and the outlines are kept per session version: a preview seen again reads no more."""
+    session = make_session(chat(LONG))
+    url, query = f"/sessions/{session.pk}/lab/", {"strategy": "langchain_last", "max_tokens": "120"}
+    alice_client.get(url, query)
+    with CaptureQueriesContext(connection) as ctx:
+        response = alice_client.get(url, query)
+    reads = [q["sql"] for q in ctx.captured_queries if 'FROM "agents_message"' in q["sql"]]
+    assert len(reads) == 1 and '"agents_message"."content"' in reads[0]  # the shown rows' texts, nothing else
+    assert _IN.search(reads[0]) or _RANGE.search(reads[0])
+    assert response.context["preview"].kept == len(response.context["preview"].result.kept)
+
+
+def test_it_reports_per_call_without_reading_a_text(alice_client, make_session, agent):
+    for _ in range(2):
+        make_session(chat(LONG))
+    specs = ["buffered:buffer_size=5", "sk_truncation:target_count=6,threshold_count=2"]
+    read, light = text_rows_read(
+        lambda: alice_client.get("/lab/report/", {"s": specs, "agent": agent.pk, "per_call": "1"})
+    )
+    assert read == 0 and len(light) == 1
 
 
 def test_it_compares_reading_only_the_texts_of_the_lines_it_shows(alice_client, make_session):

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from agents.memory.replay import replay, replay_call
 from agents.memory.schema import Message
 from agents.memory.stored import StoredMessages, TrimmedMessages, has_content, outline
 from agents.memory.tokens import count_messages
@@ -81,3 +82,35 @@ def test_it_reads_a_stored_list_in_batches_in_order():
     assert [m.content for m in lazy] == [f"m{i}" for i in range(10)]
     assert sorted(loads.read) == list(range(10))
     assert lazy[-1].content == "m9" and lazy[3:5] == messages[3:5]
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(conversations, st.data())
+def test_it_replays_outlines_as_it_replays_the_messages(messages: list[Message], data: st.DataObject):
+    """The lab's replay of a stored session runs on its outlines for these strategies (services.session_replay):
+    every call of the run, and what any one call sent, come out as on the whole messages."""
+    counts = count_messages(messages, "approx")
+    name, params = data.draw(strategy_and_params(sum(counts) + 3, TEXT_FREE))
+    spec = strategy_spec(name, params)
+    lazy, loads = stored(messages)
+
+    run = replay(lazy.outlines, spec, counter="approx", token_counts=counts)
+
+    assert run == replay(messages, spec, counter="approx", token_counts=counts)
+    call = data.draw(st.sampled_from([s.call for s in run.steps]))
+    on_outlines = replay_call(lazy.outlines, spec, call=call, counter="approx", token_counts=counts).to_dict()
+    on_messages = replay_call(messages, spec, call=call, counter="approx", token_counts=counts).to_dict()
+    assert loads.read == []
+    # The same decision; the messages sent are the outlines' (their texts are read where a page shows them).
+    assert {k: v for k, v in on_outlines.items() if k != "messages"} == \
+        {k: v for k, v in on_messages.items() if k != "messages"}
+    assert [m["role"] for m in on_outlines["messages"]] == [m["role"] for m in on_messages["messages"]]
+
+
+def test_it_reads_the_head_of_a_stored_list_through_the_same_loads():
+    messages = [Message(role="user", content=f"m{i}") for i in range(10)]
+    lazy, loads = stored(messages, batch=4)
+    head = lazy.head(6)
+    assert len(head) == 6 and head.outlines == lazy.outlines[:6] and lazy.head(10) is lazy
+    assert head[4].content == "m4" and loads.read == [4, 5]  # never past its end
+    assert lazy[5].content == "m5" and loads.read == [4, 5]  # what one read, the other has

@@ -110,6 +110,15 @@ class StoredMessages(Sequence[Message]):
                     raise LookupError(f"message {i} of the stored list could not be read")
                 self._loaded[i] = found[i]
 
+    def head(self, n: int) -> StoredMessages:
+        """The first ``n`` messages, as a stored list that shares this one's loader and what it loaded (the input
+        of a call of a replayed run: the messages before it)."""
+        if n >= len(self):
+            return self
+        part = StoredMessages(self.outlines[:n], self._load, batch=self._batch)
+        part._loaded = self._loaded
+        return part
+
     @property
     def loaded(self) -> int:
         """How many whole messages were read so far."""
