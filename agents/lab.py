@@ -270,7 +270,12 @@ def equivalents(
             value if isinstance(value, str) else json.dumps(value))
         sets += ["--set", f"{key}={written}"]
     export = ["python", "manage.py", "export_history", "--session", str(session.pk), "--format", "openai", "-o", file]
-    trim_cmd = ["python", "manage.py", "trim", file, "--strategy", spec.name, *sets, "--counter", counter]
+    if preset is not None:
+        # The preset by its name, as the API URL names it (its counter is the lab's).
+        chosen = ["--preset", preset.name, "--project", session.agent.project.slug]
+    else:
+        chosen = ["--strategy", spec.name, *sets, "--counter", counter]
+    trim_cmd = ["python", "manage.py", "trim", file, *chosen]
     return {
         "api_url": api,
         "messages_url": f"{api}&messages=1",

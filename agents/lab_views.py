@@ -164,9 +164,6 @@ def session_lab_preset(request: HtmxHttpRequest, session_id: int) -> HttpRespons
     return redirect(f"{lab_url}?{urlencode({'preset': preset.name})}")
 
 
-PRESET_COLUMN = "preset:"  # a compare column that is a preset of the session's project: "preset:NAME"
-
-
 @dataclass
 class CompareColumn:
     text: str  # the column as the URL names it: a spec's text, "preset:NAME", or what was given when invalid
@@ -189,13 +186,12 @@ class CompareColumn:
 
 def _column_from_text(text: str, session: models.Session) -> CompareColumn:
     """A column named in the URL: ``buffered:buffer_size=3`` or ``preset:NAME``."""
-    if text.startswith(PRESET_COLUMN):
+    if text.startswith(services.PRESET_PREFIX):
         try:
-            preset = services.preset_for_session(session=session, name=text[len(PRESET_COLUMN):].strip())
-            spec = services.preset_spec(preset)
+            spec, preset = services.spec_or_preset(user=None, text=text, project=session.agent.project)
         except services.PresetError as exc:
             return CompareColumn(text, None, str(exc), chosen=text)
-        chosen = PRESET_COLUMN + preset.name
+        chosen = services.PRESET_PREFIX + preset.name if preset is not None else text
         return CompareColumn(chosen, spec, "", chosen=chosen, preset=preset)
     name = text.partition(":")[0].strip()
     strategy = STRATEGIES.get(name)
@@ -310,12 +306,13 @@ def trimming_report(request: HtmxHttpRequest) -> HttpResponse:
     spec_fields: list[dict[str, Any]] = []
     for text in texts:
         try:
-            spec = spec_from_text(text)
-        except StrategyError as exc:
+            # A box may name a preset of the user's projects: "preset:NAME".
+            spec, preset = services.spec_or_preset(user=request.user, text=text)
+        except (StrategyError, services.PresetError) as exc:
             spec_fields.append({"text": text, "error": str(exc)})
             continue
         specs.append(spec)
-        spec_fields.append({"text": spec.text, "error": ""})
+        spec_fields.append({"text": text if preset is not None else spec.text, "error": ""})
     # Over htmx only the result is swapped: what the report leaves out is said there too, not only beside the box.
     left_out = [{"box": k, **f} for k, f in enumerate(spec_fields, 1) if f["error"]]
     spec_fields += [{"text": "", "error": ""}] * (MAX_COLUMNS - len(spec_fields))

@@ -44,6 +44,7 @@ from agents.memory.trimming import (
     StrategyError,
     StrategySpec,
     TrimResult,
+    spec_from_text,
     strategy_spec,
     trim,
 )
@@ -1541,6 +1542,39 @@ def preset_for_session(*, session: models.Session, name: str) -> models.Preset:
         raise PresetError(
             f"There is no preset named \u201c{name}\u201d in project {session.agent.project.name}."
         ) from None
+
+
+# A column of compare or the report, or a strategy field, that names a preset instead of a strategy: "preset:NAME".
+PRESET_PREFIX = "preset:"
+
+
+def preset_by_name(*, user: User | None, name: str, project: models.Project | None = None) -> models.Preset:
+    """The preset called ``name`` among the user's projects (or in ``project``); ``user=None``: any project (the
+    management commands, run by the operator). PresetError when there is none, or several projects have one."""
+    name = name.strip()
+    qs = (presets_for_user(user, project=project) if user is not None else
+          models.Preset.objects.select_related("project", "created_by").filter(
+              **({"project": project} if project is not None else {})))
+    found = list(qs.filter(name=name).order_by("project__name")[:10])
+    if not found:
+        where = f"project {project.name}" if project is not None else ("your projects" if user else "any project")
+        raise PresetError(f"There is no preset named \u201c{name}\u201d in {where}.")
+    if len(found) > 1:
+        raise PresetError(f"Several projects have a preset named \u201c{name}\u201d "
+                          f"({', '.join(p.project.slug for p in found)}): name the project.")
+    return found[0]
+
+
+def spec_or_preset(
+    *, user: User | None, text: str, project: models.Project | None = None
+) -> tuple[StrategySpec, models.Preset | None]:
+    """A strategy's text (``buffered:buffer_size=5``) or a preset (``preset:NAME``) → the spec to run, and the
+    preset. StrategyError or PresetError say what is wrong."""
+    text = text.strip()
+    if text.startswith(PRESET_PREFIX):
+        preset = preset_by_name(user=user, name=text[len(PRESET_PREFIX):], project=project)
+        return preset_spec(preset), preset
+    return spec_from_text(text), None
 
 
 def preset_create(

@@ -243,7 +243,8 @@ def _export(
             raise exports.ExportFailed(refusal)
         plan = exports.export_plan(
             sessions=sessions, format=data.get("format") or "native", scope=scope, filters=filters,
-            spec=_export_spec(data), on_invalid=data.get("on_invalid") or "skip",
+            spec=_export_spec(data, user=request.user, project=single.agent.project if single else None),
+            on_invalid=data.get("on_invalid") or "skip",
         )
         if not plan.sessions.exists():
             raise exports.ExportFailed("no session matches these filters")
@@ -311,7 +312,9 @@ def _export_page(
         "plan": plan,
         "summary": plan.sessions.aggregate(sessions=Count("id"), messages=Sum("message_count")) if plan else None,
         "error": error,
-        "values": {key: data.get(key, "") for key in ("format", "on_invalid", "strategy", "params")},
+        "values": {key: data.get(key, "") for key in ("format", "on_invalid", "strategy", "params")}
+        | ({"strategy": services.PRESET_PREFIX + data["preset"]} if data.get("preset") else {}),
+        "presets": services.presets_for_user(request.user, project=single.agent.project if single else None),
         "carried": [] if single else session_filter_pairs(data),
         "fixed_strategy": False,
         "back_url": single.get_absolute_url() if single else
@@ -322,9 +325,21 @@ def _export_page(
     return render(request, "agents/export.html", context)
 
 
-def _export_spec(query: Any) -> StrategySpec | None:
+def _export_spec(query: Any, *, user: Any, project: models.Project | None) -> StrategySpec | None:
     """The strategy of ``strategy=`` with its parameters from ``params=key=value, key=value`` and ``set=key=value``
-    (repeatable); an error names the field."""
+    (repeatable), or a preset of the user's projects (of the session's, for one session): ``preset=NAME`` or
+    ``strategy=preset:NAME``; an error names the field."""
+    strategy = (query.get("strategy") or "").strip()
+    preset = (query.get("preset") or "").strip()
+    if strategy.startswith(services.PRESET_PREFIX) or preset:
+        field = "preset" if preset else "strategy"
+        if (preset and strategy) or query.getlist("set") or (query.get("params") or "").strip():
+            raise exports.ExportFailed(f"{field}: give a preset, or a strategy with its parameters, not both")
+        try:
+            return services.spec_or_preset(user=user, text=strategy or services.PRESET_PREFIX + preset,
+                                           project=project)[0]
+        except services.PresetError as exc:
+            raise exports.ExportFailed(f"{field}: {exc}") from None
     try:
         return spec_from_pairs(query.get("strategy"), [*query.getlist("set"), *split_pairs(query.get("params", ""))])
     except StrategyError as exc:

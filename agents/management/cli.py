@@ -16,6 +16,7 @@ from agents.memory import formats
 from agents.memory.formats import FormatError
 from agents.memory.schema import Message
 from agents.memory.tokens import TokenCounter, TokenizerFileError, get_counter
+from agents.memory.trimming import StrategySpec
 
 EXIT_UNREADABLE = 2
 
@@ -48,6 +49,22 @@ class ContractCommand(BaseCommand):
         except TokenizerFileError as exc:
             self.fail(str(exc))
         return counter
+
+    def load_preset(self, name: str, project_slug: str | None) -> tuple[StrategySpec, Any]:
+        """``--preset NAME`` (``--project SLUG`` when several projects have one of that name): the preset's spec
+        and the preset (its counter)."""
+        from agents import models, services
+
+        project = None
+        if project_slug:
+            project = models.Project.objects.filter(slug=project_slug).first()
+            if project is None:
+                self.fail(f"--project: no project {project_slug!r}")
+        try:
+            preset = services.preset_by_name(user=None, name=name, project=project)
+            return services.preset_spec(preset), preset
+        except services.PresetError as exc:
+            self.fail(f"--preset: {exc}")
 
     @contextmanager
     def reading(self, path: str, options: dict[str, Any]) -> Iterator[None]:

@@ -1,5 +1,8 @@
 """python manage.py export_history [--project SLUG] [--agent SLUG] [--session ID] --format NAME
-                                   [--strategy NAME --set key=value ...] [-o FILE]
+                                   [--strategy NAME --set key=value ... | --preset NAME] [-o FILE]
+
+``--preset``: a saved preset's strategy and parameters instead of ``--strategy`` and ``--set`` (of ``--project``
+when given); the sessions are trimmed with their stored counts, as by ``--strategy``.
 
 Writes the export to FILE (-o) or stdout; the report (what the target format could not hold, conversations
 skipped as invalid) goes to stderr as JSON. Exit 2 on a bad argument or when ``--on-invalid stop`` meets an
@@ -19,7 +22,7 @@ from agents import exports, models
 from agents.management.cli import ContractCommand, raw_stream
 from agents.management.progress import ProgressBar
 from agents.memory import formats
-from agents.memory.trimming import StrategyError, spec_from_pairs
+from agents.memory.trimming import StrategyError, StrategySpec, spec_from_pairs
 
 
 class Command(ContractCommand):
@@ -34,6 +37,8 @@ class Command(ContractCommand):
         parser.add_argument("--strategy", help="Export each session as trimmed by this strategy.")
         parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", dest="params",
                             help="A strategy parameter (repeatable).")
+        parser.add_argument("--preset", metavar="NAME",
+                            help="Trim by a saved preset (of --project when given) instead of --strategy and --set.")
         parser.add_argument("--on-invalid", choices=exports.ON_INVALID, default="skip",
                             help="openai_jsonl: skip conversations that break the protocol, or stop (default skip).")
         parser.add_argument("-o", "--output", help="Write to this file instead of stdout.")
@@ -44,10 +49,15 @@ class Command(ContractCommand):
         try:
             if options["output"]:
                 _check_output(options["output"])
-            try:
-                spec = spec_from_pairs(options["strategy"], options["params"])
-            except StrategyError as exc:
-                raise exports.ExportFailed(exc.text(flag="--set ")) from None
+            if options["preset"]:
+                if options["strategy"] or options["params"]:
+                    raise exports.ExportFailed("--preset: give a preset, or --strategy with --set, not both")
+                spec: StrategySpec | None = self.load_preset(options["preset"], options["project"])[0]
+            else:
+                try:
+                    spec = spec_from_pairs(options["strategy"], options["params"])
+                except StrategyError as exc:
+                    raise exports.ExportFailed(exc.text(flag="--set ")) from None
             sessions, scope, filters = self._sessions(options)
             plan = exports.export_plan(
                 sessions=sessions, format=options["format"], scope=scope, filters=filters, spec=spec,

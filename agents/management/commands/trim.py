@@ -1,4 +1,8 @@
 """python manage.py trim FILE --strategy NAME [--set key=value ...] [--counter NAME] [--format NAME] [--conversation N]
+   python manage.py trim FILE --preset NAME [--project SLUG] [--counter NAME] ...
+
+``--preset``: a preset saved in memoryviz instead of ``--strategy`` and ``--set``: its strategy, parameters and
+counter (``--counter`` still wins); ``--project`` names its project when several have a preset of that name.
 
 Trims a history (any format memoryviz reads, a path or - for standard input) with a named strategy and prints
 DESIGN.md's JSON: ``{"strategy", "params", "counter", "kept", "dropped", "inserted", "messages", "tokens_before",
@@ -29,28 +33,43 @@ class Command(ContractCommand):
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("file", metavar="FILE", help="A file path, or - for standard input.")
-        parser.add_argument("--strategy", required=True, help=f"Strategy name: {', '.join(STRATEGIES)}.")
+        parser.add_argument("--strategy", help=f"Strategy name: {', '.join(STRATEGIES)}.")
         parser.add_argument(
             "--set", action="append", default=[], metavar="KEY=VALUE", dest="params",
             help="A strategy parameter (repeatable); values are JSON when they parse (5, true, [\"human\",\"ai\"]); "
             "a list parameter also takes comma-separated names (end_on=human,ai).",
         )
         parser.add_argument(
-            "--counter", default=DEFAULT_COUNTER,
-            help=f"Counter name: {', '.join(sorted(COUNTERS))} (default {DEFAULT_COUNTER}).",
+            "--preset", metavar="NAME",
+            help="A saved preset instead of --strategy and --set: its strategy, parameters and counter.",
+        )
+        parser.add_argument("--project", metavar="SLUG", help="The project of --preset.")
+        parser.add_argument(
+            "--counter",
+            help=f"Counter name: {', '.join(sorted(COUNTERS))} (default {DEFAULT_COUNTER}, or the preset's).",
         )
         parser.add_argument("--format", help="The input format, when detection should not guess.")
         parser.add_argument("--conversation", type=int, help="Which conversation of the file to trim (0-based).")
 
     def handle(self, *args: Any, **options: Any) -> None:
         # Check the cheap things first, so a typo never waits for a big file to be read.
-        try:
-            spec = spec_from_pairs(options["strategy"], options["params"])
-        except StrategyError as exc:
-            self.fail(exc.text(flag="--set "))
-        if spec is None:
-            self.fail(f"--strategy: name one of {', '.join(STRATEGIES)}")
-        counter = self.check_counter(options["counter"])
+        counter_name = options["counter"] or DEFAULT_COUNTER
+        if options["preset"]:
+            if options["strategy"] or options["params"]:
+                self.fail("--preset: give a preset, or --strategy with --set, not both")
+            spec, preset = self.load_preset(options["preset"], options["project"])
+            counter_name = options["counter"] or preset.counter
+        else:
+            if options["project"]:
+                self.fail("--project: names the project of --preset, which is not given")
+            try:
+                found = spec_from_pairs(options["strategy"], options["params"])
+            except StrategyError as exc:
+                self.fail(exc.text(flag="--set "))
+            if found is None:
+                self.fail(f"--strategy: name one of {', '.join(STRATEGIES)} (or --preset NAME)")
+            spec = found
+        counter = self.check_counter(counter_name)
         fmt = self.check_format(options["format"])
         with self.reading(options["file"], options):
             conversations = formats.read_input(options["file"], fmt)

@@ -1,0 +1,124 @@
+"""A preset wherever a strategy is accepted: compare's and the report's columns (``preset:NAME``), the export page
+(``preset=NAME`` or ``strategy=preset:NAME``), ``manage.py export_history --preset`` and ``manage.py trim --preset
+NAME --project SLUG`` (DESIGN.md's ``--strategy`` contract unchanged beside it), each giving what the preset's
+strategy and parameters give."""
+from __future__ import annotations
+
+import io
+import json
+import re
+import shlex
+
+import pytest
+from django.core.management import call_command
+
+from agents import services
+from agents.models import Preset
+from tests.conversations import chat
+from tests.paths import SAMPLES
+
+TRAVEL = SAMPLES / "openai" / "travel.json"
+
+
+def run(command: str, *args: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    try:
+        call_command(command, *args, stdout=out, stderr=err)
+        code = 0
+    except SystemExit as exc:
+        code = int(exc.code or 0)
+    return code, out.getvalue(), err.getvalue()
+
+
+@pytest.fixture
+def tight(project, alice):
+    return services.preset_create(user=alice, project=project, name="tight window", strategy="buffered",
+                                  params={"buffer_size": 3}, counter="o200k")
+
+
+def test_the_trim_command_trims_by_a_preset_as_by_its_strategy_and_counter(tight):
+    code, by_preset, err = run("trim", str(TRAVEL), "--preset", "tight window", "--project", "alpha")
+    assert code == 0 and err == ""
+    code, by_strategy, _ = run("trim", str(TRAVEL), "--strategy", "buffered", "--set", "buffer_size=3",
+                               "--counter", "o200k")
+    assert json.loads(by_preset) == json.loads(by_strategy)
+    assert json.loads(by_preset)["counter"] == "o200k" and json.loads(by_preset)["kept"] == [0, 7, 8, 9]
+    # --counter still wins; --project may be left out while the name is unique.
+    code, out, _ = run("trim", str(TRAVEL), "--preset", "tight window", "--counter", "approx")
+    assert code == 0 and json.loads(out)["counter"] == "approx"
+
+
+def test_the_trim_command_says_what_is_wrong_with_a_preset(tight, other_project):
+    cases = [
+        (("--preset", "loose", "--project", "alpha"),
+         "trim: --preset: There is no preset named “loose” in project Alpha."),
+        (("--preset", "tight window", "--project", "nope"), "trim: --project: no project 'nope'"),
+        (("--preset", "tight window", "--strategy", "buffered"), "not both"),
+        (("--strategy", "buffered", "--project", "alpha"), "--project: names the project of --preset"),
+        ((), "--strategy: name one of"),
+    ]
+    for args, said in cases:
+        code, out, err = run("trim", str(TRAVEL), *args)
+        assert (code, out) == (2, "") and said in err, (args, err)
+    # Two projects with a preset of that name: the project must be named.
+    Preset.objects.create(project=other_project, name="tight window", strategy="unbounded", params={},
+                          counter="cl100k")
+    code, out, err = run("trim", str(TRAVEL), "--preset", "tight window")
+    assert code == 2 and "Several projects have a preset named “tight window” (alpha, beta): name the project." in err
+
+
+def test_export_history_trims_by_a_preset(tight, make_session, tmp_path):
+    session = make_session(chat(4), title="Weather")
+    by_preset, by_strategy = tmp_path / "preset.json", tmp_path / "strategy.json"
+    assert run("export_history", "--session", str(session.pk), "--format", "openai", "--preset", "tight window",
+               "-o", str(by_preset))[0] == 0
+    assert run("export_history", "--session", str(session.pk), "--format", "openai", "--strategy", "buffered",
+               "--set", "buffer_size=3", "-o", str(by_strategy))[0] == 0
+    assert json.loads(by_preset.read_text()) == json.loads(by_strategy.read_text())
+    assert len(json.loads(by_preset.read_text())) == 4  # the system message and the last three
+    code, _, err = run("export_history", "--format", "openai", "--preset", "tight window", "--strategy", "buffered")
+    assert code == 2 and "not both" in err
+
+
+def test_the_export_page_trims_by_a_preset(alice_client, tight, make_session):
+    session = make_session(chat(4), title="Weather")
+    url = f"/sessions/{session.pk}/export/"
+    expected = alice_client.post(url, {"format": "openai", "strategy": "buffered", "params": "buffer_size=3"})
+    wanted = b"".join(expected.streaming_content)
+    for fields in ({"preset": "tight window"}, {"strategy": "preset:tight window"}):
+        response = alice_client.post(url, {"format": "openai", **fields})
+        assert b"".join(response.streaming_content) == wanted, fields
+    # Offered beside the strategies; a wrong one said beside the form.
+    page = alice_client.get(url).content.decode()
+    assert '<option value="preset:tight window">Preset of Alpha</option>' in page
+    wrong = alice_client.post(url, {"format": "openai", "preset": "loose"}).content.decode()
+    assert "preset: There is no preset named “loose” in project Alpha." in wrong
+    both = alice_client.post(url, {"format": "openai", "preset": "tight window", "params": "buffer_size=2"})
+    assert "give a preset, or a strategy with its parameters, not both" in both.content.decode()
+
+
+def test_the_report_runs_a_preset_as_a_column(alice_client, tight, make_session):
+    make_session(chat(4), title="Weather")
+    html = alice_client.get("/lab/report/", {"s": ["preset:tight window", "buffered:buffer_size=3"]}).content.decode()
+    rows = re.findall(r'<tr class="summary-row" data-spec="([^"]*)">', html)
+    assert rows == ["buffered:buffer_size=3", "buffered:buffer_size=3"]
+    assert ">preset:tight window</textarea>" in html
+    missing = alice_client.get("/lab/report/", {"s": ["preset:loose", "unbounded"]}).content.decode()
+    assert "There is no preset named “loose” in your projects." in missing
+
+
+def test_the_labs_command_for_a_preset_names_the_preset(alice_client, tight, make_session, tmp_path, monkeypatch):
+    session = make_session(chat(6), title="Weather")
+    html = alice_client.get(f"/sessions/{session.pk}/lab/", {"preset": "tight window"}).content.decode()
+    command = re.search(r'id="trim-command" class="mono" readonly value="([^"]*)"', html).group(1)
+    command = command.replace("&amp;", "&").replace("&quot;", '"').replace("&#x27;", "'")
+    export, trim_cmd = (shlex.split(part) for part in command.split(" && "))
+    assert trim_cmd[-4:] == ["--preset", "tight window", "--project", "alpha"]
+    api_url = re.search(r'id="api-url" class="mono" readonly value="([^"]*)"', html).group(1).replace("&amp;", "&")
+    answer = alice_client.get(api_url.removeprefix("http://testserver")).json()
+    monkeypatch.chdir(tmp_path)
+    call_command(*export[2:])
+    out = io.StringIO()
+    call_command(*trim_cmd[2:], stdout=out)
+    trimmed = json.loads(out.getvalue())
+    assert (trimmed["kept"], trimmed["counter"]) == (answer["kept"], answer["counter"]) == (trimmed["kept"], "o200k")
