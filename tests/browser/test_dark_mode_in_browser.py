@@ -29,6 +29,20 @@ CONTRAST = """(selector) => {
 }"""
 
 
+# Surfaces that once kept a hard-coded light colour in dark mode: each must follow the scheme.
+SURFACES = {
+    "list": ["#session-table .badge-status"],
+    "session": ["kbd"],
+    "lab": [".strip-cell.strip-dropped"],
+}
+BACKGROUND = """(selector) => {
+  const e = document.querySelector(selector);
+  if (!e) return null;
+  const [r, g, b] = getComputedStyle(e).backgroundColor.match(/[\\d.]+/g).map(Number);
+  return (0.2126 * r + 0.7152 * g + 0.0722 * b) / 255;
+}"""
+
+
 def _luminance(page) -> float:
     return page.evaluate(
         "() => { const [r, g, b] = getComputedStyle(document.body).backgroundColor.match(/\\d+/g).map(Number);"
@@ -65,6 +79,10 @@ def test_the_pages_follow_the_system_colour_scheme_with_readable_text(browser, l
                 ratio = page.evaluate(CONTRAST, selector)
                 assert ratio is not None, (name, selector)
                 assert ratio >= 4.5, (scheme, name, selector, round(ratio, 2))
+            for selector in SURFACES.get(name, []):
+                surface = page.evaluate(BACKGROUND, selector)
+                assert surface is not None, (name, selector)
+                assert (surface < 0.4) if scheme == "dark" else (surface > 0.6), (scheme, name, selector, surface)
             for width in (1440, 390):
                 page.set_viewport_size({"width": width, "height": 900})
                 screenshot(page, f"{scheme}-{name}-{width}")

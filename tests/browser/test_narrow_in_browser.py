@@ -39,7 +39,7 @@ def _overflow(page) -> list[str]:
 
 
 def test_no_page_scrolls_sideways_on_a_phone(logged_in_page, live_server, make_session):
-    from agents.models import ExportRecord
+    from agents.models import ExportRecord, Label
 
     page = logged_in_page
     session = make_session(
@@ -61,6 +61,8 @@ def test_no_page_scrolls_sideways_on_a_phone(logged_in_page, live_server, make_s
         title="A long title that goes on and on about the weather in many cities at once",
         external_id="e" * 64,
     )
+    # A label row (name, colour, Save, Delete) is the widest row of the project settings.
+    Label.objects.create(project=session.agent.project, name="hallucination", color="#b42318")
     page.goto(f"{live_server.url}/sessions/{session.pk}/")
     page.click("summary:has-text('Export')")
     with page.expect_download():
@@ -76,6 +78,9 @@ def test_no_page_scrolls_sideways_on_a_phone(logged_in_page, live_server, make_s
         "lab": f"/sessions/{session.pk}/lab/?strategy=buffered&buffer_size=3",
         "compare": f"/sessions/{session.pk}/lab/compare/",
         "import": "/import/",
+        "settings": f"/projects/{session.agent.project.slug}/settings/",
+        "agent": f"/agents/{session.agent_id}/",
+        "diff": f"/sessions/{session.pk}/diff/?trim=buffered:buffer_size=3",
     }
     problems = {}
     for name, path in pages.items():
