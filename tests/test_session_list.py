@@ -117,6 +117,27 @@ def test_it_shows_bad_filter_values_without_failing(alice_client, sessions):
     assert "Enter a valid date." in response.content.decode()
 
 
+def test_it_sends_the_filter_errors_with_the_table_htmx_swaps_in(alice_client, sessions):
+    # htmx swaps the table only: the errors of the filters it was asked for reach the sidebar out of band.
+    response = alice_client.get(URL, {"min_tokens": "abc", "agent": "999999"}, headers={"HX-Request": "true"})
+    assert response.status_code == 200
+    assert len(_titles(response)) == 3  # the invalid filters are ignored, the others hold
+    content = response.content.decode()
+    errors = content.split('<div id="filter-errors" hx-swap-oob="true">', 1)[1].split("</div>", 1)[0]
+    assert "Min tokens: Enter a whole number." in errors
+    assert "Agent: Select a valid choice." in errors
+    # A valid request sends the box empty, so that the errors of the last one go away.
+    content = alice_client.get(URL, {"min_tokens": "5"}, headers={"HX-Request": "true"}).content.decode()
+    assert '<div id="filter-errors" hx-swap-oob="true"></div>' in content
+
+
+def test_it_shows_the_filter_errors_in_the_sidebar_of_the_whole_page(alice_client, sessions):
+    content = alice_client.get(URL, {"min_tokens": "abc"}).content.decode()
+    sidebar = content.split('<div id="filter-errors">', 1)[1].split("</div>", 1)[0]
+    assert "Min tokens: Enter a whole number." in sidebar
+    assert "hx-swap-oob" not in content.split('id="session-table"', 1)[0]
+
+
 def test_it_pages_fifty_sessions_at_a_time(alice_client, make_session):
     for i in range(53):
         make_session(CHAT, title=f"S{i:02d}", started_at=_day(1) + dt.timedelta(minutes=i))

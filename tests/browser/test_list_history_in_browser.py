@@ -5,7 +5,7 @@ import re
 
 import pytest
 
-from tests.browser.conftest import screenshot
+from tests.browser.conftest import htmx_idle, screenshot
 from tests.conversations import TRAVEL
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -100,3 +100,28 @@ def test_it_restores_full_pages_and_a_matching_form_on_back_and_forward(logged_i
     page.wait_for_url(_at({"violations": ["on"], "q": ["orphan"]}))
     page.wait_for_function("() => !document.querySelector('#session-table').innerText.includes('Failed and broken')")
     assert _titles(page) == {"Broken orphan"}
+
+
+def test_it_shows_the_errors_of_the_filters_the_swapped_table_was_asked_for(logged_in_page, live_server, make_session):
+    page = logged_in_page
+    make_session(TRAVEL, title="Paris and Tokyo")
+    make_session(ORPHAN, title="Broken orphan")
+    page.goto(f"{live_server.url}/")
+    page.wait_for_selector("#session-table")
+    errors = page.locator("#filter-errors")
+    assert errors.inner_text() == ""
+    # A table asked for with a filter the server refuses (a sort or page link keeps the URL's filters): htmx swaps
+    # the table only, and the sidebar says why a filter was ignored.
+    page.evaluate(
+        "(url) => htmx.ajax('GET', url, {source: '#session-filters', target: '#session-table', swap: 'outerHTML'})",
+        f"{live_server.url}/?min_tokens=abc",
+    )
+    page.wait_for_function("() => document.querySelector('#filter-errors').innerText.includes('Min tokens')")
+    assert errors.inner_text() == "Min tokens: Enter a whole number."
+    assert _titles(page) == {"Paris and Tokyo", "Broken orphan"}
+    # The next change asks for valid filters: the old error goes away with the table it explained.
+    page.check("input[name=violations]")
+    page.wait_for_function("() => !document.querySelector('#session-table').innerText.includes('Paris and Tokyo')")
+    htmx_idle(page)
+    assert errors.inner_text() == ""
+    screenshot(page, "session-list-filter-errors-cleared")
