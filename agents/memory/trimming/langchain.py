@@ -18,6 +18,7 @@ from agents.memory.trimming.registry import (
     outcome,
     register,
 )
+from agents.memory.trimming.runs import ReasonRuns
 
 LangChainType = Literal["system", "human", "ai", "tool"]
 
@@ -75,7 +76,7 @@ def _lc_types_text(types: str | Sequence[str]) -> str:
 
 
 def _lc_first_max_tokens(
-    view: View, order: list[int], max_tokens: int, end_on: str | Sequence[str] | None
+    view: View, order: Sequence[int], max_tokens: int, end_on: str | Sequence[str] | None
 ) -> tuple[int, int]:
     """LangChain's ``_first_max_tokens`` on view positions ``order`` with a list counter (sum + per_list).
 
@@ -117,13 +118,12 @@ def _lc_orphan_notes(view: View, kept: list[int]) -> list[str]:
     reads_text=False,
 )
 def _langchain_last(view: View, p: LangChainLastParams) -> Outcome:
-    reasons: dict[int, str] = {}
+    # Whole ranges drop for one reason each: the outcome holds them as runs (runs.py), nothing per message.
     notes: list[str] = []
-    end = len(view)
+    n = end = len(view)
     if p.end_on:
         while end > 0 and not _lc_matches(view.messages[end - 1], p.end_on):
             end -= 1
-            reasons[end] = f"after the last {_lc_types_text(p.end_on)} message (end_on drops trailing messages first)"
     start = 0
     system: int | None = None
     remaining = p.max_tokens
@@ -136,16 +136,19 @@ def _langchain_last(view: View, p: LangChainLastParams) -> Outcome:
                 f"include_system keeps the system message although it alone counts {system_tokens:,} tokens, "
                 f"more than max_tokens={p.max_tokens:,}."
             )
-    order = list(range(end - 1, start - 1, -1))  # newest first, as LangChain reverses the list
+    order = range(end - 1, start - 1, -1)  # newest first, as LangChain reverses the list
     fit, kept_n = _lc_first_max_tokens(view, order, remaining, p.start_on)
     budget = f"{p.max_tokens:,} tokens"
-    for i in order[fit:]:
-        reasons[i] = f"outside the newest messages that fit {budget}"
-    for i in order[kept_n:fit]:
-        reasons[i] = f"dropped so the list starts on a {_lc_types_text(p.start_on or [])} message (start_on)"
-    kept = sorted(order[:kept_n] + ([system] if system is not None else []))
+    # order[fit:] is start..end-fit-1, order[kept_n:fit] is end-fit..end-kept_n-1, what end_on cut is end..n-1.
+    runs = [
+        (start, end - fit, f"outside the newest messages that fit {budget}"),
+        (end - fit, end - kept_n, f"dropped so the list starts on a {_lc_types_text(p.start_on or [])} message "
+                                  "(start_on)"),
+        (end, n, f"after the last {_lc_types_text(p.end_on or [])} message (end_on drops trailing messages first)"),
+    ]
+    kept = ([system] if system is not None else []) + list(range(end - kept_n, end))
     notes += _lc_orphan_notes(view, [i for i in kept if i != system])
-    out = outcome(view, kept, reasons.__getitem__, f"among the newest messages that fit {budget}")
+    out = Outcome(kept=kept, dropped=ReasonRuns(runs), kept_reason=f"among the newest messages that fit {budget}")
     if system is not None:
         out.kept_reasons[system] = "include_system: the system message at index 0 is always kept"
     out.notes = notes

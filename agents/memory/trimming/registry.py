@@ -15,6 +15,7 @@ from agents.memory.chain import Violation, _gc_paused, find_violations
 from agents.memory.schema import SYSTEM_ROLES, Message
 from agents.memory.stored import StoredMessages, TrimmedMessages, outlines_of
 from agents.memory.tokens import DEFAULT_COUNTER, TokenCounter, count_messages, get_counter
+from agents.memory.trimming.runs import DroppedRuns, ReasonRuns, gaps_of, merged, spans_of
 
 
 class ParamProblem(NamedTuple):
@@ -85,7 +86,9 @@ class TrimResult:
     params: dict[str, Any]
     counter: str
     kept: list[int]
-    dropped: list[Dropped]
+    # In input order; built from the strategy's runs when first read (runs.DroppedRuns), so that a trim that drops
+    # most of a long session for one reason makes no object per dropped message.
+    dropped: Sequence[Dropped]
     inserted: list[Inserted]
     # The trimmed list (a list, or over a stored list ``stored.TrimmedMessages``, which reads contents when read).
     messages: Sequence[Message]
@@ -121,9 +124,15 @@ class TrimResult:
         for i in self.kept:
             status = "edited" if i in edited else "kept"
             rows[i] = {"index": i, "kept": True, "status": status, "reason": self.kept_reasons.get(i, "kept")}
-        for d in self.dropped:
-            rows[d.index] = {"index": d.index, "kept": False, "status": "dropped", "reason": d.reason}
+        for start, stop, reason in self._dropped_runs():
+            for i in range(start, stop):
+                rows[i] = {"index": i, "kept": False, "status": "dropped", "reason": reason}
         return [rows[i] for i in sorted(rows)]
+
+    def _dropped_runs(self) -> list[tuple[int, int, str]]:
+        if isinstance(self.dropped, DroppedRuns):
+            return self.dropped.runs()
+        return merged((d.index, d.index + 1, d.reason) for d in self.dropped)
 
     def inserted_dicts(self) -> list[dict[str, Any]]:
         out = []
@@ -141,14 +150,7 @@ class TrimResult:
         """``dropped`` as runs of consecutive input indices with the same reason: ``{"from", "to", "reason"}``
         (both ends included). A long session trimmed to a short window drops most of its messages for one reason,
         so this stays small where the per-index list has one entry per input message."""
-        runs: list[dict[str, Any]] = []
-        for d in self.dropped:
-            last = runs[-1] if runs else None
-            if last is not None and last["to"] == d.index - 1 and last["reason"] == d.reason:
-                last["to"] = d.index
-            else:
-                runs.append({"from": d.index, "to": d.index, "reason": d.reason})
-        return runs
+        return [{"from": start, "to": stop - 1, "reason": reason} for start, stop, reason in self._dropped_runs()]
 
     def to_compact_dict(self, *, messages: bool = False) -> dict[str, Any]:
         """The result in a size bounded by what is kept, not by the input: ``dropped`` as runs
@@ -225,7 +227,9 @@ class Insert(NamedTuple):
 @dataclass
 class Outcome:
     kept: list[int]  # view positions, ascending
-    dropped: dict[int, str]  # view position -> reason, for every position not kept
+    # view position -> reason, for every position not kept: a dict, or the same held as runs (runs.ReasonRuns),
+    # which a strategy that drops whole ranges builds with nothing per message
+    dropped: dict[int, str] | ReasonRuns
     kept_reason: str
     kept_reasons: dict[int, str] = field(default_factory=dict)  # for an edited message: what changed and why
     inserted: list[Insert | tuple[int, Message, str]] = field(default_factory=list)
@@ -238,10 +242,18 @@ def keep_all(view: View, reason: str) -> Outcome:
     return Outcome(kept=list(range(len(view))), dropped={}, kept_reason=reason)
 
 
-def outcome(view: View, kept: Sequence[int], drop_reason: Callable[[int], str], kept_reason: str) -> Outcome:
-    kept_set = set(kept)
-    dropped = {i: drop_reason(i) for i in range(len(view)) if i not in kept_set}
-    return Outcome(kept=sorted(kept_set), dropped=dropped, kept_reason=kept_reason)
+def outcome(
+    view: View, kept: Sequence[int], drop_reason: str | Callable[[int], str], kept_reason: str
+) -> Outcome:
+    """Keep ``kept`` (view positions, any order) and drop every other position for ``drop_reason``: one text for
+    all (held as runs, nothing built per message), or a function of the position."""
+    ordered = sorted(set(kept))
+    if isinstance(drop_reason, str):
+        dropped: dict[int, str] | ReasonRuns = ReasonRuns.over(gaps_of(spans_of(ordered), len(view)), drop_reason)
+    else:
+        kept_set = set(ordered)
+        dropped = {i: drop_reason(i) for i in range(len(view)) if i not in kept_set}
+    return Outcome(kept=ordered, dropped=dropped, kept_reason=kept_reason)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -424,7 +436,11 @@ def trim(
         kept_reasons = {i: pinned_reason for i in range(n_pinned)}
         for i in out.kept:
             kept_reasons[n_pinned + i] = out.kept_reasons.get(i, out.kept_reason)
-        dropped = [Dropped(n_pinned + i, reason) for i, reason in sorted(out.dropped.items())]
+        dropped: Sequence[Dropped]
+        if isinstance(out.dropped, ReasonRuns):
+            dropped = DroppedRuns([(n_pinned + a, n_pinned + b, why) for a, b, why in out.dropped.runs()], Dropped)
+        else:
+            dropped = [Dropped(n_pinned + i, reason) for i, reason in sorted(out.dropped.items())]
 
         # Assemble: pinned, then the strategy's kept messages with its placeholders at their positions.
         body: list[Message] = [out.replaced.get(i, view.messages[i]) for i in out.kept]
