@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlencode
 
 from django.db.models import Count, Exists, Max, Min, OuterRef, Q, QuerySet
 from django.utils.html import escape
@@ -23,16 +24,17 @@ def clean_query(text: str | None) -> str:
     return " ".join((text or "").split())[:QUERY_MAX]
 
 
-def message_matches(session: models.Session, q: str) -> QuerySet[models.Message]:
+def message_matches(session: models.Session, q: str, within: ChainFilter | None = None) -> QuerySet[models.Message]:
     """The session's messages that mention ``q`` (case-insensitive) in their content (results included),
     reasoning or sender name, or whose tool calls name it or carry it in their arguments; a tool call id given
-    whole finds its call and its results. In seq order."""
+    whole finds its call and its results. In seq order; with ``within``, only the messages the filter shows."""
     q = clean_query(q)
     in_calls = models.ToolCall.objects.filter(message=OuterRef("pk")).filter(
         Q(name__icontains=q) | Q(arguments__icontains=q) | Q(call_id=q)
     )
+    rows = (within or NO_FILTER).apply(models.Message.objects.filter(session=session))
     return (
-        models.Message.objects.filter(session=session)
+        rows
         .filter(
             Q(content__icontains=q)
             | Q(reasoning__icontains=q)
@@ -44,18 +46,18 @@ def message_matches(session: models.Session, q: str) -> QuerySet[models.Message]
     )
 
 
-def hit_seqs(session: models.Session, q: str, limit: int = HITS_LISTED) -> list[int]:
+def hit_seqs(session: models.Session, q: str, limit: int = HITS_LISTED, within: ChainFilter | None = None) -> list[int]:
     """The seqs of the first ``limit`` messages matching ``q`` (one query)."""
     if not clean_query(q):
         return []
-    return list(message_matches(session, q).values_list("seq", flat=True)[:limit])
+    return list(message_matches(session, q, within).values_list("seq", flat=True)[:limit])
 
 
-def first_hit(session: models.Session, q: str) -> int | None:
+def first_hit(session: models.Session, q: str, within: ChainFilter | None = None) -> int | None:
     """The seq of the first message matching ``q`` (one query), or None."""
     if not clean_query(q):
         return None
-    return message_matches(session, q).values_list("seq", flat=True).first()
+    return message_matches(session, q, within).values_list("seq", flat=True).first()
 
 
 @dataclass
@@ -75,11 +77,11 @@ class SearchPlace:
         return self.before + 1
 
 
-def search_place(session: models.Session, q: str, *, at: int) -> SearchPlace:
+def search_place(session: models.Session, q: str, *, at: int, within: ChainFilter | None = None) -> SearchPlace:
     """The hits of ``q`` around message ``at``: one aggregate query over the session's matches, whatever their
     number (the count, the hits before, the nearest either side)."""
     q = clean_query(q)
-    found = message_matches(session, q).order_by().aggregate(
+    found = message_matches(session, q, within).order_by().aggregate(
         total=Count("pk"),
         before=Count("pk", filter=Q(seq__lt=at)),
         here=Count("pk", filter=Q(seq=at)),
@@ -146,14 +148,24 @@ def violation_seqs(session: models.Session) -> list[int]:
     return sorted({int(v.get("seq", v.get("index", 0))) for v in session.violations or []})
 
 
-def jump_target(session: models.Session, kind: str, *, from_seq: int, forward: bool = True) -> int | None:
-    """The seq of the next (or previous) ``kind`` after (before) ``from_seq``, or None when there is none."""
+def jump_target(
+    session: models.Session, kind: str, *, from_seq: int, forward: bool = True, within: ChainFilter | None = None
+) -> int | None:
+    """The seq of the next (or previous) ``kind`` after (before) ``from_seq``, or None when there is none. With
+    ``within``, only among the messages the filter shows (one query)."""
+    within = within or NO_FILTER
     if kind == "violation":
         seqs = violation_seqs(session)
+        if within.active:
+            # Stored on the session: which of them the filter shows is one query over those seqs.
+            wanted = [s for s in seqs if (s > from_seq if forward else s < from_seq)]
+            shown = within.apply(models.Message.objects.filter(session=session, seq__in=wanted))
+            return (shown.order_by("seq" if forward else "-seq").values_list("seq", flat=True).first()
+                    if wanted else None)
         if forward:
             return next((s for s in seqs if s > from_seq), None)
         return next((s for s in reversed(seqs) if s < from_seq), None)
-    rows = _jump_rows(session, kind)
+    rows = within.apply(_jump_rows(session, kind))
     if forward:
         return rows.filter(seq__gt=from_seq).order_by("seq").values_list("seq", flat=True).first()
     return rows.filter(seq__lt=from_seq).order_by("-seq").values_list("seq", flat=True).first()
@@ -208,6 +220,57 @@ def role_and_tool_filter(rows: QuerySet[models.Message], *, role: str = "", tool
             | Q(role="tool", tool_call_id__in=calls.values("call_id"))
         )
     return rows
+
+
+ROLES = tuple(str(role) for role in models.Role.values)
+TOOL_MAX = 255
+
+
+@dataclass(frozen=True)
+class ChainFilter:
+    """The session page's "show only": one role, the calls of one tool and their results, or both. Kept in the
+    URL (``?role=&tool=``) by every link of the page, so paging, search and jumps stay inside it."""
+
+    role: str = ""
+    tool: str = ""
+    error: str = ""  # what was wrong with the asked filter (an unknown role), said on the page
+
+    @classmethod
+    def from_query(cls, role: str | None, tool: str | None) -> ChainFilter:
+        role = (role or "").strip()
+        tool = (tool or "").strip()[:TOOL_MAX]
+        if role and role not in ROLES:
+            return cls(tool=tool, error=f"role: {role!r} is not a role; valid: {', '.join(ROLES)}")
+        return cls(role=role, tool=tool)
+
+    @property
+    def active(self) -> bool:
+        return bool(self.role or self.tool)
+
+    def apply(self, rows: QuerySet[models.Message]) -> QuerySet[models.Message]:
+        return role_and_tool_filter(rows, role=self.role, tool=self.tool) if self.active else rows
+
+    def query(self) -> dict[str, str]:
+        """The filter's URL parameters (none when it shows everything)."""
+        return {k: v for k, v in (("role", self.role), ("tool", self.tool)) if v}
+
+    @property
+    def url_query(self) -> str:
+        return urlencode(self.query())
+
+    @property
+    def label(self) -> str:
+        """What the chain shows, in words: "assistant messages", "calls of lookup_order and their results"."""
+        if self.role and self.tool:
+            return f"{self.role} messages of tool {self.tool}"
+        if self.role:
+            return f"{self.role} messages"
+        if self.tool:
+            return f"calls of {self.tool} and their results"
+        return "all messages"
+
+
+NO_FILTER = ChainFilter()
 
 
 def session_tool_names(session: models.Session) -> list[str]:

@@ -108,13 +108,14 @@ def session_detail(request: HtmxHttpRequest, session_id: int) -> HttpResponse:
     after = _int_or_none(request.GET.get("after"))
     at = _int_or_none(request.GET.get("at"))
     q = find.clean_query(request.GET.get("q"))
+    within = find.ChainFilter.from_query(request.GET.get("role"), request.GET.get("tool"))
     session = services.session_for_user(request.user, session_id)
     if q and at is None and after is None and not request.htmx:
         # A search (the page's own form, or a session opened from a list search) lands on its first hit.
-        first = find.first_hit(session, q)
+        first = find.first_hit(session, q, within)
         if first is not None:
-            return redirect(_search_link(session, q, first))
-    chain = services.session_chain_page(session, after=after, at=at)
+            return redirect(_search_link(session, q, first, within))
+    chain = services.session_chain_page(session, after=after, at=at, within=within)
     page = chain.page
     messages = _message_views(session, chain)
     _add_llm_calls(session, messages)
@@ -123,14 +124,17 @@ def session_detail(request: HtmxHttpRequest, session_id: int) -> HttpResponse:
     _add_gaps(session, messages)
     violations = session.violations or []
     live = session.is_live
+    keep = _keep_query(q, within)
     context = {
         "session": session,
         "page": page,
         "messages": messages,
-        "range": _page_range(request, session, page, keep=urlencode({"q": q}) if q else ""),
-        **_search_context(request, session, q, at=at, page=page),
+        "range": _page_range(request, session, page, keep=keep, within=within),
+        "within": within,
+        "keep_query": keep,
+        **_search_context(request, session, q, at=at, page=page, within=within),
         **_metadata_context(session),
-        **(_jump_context(request, session, q, at=at, page=page) if not request.htmx else {}),
+        **(_jump_context(request, session, q, at=at, page=page, within=within) if not request.htmx else {}),
         "missing_at": at if at is not None and at >= session.message_count else None,
         "violations": violations,
         "violation_links": [
@@ -156,9 +160,13 @@ def session_detail(request: HtmxHttpRequest, session_id: int) -> HttpResponse:
     response = render(request, template_name + "#message-page", context)
     if page.rows:
         # "Load more": the address follows to the page loaded, so a reload or a shared link comes back here.
-        keep = {"q": q} if q else {}
-        push_url(response, f"{session.get_absolute_url()}?{urlencode({**keep, 'at': page.rows[0].seq})}")
+        push_url(response, f"{session.get_absolute_url()}?{_keep_query(q, within, at=page.rows[0].seq)}")
     return response
+
+
+def _keep_query(q: str, within: find.ChainFilter, **more: int) -> str:
+    """What the page's links carry so that the page they open stays in the same search and filter."""
+    return urlencode({**({"q": q} if q else {}), **within.query(), **more})
 
 
 @require_GET
@@ -174,8 +182,9 @@ def session_jump(request: HtmxHttpRequest, session_id: int) -> HttpResponse:
     start = _int_or_none(request.GET.get("from"))
     if start is None:
         start = -1 if forward else session.message_count
-    target = find.jump_target(session, kind, from_seq=start, forward=forward)
-    keep = {"q": q} if (q := find.clean_query(request.GET.get("q"))) else {}
+    within = find.ChainFilter.from_query(request.GET.get("role"), request.GET.get("tool"))
+    target = find.jump_target(session, kind, from_seq=start, forward=forward, within=within)
+    keep = {**({"q": q} if (q := find.clean_query(request.GET.get("q"))) else {}), **within.query()}
     if target is None:
         here = min(max(start, 0), max(session.message_count - 1, 0))
         query = urlencode({**keep, "at": here, "none": f"{kind}-{'next' if forward else 'prev'}"})
@@ -184,13 +193,13 @@ def session_jump(request: HtmxHttpRequest, session_id: int) -> HttpResponse:
 
 
 def _jump_context(request: HtmxHttpRequest, session: models.Session, q: str, *, at: int | None,
-                  page: services.MessagePage) -> dict[str, Any]:
+                  page: services.MessagePage, within: find.ChainFilter) -> dict[str, Any]:
     """The jump bar's links from the place (the message asked for, else the page's first), and the tool errors
     listed in the header. No query for the links (each resolves when followed); the list costs one or two, none
     when the session has no errors."""
     place = at if at is not None else (page.rows[0].seq if page.rows else 0)
     base = reverse("agents:session_jump", args=[session.pk])
-    keep = f"&{urlencode({'q': q})}" if q else ""
+    keep = f"&{kept}" if (kept := _keep_query(q, within)) else ""
     links = [
         {"kind": kind, "label": label, "previous": f"{base}?kind={kind}&dir=prev&from={place}{keep}",
          "next": f"{base}?kind={kind}&dir=next&from={place}{keep}"}
@@ -210,29 +219,33 @@ def _jump_context(request: HtmxHttpRequest, session: models.Session, q: str, *, 
         "tool_error_total": error_total,
         "tool_errors_hidden": max(0, error_total - len(errors)),
         "final_seq": session.message_count - 1,
+        # The filter's choices: the session's tools (one query) and the roles.
+        "filter_tools": find.session_tool_names(session),
+        "filter_roles": find.ROLES,
     }
 
 
-def _search_link(session: models.Session, q: str, seq: int) -> str:
+def _search_link(session: models.Session, q: str, seq: int, within: find.ChainFilter = find.NO_FILTER) -> str:
     """The session page at hit ``seq`` of the search ``q``: the page holding it, scrolled to it."""
-    return f"{session.get_absolute_url()}?{urlencode({'q': q, 'at': seq})}#m-{seq}"
+    return f"{session.get_absolute_url()}?{_keep_query(q, within, at=seq)}#m-{seq}"
 
 
 def _search_context(
-    request: HtmxHttpRequest, session: models.Session, q: str, *, at: int | None, page: services.MessagePage
+    request: HtmxHttpRequest, session: models.Session, q: str, *, at: int | None, page: services.MessagePage,
+    within: find.ChainFilter,
 ) -> dict[str, Any]:
     """The search bar: the query, and on a whole page where the place stands among its hits (one query).
     The place is the message asked for (``?at=``), else the page's first."""
-    context: dict[str, Any] = {"q": q, "q_query": urlencode({"q": q}) if q else "", "find": None}
+    context: dict[str, Any] = {"q": q, "find": None}
     if not q or request.htmx:
         return context
     place = at if at is not None else (page.rows[0].seq if page.rows else 0)
-    found = find.search_place(session, q, at=place)
+    found = find.search_place(session, q, at=place, within=within)
     context.update(
         find=found,
         find_at=place,
-        find_previous=_search_link(session, q, found.previous) if found.previous is not None else "",
-        find_next=_search_link(session, q, found.next) if found.next is not None else "",
+        find_previous=_search_link(session, q, found.previous, within) if found.previous is not None else "",
+        find_next=_search_link(session, q, found.next, within) if found.next is not None else "",
     )
     return context
 
@@ -253,15 +266,22 @@ def _add_gaps(session: models.Session, messages: list[MessageView]) -> None:
     page's first row from the message before the page (one query, only when that row has a time)."""
     if not messages:
         return
-    first = messages[0].row
-    previous = None
-    if first.created_at is not None and first.seq > 0:
-        previous = (models.Message.objects.filter(session=session, seq=first.seq - 1)
-                    .values_list("created_at", flat=True).first())
+    # The messages whose predecessor is not the row above: the page's first, and in a filtered chain any row after
+    # a hidden one. Their predecessors' times come in one query (none when no such row has a time).
+    above: dict[int, dt.datetime | None] = {}
+    wanted: list[int] = []
+    for i, m in enumerate(messages):
+        if i and messages[i - 1].row.seq == m.row.seq - 1:
+            above[m.row.seq] = messages[i - 1].row.created_at
+        elif m.row.created_at is not None and m.row.seq > 0:
+            wanted.append(m.row.seq - 1)
+    if wanted:
+        rows = models.Message.objects.filter(session=session, seq__in=wanted).values_list("seq", "created_at")
+        above |= {seq + 1: created for seq, created in rows}
     for m in messages:
+        previous = above.get(m.row.seq)
         if m.row.created_at is not None and previous is not None:
             m.gap = _duration(m.row.created_at - previous)
-        previous = m.row.created_at
 
 
 def _duration(delta: dt.timedelta) -> str:
@@ -364,7 +384,8 @@ def llm_call(request: HtmxHttpRequest, session_id: int, call_id: int) -> HttpRes
 
 
 def _page_range(
-    request: HtmxHttpRequest, session: models.Session, page: services.MessagePage, *, keep: str = ""
+    request: HtmxHttpRequest, session: models.Session, page: services.MessagePage, *, keep: str = "",
+    within: find.ChainFilter = find.NO_FILTER,
 ) -> dict[str, Any]:
     """What the paging line says and links to.
 
@@ -378,18 +399,24 @@ def _page_range(
     first = start if start is not None and 0 <= start <= rows[0].seq else rows[0].seq
     last = rows[-1].seq
     earlier = ""
-    if rows[0].seq > 0:
+    earlier_fragment = ""
+    if within.active:
+        # Filtered: the page of shown messages just before this one (one query), if the filter shows any.
+        before = (services.session_filtered_page_before(session, within=within, before=rows[0].seq)
+                  if rows[0].seq else None)
+        previous_after, nearest = before if before is not None else (None, None)
+    else:
+        previous_after = rows[0].seq - services.MESSAGE_PAGE_SIZE - 1 if rows[0].seq > 0 else None
+        nearest = rows[0].seq - 1
+    if previous_after is not None:
         # The page just before this one, landing on the message just before this page's first.
-        previous_after = rows[0].seq - services.MESSAGE_PAGE_SIZE - 1
         base = f"?after={previous_after}" if previous_after >= 0 else session.get_absolute_url()
-        if keep:  # the search, so the earlier page keeps its highlights
+        if keep:  # the search and filter, so the earlier page keeps its highlights and shows the same messages
             base += ("&" if "?" in base else "?") + keep
-        earlier = f"{base}#m-{rows[0].seq - 1}"
+        earlier = f"{base}#m-{nearest}"
         # The same page as a fragment that "load earlier" puts in front of this one.
         earlier_fragment = f"{session.get_absolute_url()}?{urlencode({'after': previous_after, 'earlier': 1})}"
         earlier_fragment += f"&{keep}" if keep else ""
-    else:
-        earlier_fragment = ""
     return {"first": first, "last": last, "from_start": first == 0, "earlier": earlier,
             "earlier_fragment": earlier_fragment, "empty_after": None}
 

@@ -81,5 +81,21 @@ def test_it_opens_a_session_on_its_first_hit_and_steps_through_the_hits(browser,
         page.click("#find-previous")
         page.wait_for_selector("#find-count:has-text('hit 1 of 2')")
         _shot(page, f"find-steps-{width}-{scheme}")
+
+        # Show only one tool's calls and results: the search stays, and counts inside the filter.
+        page.select_option("#filter-tool", "track_parcel")
+        page.click("#chain-filter button[type=submit]")
+        page.wait_for_selector("#filter-note")
+        roles = page.eval_on_selector_all(".messages .msg", "(els) => els.map((e) => e.className)")
+        # From the first hit on (PX-40's call and result); the calls before it one "load earlier" away.
+        assert len(roles) == 2 and all("role-assistant" in r or "role-tool" in r for r in roles), roles
+        assert page.locator("a.load-earlier").count() == 1
+        assert "tool=track_parcel" in page.url and "q=PX-40" in page.url
+        assert page.locator("#find-count").inner_text() == "hit 1 of 2"
+        assert page.evaluate("() => document.documentElement.scrollWidth") <= width
+        _shot(page, f"find-filtered-{width}-{scheme}")
+        page.click("#filter-clear")
+        page.wait_for_selector("#find-count")
+        assert page.locator("#filter-note").count() == 0 and page.locator(".messages .msg").count() > 4
     finally:
         context.close()

@@ -40,5 +40,11 @@ def test_load_more_keeps_the_place_and_load_earlier_prepends(logged_in_page, liv
     assert seqs == list(range(600))
     assert abs(page.locator("#m-300").bounding_box()["y"] - before) < 5
     assert re.search(r"\?at=300#m-300$", page.url)  # the place did not move
+    # The footer counts from the new first message on screen, and so does the next "load more".
+    assert "messages 0–599 of 700" in page.locator(".load-more").inner_text()
+    page.click(".load-more a.button")
+    page.locator("#m-699").wait_for(state="attached")
+    htmx_idle(page)
+    assert "700 of 700 shown" in page.locator(".load-more").inner_text()
     ARTIFACTS.mkdir(exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / "paging-earlier-1400.png"))
