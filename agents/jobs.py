@@ -109,17 +109,19 @@ def _finish(job: models.BackgroundJob, status: str, *, message: str = "") -> Non
 
 def _run_report(job: models.BackgroundJob, progress: _Progress) -> None:
     """Every strategy over every chosen session (in the order the list showed them), a chunk of sessions at a time,
-    with the progress counted in messages."""
+    with the progress counted in messages; ``per_call``: every call of each run replayed too."""
     ids: list[int] = job.params["session_ids"]
     specs = [spec_from_text(text) for text in job.params["specs"]]
+    per_call = bool(job.params.get("per_call"))
     scoped = services.sessions_for_user(job.user)
     found = {pk: count for pk, count in scoped.filter(pk__in=ids).values_list("pk", "message_count")}
     order = [pk for pk in ids if pk in found]
     rows: list[dict[str, Any]] = []
-    summaries = [{"broken": 0, "questions_lost": 0, "tokens_after_total": 0, "sessions": 0} for _ in specs]
+    summaries = [{"broken": 0, "questions_lost": 0, "tokens_after_total": 0, "sessions": 0, "broken_some_call": 0}
+                 for _ in specs]
     done = 0
     for chunk in _chunks(order, found):
-        report = services.trimming_report(scoped.filter(pk__in=chunk), specs, limit=len(chunk))
+        report = services.trimming_report(scoped.filter(pk__in=chunk), specs, limit=len(chunk), per_call=per_call)
         by_pk = {row.session.pk: row for row in report.rows}
         for pk in chunk:
             row = by_pk.get(pk)
@@ -127,15 +129,17 @@ def _run_report(job: models.BackgroundJob, progress: _Progress) -> None:
                 continue
             rows.append({"session_id": pk, "tokens_before": row.tokens_before, "cells": [
                 {"tokens_after": c.tokens_after, "kept": c.kept, "errors": c.errors, "question_lost": c.question_lost,
-                 "budget_exceeded": c.budget_exceeded, "error": c.error} for c in row.cells]})
+                 "budget_exceeded": c.budget_exceeded, "error": c.error, "first_broken_step": c.first_broken_step,
+                 "first_broken_call": c.first_broken_call} for c in row.cells]})
         for total, summary in zip(summaries, report.summaries, strict=True):
             total["broken"] += summary.broken
             total["questions_lost"] += summary.questions_lost
             total["tokens_after_total"] += summary.tokens_after_total
             total["sessions"] += summary.sessions
+            total["broken_some_call"] += summary.broken_some_call
         done += sum(found[pk] for pk in chunk)
         progress(done)
-    job.result = {"specs": [spec.text for spec in specs], "rows": rows, "summaries": summaries}
+    job.result = {"specs": [spec.text for spec in specs], "rows": rows, "summaries": summaries, "per_call": per_call}
 
 
 def _chunks(order: Sequence[int], found: dict[int, int]) -> list[list[int]]:
@@ -167,7 +171,8 @@ def report_from_result(user: Any, result: dict[str, Any]) -> services.TrimmingRe
     summaries = [
         services.ReportSummary(spec, **summary) for spec, summary in zip(specs, result["summaries"], strict=True)
     ]
-    return services.TrimmingReport(specs, rows, summaries, capped=False, limit=len(rows))
+    return services.TrimmingReport(specs, rows, summaries, capped=False, limit=len(rows),
+                                   per_call=bool(result.get("per_call")))
 
 
 def _run_export(job: models.BackgroundJob, progress: _Progress) -> None:

@@ -6,7 +6,7 @@ from typing import Any
 from urllib.parse import urlencode
 
 from django.conf import settings
-from django.db.models import Sum
+from django.db.models import Count, Sum
 from django.http import HttpResponse, QueryDict
 from django.shortcuts import redirect, render
 from django.urls import reverse
@@ -317,17 +317,21 @@ def trimming_report(request: HtmxHttpRequest) -> HttpResponse:
     left_out = [{"box": k, **f} for k, f in enumerate(spec_fields, 1) if f["error"]]
     spec_fields += [{"text": "", "error": ""}] * (MAX_COLUMNS - len(spec_fields))
     sessions = services.sessions_filtered(request.user, filter_form.filters())
-    # The per-call mode replays every call: it stays in the request, capped like any in-request report (the
-    # background worker does not replay).
     per_call = request.GET.get("per_call") == "1"
-    if specs and not per_call:
-        total = sessions.aggregate(n=Sum("message_count"))["n"] or 0
-        if total > settings.MEMORYVIZ_BACKGROUND_REPORT_MESSAGES:
-            # Too long for one request: a worker runs it over every matching session; its page shows progress.
+    if specs:
+        counted = sessions.aggregate(n=Sum("message_count"), sessions=Count("pk"))
+        total, count = counted["n"] or 0, counted["sessions"]
+        # What one request may hold (the report's own caps included): past it, a worker runs the report over every
+        # matching session and its page shows progress; the report never covers fewer sessions than match.
+        most = min(settings.MEMORYVIZ_BACKGROUND_REPORT_MESSAGES, services.REPORT_MESSAGE_LIMIT)
+        if total > most or count > services.REPORT_SESSION_LIMIT:
             texts = [s.text for s in specs]
-            params = {"session_ids": list(sessions.values_list("pk", flat=True)), "specs": texts}
+            params: dict[str, Any] = {"session_ids": list(sessions.values_list("pk", flat=True)), "specs": texts}
+            if per_call:
+                params["per_call"] = True
+            title = f"Trimming report{' (every call)' if per_call else ''}: {', '.join(texts)}"
             job = jobs.job_enqueue(user=request.user, kind=models.BackgroundJob.Kind.REPORT, params=params,
-                                   title=f"Trimming report: {', '.join(texts)}", total=total)
+                                   title=title, total=total)
             return HttpResponseClientRedirect(job.get_absolute_url()) if request.htmx else redirect(job)
     report = services.trimming_report(sessions, specs, per_call=per_call) if specs else None
     context = {

@@ -77,6 +77,53 @@ def test_a_big_report_runs_in_the_background_and_its_page_shows_the_same_report(
     assert page.count('class="report-row"') == 3
 
 
+def test_a_report_replaying_every_call_runs_in_the_background_as_it_does_in_a_request(
+    alice_client, sessions, settings, job_dir
+) -> None:
+    settings.MEMORYVIZ_BACKGROUND_REPORT_MESSAGES = 10
+    alice_client.get(REPORT + "&per_call=1")
+    job = models.BackgroundJob.objects.get()
+    assert job.params["per_call"] is True and "every call" in job.title
+    run_worker()
+    page = alice_client.get(f"/jobs/{job.pk}/").content.decode()
+    settings.MEMORYVIZ_BACKGROUND_REPORT_MESSAGES = 10_000
+    inline = alice_client.get(REPORT + "&per_call=1").content.decode()
+
+    def tables(html: str) -> list[str]:
+        start = html.index('<table class="data report-summary">')
+        return [html[start:html.index("</table>", start)], html[html.index('<tbody', html.index("report-table")):
+                                                              html.index("</table>", html.index("report-table"))]]
+
+    assert "Broken at some call" in page and tables(page) == tables(inline)
+    assert page.count('class="report-row"') == 3
+
+
+def test_a_report_over_more_sessions_than_a_request_holds_covers_them_all_with_progress(
+    alice_client, make_session, settings, job_dir, monkeypatch
+) -> None:
+    monkeypatch.setattr(services, "REPORT_SESSION_LIMIT", 2)  # and so two sessions per chunk of the worker
+    for i in range(5):
+        make_session(TOOL_LOOP, title=f"Trip {i}")
+    alice_client.get(REPORT)
+    job = models.BackgroundJob.objects.get()
+    seen: list[int] = []
+    monkeypatch.setattr(jobs, "_Progress", _recording(jobs._Progress, seen))
+    run_worker()
+    job.refresh_from_db()
+    assert job.status == "done" and len(job.result["rows"]) == 5 and job.done == job.total == 5 * len(TOOL_LOOP)
+    assert seen == [2 * len(TOOL_LOOP), 4 * len(TOOL_LOOP), 5 * len(TOOL_LOOP)]  # after each chunk
+    assert alice_client.get(f"/jobs/{job.pk}/").content.decode().count('class="report-row"') == 5
+
+
+def _recording(progress_class: type, seen: list[int]) -> type:
+    class Recording(progress_class):  # type: ignore[misc, valid-type]
+        def __call__(self, done: int, *, force: bool = False) -> None:
+            seen.append(done)
+            super().__call__(done, force=force)
+
+    return Recording
+
+
 def test_over_htmx_the_report_form_is_sent_to_the_job_page(alice_client, sessions, settings, job_dir) -> None:
     settings.MEMORYVIZ_BACKGROUND_REPORT_MESSAGES = 10
     response = alice_client.get(REPORT, HTTP_HX_REQUEST="true", HTTP_HX_TARGET="report-result")

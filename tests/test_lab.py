@@ -8,7 +8,7 @@ from django.utils.html import escape
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agents import lab, services
+from agents import lab, models, services
 from agents.memory.tokens import count_messages, get_counter
 from agents.memory.trimming import StrategyError, spec_from_text, strategy_spec, trim
 from tests.conversations import chat
@@ -335,20 +335,24 @@ def test_it_filters_the_report_like_the_session_list(alice_client, make_session)
     assert "Paris trip" in html and "Tokyo trip" not in html
 
 
-def test_it_caps_the_report_and_says_so(alice_client, make_session, monkeypatch):
+def test_it_never_cuts_a_report_to_the_sessions_one_request_holds(alice_client, make_session, monkeypatch):
+    """More sessions than a request holds go to a worker, which covers them all (test_background_jobs.py)."""
     monkeypatch.setattr(services, "REPORT_SESSION_LIMIT", 2)
     for _ in range(3):
         make_session(chat(1))
-    html = alice_client.get("/lab/report/", {"s": "buffered"}).content.decode()
-    assert "first 2 sessions matching" in html and html.count('class="report-row"') == 2
+    response = alice_client.get("/lab/report/", {"s": "buffered"})
+    job = models.BackgroundJob.objects.get()
+    assert response.status_code == 302 and response["Location"] == f"/jobs/{job.pk}/"
+    assert len(job.params["session_ids"]) == 3
 
 
-def test_it_caps_the_report_by_messages_too(alice_client, make_session, monkeypatch):
+def test_it_never_cuts_a_report_to_the_messages_one_request_holds(alice_client, make_session, monkeypatch):
     monkeypatch.setattr(services, "REPORT_MESSAGE_LIMIT", 12)
     for _ in range(3):
         make_session(chat(2))  # 9 messages each
-    html = alice_client.get("/lab/report/", {"s": "buffered"}).content.decode()
-    assert "first 1 session matching" in html and html.count('class="report-row"') == 1
+    response = alice_client.get("/lab/report/", {"s": "buffered", "per_call": "1"})
+    job = models.BackgroundJob.objects.get()
+    assert response.status_code == 302 and job.total == 27 and job.params["per_call"] is True
 
 
 def test_it_reports_with_a_bounded_number_of_queries(alice_client, make_session, django_assert_max_num_queries):
