@@ -408,7 +408,21 @@ admin.site.unregister(Group)
 @admin.register(User)
 class UserAdmin(DjangoUserAdmin):
     """A staff user with the user permissions may manage ordinary accounts (add one, reset its password), but
-    neither grant rights (staff, superuser, groups, permissions) nor change another staff account."""
+    neither grant rights (staff, superuser, groups, permissions) nor change another staff account.
+
+    Scoped like the rest of the admin: they see themselves, the members of their projects and the accounts in no
+    project yet, and change only accounts whose every project they administer (resetting the password of another
+    project's member would be logging in as them, into a project they may not see)."""
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet:
+        qs = super().get_queryset(request)
+        if request.user.is_superuser:
+            return qs
+        members = models.Membership.objects.filter(project__in=services.user_projects(request.user))
+        return qs.filter(
+            db_models.Q(pk=request.user.pk) | db_models.Q(pk__in=members.values("user_id"))
+            | ~db_models.Q(pk__in=models.Membership.objects.values("user_id"))
+        )
 
     def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> Any:
         fields = tuple(super().get_readonly_fields(request, obj))
@@ -417,7 +431,13 @@ class UserAdmin(DjangoUserAdmin):
     def _may_touch(self, request: HttpRequest, obj: Any) -> bool:
         if request.user.is_superuser or obj is None:
             return True
-        return obj.pk == request.user.pk or not (obj.is_staff or obj.is_superuser)
+        if obj.pk == request.user.pk:
+            return True
+        if obj.is_staff or obj.is_superuser:
+            return False
+        administered = _project_ids(request, services.ADMIN_ROLES)
+        projects = set(models.Membership.objects.filter(user=obj).values_list("project_id", flat=True))
+        return projects <= administered
 
     def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return super().has_change_permission(request, obj) and self._may_touch(request, obj)
@@ -428,8 +448,8 @@ class UserAdmin(DjangoUserAdmin):
         return super().has_delete_permission(request, obj) and self._may_touch(request, obj)
 
     def delete_queryset(self, request: HttpRequest, queryset: QuerySet) -> None:
-        if not request.user.is_superuser and (
-            queryset.filter(is_staff=True).exists() or queryset.filter(is_superuser=True).exists()
+        if not request.user.is_superuser and not all(
+            user.pk != request.user.pk and self._may_touch(request, user) for user in queryset
         ):
             raise PermissionDenied
         super().delete_queryset(request, queryset)

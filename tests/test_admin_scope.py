@@ -254,7 +254,7 @@ def test_it_suggests_only_agents_the_form_accepts(writer, agent, gamma_agent):
 # --- users and groups --------------------------------------------------------------------------------------------
 
 
-def test_it_refuses_a_staff_user_granting_themselves_superuser(client, alice, bob):
+def test_it_refuses_a_staff_user_granting_themselves_superuser(client, alice, bob, project):
     _grant(alice, "view_user", "change_user", app_label="auth")
     client.force_login(alice)
     form = {"username": "alice", "first_name": "", "last_name": "", "email": "", "is_active": "on", "is_staff": "on",
@@ -264,13 +264,76 @@ def test_it_refuses_a_staff_user_granting_themselves_superuser(client, alice, bo
     alice.refresh_from_db()
     assert not alice.is_superuser
     assert alice.user_permissions.count() == 2
-    # Another staff account (which could be a superuser) is not theirs to change, nor its password.
+    # Another staff account (which could be a superuser) is not theirs to change, nor its password, even in their
+    # own project.
     bob.is_staff = True
     bob.save()
+    Membership.objects.create(project=project, user=bob, role="viewer")
     assert client.post(f"/admin/auth/user/{bob.pk}/password/",
                        {"password1": "taken-over-9", "password2": "taken-over-9"}).status_code == 403
     bob.refresh_from_db()
     assert bob.check_password("pw-bob-123")
+
+
+def _account_manager(client, alice) -> None:
+    _grant(alice, "view_user", "change_user", "delete_user", app_label="auth")
+    client.force_login(alice)
+
+
+def test_it_refuses_a_staff_user_the_password_and_account_of_another_projects_member(client, alice, bob, project,
+                                                                                  other_project):
+    # Resetting the password of Beta's member is logging in as them: into a project alice may not see.
+    _account_manager(client, alice)
+    assert "bob" not in client.get("/admin/auth/user/").content.decode()
+    taken = {"password1": "taken-over-9", "password2": "taken-over-9", "usable_password": "true"}
+    assert client.post(f"/admin/auth/user/{bob.pk}/password/", taken).status_code in (403, 404)
+    assert client.get(f"/admin/auth/user/{bob.pk}/change/").status_code in (302, 403, 404)
+    assert client.post("/admin/auth/user/", {"action": "delete_selected", "_selected_action": [bob.pk],
+                                             "post": "yes"}).status_code in (302, 403)
+    bob.refresh_from_db()
+    assert bob.check_password("pw-bob-123") and bob.is_active
+    # A member of Beta and of alice's own project: Beta is still not hers to open.
+    Membership.objects.create(project=project, user=bob, role="viewer")
+    assert client.post(f"/admin/auth/user/{bob.pk}/password/", taken).status_code == 403
+    bob.refresh_from_db()
+    assert bob.check_password("pw-bob-123")
+
+
+def test_it_lets_a_project_admin_reset_the_password_of_a_member_of_theirs_only(client, alice, project):
+    carol = User.objects.create_user("carol", password="pw-carol-123")
+    Membership.objects.create(project=project, user=carol, role="viewer")
+    _account_manager(client, alice)
+    response = client.post(f"/admin/auth/user/{carol.pk}/password/",
+                           {"password1": "a-fresh-one-77", "password2": "a-fresh-one-77", "usable_password": "true"})
+    assert response.status_code == 302
+    carol.refresh_from_db()
+    assert carol.check_password("a-fresh-one-77")
+    # Deleting oneself through the list's action is refused like the delete page refuses it.
+    assert client.post("/admin/auth/user/", {"action": "delete_selected", "_selected_action": [alice.pk],
+                                             "post": "yes"}).status_code == 403
+    assert User.objects.filter(pk=alice.pk).exists()
+
+
+def test_it_refuses_moving_an_agent_to_another_project(writer, agent, other_project, gamma):
+    for target in (other_project, gamma):
+        form = _agent_form(target, name=agent.name, slug=agent.slug)
+        response = writer.post(f"/admin/agents/agent/{agent.pk}/change/", form)
+        assert response.status_code == 200 and "Select a valid choice" in response.content.decode()
+        agent.refresh_from_db()
+        assert agent.project_id != target.pk
+
+
+def test_it_refuses_a_tool_call_row_in_another_projects_session(writer, make_session, other_agent):
+    from agents.models import ToolCall
+
+    theirs = make_session(CHAT, agent=other_agent)
+    mine = make_session(CHAT)
+    their_message, my_message = (Message.objects.filter(session=s).first() for s in (theirs, mine))
+    form = {"call_id": "planted", "name": "x", "arguments": "{}", "position": "0"}
+    for session, message in ((theirs, their_message), (mine, their_message), (theirs, my_message)):
+        response = writer.post("/admin/agents/toolcall/add/", {**form, "session": session.pk, "message": message.pk})
+        assert response.status_code == 200 and "Select a valid choice" in response.content.decode()
+    assert not ToolCall.objects.filter(call_id="planted").exists()
 
 
 # --- "View on site" ------------------------------------------------------------------------------------------------

@@ -35,6 +35,45 @@ def test_it_sends_a_strict_policy_with_every_page(alice_client, make_session):
     assert "Content-Security-Policy" in Client().get("/login/")
 
 
+def _every_page_url(ids: dict[str, object]) -> list[str]:
+    """Every route of memoryviz's own pages (agents.urls), its converters filled from ``ids``."""
+    from django.urls import URLPattern
+
+    from agents import urls
+
+    found = []
+    for pattern in urls.urlpatterns:
+        assert isinstance(pattern, URLPattern)
+        route = str(pattern.pattern)
+        for name in pattern.pattern.converters:
+            route = re.sub(rf"<(\w+:)?{name}>", str(ids[name]), route)
+        found.append("/" + route)
+    return found
+
+
+def test_it_sends_the_strict_policy_on_every_route_of_the_pages_whatever_it_answers(alice_client, make_session):
+    # Walked from the URL list, so that a page added tomorrow is checked too; POST-only routes answer 405, missing
+    # rows 404: every answer carries the policy.
+    from agents.models import Label, LlmCall, Membership
+
+    session = make_session(CHAT)
+    project = session.agent.project
+    ids = {"session_id": session.pk, "agent_id": session.agent_id, "slug": project.slug, "prefix": "abc",
+           "job_id": 999999, "membership_id": Membership.objects.filter(project=project).first().pk,
+           "label_id": Label.objects.create(project=project, name="x").pk, "annotation_id": 999999,
+           "call_id": getattr(LlmCall.objects.first(), "pk", 999999)}
+    urls = _every_page_url(ids)
+    assert len(urls) >= 35
+    for url in urls:
+        response = alice_client.get(url)
+        assert response.status_code < 500, url
+        policy = _directives(response["Content-Security-Policy"])
+        assert (policy["script-src"], policy["style-src"], policy["object-src"]) == ("'self'", "'self'", "'none'"), url
+        assert policy["frame-ancestors"] == "'none'" and "unsafe" not in response["Content-Security-Policy"], url
+        if response.get("Content-Type", "").startswith("text/html"):
+            assert not INLINE.findall(response.content.decode()), url
+
+
 def test_it_lets_the_admin_and_the_browsable_api_use_inline_styles_but_never_inline_scripts(admin_client):
     for url in ("/admin/", "/api/"):
         response = admin_client.get(url, HTTP_ACCEPT="text/html")

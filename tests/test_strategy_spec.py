@@ -135,6 +135,44 @@ def test_it_reads_a_long_text_in_linear_time() -> None:
         spec_from_query("buffered", QueryDict(f"buffer_size=5{run}x".replace(",", "%2C").replace(" ", "+")))
 
 
+class _Counted:
+    """A compiled pattern that records the work asked of it: where each match starts and how much it read."""
+
+    def __init__(self, pattern: Any) -> None:
+        self.pattern, self.starts, self.read = pattern, [], 0
+
+    def finditer(self, text: str) -> Any:
+        for found in self.pattern.finditer(text):
+            self.starts.append(found.start())
+            self.read += found.end() - found.start()
+            yield found
+
+    def match(self, text: str, pos: int) -> Any:
+        self.starts.append(pos)
+        found = self.pattern.match(text, pos)
+        self.read += found.end() - pos if found else 1
+        return found
+
+
+def test_it_splits_a_60_kb_query_in_one_pass_counting_its_work(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Issue 9: a 60 KB params= took 20 s. Counted, not timed: every run of separators is found once, the key after
+    # it is tried once, from left to right, and the patterns read each character a bounded number of times.
+    from agents.memory.trimming import spec as spec_module
+
+    separators = _Counted(spec_module._SEPARATORS)
+    keys = _Counted(spec_module._KEY)
+    monkeypatch.setattr(spec_module, "_SEPARATORS", separators)
+    monkeypatch.setattr(spec_module, "_KEY", keys)
+    text = "buffer_size=5" + ", x" * 12_000 + ", " * 12_000 + ",pin_system=false"
+    assert len(text) > 60_000
+    pairs = split_pairs(text)
+    assert pairs == ["buffer_size=5" + ", x" * 12_000, "pin_system=false"]
+    assert len(separators.starts) == 12_001 and separators.read <= len(text)
+    assert len(keys.starts) == len(separators.starts)  # one key tried per run of separators
+    assert keys.starts == sorted(set(keys.starts))  # never the same place twice, never backwards
+    assert keys.read <= len(text)
+
+
 def test_it_validates_once_and_trim_runs_the_spec_as_it_is(monkeypatch: pytest.MonkeyPatch) -> None:
     calls: list[Any] = []
     validate = LangChainLastParams.model_validate
