@@ -5,7 +5,7 @@ from django.http import FileResponse, Http404, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
-from agents import jobs, services
+from agents import jobs, lab, services
 from agents.http import HtmxHttpRequest
 
 
@@ -22,7 +22,13 @@ def job_detail(request: HtmxHttpRequest, job_id: int) -> HttpResponse:
     report = None
     if job.status == job.Status.DONE and job.kind == job.Kind.REPORT and job.result:
         report = jobs.report_from_result(request.user, job.result)
+    # The finished report is ordered, narrowed to what a count counts and downloaded as on the report page.
+    shown = lab.report_shown_context(request.GET, report, [spec.text for spec in report.specs] if report else [])
+    if isinstance(shown, HttpResponse):
+        return shown
     context = {
+        **shown,
+        "list_query": None,  # the job keeps the sessions, not the list's filters that chose them
         "job": job,
         "report": report,
         "session_limit": services.REPORT_SESSION_LIMIT,
@@ -30,7 +36,9 @@ def job_detail(request: HtmxHttpRequest, job_id: int) -> HttpResponse:
     }
     template_name = "agents/job.html"
     if request.htmx:
-        template_name += "#job-status"
+        # The report's own links (order, show) swap the report; the status poll swaps the status.
+        template_name = ("agents/lab_report.html#report-result" if request.htmx.target == "report-result"
+                         else template_name + "#job-status")
     return render(request, template_name, context)
 
 

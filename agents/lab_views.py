@@ -303,6 +303,7 @@ def trimming_report(request: HtmxHttpRequest) -> HttpResponse:
     filter_form.is_valid()  # invalid filters are dropped and shown with their error, as on the session list
     texts = [t.strip() for t in request.GET.getlist("s") if t.strip()][:MAX_COLUMNS] or DEFAULT_REPORT
     specs: list[StrategySpec] = []
+    labels: list[str] = []  # each strategy as the report names it: its text, or the preset and its text
     spec_fields: list[dict[str, Any]] = []
     for text in texts:
         try:
@@ -313,6 +314,7 @@ def trimming_report(request: HtmxHttpRequest) -> HttpResponse:
             continue
         specs.append(spec)
         spec_fields.append({"text": text if preset is not None else spec.text, "error": ""})
+        labels.append(f"{text} ({spec.text})" if preset is not None else spec.text)
     # Over htmx only the result is swapped: what the report leaves out is said there too, not only beside the box.
     left_out = [{"box": k, **f} for k, f in enumerate(spec_fields, 1) if f["error"]]
     spec_fields += [{"text": "", "error": ""}] * (MAX_COLUMNS - len(spec_fields))
@@ -334,7 +336,11 @@ def trimming_report(request: HtmxHttpRequest) -> HttpResponse:
                                    title=title, total=total)
             return HttpResponseClientRedirect(job.get_absolute_url()) if request.htmx else redirect(job)
     report = services.trimming_report(sessions, specs, per_call=per_call) if specs else None
+    shown = lab.report_shown_context(request.GET, report, labels)
+    if isinstance(shown, HttpResponse):
+        return shown  # ?download=csv|json
     context = {
+        **shown,
         "filter_form": filter_form,
         "spec_fields": spec_fields,
         "left_out": left_out,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -70,11 +71,17 @@ def test_a_big_report_runs_in_the_background_and_its_page_shows_the_same_report(
     inline = alice_client.get(REPORT).content.decode()
 
     def table(html: str) -> str:
+        # The figures (each page links its counts to its own address).
         start = html.index('<table class="data report-summary">')
-        return html[start:html.index("</table>", start)]
+        figures = re.sub(r"<a [^>]*>|</a>", "", html[start:html.index("</table>", start)])
+        return re.sub(r'<span class="muted small">(of \d+)</span>', r"\1", figures)
 
     assert table(page) == table(inline)
     assert page.count('class="report-row"') == 3
+    # Downloaded and ordered from the job's page as from the report's.
+    download = alice_client.get(f"/jobs/{job.pk}/", {"download": "json", "order": "-tokens"})
+    assert download["Content-Type"] == "application/json" and len(json.loads(download.content)["rows"]) == 3
+    assert alice_client.get(f"{REPORT}&download=json&order=-tokens").content == download.content
 
 
 def test_a_report_replaying_every_call_runs_in_the_background_as_it_does_in_a_request(

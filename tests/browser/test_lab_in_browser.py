@@ -118,6 +118,13 @@ def test_invalid_input_keeps_the_page_and_says_why_under_debug(logged_in_page, l
     # The box shows all of it (a one-line field showed "token_limited:token_limit=1").
     assert box.evaluate("(b) => b.scrollWidth <= b.clientWidth && b.scrollHeight <= b.clientHeight")
     screenshot(page, "trimming-report-left-out")
+    # Ordered in place by a column's header; the tokens saved drawn as a chart.
+    page.click(".report-table a.report-order:has-text('after') >> nth=0")
+    page.wait_for_url(re.compile(r"order=after-1"))
+    page.wait_for_selector(".report-table th[aria-sort='ascending']")
+    assert page.locator("#savings-chart rect.savings-bar").count() == 1
+    page.evaluate("window.scrollTo(0, 0)")
+    screenshot(page, "trimming-report-ordered")
     # No valid box at all: the old report goes, the message says why.
     page.fill("[name=s] >> nth=1", "")
     page.click("text=Run report")
