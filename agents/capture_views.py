@@ -128,15 +128,15 @@ def project_settings(request: HttpRequest, slug: str) -> HttpResponse:
     return _render_settings(request, project)
 
 
-def _render_settings(request: HttpRequest, project: models.Project, *, new_key: str = "", error: str = "",
-                     status: int = 200) -> HttpResponse:
+def _render_settings(request: HttpRequest, project: models.Project, *, new_key: str = "",
+                     error: str = "") -> HttpResponse:
     keys = services.api_keys_for_admin(request.user, project)
     endpoint = request.build_absolute_uri("/otlp")
     template = "agents/project_settings.html"
     if getattr(request, "htmx", False):
         template += "#api-keys"
     return render(request, template, {"project": project, "keys": keys, "new_key": new_key, "error": error,
-                                      "endpoint": endpoint, **review.settings_context(project)}, status=status)
+                                      "endpoint": endpoint, **review.settings_context(project)})
 
 
 @require_POST
@@ -148,7 +148,9 @@ def api_key_create(request: HttpRequest, slug: str) -> HttpResponse:
             created_by=request.user if request.user.is_authenticated else None,
         )
     except ValueError as exc:
-        return _render_settings(request, project, error=str(exc).removeprefix("name: "), status=400)
+        # 200 with the error beside the form: htmx swaps no 4xx answer (and under DEBUG django-htmx's script would
+        # replace the whole page with it).
+        return _render_settings(request, project, error=str(exc).removeprefix("name: "))
     # The key is in this response and nowhere else: no redirect, no flash message that a log could keep.
     return _render_settings(request, project, new_key=created.key)
 

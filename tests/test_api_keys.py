@@ -106,7 +106,7 @@ def test_an_admin_creates_a_key_and_sees_it_once(alice_client, project):
 
 def test_creating_a_key_without_a_name_says_so(alice_client, project):
     response = alice_client.post("/projects/alpha/api-keys/", {"name": "  "}, HTTP_HX_REQUEST="true")
-    assert response.status_code == 400
+    assert response.status_code == 200  # htmx swaps no 4xx answer: the error would never show
     assert "a key needs a name" in response.content.decode()
     assert '<section id="api-keys"' in response.content.decode() and "<html" not in response.content.decode()
     assert models.ApiKey.objects.count() == 0

@@ -423,3 +423,19 @@ def test_the_preview_of_an_append_checks_the_session_as_it_will_be_stored(
     assert [s.to_dict() for s in preview.sessions] == [s.to_dict() for s in report.sessions]
     assert report.sessions[0].status == "updated" and report.sessions[0].added == 1
     assert report.sessions[0].violations == []
+
+
+def test_it_reimports_its_own_agentscope_export_without_a_time_zone_warning(db, agent: models.Agent) -> None:
+    # AgentScope writes local time without a zone (warned at import); memoryviz's own export writes the zone.
+    from agents import exports
+
+    first = imports.import_file(SAMPLES / "agentscope" / "travel.json", project=agent.project, agent=agent)
+    assert any("without a time zone" in w for w in first.warnings)
+    stored = models.Session.objects.filter(pk=first.sessions[0].session_id)
+    out = io.StringIO()
+    exports.export_to(exports.export_plan(sessions=stored, format="agentscope", scope="test"), out)
+    again = imports.import_file(io.BytesIO(out.getvalue().encode()), project=agent.project, agent=agent)
+    assert [w for w in again.warnings if "time zone" in w] == []
+    times = [list(models.Message.objects.filter(session_id=r.session_id).order_by("seq")
+                  .values_list("created_at", flat=True)) for r in (first.sessions[0], *again.sessions)]
+    assert times[0] and all(t == times[0] for t in times[1:])  # the same instants, read back
