@@ -9,6 +9,7 @@ from urllib.parse import urlencode
 
 from django.contrib import messages as flash
 from django.contrib.auth.decorators import login_not_required
+from django.contrib.humanize.templatetags.humanize import intcomma
 from django.core.exceptions import BadRequest, PermissionDenied
 from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse, HttpResponsePermanentRedirect
@@ -101,6 +102,7 @@ class MessageView:
     hit: bool = False  # it matches the page's search (?q=)
     gap: str = ""  # the time since the message before it, when both have a time ("+12 s")
     annotations: list[models.Annotation] = field(default_factory=list)  # reviewers' labels and comments on it
+    usage: list[tuple[str, str]] = field(default_factory=list)  # the token usage the provider reported, as stored
 
 
 @require_GET
@@ -251,13 +253,30 @@ def _search_context(
 
 
 def _metadata_context(session: models.Session) -> dict[str, Any]:
-    """The session's stored metadata (pretty-printed) and its tags, which the header shows (agent content: the
-    template escapes both)."""
+    """The session's stored metadata (pretty-printed), its tags and the tool definitions sent with it (where the
+    format carried them), which the header shows (agent content: the template escapes all three)."""
     metadata = session.metadata if isinstance(session.metadata, dict) else {}
     tags = metadata.get("tags")
     return {
         "metadata_json": json.dumps(metadata, indent=2, ensure_ascii=False, default=str) if metadata else "",
         "tags": [str(t) for t in tags] if isinstance(tags, list) else [],
+        "tool_definitions": [_tool_definition(t) for t in session.tools] if isinstance(session.tools, list) else [],
+    }
+
+
+def _tool_definition(tool: Any) -> dict[str, str]:
+    """One stored tool schema (Chat Completions shape, or a provider's own kept as it came) for the header."""
+    function = tool.get("function") if isinstance(tool, dict) else None
+    if isinstance(function, dict):
+        name, description = function.get("name"), function.get("description")
+        schema: Any = function.get("parameters")
+    else:  # a built-in or custom tool of a provider: shown whole
+        name = tool.get("name") or tool.get("type") if isinstance(tool, dict) else None
+        description, schema = None, tool
+    return {
+        "name": str(name or "(unnamed)"),
+        "description": str(description or ""),
+        "schema": json.dumps(schema, indent=2, ensure_ascii=False, default=str) if schema is not None else "",
     }
 
 
@@ -461,9 +480,33 @@ def _message_views(session: models.Session, chain: services.ChainPage) -> list[M
                 is_json=is_json,
                 fold=len(text) > FOLD_CHARS or text.count("\n") > FOLD_LINES,
                 preview=_preview(row.content or ""),
+                usage=_usage_items(row.usage),
             )
         )
     return out
+
+
+USAGE_ITEMS = 12
+
+
+def _usage_items(usage: Any) -> list[tuple[str, str]]:
+    """A message's stored usage as (key, shown value) pairs, nested keys joined with a dot
+    (``input_token_details.cache_read``): each format names its figures its own way (``prompt_tokens``,
+    ``input_tokens``, ...), so they are shown as stored. At most USAGE_ITEMS; agent content, escaped by the
+    template."""
+    items: list[tuple[str, str]] = []
+
+    def walk(value: Any, prefix: str) -> None:
+        if isinstance(value, dict):
+            for key, inner in value.items():
+                walk(inner, f"{prefix}.{key}" if prefix else str(key))
+        elif value is not None and len(items) < USAGE_ITEMS:
+            shown = intcomma(value) if isinstance(value, int | float) and not isinstance(value, bool) else str(value)
+            items.append((prefix, shown[:80]))
+
+    if isinstance(usage, dict):
+        walk(usage, "")
+    return items
 
 
 def _display_text(row: models.Message) -> tuple[str, bool]:
