@@ -23,6 +23,7 @@ from agents import find, models, review, services
 from agents.forms import AgentForm, SessionFilterForm
 from agents.http import HtmxHttpRequest
 from agents.memory.tokens import COUNTERS
+from agents.safe_markdown import markdown_to_safe_html
 
 SESSIONS_PER_PAGE = 50
 
@@ -103,6 +104,7 @@ class MessageView:
     gap: str = ""  # the time since the message before it, when both have a time ("+12 s")
     annotations: list[models.Annotation] = field(default_factory=list)  # reviewers' labels and comments on it
     usage: list[tuple[str, str]] = field(default_factory=list)  # the token usage the provider reported, as stored
+    markdown: str = ""  # an assistant's text as sanitised Markdown (safe_markdown), "" for others
 
 
 @require_GET
@@ -481,6 +483,7 @@ def _message_views(session: models.Session, chain: services.ChainPage) -> list[M
                 fold=len(text) > FOLD_CHARS or text.count("\n") > FOLD_LINES,
                 preview=_preview(row.content or ""),
                 usage=_usage_items(row.usage),
+                markdown=markdown_to_safe_html(text) if row.role == "assistant" and text.strip() else "",
             )
         )
     return out

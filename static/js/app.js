@@ -363,7 +363,9 @@ document.addEventListener("click", (event) => {
   if (!button) return;
   const source = button.dataset.copy === "arguments"
     ? button.closest(".call").querySelector("pre")
-    : button.closest(".msg").querySelector(".msg-body > .text, .msg-body > details.folded > .text");
+    // The text as written: for Markdown, the raw view's, not the formatted one's.
+    : button.closest(".msg").querySelector(".raw-view > .text")
+      || button.closest(".msg").querySelector(".msg-body > .text, .msg-body > details.folded > .text");
   if (!source) return;
   const label = button.textContent;
   copyText(source.dataset.raw || source.textContent).then(() => {

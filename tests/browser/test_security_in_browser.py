@@ -92,3 +92,38 @@ def test_it_refuses_a_script_that_got_into_the_page(logged_in_page, live_server,
     assert page.evaluate("window.__pwned") is None
     assert len(refused) >= 2
     assert Session.objects.count() == 1
+
+
+def test_agent_markdown_is_formatted_and_never_runs(logged_in_page, live_server, make_session):
+    page = logged_in_page
+    refused = _watch_policy(page)
+    dialogs: list[str] = []
+    page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+    session = make_session([
+        {"role": "user", "content": "Plan my trip"},
+        {"role": "assistant", "content": (
+            "## Plan\nA **short** trip:\n\n- [the map](javascript:window.__pwned=1)\n- <img src=x onerror=alert(1)>\n"
+            "- [tickets](https://tickets.example/a)\n\n| day | city |\n|---|---|\n| 1 | Paris |\n\n"
+            "```\n<script>window.__pwned = 2</script>\n```")},
+    ], title="Markdown")
+    page.goto(f"{live_server.url}/sessions/{session.pk}/")
+    formatted = page.locator("#m-1 .text.markdown")
+    assert formatted.locator("h2").inner_text() == "Plan" and formatted.locator("strong").inner_text() == "short"
+    assert formatted.locator("img, script, iframe").count() == 0
+    links = formatted.locator("a")
+    assert links.count() == 1 and links.get_attribute("rel") == "noopener nofollow noreferrer"
+    assert "[the map](javascript:window.__pwned=1)" in formatted.inner_text()
+    # The text as written, one click away, in place of the formatted one.
+    page.click("#m-1 .raw-view summary")
+    assert not formatted.is_visible()
+    assert "A **short** trip:" in page.locator("#m-1 .raw-view .text").inner_text()
+    page.click("#m-1 .raw-view summary")
+    assert formatted.is_visible()
+    assert page.evaluate("window.__pwned") is None and dialogs == [] and refused == []
+    screenshot(page, "markdown-1440-light")
+    page.set_viewport_size({"width": 390, "height": 900})
+    page.emulate_media(color_scheme="dark")
+    page.locator("#m-1").scroll_into_view_if_needed()
+    assert page.evaluate("() => document.documentElement.scrollWidth") <= 390
+    whole = screenshot(page, "markdown-390-dark")
+    page.locator("#m-1").screenshot(path=str(whole.with_name("markdown-390-dark-message.png")))
