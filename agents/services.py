@@ -799,19 +799,23 @@ def session_stored_messages(session: models.Session) -> tuple[StoredMessages, li
     """The session as a trim reads it: each message's outline and stored count, read in keyset batches without a
     text column, and its whole messages read by seq only where they are read (the kept ones of a trimmed list a
     page shows or a writer writes, or all of them for a strategy that reads text)."""
+    rows, counts = _session_outline_rows(session)
+    return StoredMessages([_outline(row) for row in rows], session_message_loader(session.pk)), counts
+
+
+def _session_outline_rows(session: models.Session) -> tuple[list[tuple[Any, ...]], list[int]]:
     qs = models.Message.objects.filter(session_id=session.pk).order_by("seq").values_list("seq", *OUTLINE_FIELDS)
-    outlines: list[schema.Message] = []
+    found: list[tuple[Any, ...]] = []
     counts: list[int] = []
     last = -1
     while True:
         rows = list(qs.filter(seq__gt=last)[:SESSION_ROWS_PER_FETCH])
-        for row in rows:
-            outlines.append(_outline(row))
-            counts.append(row[7])
+        found += rows
+        counts += [row[7] for row in rows]
         if len(rows) < SESSION_ROWS_PER_FETCH:
             break
         last = rows[-1][0]
-    return StoredMessages(outlines, session_message_loader(session.pk)), counts
+    return found, counts
 
 
 def session_message_loader(session_id: int) -> Callable[[Sequence[int]], dict[int, schema.Message]]:
@@ -921,7 +925,7 @@ def session_trim(
 # kept there too, so that a preview seen again reads nothing but the texts it renders.
 TRIM_CACHE = "trims"
 TRIM_CACHE_MAX_OUTLINES = 20_000
-_TRIM_CACHE_FORMAT = 2  # bumped when what is cached changes shape
+_TRIM_CACHE_FORMAT = 3  # bumped when what is cached changes shape
 
 
 def _session_outlines(session: models.Session, *, cached: bool = True) -> tuple[StoredMessages, list[int]]:
@@ -931,11 +935,13 @@ def _session_outlines(session: models.Session, *, cached: bool = True) -> tuple[
     key = _outlines_key(session)
     found = cache.get(key) if cached else None
     if found is not None:
-        return StoredMessages(found[0], session_message_loader(session.pk)), found[1]
-    messages, counts = session_stored_messages(session)
+        # Kept as the rows they were read from: unpickling a pydantic model costs ten times building it.
+        rows, counts = found
+        return StoredMessages([_outline(row) for row in rows], session_message_loader(session.pk)), counts
+    rows, counts = _session_outline_rows(session)
     if session.message_count <= TRIM_CACHE_MAX_OUTLINES:
-        cache.set(key, (messages.outlines, counts))
-    return messages, counts
+        cache.set(key, (rows, counts))
+    return StoredMessages([_outline(row) for row in rows], session_message_loader(session.pk)), counts
 
 
 def _trim_key(session: models.Session, spec: StrategySpec, counter: str) -> str:

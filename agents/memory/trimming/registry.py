@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -318,17 +319,23 @@ class Strategy:
 
     def parameters(self) -> list[dict[str, Any]]:
         """The parameters as a form shows them: name, type, default, bounds, help."""
-        schema = self.params_model.model_json_schema()
-        out = []
-        for name, info in self.params_model.model_fields.items():
-            prop = schema["properties"][name]
-            row: dict[str, Any] = {"name": name, "default": info.default, "help": info.description or ""}
-            row["type"] = prop.get("type") or _choice_text(prop)
-            for bound in ("minimum", "exclusiveMinimum"):
-                if bound in prop:
-                    row[bound] = prop[bound]
-            out.append(row)
-        return out
+        return [dict(row) for row in _parameters(self.params_model)]
+
+
+@functools.cache
+def _parameters(params_model: type[StrategyParams]) -> tuple[dict[str, Any], ...]:
+    # Built once per model: pydantic's JSON schema costs milliseconds, and the lab's picker lists every strategy.
+    schema = params_model.model_json_schema()
+    out = []
+    for name, info in params_model.model_fields.items():
+        prop = schema["properties"][name]
+        row: dict[str, Any] = {"name": name, "default": info.default, "help": info.description or ""}
+        row["type"] = prop.get("type") or _choice_text(prop)
+        for bound in ("minimum", "exclusiveMinimum"):
+            if bound in prop:
+                row[bound] = prop[bound]
+        out.append(row)
+    return tuple(out)
 
 
 def _choice_text(prop: dict[str, Any]) -> str:
