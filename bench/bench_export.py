@@ -34,8 +34,10 @@ def setup_django(db: Path) -> None:
     django.setup()
 
 
-def fill(db: Path, n: int) -> None:
-    """A migrated database with one session of n messages (a tool loop), inserted with plain sqlite3."""
+def fill(db: Path, n: int, *, pad: int = 0, sessions: int = 1) -> int:
+    """A migrated database with one session of n messages (a tool loop), inserted with plain sqlite3; ``pad``
+    characters more in each text (a user's question, a tool's result, an answer); ``sessions``: that many such
+    sessions. Returns the (first) session's id."""
     setup_django(db)
     from django.core.management import call_command
 
@@ -44,39 +46,47 @@ def fill(db: Path, n: int) -> None:
 
     project = models.Project.objects.create(name="Bench", slug="bench")
     agent = models.Agent.objects.create(project=project, name="Bench", slug="bench")
-    session = models.Session.objects.create(agent=agent, external_id="bench", title="bench", message_count=n)
+    created = [
+        models.Session.objects.create(agent=agent, external_id=f"bench-{k}", title=f"bench {k}", message_count=n,
+                                      token_total=12 * n)
+        for k in range(sessions)
+    ]
     conn = sqlite3.connect(db)
     fields = [f for f in models.Message._meta.concrete_fields if not f.primary_key]
+    filler = " " + "x" * (pad - 1) if pad else ""
     cols = ", ".join(f.column for f in fields)
 
-    def rows() -> Any:
+    def rows(session: Any) -> Any:
         turn = 0
         for seq in range(n):
             kind = seq % 4
             turn += kind == 0
             calls: list[dict[str, Any]] = []
             values: dict[str, Any] = {
-                "session_id": session.pk, "seq": seq, "role": "user", "content": f"Plan day {turn}.",
+                "session_id": session.pk, "seq": seq, "role": "user", "content": f"Plan day {turn}." + filler,
                 "content_parts": None, "name": "", "tool_call_id": "", "tool_calls": "[]", "is_error": None,
                 "reasoning": "", "external_id": "", "created_at": None, "token_count": 12,
                 "token_running": 12 * (seq + 1), "usage": None,
-                "marks": "[]", "extra": "{}", "content_key": "",
+                "marks": "[]", "extra": "{}", "content_key": "", "has_content": True,
             }
             if kind == 1:
                 calls = [{"id": f"call_{seq}", "type": "function",
                           "function": {"name": "get_weather", "arguments": json.dumps({"city": f"c{turn}"})}}]
-                values.update(role="assistant", content=None, tool_calls=json.dumps(calls))
+                values.update(role="assistant", content=None, tool_calls=json.dumps(calls), has_content=False)
             elif kind == 2:
                 values.update(role="tool", tool_call_id=f"call_{seq - 1}",
-                              content=json.dumps({"ok": True, "items": [f"r{turn}.{k}" for k in range(3)]}))
+                              content=json.dumps({"ok": True, "items": [f"r{turn}.{k}" for k in range(3)],
+                                                  "note": filler}))
             elif kind == 3:
-                values.update(role="assistant", content=f"Day {turn}: sunny.")
+                values.update(role="assistant", content=f"Day {turn}: sunny." + filler)
             yield tuple(values[f.column] for f in fields)
 
     conn.execute("BEGIN")
-    conn.executemany(f"INSERT INTO agents_message ({cols}) VALUES ({', '.join('?' * len(fields))})", rows())
+    for session in created:
+        conn.executemany(f"INSERT INTO agents_message ({cols}) VALUES ({', '.join('?' * len(fields))})", rows(session))
     conn.commit()
     conn.close()
+    return created[0].pk
 
 
 def export(db: Path, out: Path, fmt: str) -> dict[str, Any]:
