@@ -131,3 +131,45 @@ def test_invalid_input_keeps_the_page_and_says_why_under_debug(logged_in_page, l
     page.wait_for_selector("#report-result:has-text('Name at least one valid strategy')")
     assert page.locator(".report-row").count() == 0
     assert page.locator("header.topbar").count() == 1
+
+
+def test_the_picker_groups_strategies_by_framework_and_shows_each_before_it_is_picked(
+    logged_in_page, live_server, make_session
+):
+    from agents.memory.trimming.catalog import strategies_by_framework, strategy_entry
+
+    page = logged_in_page
+    session = make_session(chat(4), title="Weather")
+    page.goto(f"{live_server.url}/sessions/{session.pk}/lab/")
+    # Grouped by framework, in the catalog's order, each option a human name.
+    groups = page.evaluate("""() => Array.from(document.querySelectorAll('#lab-strategy optgroup'),
+        (g) => [g.label, Array.from(g.querySelectorAll('option'), (o) => [o.value, o.textContent])])""")
+    catalog = strategies_by_framework()
+    assert groups == [[framework, [[e.name, e.title] for e in entries]] for framework, entries in catalog]
+    assert ["buffered", "AutoGen: buffered context"] in dict(groups)["AutoGen"]
+
+    # Before picking: every strategy's description, parameters with their defaults and framework version.
+    page.click("summary:has-text('All strategies, by framework')")
+    entry = strategy_entry("strands_sliding_window")
+    item = page.locator(".strategy-browser li", has_text=entry.label.capitalize()).first
+    item.wait_for(state="visible")
+    text = item.inner_text()
+    assert entry.version in text and entry.description.split(".")[0] in text
+    for p in entry.parameters():
+        assert f"{p['name']}={p['default_text']}" in text
+    screenshot(page, "trimming-lab-picker")
+
+    # Picked from there (a link): the lab shows it, its description, version and parameter fields.
+    item.locator("a").first.click()
+    page.wait_for_url(re.compile(r"strategy=strands_sliding_window"))
+    page.wait_for_selector("#strategy-about:has-text('strands-agents')")
+    assert page.locator("#lab-strategy").input_value() == "strands_sliding_window"
+    assert page.locator("#strategy-about").inner_text().startswith(entry.title)
+    for p in entry.parameters():
+        assert page.locator(f"[name={p['name']}]").count() >= 1
+    # Picked from the select: the description follows without a page load.
+    page.evaluate("window.__same_document = true")
+    page.select_option("#lab-strategy", "openmanus_window")
+    page.wait_for_selector("#strategy-about:has-text('OpenManus: memory window')")
+    assert page.evaluate("window.__same_document") is True
+    assert "OpenManus snapshot" in page.locator("#strategy-about").inner_text()
