@@ -70,7 +70,10 @@ lint: $(VENV)/.test
 	$(VENV)/bin/ruff check
 	$(PY) -m mypy
 
-test: test-setup browser-deps lint
+# The four virtualenvs install side by side (-j4): their downloads, not the CPU, are what takes the time.
+test: browser-deps
+	@$(MAKE) --no-print-directory -j4 test-setup
+	@$(MAKE) --no-print-directory lint
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 system-deps:

@@ -93,6 +93,12 @@ def _private_upload_dir(settings, tmp_path_factory):
 
 
 @pytest.fixture(autouse=True)
+def _private_job_dir(settings, tmp_path_factory):
+    """Finished background exports go to a folder of each test's own, not into the checkout's job-files/."""
+    settings.MEMORYVIZ_JOB_DIR = str(tmp_path_factory.mktemp("jobs"))
+
+
+@pytest.fixture(autouse=True)
 def _fresh_trim_cache():
     """What a trim computed is kept per session version (services.session_trim): no test sees another's."""
     from django.core.cache import caches
@@ -102,7 +108,35 @@ def _fresh_trim_cache():
     caches["trims"].clear()
 
 
+# Fixtures through which a test reaches the database (pytest-django refuses any other access); `database_url`
+# (test_import_hidden.py) gives subprocesses a database of their own on the same server.
+_DATABASE_FIXTURES = frozenset(
+    {"db", "transactional_db", "django_db_reset_sequences", "django_db_serialized_rollback", "live_server",
+     "database_url"}
+)
+
+
+def pytest_addoption(parser):
+    parser.addoption(
+        "--database-tests-only", action="store_true",
+        help="run only the tests that reach the database (CI's second pass, on PostgreSQL: the others do not "
+             "depend on the database and ran in the first pass); the rest are reported as deselected",
+    )
+
+
+def uses_database(item) -> bool:
+    return item.get_closest_marker("django_db") is not None or not _DATABASE_FIXTURES.isdisjoint(
+        getattr(item, "fixturenames", ())
+    )
+
+
 def pytest_collection_modifyitems(config, items):
     """Browser tests run last: Playwright's sync API keeps an event loop running in the main thread while its
-    browser is open, and tests that call ``asyncio.run`` (the autogen-core references) cannot run under it."""
+    browser is open, and tests that call ``asyncio.run`` (the autogen-core references) cannot run under it.
+    With --database-tests-only, the tests that never reach the database are deselected."""
+    if config.getoption("--database-tests-only"):
+        without = [item for item in items if not uses_database(item)]
+        if without:
+            config.hook.pytest_deselected(items=without)
+            items[:] = [item for item in items if uses_database(item)]
     items.sort(key=lambda item: item.get_closest_marker("browser") is not None)

@@ -114,3 +114,22 @@ def test_it_has_no_template_comment_that_spans_lines() -> None:
         if "{#" in line and "#}" not in line.split("{#", 1)[1]
     ]
     assert not spanning, spanning
+
+
+def test_the_database_pass_keeps_every_test_that_reaches_the_database() -> None:
+    # CI's PostgreSQL pass runs with --database-tests-only: a test that reaches the database through any fixture
+    # (db directly, a fixture built on it, live_server for the browser) must stay in it; a pure one is deselected.
+    files = ["tests/test_seed_demo.py", "tests/test_import_hidden.py", "tests/browser/test_security_in_browser.py"]
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", "--database-tests-only",
+         *files],
+        cwd=ROOT, capture_output=True, text=True, timeout=300,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    kept = {line.split("::")[1].split("[")[0] for line in done.stdout.splitlines() if "::" in line}
+    assert "test_it_is_idempotent" in kept  # asks for db
+    assert "test_it_searches_message_content_in_the_admin" in kept  # db through make_session and admin_client
+    assert "test_a_killed_import_leaves_no_visible_row_and_cleanup_removes_it" in kept  # its own database_url
+    assert "test_it_refuses_a_script_that_got_into_the_page" in kept  # live_server
+    assert "test_it_generates_the_same_conversations_from_the_same_seed" not in kept  # pure
+    assert "deselected" in done.stdout.splitlines()[-1]
