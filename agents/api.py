@@ -40,7 +40,7 @@ from agents.forms import AgentForm, SessionFilterForm
 from agents.memory import schema
 from agents.memory.formats import FORMATS
 from agents.memory.tokens import COUNTERS, DEFAULT_COUNTER, get_counter
-from agents.memory.trimming import FALSE_WORDS, STRATEGIES, TRUE_WORDS, StrategyError, spec_from_query, spec_from_text
+from agents.memory.trimming import FALSE_WORDS, STRATEGIES, TRUE_WORDS, StrategyError, spec_from_query
 from agents.throttling import expensive_api
 
 MAX_MESSAGE_PAGE = 1000
@@ -790,8 +790,10 @@ def session_diff(request: Request, session_id: int, other_id: int | None = None)
         found = diffs.session_diff(left=session, right=services.session_for_user(request.user, int(other)))
     else:
         try:
-            found = diffs.session_diff_trimmed(session=session, spec=spec_from_text(spec_text))
-        except StrategyError as exc:
+            # trim=preset:NAME: a preset of the session's project.
+            spec = services.spec_or_preset(user=None, text=spec_text, project=session.agent.project)[0]
+            found = diffs.session_diff_trimmed(session=session, spec=spec)
+        except (StrategyError, services.PresetError) as exc:
             return _bad_request(f"trim: {exc}")
     start = numbers["start"]
     data = diffs.diff_dict(found, start=start, stop=start + numbers["limit"], context=numbers["context"],

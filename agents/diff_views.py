@@ -10,7 +10,7 @@ from django.views.decorators.http import require_GET
 
 from agents import diffs, services
 from agents.http import HtmxHttpRequest
-from agents.memory.trimming import STRATEGIES, StrategyError, spec_from_text
+from agents.memory.trimming import STRATEGIES, StrategyError
 from agents.throttling import expensive
 
 
@@ -27,8 +27,10 @@ def session_diff(request: HtmxHttpRequest, session_id: int) -> HttpResponse:
         if other:
             found = diffs.session_diff(left=session, right=services.session_for_user(request.user, _id(other)))
         elif spec_text:
-            found = diffs.session_diff_trimmed(session=session, spec=spec_from_text(spec_text))
-    except StrategyError as exc:
+            # trim=preset:NAME: a preset of the session's project.
+            spec = services.spec_or_preset(user=None, text=spec_text, project=session.agent.project)[0]
+            found = diffs.session_diff_trimmed(session=session, spec=spec)
+    except (StrategyError, services.PresetError) as exc:
         context["error"] = f"trim={spec_text}: {exc}"
     if found is None:
         context["candidates"] = diffs.diff_candidates(user=request.user, session=session)

@@ -122,3 +122,21 @@ def test_the_labs_command_for_a_preset_names_the_preset(alice_client, tight, mak
     call_command(*trim_cmd[2:], stdout=out)
     trimmed = json.loads(out.getvalue())
     assert (trimmed["kept"], trimmed["counter"]) == (answer["kept"], answer["counter"]) == (trimmed["kept"], "o200k")
+
+
+def test_the_diff_page_and_api_diff_against_a_presets_trimmed_view(alice_client, tight, make_session):
+    session = make_session(chat(4), title="Weather")
+    api = f"/api/sessions/{session.pk}/diff/"
+    by_preset = alice_client.get(api, {"trim": "preset:tight window"}).json()
+    by_strategy = alice_client.get(api, {"trim": "buffered:buffer_size=3"}).json()
+    assert by_preset["counts"] == by_strategy["counts"] and by_preset["counts"]["left_only"] > 0
+    missing = alice_client.get(api, {"trim": "preset:loose"})
+    assert missing.status_code == 400
+    assert missing.json() == {"error": "trim: There is no preset named “loose” in project Alpha."}
+    def counts(query: dict) -> list[str]:
+        html = alice_client.get(f"/sessions/{session.pk}/diff/", query).content.decode()
+        return re.findall(r'<span class="count-(\w+)">([^<]*)</span>', html)
+
+    assert counts({"trim": "preset:tight window"}) == counts({"trim": "buffered:buffer_size=3"}) != []
+    page = alice_client.get(f"/sessions/{session.pk}/diff/", {"trim": "preset:loose"}).content.decode()
+    assert "trim=preset:loose: There is no preset named “loose” in project Alpha." in page
