@@ -142,14 +142,21 @@ def _run_report(job: models.BackgroundJob, progress: _Progress) -> None:
     job.result = {"specs": [spec.text for spec in specs], "rows": rows, "summaries": summaries, "per_call": per_call}
 
 
+# Messages a report job trims between two progress updates: one read of outlines (services.SESSIONS_ROWS_PER_QUERY),
+# a few seconds; at most the report service's own per-call bounds.
+REPORT_CHUNK_MESSAGES = 20_000
+
+
 def _chunks(order: Sequence[int], found: dict[int, int]) -> list[list[int]]:
-    """Sessions grouped so that each call of the report service stays under its own per-call bounds."""
+    """Sessions grouped so that each call of the report service stays under its own per-call bounds, and the job's
+    page sees progress every ``REPORT_CHUNK_MESSAGES`` messages or so."""
+    most = min(REPORT_CHUNK_MESSAGES, services.REPORT_MESSAGE_LIMIT)
     chunks: list[list[int]] = []
     current: list[int] = []
     size = 0
     for pk in order:
         count = found[pk]
-        if current and (size + count > services.REPORT_MESSAGE_LIMIT or len(current) >= services.REPORT_SESSION_LIMIT):
+        if current and (size + count > most or len(current) >= services.REPORT_SESSION_LIMIT):
             chunks.append(current)
             current, size = [], 0
         current.append(pk)
