@@ -10,7 +10,7 @@ from django.db.models import Count, Sum
 from django.http import HttpResponse, QueryDict
 from django.shortcuts import redirect, render
 from django.urls import reverse
-from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.http import require_GET, require_http_methods
 from django_htmx.http import HttpResponseClientRedirect, push_url
 
 from agents import jobs, lab, lab_charts, models, services
@@ -39,11 +39,20 @@ DEFAULT_REPORT = ["buffered", "langchain_last", "safe_token_budget"]
 MAX_COLUMNS = 4
 
 
-@require_GET
+@require_http_methods(["GET", "POST"])
 @expensive
 def session_lab(request: HtmxHttpRequest, session_id: int) -> HttpResponse:
+    """The lab; a POST saves its setting as a preset (the form posts to the lab's own address, so that a refused
+    save answers the lab itself, its links intact, with the error beside the form)."""
     session = services.session_for_user(request.user, session_id)
+    if request.method == "POST":
+        return _save_preset(request, session)
     query, preset, preset_error = _lab_query(request, session)
+    return _render_lab(request, session, query, preset=preset, preset_error=preset_error)
+
+
+def _render_lab(request: HtmxHttpRequest, session: models.Session, query: QueryDict, *, preset: Any,
+                preset_error: str, save_error: str = "", preset_name: str = "") -> HttpResponse:
     name = query.get("strategy") or DEFAULT_STRATEGY
     strategy_error = "" if name in STRATEGIES else f"unknown strategy '{name}'"
     strategy = STRATEGIES.get(name) or get_strategy(DEFAULT_STRATEGY)
@@ -98,6 +107,8 @@ def session_lab(request: HtmxHttpRequest, session_id: int) -> HttpResponse:
         "dropped_shown": lab.DROPPED_SHOWN,
         # Only the result is swapped on a parameter change: the field errors travel out of band.
         "oob_errors": bool(request.htmx) and request.htmx.target != "lab-main",
+        "preset_save_error": save_error,
+        "preset_name": preset_name,
     }
     template_name = "agents/lab.html"
     if request.htmx:
@@ -145,23 +156,37 @@ def _int_or_none(value: str | None) -> int | None:
         return None
 
 
-@require_POST
-def session_lab_preset(request: HtmxHttpRequest, session_id: int) -> HttpResponse:
+def _save_preset(request: HtmxHttpRequest, session: models.Session) -> HttpResponse:
     """Save the lab's strategy, parameters and counter as a preset of the session's project (POST-redirect-GET to
-    the lab under the preset's link). The parameters come as the lab's form sends them."""
-    session = services.session_for_user(request.user, session_id)
+    the lab under the preset's link). The parameters come as the lab's form sends them. A refused save answers 200
+    with the error beside the form and the name as typed (htmx swaps no 4xx answer, and under DEBUG django-htmx's
+    script would replace the whole page with it): over htmx the form alone, without JS the whole lab."""
     name = request.POST.get("strategy", "")
+    typed = request.POST.get("preset_name", "")
+    counter = request.POST.get("counter") or session.token_counter
     try:
         spec = spec_from_query(name, request.POST)
         preset = services.preset_create(
-            user=request.user, project=session.agent.project, name=request.POST.get("preset_name", ""),
-            strategy=spec.name, params=spec.params.model_dump(mode="json"),
-            counter=request.POST.get("counter") or session.token_counter,
+            user=request.user, project=session.agent.project, name=typed,
+            strategy=spec.name, params=spec.params.model_dump(mode="json"), counter=counter,
         )
     except (StrategyError, services.PresetError) as exc:
-        return render(request, "agents/lab_preset_error.html", {"session": session, "error": str(exc)}, status=400)
-    lab_url = reverse("agents:session_lab", args=[session.pk])
-    return redirect(f"{lab_url}?{urlencode({'preset': preset.name})}")
+        error = str(exc)
+    else:
+        lab_url = reverse("agents:session_lab", args=[session.pk])
+        target = f"{lab_url}?{urlencode({'preset': preset.name})}"
+        return HttpResponseClientRedirect(target) if request.htmx else redirect(target)
+    # The lab's own fields, as the form sent them.
+    query = request.POST.copy()
+    for key in ("csrfmiddlewaretoken", "preset_name"):
+        query.pop(key, None)
+    if request.htmx:
+        return render(request, "agents/_lab_elsewhere.html#preset-save", {
+            "session": session, "counter": counter, "preset_save_error": error, "preset_name": typed,
+            "preset_fields": [(key, value) for key, values in query.lists() if key != "counter" for value in values],
+        })
+    query["params_for"] = name
+    return _render_lab(request, session, query, preset=None, preset_error="", save_error=error, preset_name=typed)
 
 
 @dataclass

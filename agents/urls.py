@@ -27,7 +27,6 @@ urlpatterns = [
     # The trimming lab (agents.lab_views).
     path("sessions/<int:session_id>/lab/", lab_views.session_lab, name="session_lab"),
     path("sessions/<int:session_id>/lab/compare/", lab_views.session_lab_compare, name="session_lab_compare"),
-    path("sessions/<int:session_id>/lab/preset/", lab_views.session_lab_preset, name="session_lab_preset"),
     path("lab/report/", lab_views.trimming_report, name="trimming_report"),
     # Live capture (agents.capture_views): the OTLP/HTTP receiver and the project's API keys.
     path("otlp/v1/traces", capture_views.otlp_traces, name="otlp_traces"),

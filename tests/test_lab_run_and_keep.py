@@ -115,7 +115,7 @@ def test_it_trims_and_replays_with_another_counter_than_the_stored_one(alice_cli
 
 def test_it_saves_the_labs_setting_as_a_preset_and_opens_it_by_its_link(alice_client, make_session, project, alice):
     session = make_session(chat(6), title="Weather")
-    response = alice_client.post(f"{lab_url(session)}preset/", {
+    response = alice_client.post(lab_url(session), {
         "preset_name": "short window", "strategy": "buffered", "buffer_size": "3", "counter": "o200k",
     })
     assert response.status_code == 302 and response["Location"] == f"{lab_url(session)}?preset=short+window"
@@ -149,21 +149,49 @@ def test_it_refuses_a_preset_in_sentences_and_only_editors_save_one(client, make
     Membership.objects.create(project=project, user=bob, role=Membership.Level.VIEWER)
     client.force_login(bob)
     assert 'id="preset-save"' not in client.get(lab_url(session)).content.decode()
-    response = client.post(f"{lab_url(session)}preset/", {"preset_name": "x", "strategy": "buffered"})
-    assert response.status_code == 400
-    assert "needs the editor or admin role" in response.content.decode()
+    response = client.post(lab_url(session), {"preset_name": "x", "strategy": "buffered"})
+    assert response.status_code == 200
+    assert re.search(r'id="preset-save-error"><strong>The preset was not saved.</strong> [^<]*needs the editor or '
+                     r'admin role', response.content.decode())
     assert not Preset.objects.exists()
 
 
-def test_it_refuses_a_preset_without_a_name_or_with_invalid_parameters(alice_client, make_session):
-    session = make_session(chat(2), title="Weather")
-    url = f"{lab_url(session)}preset/"
-    nameless = alice_client.post(url, {"preset_name": " ", "strategy": "buffered"})
-    assert nameless.status_code == 400 and "A preset needs a name." in nameless.content.decode()
-    invalid = alice_client.post(url, {"preset_name": "x", "strategy": "buffered", "buffer_size": "0"})
-    assert invalid.status_code == 400 and "buffer_size" in invalid.content.decode()
-    assert alice_client.get(url).status_code == 405
+def test_it_refuses_a_preset_beside_its_form_keeping_what_was_typed_without_js(alice_client, make_session):
+    session = make_session(chat(4), title="Weather")
+    url = lab_url(session)
+    nameless = alice_client.post(url, {"preset_name": " ", "strategy": "buffered", "buffer_size": "3"})
+    html = nameless.content.decode()
+    # The lab itself (200), its preview under the parameters sent, the error beside the form.
+    assert nameless.status_code == 200
+    assert 'id="lab-form"' in html and 'name="buffer_size" value="3"' in html and kept_in_page(html)
+    assert 'id="preset-save-error"><strong>The preset was not saved.</strong> A preset needs a name.' in html
+    assert re.search(r'id="preset-name" name="preset_name"[^>]*value=" " aria-invalid="true"', html)
+
+    invalid = alice_client.post(url, {"preset_name": "my window", "strategy": "buffered", "buffer_size": "0"})
+    html = invalid.content.decode()
+    assert invalid.status_code == 200 and 'id="lab-form"' in html
+    assert re.search(r'id="preset-save-error"><strong>The preset was not saved.</strong> [^<]*buffer_size', html)
     assert not Preset.objects.exists()
+
+
+def test_it_refuses_a_preset_beside_its_form_over_htmx(alice_client, make_session):
+    session = make_session(chat(4), title="Weather")
+    url = lab_url(session)
+    sent = {"preset_name": "short", "strategy": "buffered", "buffer_size": "3", "counter": "o200k"}
+    alice_client.post(url, sent)
+    again = alice_client.post(url, {**sent, "buffer_size": "2"}, HTTP_HX_REQUEST="true", HTTP_HX_TARGET="preset-save")
+    html = again.content.decode()
+    # Only the form, swapped in place: the error, the name as typed, the lab's fields as sent.
+    assert again.status_code == 200 and html.lstrip().startswith('<form method="post"')
+    assert 'id="preset-save-error"' in html and escape("“short”") in html
+    assert 'value="short" aria-invalid="true"' in html
+    assert '<input type="hidden" name="buffer_size" value="2">' in html
+    assert '<input type="hidden" name="counter" value="o200k">' in html
+    assert Preset.objects.get().params["buffer_size"] == 3
+
+    saved = alice_client.post(url, {**sent, "preset_name": "other"}, HTTP_HX_REQUEST="true")
+    assert saved.status_code == 200 and saved["HX-Redirect"] == f"{url}?preset=other"
+    assert alice_client.put(url).status_code == 405
 
 
 # --- the same result elsewhere -------------------------------------------------------------------------------
