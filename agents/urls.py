@@ -14,6 +14,7 @@ urlpatterns = [
     path("", views.session_list, name="session_list"),
     path("sessions/<int:session_id>/", views.session_detail, name="session_detail"),
     path("sessions/<int:session_id>/recount/", views.session_recount, name="session_recount"),
+    path("sessions/<int:session_id>/delete/", views.session_delete, name="session_delete"),
     path("sessions/<int:session_id>/jump/", views.session_jump, name="session_jump"),
     path("sessions/<int:session_id>/calls/<int:call_id>/", views.llm_call, name="llm_call"),
     path("agents/<int:agent_id>/", views.agent_detail, name="agent_detail"),

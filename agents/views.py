@@ -17,7 +17,7 @@ from django.shortcuts import redirect, render
 from django.templatetags.static import static
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
-from django_htmx.http import push_url
+from django_htmx.http import HttpResponseClientRedirect, push_url
 
 from agents import find, models, review, services
 from agents.forms import AgentForm, SessionFilterForm
@@ -347,6 +347,23 @@ def session_recount(request: HtmxHttpRequest, session_id: int) -> HttpResponse:
     except services.RecountError as exc:
         raise BadRequest(str(exc)) from None
     return redirect(f"{session.get_absolute_url()}?recounted=1")
+
+
+@require_http_methods(["GET", "POST"])
+def session_delete(request: HtmxHttpRequest, session_id: int) -> HttpResponse:
+    """Delete a session (editors and admins of its project): GET asks to confirm, saying what goes with it; POST
+    deletes and opens the list. Someone outside the project gets 404, a viewer or annotator 403 (the role check is
+    ``services.session_delete``'s, asked first on GET too)."""
+    session = services.session_for_user(request.user, session_id)
+    if request.method == "POST":
+        name = session.title or session.external_id or f"#{session.pk}"
+        services.session_delete(user=request.user, session=session)
+        flash.success(request, f"Deleted the session {name!r} and its {session.message_count:,} messages.")
+        to = f"{reverse('agents:session_list')}?agent={session.agent_id}"
+        return HttpResponseClientRedirect(to) if request.htmx else redirect(to)
+    services.require_role(request.user, session.agent.project, "edit")
+    context = {"session": session, "annotation_count": session.annotations.count()}
+    return render(request, "agents/session_delete.html", context)
 
 
 def _review_context(request: HtmxHttpRequest, session: models.Session, messages: list[MessageView]) -> dict[str, Any]:

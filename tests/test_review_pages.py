@@ -77,6 +77,8 @@ ACTIONS = [
            "annotator", lambda s, a, lb: not models.Annotation.objects.filter(pk=a.pk).exists()),
     Action("set review status", lambda s, a, lb: f"/sessions/{s.pk}/review/", {"review_status": "in_review"},
            "annotator", lambda s, a, lb: models.Session.objects.get(pk=s.pk).review_status == "in_review"),
+    Action("delete the session", lambda s, a, lb: f"/sessions/{s.pk}/delete/", {},
+           "editor", lambda s, a, lb: not models.Session.objects.filter(pk=s.pk).exists()),
     Action("add a member", lambda s, a, lb: "/projects/alpha/members/", {"username": "dave", "role": "viewer"},
            "admin", lambda s, a, lb: _member("dave") is not None),
     Action("change a role", lambda s, a, lb: f"/projects/alpha/members/{_member('viewer-user').pk}/role/",
@@ -112,6 +114,29 @@ def test_each_page_action_is_for_the_roles_that_may(action, who, htmx, session, 
     else:
         assert response.status_code == 403, (who, action.name, response.status_code)
         assert not action.done(session, annotation, label)
+
+
+@pytest.mark.parametrize("who", ROLES)
+def test_the_delete_button_and_its_confirmation_are_for_editors_and_admins(session, members, label, who):
+    models.Annotation.objects.create(session=session, comment="keep?", author=members[who])
+    client = client_for(members[who])
+    page = client.get(session.get_absolute_url()).content.decode()
+    confirm = client.get(f"/sessions/{session.pk}/delete/")
+    if who in ("editor", "admin"):
+        assert f'id="delete-session" href="/sessions/{session.pk}/delete/"' in page
+        # The confirmation says what goes and deletes only on POST.
+        assert confirm.status_code == 200
+        text = confirm.content.decode()
+        assert "its 4 messages" in text and "1 annotation" in text and 'method="post"' in text
+        assert models.Session.objects.filter(pk=session.pk).exists()
+        response = client.post(f"/sessions/{session.pk}/delete/")
+        assert response.status_code == 302 and response["Location"] == f"/?agent={session.agent_id}"
+        listing = client.get(response["Location"]).content.decode()
+        assert "Deleted the session &#x27;Lisbon&#x27; and its 4 messages." in listing
+        assert not models.Message.objects.filter(session_id=session.pk).exists()
+        assert not models.Annotation.objects.filter(session_id=session.pk).exists()
+    else:
+        assert 'id="delete-session"' not in page and confirm.status_code == 403
 
 
 @pytest.mark.parametrize("path", ["/projects/alpha/members/", "/sessions/{s}/annotations/", "/sessions/{s}/review/"])

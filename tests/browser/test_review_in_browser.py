@@ -15,6 +15,8 @@ pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 def test_it_works_through_the_queue_with_its_keys(logged_in_page, live_server, make_session, project, width):
     page = logged_in_page
     page.set_viewport_size({"width": width, "height": 900})
+    scheme = "dark" if width == 390 else "light"  # the review UI's badges and pills in both schemes
+    page.emulate_media(color_scheme=scheme)
     models.Label.objects.create(project=project, name="hallucination", color="#dc2626")
     first = make_session(TRAVEL, title="Paris run")
     second = make_session(TRAVEL, title="Tokyo run")
@@ -40,7 +42,16 @@ def test_it_works_through_the_queue_with_its_keys(logged_in_page, live_server, m
     page.wait_for_selector(".annotation-list .label-chip")
     assert "said sold out, then booked it" in page.locator(".annotation-list").inner_text()
     assert page.url == opened
-    screenshot(page, f"review-queue-{width}px")
+    screenshot(page, f"review-queue-{width}px-{scheme}")
+    # In a queue, ? lists the queue's keys with the others.
+    page.evaluate("() => document.activeElement && document.activeElement.blur()")
+    page.keyboard.press("?")
+    keys = page.locator("#keys-help")
+    keys.wait_for()
+    listed = keys.inner_text()
+    assert "review queue: skip, done and next" in listed and "annotation: label, comment" in listed
+    page.keyboard.press("Escape")
+    keys.wait_for(state="hidden")
 
     # d: this one is done, the next unreviewed one opens.
     assert page.locator(".queue-bar").is_visible()  # annotating kept the queue bar
@@ -58,3 +69,16 @@ def test_it_works_through_the_queue_with_its_keys(logged_in_page, live_server, m
         page.keyboard.press("s")
     page.wait_for_selector("text=The review queue is empty")
     assert models.Session.objects.filter(review_status=models.ReviewStatus.UNREVIEWED).count() == 1
+
+    # An editor (alice is the project's admin) deletes a session from its page, after a confirmation.
+    if width != 1440:
+        return
+    page.goto(f"{live_server.url}{first.get_absolute_url()}")
+    page.click("#delete-session")
+    page.wait_for_selector("#confirm-delete")
+    assert "This cannot be undone" in page.locator(".delete-confirm").inner_text()
+    screenshot(page, "session-delete-confirm-1440")
+    with page.expect_navigation():
+        page.click("#confirm-delete")
+    assert "Deleted the session 'Paris run'" in page.locator(".notice-success").inner_text()
+    assert not models.Session.objects.filter(pk=first.pk).exists()
