@@ -19,7 +19,7 @@ CHAIN = [
     {"role": "assistant", "content": None, "tool_calls": [{"id": "c1", "type": "function",
      "function": {"name": "track", "arguments": json.dumps({"parcel": "PX-1", "deep": True})}}]},
     {"role": "tool", "tool_call_id": "c1", "content": json.dumps(RESULT)},
-    {"role": "assistant", "content": "It is in transit."},
+    {"role": "assistant", "content": "It is **in transit**:\n\n- Lyon\n- Paris"},
 ]
 
 
@@ -45,6 +45,10 @@ def test_it_copies_text_results_and_arguments(browser, live_server, alice, make_
         assert json.loads(page.evaluate(clipboard)) == {"parcel": "PX-1", "deep": True}
         page.click("#m-2 button[data-copy=text]")
         assert json.loads(page.evaluate(clipboard)) == RESULT
+        # Shown as Markdown, copied as the agent wrote it.
+        assert page.locator("#m-3 .text.markdown strong").inner_text() == "in transit"
+        page.click("#m-3 button[data-copy=text]")
+        assert page.evaluate(clipboard) == "It is **in transit**:\n\n- Lyon\n- Paris"
         # The result is a tree folded by level: the first open, "legs" closed; its strings are text, not markup.
         tree = page.locator("#m-2 .json-tree")
         assert tree.is_visible() and page.locator("#m-2 .text.json").is_hidden()
