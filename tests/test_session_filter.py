@@ -163,3 +163,15 @@ def test_the_jumps_stay_inside_the_filter(alice_client, turns):
 def test_it_filters_only_the_users_own_sessions(client, bob, turns):
     client.force_login(bob)
     assert client.get(turns.get_absolute_url(), {"role": "user"}).status_code == 404
+
+
+def test_a_filtered_message_shows_the_gap_since_the_message_before_it_in_the_session(alice_client, turns):
+    from agents import models
+
+    for seq, when in ((3, "10:00:00"), (4, "10:00:05"), (7, "10:00:30"), (8, "10:01:00")):
+        models.Message.objects.filter(session=turns, seq=seq).update(created_at=f"2026-11-30T{when}+00:00")
+    page = alice_client.get(turns.get_absolute_url(), {"role": "user"}).content.decode()
+    # #4 follows #3 (hidden): 5 s, not since the user message #0 shown above it; #8 follows #7: 30 s.
+    gap = '<span class="gap" title="Since the message before">{}</span>'
+    assert gap.format("+5.0 s") in page.split('id="m-4"')[1].split("</article>")[0]
+    assert gap.format("+30 s") in page.split('id="m-8"')[1].split("</article>")[0]
