@@ -31,6 +31,36 @@ _COLOR = re.compile(r"^#[0-9a-fA-F]{6}$")
 # Offered on the settings page for a new label; any #rrggbb is accepted.
 LABEL_COLORS = ("#dc2626", "#ea580c", "#ca8a04", "#16a34a", "#0891b2", "#2563eb", "#7c3aed", "#db2777", "#6b7280")
 
+# The two inks a label chip's text can take: whichever contrasts more with the chip's colour. With pure black and
+# white one of them always reaches WCAG's 4.5:1 (the worst colour gives 4.58:1 with both).
+INK_DARK = "#000000"
+INK_LIGHT = "#ffffff"
+
+
+def relative_luminance(color: str) -> float:
+    """WCAG 2's relative luminance of a ``#rrggbb`` colour (0 black, 1 white)."""
+    channels = []
+    for k in (1, 3, 5):
+        c = int(color[k:k + 2], 16) / 255
+        channels.append(c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4)
+    r, g, b = channels
+    return 0.2126 * r + 0.7152 * g + 0.0722 * b
+
+
+def contrast_ratio(first: str, second: str) -> float:
+    """WCAG 2's contrast ratio of two ``#rrggbb`` colours, from 1 to 21."""
+    high, low = sorted((relative_luminance(first), relative_luminance(second)), reverse=True)
+    return (high + 0.05) / (low + 0.05)
+
+
+def label_ink(color: str) -> str:
+    """The text colour of a label chip of ``color``: black or white, whichever contrasts more (white when the
+    colour is not ``#rrggbb``, the chip's default grey then showing)."""
+    if not _COLOR.match(color or ""):
+        return INK_LIGHT
+    return INK_DARK if contrast_ratio(color, INK_DARK) > contrast_ratio(color, INK_LIGHT) else INK_LIGHT
+
+
 # "Leave unchanged" for the optional fields of an update (None means "clear").
 UNSET: Any = object()
 

@@ -154,6 +154,36 @@ def test_the_settings_page_has_members_labels_and_api_keys_on_one_page(alice_cli
     assert "annotator-user" in page and "hallucination" in page and 'data-color="#dc2626"' in page
 
 
+@pytest.mark.parametrize(("color", "ink"), [
+    ("#ffffff", review.INK_DARK), ("#000000", review.INK_LIGHT),
+    ("#ca8a04", review.INK_DARK),   # the offered yellow: white on it is 2.9:1
+    ("#fde047", review.INK_DARK), ("#0891b2", review.INK_DARK), ("#2563eb", review.INK_LIGHT),
+    ("#dc2626", review.INK_LIGHT), ("#6b7280", review.INK_LIGHT), ("#777777", review.INK_DARK),
+])
+def test_a_label_chips_text_is_the_ink_that_contrasts_more_with_its_colour(color, ink):
+    assert review.label_ink(color) == ink
+    assert review.contrast_ratio(color, ink) >= 4.5
+
+
+def test_every_colour_gets_a_label_ink_of_at_least_wcag_aa_contrast():
+    steps = range(0, 256, 15)
+    worst = min(review.contrast_ratio(c, review.label_ink(c))
+                for c in (f"#{r:02x}{g:02x}{b:02x}" for r in steps for g in steps for b in steps))
+    assert 4.5 <= worst < 4.7  # the worst colours sit near 4.58:1 with both inks
+    assert review.contrast_ratio("#ffffff", "#000000") == pytest.approx(21)
+
+
+def test_the_pages_render_each_label_chip_with_its_ink(alice_client, alice, project, session, label):
+    models.Label.objects.create(project=project, name="fine", color="#fde047")
+    review.annotation_create(user=alice, session=session, seq=2, label="fine", comment="")
+    review.annotation_create(user=alice, session=session, seq=3, label="hallucination", comment="")
+    dark_chip = 'class="label-chip ink-dark" data-color="#fde047"'
+    light_chip = 'class="label-chip ink-light" data-color="#dc2626"'
+    for url in ("/projects/alpha/settings/", session.get_absolute_url(), "/"):
+        page = alice_client.get(url).content.decode()
+        assert dark_chip in page and light_chip in page, url
+
+
 def test_the_last_admin_cannot_leave_or_step_down(alice_client, project, alice):
     mine = Membership.objects.get(user=alice)
     response = alice_client.post(f"/projects/alpha/members/{mine.pk}/role/", {"role": "viewer"}, HTTP_HX_REQUEST="true")

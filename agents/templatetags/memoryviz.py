@@ -5,7 +5,7 @@ from typing import Any
 from django import template
 from django.utils.safestring import SafeString
 
-from agents import find
+from agents import find, review
 from agents.forms import session_filter_pairs
 from agents.memory.formats import FORMATS
 from agents.memory.trimming import STRATEGIES
@@ -42,3 +42,9 @@ def mentions(text: str | None, q: str) -> bool:
     """Whether ``text`` holds the search ``q`` (any case): to open a folded part that holds a hit."""
     needle = find.clean_query(q).casefold()
     return bool(needle) and needle in (text or "").casefold()
+
+
+@register.filter
+def label_ink(color: str | None) -> str:
+    """The class of a label chip's text colour: ``ink-dark`` or ``ink-light``, by the chip colour's luminance."""
+    return "ink-dark" if review.label_ink(color or "") == review.INK_DARK else "ink-light"
