@@ -129,6 +129,8 @@ def pages_child(db: str, session_id: int, n: int, repeat: int) -> dict[str, Any]
         peak = tracemalloc.get_traced_memory()[1]
         tracemalloc.stop()
         rows[label] = {"ms": seconds * 1000, "peak_mb": peak / 2**20}
+        print(f"  {n:,} messages, {label}: {seconds * 1000:.1f} ms, peak {peak / 2**20:.1f} MB", file=sys.stderr,
+              flush=True)  # as it goes: a long session's row can take minutes
     page = rows["session page"]["ms"]
     for row in rows.values():
         row["x_page"] = row["ms"] / page
@@ -198,9 +200,9 @@ def pages(sizes: list[int], pads: list[int], repeat: int) -> list[dict[str, Any]
                                         capture_output=True, text=True, check=True)
                 session_id = filled.stdout.strip().splitlines()[-1]
                 done = subprocess.run([sys.executable, __file__, "--pages-child", str(db), session_id, str(n),
-                                       str(repeat)], capture_output=True, text=True, check=False)
+                                       str(repeat)], stdout=subprocess.PIPE, text=True, check=False)
                 if done.returncode != 0:
-                    sys.exit(f"{n} messages: the child failed:\n{done.stderr[-3000:]}")
+                    sys.exit(f"{n} messages: the child failed (its errors above)")
                 result = json.loads(done.stdout.strip().splitlines()[-1])
                 result["pad"] = pad
                 out.append(result)
