@@ -44,9 +44,10 @@ BACKGROUND = """(selector) => {
 
 
 def _luminance(page) -> float:
+    # A transparent body (DRF's light pages: a background image over the canvas) shows the white canvas.
     return page.evaluate(
-        "() => { const [r, g, b] = getComputedStyle(document.body).backgroundColor.match(/\\d+/g).map(Number);"
-        " return (0.2126 * r + 0.7152 * g + 0.0722 * b) / 255; }"
+        "() => { const [r, g, b, a] = getComputedStyle(document.body).backgroundColor.match(/[\\d.]+/g).map(Number);"
+        " if (a === 0) return 1; return (0.2126 * r + 0.7152 * g + 0.0722 * b) / 255; }"
     )
 
 
@@ -69,6 +70,9 @@ def test_the_pages_follow_the_system_colour_scheme_with_readable_text(browser, l
                                                      ".badge-violation, .badge-error, .badge-ok"]),
             "lab": (f"/sessions/{session.pk}/lab/?strategy=buffered&buffer_size=3",
                     [".strategy-about p", ".param .help", "#kept-count", ".lab-reason", "button.button.primary"]),
+            # The browsable API (DRF's own pages, through templates/rest_framework/api.html and static/css/api.css).
+            "api": (f"/api/sessions/{session.pk}/", ["ul.breadcrumb a", ".page-header h1", ".response-info pre",
+                                                     ".content-main .pull-left code"]),
         }
         for name, (path, selectors) in pages.items():
             page.goto(f"{live_server.url}{path}")
