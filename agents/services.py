@@ -35,7 +35,7 @@ from django.utils import timezone
 from agents import models
 from agents.find import NO_FILTER, ChainFilter
 from agents.memory import schema
-from agents.memory.chain import ProtocolChecker, ResultPlace, Violation, place_results
+from agents.memory.chain import ProtocolChecker, ResultPlace, Violation, _gc_paused, place_results
 from agents.memory.replay import Replay, replay, replay_call
 from agents.memory.stored import DetachedTrim, StoredMessages, TrimmedMessages, has_content, outline
 from agents.memory.tokens import count_messages, get_counter, total_tokens
@@ -800,7 +800,14 @@ def session_stored_messages(session: models.Session) -> tuple[StoredMessages, li
     text column, and its whole messages read by seq only where they are read (the kept ones of a trimmed list a
     page shows or a writer writes, or all of them for a strategy that reads text)."""
     rows, counts = _session_outline_rows(session)
-    return StoredMessages([_outline(row) for row in rows], session_message_loader(session.pk)), counts
+    return StoredMessages(_outlines(rows), session_message_loader(session.pk)), counts
+
+
+def _outlines(rows: list[tuple[Any, ...]]) -> list[schema.Message]:
+    # Many small objects, none garbage: without the pause, CPython's full collections rescan the growing heap and
+    # building a 50,000-message session's outlines took twice as long (bench/README.md).
+    with _gc_paused():
+        return [_outline(row) for row in rows]
 
 
 def _session_outline_rows(session: models.Session) -> tuple[list[tuple[Any, ...]], list[int]]:
@@ -808,13 +815,14 @@ def _session_outline_rows(session: models.Session) -> tuple[list[tuple[Any, ...]
     found: list[tuple[Any, ...]] = []
     counts: list[int] = []
     last = -1
-    while True:
-        rows = list(qs.filter(seq__gt=last)[:SESSION_ROWS_PER_FETCH])
-        found += rows
-        counts += [row[7] for row in rows]
-        if len(rows) < SESSION_ROWS_PER_FETCH:
-            break
-        last = rows[-1][0]
+    with _gc_paused():  # as _outlines
+        while True:
+            rows = list(qs.filter(seq__gt=last)[:SESSION_ROWS_PER_FETCH])
+            found += rows
+            counts += [row[7] for row in rows]
+            if len(rows) < SESSION_ROWS_PER_FETCH:
+                break
+            last = rows[-1][0]
     return found, counts
 
 
@@ -865,7 +873,7 @@ def _sessions_batch(batch: list[models.Session]) -> Iterator[tuple[models.Sessio
     by_session = {pk: list(group) for pk, group in groupby(rows, key=lambda r: r[0])}
     for session in batch:
         found = by_session.get(session.pk, [])
-        outlines = [_outline(row) for row in found]
+        outlines = _outlines(found)
         yield session, StoredMessages(outlines, session_message_loader(session.pk)), [row[7] for row in found]
 
 
@@ -937,11 +945,11 @@ def _session_outlines(session: models.Session, *, cached: bool = True) -> tuple[
     if found is not None:
         # Kept as the rows they were read from: unpickling a pydantic model costs ten times building it.
         rows, counts = found
-        return StoredMessages([_outline(row) for row in rows], session_message_loader(session.pk)), counts
+        return StoredMessages(_outlines(rows), session_message_loader(session.pk)), counts
     rows, counts = _session_outline_rows(session)
     if session.message_count <= TRIM_CACHE_MAX_OUTLINES:
         cache.set(key, (rows, counts))
-    return StoredMessages([_outline(row) for row in rows], session_message_loader(session.pk)), counts
+    return StoredMessages(_outlines(rows), session_message_loader(session.pk)), counts
 
 
 def _trim_key(session: models.Session, spec: StrategySpec, counter: str) -> str:
