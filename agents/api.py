@@ -39,8 +39,8 @@ from agents.auth import ThrottledBasicAuthentication
 from agents.forms import AgentForm, SessionFilterForm
 from agents.memory import schema
 from agents.memory.formats import FORMATS
-from agents.memory.tokens import COUNTERS, DEFAULT_COUNTER, get_counter
-from agents.memory.trimming import FALSE_WORDS, STRATEGIES, TRUE_WORDS, StrategyError, spec_from_query
+from agents.memory.tokens import COUNTERS, DEFAULT_COUNTER
+from agents.memory.trimming import FALSE_WORDS, STRATEGIES, TRUE_WORDS, StrategyError
 from agents.throttling import expensive_api
 
 MAX_MESSAGE_PAGE = 1000
@@ -512,58 +512,14 @@ def session_trim(request: Request, session_id: int) -> Response:
     ``{"from", "to", "reason"}`` of consecutive input indices, no per-message ``explanation``, and the trimmed
     ``messages`` only with ``?messages=1``. ``?detail=full`` gives the ``trim`` command's whole JSON instead
     (per-index ``dropped``, ``explanation``, ``messages``)."""
-    session = services.session_for_user(request.user, session_id)
-    query = request.query_params
-    detail = query.get("detail", "compact")
-    if detail not in TRIM_DETAILS:
-        return _bad_request(f"detail={detail}: expected {' or '.join(TRIM_DETAILS)}")
-    with_messages = query.get("messages", "0").strip().lower()
-    if with_messages not in TRUE_WORDS | FALSE_WORDS | {""}:
-        return _bad_request(f"messages={with_messages}: expected 1 or 0")
-    preset_name = query.get("preset", "").strip()
-    preset = None
-    if preset_name:
-        # A preset of the session's project: its strategy, parameters and counter (a ?counter= still wins).
-        extra = sorted(set(query) - TRIM_QUERY_KEYS)
-        if "strategy" in query or extra:
-            return _bad_request(f"preset={preset_name}: give the preset or a strategy with its parameters, not both")
-        try:
-            preset = services.preset_for_session(session=session, name=preset_name)
-            spec = services.preset_spec(preset)
-        except services.PresetError as exc:
-            return _bad_request(str(exc))
-    counter = query.get("counter") or (preset.counter if preset is not None else session.token_counter)
     try:
-        # Checked before a large session is read.
-        get_counter(counter)
-    except ValueError as exc:
-        return _bad_request(f"counter: {exc}")
-    # Without a strategy (the URL the browsable API's own breadcrumbs link to): the recommended one, said so.
-    named = query.get("strategy", "").strip()
-    if preset is None:
-        try:
-            spec = spec_from_query(named or DEFAULT_TRIM_STRATEGY, query, other_keys=TRIM_QUERY_KEYS)
-        except StrategyError as exc:
-            return _bad_request(str(exc))
-    trimmed = services.session_trim(session=session, specs=[spec], counter=counter)
-    result, recounted = trimmed.results[0], trimmed.recounted
-    del trimmed  # the input list can go before the answer is built (200,000 messages: hundreds of MB)
-    if detail == "full":
-        data = result.to_dict()
-    else:
-        data = result.to_compact_dict(messages=with_messages in TRUE_WORDS)
-    data["detail"] = detail
-    data["recounted"] = recounted
-    if not named and preset is None:
-        data["note"] = (f"no strategy given: {DEFAULT_TRIM_STRATEGY} (memoryviz's recommendation); name one with "
-                        f"?strategy=NAME, listed at {request.build_absolute_uri(reverse('api:strategy_list'))}")
+        data = services.session_trim_answer(
+            user=request.user, session_id=session_id, query=request.query_params,
+            strategies_url=request.build_absolute_uri(reverse("api:strategy_list")),
+        )
+    except services.TrimRequestError as exc:
+        return _bad_request(str(exc))
     return Response(data)
-
-
-# Query keys of the trim endpoint that are not strategy parameters (format: DRF's ?format=json).
-TRIM_QUERY_KEYS = frozenset({"strategy", "preset", "format", "counter", "detail", "messages"})
-TRIM_DETAILS = ("compact", "full")
-DEFAULT_TRIM_STRATEGY = "safe_token_budget"
 
 
 @extend_schema(

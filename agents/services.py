@@ -40,11 +40,14 @@ from agents.memory.replay import Replay, replay, replay_call
 from agents.memory.stored import DetachedTrim, StoredMessages, TrimmedMessages, has_content, outline
 from agents.memory.tokens import count_messages, get_counter, total_tokens
 from agents.memory.trimming import (
+    FALSE_WORDS,
     MEMORY_IDEMPOTENT,
     MEMORY_VIEW,
+    TRUE_WORDS,
     StrategyError,
     StrategySpec,
     TrimResult,
+    spec_from_query,
     spec_from_text,
     strategy_spec,
     trim,
@@ -927,6 +930,68 @@ def session_trim(
         results.append(result)
     return SessionTrim(session, messages, counts, results, recounted)
 
+
+
+# Query keys of the trim endpoint that are not strategy parameters (format: DRF's ?format=json).
+TRIM_QUERY_KEYS = frozenset({"strategy", "preset", "format", "counter", "detail", "messages"})
+TRIM_DETAILS = ("compact", "full")
+DEFAULT_TRIM_STRATEGY = "safe_token_budget"
+
+
+class TrimRequestError(ValueError):
+    """The trim API's query is wrong; ``str(e)`` names the parameter."""
+
+
+def session_trim_answer(*, user: User, session_id: int, query: Any, strategies_url: str) -> dict[str, Any]:
+    """The trim API's answer for the session (404 when not in the user's projects) and its query: the strategy
+    and parameters (``strategy=NAME&<param>=<value>``, else the recommended one, said so with a link to
+    ``strategies_url``) or a preset of the session's project (``preset=NAME``, with its counter unless
+    ``counter=`` is given); ``detail=compact|full``; ``messages=1`` for the trimmed list. TrimRequestError when
+    the query is wrong, checked before a large session is read."""
+    session = session_for_user(user, session_id)
+    detail = query.get("detail", "compact")
+    if detail not in TRIM_DETAILS:
+        raise TrimRequestError(f"detail={detail}: expected {' or '.join(TRIM_DETAILS)}")
+    with_messages = query.get("messages", "0").strip().lower()
+    if with_messages not in TRUE_WORDS | FALSE_WORDS | {""}:
+        raise TrimRequestError(f"messages={with_messages}: expected 1 or 0")
+    preset_name = query.get("preset", "").strip()
+    preset = None
+    if preset_name:
+        # A preset of the session's project: its strategy, parameters and counter (a ?counter= still wins).
+        extra = sorted(set(query) - TRIM_QUERY_KEYS)
+        if "strategy" in query or extra:
+            raise TrimRequestError(f"preset={preset_name}: give the preset or a strategy with its parameters, not both")
+        try:
+            preset = preset_for_session(session=session, name=preset_name)
+            spec = preset_spec(preset)
+        except PresetError as exc:
+            raise TrimRequestError(str(exc)) from None
+    counter = query.get("counter") or (preset.counter if preset is not None else session.token_counter)
+    try:
+        get_counter(counter)
+    except ValueError as exc:
+        raise TrimRequestError(f"counter: {exc}") from None
+    # Without a strategy (the URL the browsable API's own breadcrumbs link to): the recommended one, said so.
+    named = query.get("strategy", "").strip()
+    if preset is None:
+        try:
+            spec = spec_from_query(named or DEFAULT_TRIM_STRATEGY, query, other_keys=TRIM_QUERY_KEYS)
+        except StrategyError as exc:
+            raise TrimRequestError(str(exc)) from None
+    trimmed = session_trim(session=session, specs=[spec], counter=counter)
+    result, recounted = trimmed.results[0], trimmed.recounted
+    del trimmed  # the input list can go before the answer is built (200,000 messages: hundreds of MB)
+    if detail == "full":
+        data = result.to_dict()
+    else:
+        data = result.to_compact_dict(messages=with_messages in TRUE_WORDS)
+    data["detail"] = detail
+    data["recounted"] = recounted
+    if not named and preset is None:
+        data["note"] = (f"no strategy given: {DEFAULT_TRIM_STRATEGY} (memoryviz's recommendation); name one with "
+                        f"?strategy=NAME, listed at {strategies_url}")
+    return data
 
 # What a trim computed, per session version, counter, strategy and parameters (``session_trim``): the cache alias
 # (settings.CACHES; the database cache serves several app servers), and the largest session whose outlines are
