@@ -25,6 +25,10 @@ def _project(request: HtmxHttpRequest, slug: str) -> models.Project:
     return get_object_or_404(services.user_projects(request.user).distinct(), slug=slug)
 
 
+def _membership(project: models.Project, membership_id: int) -> models.Membership:
+    return get_object_or_404(models.Membership.objects.select_related("project"), project=project, pk=membership_id)
+
+
 def _settings_region(request: HtmxHttpRequest, project: models.Project, region: str, error: str = "") -> HttpResponse:
     """The changed region for htmx. Without htmx: back to the settings page, or the whole page with the error
     next to the form (200)."""
@@ -57,9 +61,7 @@ def member_add(request: HtmxHttpRequest, slug: str) -> HttpResponse:
 @require_POST
 def member_role(request: HtmxHttpRequest, slug: str, membership_id: int) -> HttpResponse:
     project = _project(request, slug)
-    membership = get_object_or_404(
-        models.Membership.objects.select_related("project"), project=project, pk=membership_id
-    )
+    membership = _membership(project, membership_id)
     try:
         review.member_set_role(user=request.user, membership=membership, role=request.POST.get("role", ""))
     except ValueError as exc:
@@ -70,9 +72,7 @@ def member_role(request: HtmxHttpRequest, slug: str, membership_id: int) -> Http
 @require_POST
 def member_remove(request: HtmxHttpRequest, slug: str, membership_id: int) -> HttpResponse:
     project = _project(request, slug)
-    membership = get_object_or_404(
-        models.Membership.objects.select_related("project"), project=project, pk=membership_id
-    )
+    membership = _membership(project, membership_id)
     try:
         review.member_remove(user=request.user, membership=membership)
     except ValueError as exc:

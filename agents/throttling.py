@@ -126,8 +126,14 @@ class _Releasing:
             self._release()
 
 
-def hold_while_streaming(response: HttpResponseBase, release: Callable[[], None]) -> HttpResponseBase:
-    """Keep the slot until a streamed response is sent (or dropped); give it back now otherwise."""
+def _run_holding(release: Callable[[], None], view: Callable[..., Any], request: Any, *args: Any, **kwargs: Any) -> Any:
+    """Run the view in the slot that ``release`` gives back: at once when the view fails or answers, or, for a
+    streamed response, once it is sent (or dropped)."""
+    try:
+        response = view(request, *args, **kwargs)
+    except BaseException:
+        release()
+        raise
     if isinstance(response, StreamingHttpResponse) and not response.is_async:
         response.streaming_content = _Releasing(cast(Iterator[bytes], response.streaming_content), release)
     else:
@@ -162,12 +168,7 @@ def expensive(view: Callable[..., HttpResponseBase] | None = None, *, methods: t
             release = admit(request)
         except (Throttled, Busy) as exc:
             return refusal(request, exc)
-        try:
-            response = view(request, *args, **kwargs)
-        except BaseException:
-            release()
-            raise
-        return hold_while_streaming(response, release)
+        return _run_holding(release, view, request, *args, **kwargs)
 
     return wrapped
 
@@ -178,12 +179,6 @@ def expensive_api(view: Callable[..., Any]) -> Callable[..., Any]:
 
     @functools.wraps(view)
     def wrapped(request: Any, *args: Any, **kwargs: Any) -> Any:
-        release = admit(request)
-        try:
-            response = view(request, *args, **kwargs)
-        except BaseException:
-            release()
-            raise
-        return hold_while_streaming(response, release)
+        return _run_holding(admit(request), view, request, *args, **kwargs)
 
     return wrapped
