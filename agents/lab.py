@@ -259,16 +259,16 @@ def _bounded_items(sequence: list[PreviewRow]) -> list[PreviewRow | Gap]:
 
 
 def equivalents(
-    request: Any, session: models.Session, spec: StrategySpec, counter: str, preset: models.Preset | None = None
+    site: str, session: models.Session, spec: StrategySpec, counter: str, preset: models.Preset | None = None
 ) -> dict[str, str]:
     """Where else the lab's result comes from, to copy: the trim API's URL (with the messages, as JSON; by the
     preset's name when the lab shows a preset), and the commands that give the same result from a file (the
-    session exported, then trimmed)."""
+    session exported, then trimmed). ``site``: the scheme and host the API's URL starts with."""
     if preset is not None:
         query = urlencode({"preset": preset.name})
     else:
         query = spec.lab_query + (f"&{urlencode({'counter': counter})}" if counter != session.token_counter else "")
-    api = request.build_absolute_uri(reverse("api:session_trim", args=[session.pk])) + "?" + query
+    api = site + reverse("api:session_trim", args=[session.pk]) + "?" + query
     file = f"session-{session.pk}.json"
     sets: list[str] = []
     for key, value in spec.changed().items():

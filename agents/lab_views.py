@@ -13,27 +13,21 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods
 from django_htmx.http import HttpResponseClientRedirect, push_url
 
-from agents import jobs, lab, lab_charts, models, services
+from agents import jobs, lab, models, pages, services
 from agents.forms import SessionFilterForm
 from agents.http import HtmxHttpRequest
 from agents.lab_forms import StrategyParamsForm, strategy_params_form
 from agents.memory.compare import compare_aligned
-from agents.memory.replay import Replay
-from agents.memory.tokens import COUNTERS
 from agents.memory.trimming import (
-    MEMORY_KINDS,
     STRATEGIES,
     StrategyError,
     StrategySpec,
-    get_strategy,
     spec_from_query,
     spec_from_text,
-    strategy_spec,
 )
 from agents.memory.trimming.catalog import strategies_by_framework, strategy_entry
 from agents.throttling import expensive
 
-DEFAULT_STRATEGY = "buffered"
 DEFAULT_COMPARE = ["buffered", "langchain_last", "safe_token_budget"]
 DEFAULT_REPORT = ["buffered", "langchain_last", "safe_token_budget"]
 MAX_COLUMNS = 4
@@ -44,72 +38,18 @@ MAX_COLUMNS = 4
 def session_lab(request: HtmxHttpRequest, session_id: int) -> HttpResponse:
     """The lab; a POST saves its setting as a preset (the form posts to the lab's own address, so that a refused
     save answers the lab itself, its links intact, with the error beside the form)."""
-    session = services.session_for_user(request.user, session_id)
     if request.method == "POST":
-        return _save_preset(request, session)
-    query, preset, preset_error = _lab_query(request, session)
-    return _render_lab(request, session, query, preset=preset, preset_error=preset_error)
+        return _save_preset(request, services.session_for_user(request.user, session_id))
+    return _render_lab(request, session_id, request.GET)
 
 
-def _render_lab(request: HtmxHttpRequest, session: models.Session, query: QueryDict, *, preset: Any,
-                preset_error: str, save_error: str = "", preset_name: str = "") -> HttpResponse:
-    name = query.get("strategy") or DEFAULT_STRATEGY
-    strategy_error = "" if name in STRATEGIES else f"unknown strategy '{name}'"
-    strategy = STRATEGIES.get(name) or get_strategy(DEFAULT_STRATEGY)
-    counter = query.get("counter") or session.token_counter
-    counter_error = "" if counter in COUNTERS else (
-        f"Unknown counter ‘{counter}’; counting with {session.token_counter}, the stored one."
-    )
-    if counter_error:
-        counter = session.token_counter
-    # The form says which strategy its parameters were for: after a switch (without JS) they start from defaults.
-    params_for = query.get("params_for")
-    form = strategy_params_form(strategy, None if params_for and params_for != strategy.name else query)
-    preview = run = chart = step = None
-    # An unknown strategy (or counter) shows the default one's preview, as its message says.
-    if form.spec is not None:
-        replayed = services.session_replay(session=session, spec=form.spec, counter=counter,
-                                           step=_int_or_none(query.get("step")))
-        run, step = replayed.replay, replayed.step
-        # At a call of the run, its input is the messages before it.
-        preview = lab.trim_preview(replayed.sent, replayed.counts[:replayed.sent_from], replayed.result)
-        chart = lab_charts.replay_chart(run.steps, chosen=step)
-    spec = form.spec or strategy_spec(strategy)
-    other = "safe_token_budget" if strategy.name != "safe_token_budget" else "buffered"
-    context = {
-        "session": session,
-        "catalog": strategies_by_framework(),
-        "entry": strategy_entry(strategy),
-        "strategy": strategy,
-        "strategy_error": strategy_error,
-        "form": form,
-        "preview": preview,
-        "counter": counter,
-        "counter_error": counter_error,
-        "counters": sorted(COUNTERS),
-        "replay": run,
-        "chart": chart,
-        "step": step,
-        "step_call": run.steps[step] if run is not None and step is not None else None,
-        "memory_text": MEMORY_KINDS[strategy.memory],
-        "replay_links": _replay_links(run, spec, counter, session) if run is not None else None,
-        "preset": preset,
-        "preset_error": preset_error,
-        "presets": services.presets_for_user(request.user, project=session.agent.project),
-        "can_save_preset": services.editable_projects(request.user).filter(pk=session.agent.project_id).exists(),
-        "spec": spec,
-        "preset_fields": [(key, value) for key, values in QueryDict(spec.lab_query).lists() for value in values],
-        "equivalents": lab.equivalents(request, session, spec, counter, preset) if form.spec is not None else None,
-        "compare_query": urlencode([("s", spec.text), ("s", other)]),
-        "diff_query": urlencode({"trim": spec.text}),
-        # The Export menu of the trimmed view: the strategy and its changed parameters (``key=value,key=value``).
-        "export_params": spec.text.partition(":")[2],
-        "dropped_shown": lab.DROPPED_SHOWN,
-        # Only the result is swapped on a parameter change: the field errors travel out of band.
-        "oob_errors": bool(request.htmx) and request.htmx.target != "lab-main",
-        "preset_save_error": save_error,
-        "preset_name": preset_name,
-    }
+def _render_lab(request: HtmxHttpRequest, session_id: int, query: QueryDict, *, save_error: str = "",
+                preset_name: str = "") -> HttpResponse:
+    context = pages.lab_page(user=request.user, session_id=session_id, query=query,
+                             step=_int_or_none(query.get("step")), site=request.build_absolute_uri("/").rstrip("/"),
+                             save_error=save_error, preset_name=preset_name)
+    # Only the result is swapped on a parameter change: the field errors travel out of band.
+    context["oob_errors"] = bool(request.htmx) and request.htmx.target != "lab-main"
     template_name = "agents/lab.html"
     if request.htmx:
         # The strategy select replaces the form and the result; any other change only the result. Invalid input
@@ -117,36 +57,6 @@ def _render_lab(request: HtmxHttpRequest, session: models.Session, query: QueryD
         # document with a 400 answer to htmx).
         template_name += "#lab-main" if request.htmx.target == "lab-main" else "#lab-result"
     return render(request, template_name, context)
-
-
-def _lab_query(request: HtmxHttpRequest, session: Any) -> tuple[QueryDict, Any, str]:
-    """The lab's query: the page's own, or, for ``?preset=NAME`` (a shared link), the preset's strategy,
-    parameters and counter (a ``step`` of the link is kept). Also the preset, and why it did not apply."""
-    name = request.GET.get("preset", "").strip()
-    if not name:
-        return request.GET, None, ""
-    try:
-        preset = services.preset_for_session(session=session, name=name)
-        spec = services.preset_spec(preset)
-    except services.PresetError as exc:
-        return request.GET, None, str(exc)
-    query = QueryDict(spec.lab_query, mutable=True)
-    query["counter"] = preset.counter
-    query["params_for"] = spec.name
-    if request.GET.get("step"):
-        query["step"] = request.GET["step"]
-    return query, preset, ""
-
-
-def _replay_links(run: Replay, spec: StrategySpec, counter: str, session: Any) -> dict[str, Any]:
-    """Where the replay's first violation and first lost question are, and the lab's query to link to a step."""
-    query = spec.lab_query + (f"&{urlencode({'counter': counter})}" if counter != session.token_counter else "")
-    query += f"&{urlencode({'params_for': spec.name})}"
-
-    def at(step: int | None) -> dict[str, int] | None:
-        return None if step is None else {"step": step, "call": run.steps[step].call}
-
-    return {"query": query, "violation": at(run.first_violation), "question": at(run.first_question_lost)}
 
 
 def _int_or_none(value: str | None) -> int | None:
@@ -186,7 +96,7 @@ def _save_preset(request: HtmxHttpRequest, session: models.Session) -> HttpRespo
             "preset_fields": [(key, value) for key, values in query.lists() if key != "counter" for value in values],
         })
     query["params_for"] = name
-    return _render_lab(request, session, query, preset=None, preset_error="", save_error=error, preset_name=typed)
+    return _render_lab(request, session.pk, query, save_error=error, preset_name=typed)
 
 
 @dataclass

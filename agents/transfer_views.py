@@ -7,21 +7,17 @@ from __future__ import annotations
 
 from pathlib import Path
 from typing import Any, cast
-from urllib.parse import urlencode
 
 from django.conf import settings
 from django.core.exceptions import PermissionDenied
-from django.db.models import Count, QuerySet, Sum
 from django.forms import ChoiceField
 from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import redirect, render
-from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from agents import exports, imports, jobs, models, services, uploads
-from agents.forms import MAX_PASTE_CHARS, ImportForm, SessionFilterForm, session_filter_pairs
+from agents import exports, imports, jobs, models, pages, services, uploads
+from agents.forms import MAX_PASTE_CHARS, ImportForm
 from agents.memory import formats
-from agents.memory.trimming import STRATEGIES, StrategyError, StrategySpec, spec_from_pairs, split_pairs
 from agents.throttling import expensive
 
 # The label of pasted JSON (it has no file name to read a kind from).
@@ -192,28 +188,17 @@ def _render_form(request: HttpRequest, form: ImportForm, *, error: str = "") -> 
 @expensive(methods=("POST",))
 def export_session(request: HttpRequest, session_id: int) -> HttpResponse | StreamingHttpResponse:
     """One session (404 when not in the user's projects), whole or as trimmed by strategy= and params=."""
-    session = services.session_for_user(request.user, session_id)
-    sessions = services.sessions_for_user(request.user).filter(pk=session.pk)
-    scope = f"session {session.pk} ({session.title or session.external_id})"
-    return _export(request, sessions, scope=scope, filters={"session": session.pk}, single=session)
+    answer = pages.export_request(user=request.user, data=_export_data(request), download=request.method == "POST",
+                                  session_id=session_id)
+    return _export_response(request, answer)
 
 
 @require_http_methods(["GET", "POST"])
 @expensive(methods=("POST",))
 def export_sessions(request: HttpRequest) -> HttpResponse | StreamingHttpResponse:
     """The sessions matching the list's filters (the same fields as the session list's query string)."""
-    data = _export_data(request)
-    form = SessionFilterForm(data, user=request.user)
-    filters = {k: v for k, v in data.items() if k in form.fields and k != "sort" and v}
-    scope = "sessions matching " + (", ".join(f"{k}={v}" for k, v in filters.items()) or "no filter (all)")
-    # The list page may ignore an invalid field and show its error, or clear an agent of another project; an export
-    # must not: dropping a filter widens what is downloaded (a project the user is not in would read as "all").
-    refusal = form.refusal()
-    if refusal:
-        sessions = models.Session.objects.none()
-    else:
-        sessions = services.sessions_filtered(request.user, form.filters())
-    return _export(request, sessions, scope=scope, filters=filters, refusal=refusal)
+    answer = pages.export_request(user=request.user, data=_export_data(request), download=request.method == "POST")
+    return _export_response(request, answer)
 
 
 @require_GET
@@ -227,123 +212,15 @@ def _export_data(request: HttpRequest) -> Any:
     return request.POST if request.method == "POST" else request.GET
 
 
-def _export(
-    request: HttpRequest,
-    sessions: QuerySet[models.Session],
-    *,
-    scope: str,
-    filters: dict[str, Any],
-    single: models.Session | None = None,
-    refusal: str = "",
-) -> HttpResponse | StreamingHttpResponse:
-    """GET: the export page. POST: the download, or the export page with what is wrong."""
-    data = _export_data(request)
-    try:
-        if refusal:
-            raise exports.ExportFailed(refusal)
-        plan = exports.export_plan(
-            sessions=sessions, format=data.get("format") or "native", scope=scope, filters=filters,
-            spec=_export_spec(data, user=request.user, project=single.agent.project if single else None),
-            on_invalid=data.get("on_invalid") or "skip",
-        )
-        if not plan.sessions.exists():
-            raise exports.ExportFailed("no session matches these filters")
-        if request.method == "GET":
-            return _export_page(request, data, scope=scope, single=single, plan=plan)
-        skipped = _skipped_or_refuse(plan)
-    except exports.ExportFailed as exc:
-        # 200 with the form and what is wrong, as every form here answers invalid input.
-        return _export_page(request, data, scope=scope, single=single, error=str(exc))
-    total = plan.sessions.aggregate(n=Sum("message_count"))["n"] or 0
-    if total > settings.MEMORYVIZ_BACKGROUND_EXPORT_MESSAGES:
-        # Too long for one request: a worker writes the file, the job's page links it when done.
-        params = {"session_ids": list(plan.sessions.values_list("pk", flat=True)), "format": plan.format,
-                  "spec": plan.spec.text if plan.spec is not None else None, "on_invalid": plan.on_invalid,
-                  "scope": scope, "filters": filters, "filename": exports.export_filename(plan, single=single)}
-        job = jobs.job_enqueue(user=request.user, kind=models.BackgroundJob.Kind.EXPORT, title=f"Export of {scope}",
-                               params=params, total=total)
-        return redirect(job)
-    format_spec = formats.FORMATS[plan.format]
-    response = StreamingHttpResponse(
-        exports.export_chunks(plan, user=request.user, interface="web"),
-        content_type=f"{getattr(format_spec, 'media_type', 'application/json')}; charset=utf-8",
-    )
-    response["Content-Disposition"] = f'attachment; filename="{exports.export_filename(plan, single=single)}"'
-    if skipped:
+def _export_response(request: HttpRequest, answer: pages.ExportAnswer) -> HttpResponse | StreamingHttpResponse:
+    """GET: the export page. POST: the download, the job that writes it, or the export page with what is wrong."""
+    if answer.job is not None:
+        return redirect(answer.job)
+    if answer.chunks is None:
+        return render(request, "agents/export.html", answer.page)
+    response = StreamingHttpResponse(answer.chunks, content_type=answer.media_type)
+    response["Content-Disposition"] = f'attachment; filename="{answer.filename}"'
+    if answer.skipped:
         # The body is streamed, so the skipped conversations are told up front, and kept on the export record.
-        response["X-Memoryviz-Skipped"] = str(len(skipped))
+        response["X-Memoryviz-Skipped"] = str(len(answer.skipped))
     return response
-
-
-def _skipped_or_refuse(plan: exports.ExportPlan) -> list[str]:
-    """For ``openai_jsonl``, the conversations that break the protocol, which the file leaves out; ExportFailed
-    when it would leave out every one (an empty file says nothing) or was asked to stop on them."""
-    if plan.format != "openai_jsonl":
-        return []
-    invalid = exports.invalid_sessions(plan)
-    listed = "; ".join(invalid[:20]) + (f"; and {len(invalid) - 20} more" if len(invalid) > 20 else "")
-    if invalid and plan.on_invalid == "stop":
-        raise exports.ExportFailed(
-            "stopped: these conversations break the protocol, and openai_jsonl was asked to stop on them "
-            f"(choose 'skip' to leave them out): {listed}"
-        )
-    if invalid and len(invalid) == plan.sessions.count():
-        every = "the conversation breaks" if len(invalid) == 1 else f"all {len(invalid)} conversations break"
-        raise exports.ExportFailed(
-            f"nothing to export: {every} the protocol, and openai_jsonl leaves out a conversation that does "
-            f"(choose another format, or a strategy that keeps the protocol): {listed}"
-        )
-    return invalid
-
-
-def _export_page(
-    request: HttpRequest,
-    data: Any,
-    *,
-    scope: str,
-    single: models.Session | None,
-    plan: exports.ExportPlan | None = None,
-    error: str = "",
-) -> HttpResponse:
-    """The export form on a page of its own, filled in from ``data``; with the error when there is one."""
-    context = {
-        "session": single,
-        "scope": scope,
-        "plan": plan,
-        "summary": plan.sessions.aggregate(sessions=Count("id"), messages=Sum("message_count")) if plan else None,
-        "error": error,
-        "values": {key: data.get(key, "") for key in ("format", "on_invalid", "strategy", "params")}
-        | ({"strategy": services.PRESET_PREFIX + data["preset"]} if data.get("preset") else {}),
-        "presets": services.presets_for_user(request.user, project=single.agent.project if single else None),
-        "carried": [] if single else session_filter_pairs(data),
-        "fixed_strategy": False,
-        "back_url": single.get_absolute_url() if single else
-        f"{reverse('agents:session_list')}?{urlencode(session_filter_pairs(data))}".rstrip("?"),
-        "formats": list(formats.FORMATS.values()),
-        "strategies": list(STRATEGIES),
-    }
-    return render(request, "agents/export.html", context)
-
-
-def _export_spec(query: Any, *, user: Any, project: models.Project | None) -> StrategySpec | None:
-    """The strategy of ``strategy=`` with its parameters from ``params=key=value, key=value`` and ``set=key=value``
-    (repeatable), or a preset of the user's projects (of the session's, for one session): ``preset=NAME`` or
-    ``strategy=preset:NAME``; an error names the field."""
-    strategy = (query.get("strategy") or "").strip()
-    preset = (query.get("preset") or "").strip()
-    if strategy.startswith(services.PRESET_PREFIX) or preset:
-        field = "preset" if preset else "strategy"
-        if (preset and strategy) or query.getlist("set") or (query.get("params") or "").strip():
-            raise exports.ExportFailed(f"{field}: give a preset, or a strategy with its parameters, not both")
-        try:
-            return services.spec_or_preset(user=user, text=strategy or services.PRESET_PREFIX + preset,
-                                           project=project)[0]
-        except services.PresetError as exc:
-            raise exports.ExportFailed(f"{field}: {exc}") from None
-    try:
-        return spec_from_pairs(query.get("strategy"), [*query.getlist("set"), *split_pairs(query.get("params", ""))])
-    except StrategyError as exc:
-        if not exc.problems:
-            raise exports.ExportFailed(f"strategy: {exc}") from None
-        field = "set" if query.getlist("set") and not query.get("params") else "params"
-        raise exports.ExportFailed(exc.text(flag=f"{field}: ")) from None
