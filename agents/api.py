@@ -9,12 +9,14 @@ from __future__ import annotations
 import io
 import re
 import uuid
-from typing import Any
+from types import SimpleNamespace
+from typing import Any, cast
 from urllib.parse import urlencode
 
 from django.contrib.auth.decorators import login_not_required
 from django.db import transaction
 from django.db.models import Count, Q
+from django.http import QueryDict
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.html import escape
@@ -26,6 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from rest_framework.authentication import SessionAuthentication
 from rest_framework.decorators import api_view, authentication_classes, parser_classes
 from rest_framework.exceptions import NotFound, PermissionDenied
+from rest_framework.negotiation import DefaultContentNegotiation
 from rest_framework.pagination import PageNumberPagination
 from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.request import Request
@@ -33,7 +36,7 @@ from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 from rest_framework.views import get_view_description
 
-from agents import capture, diffs, find, imports, models, review, services
+from agents import capture, diffs, find, imports, models, pages, review, services, transfer_views
 from agents.api_auth import ApiKeyAuthentication
 from agents.auth import ThrottledBasicAuthentication
 from agents.forms import AgentForm, SessionFilterForm
@@ -553,6 +556,88 @@ def format_list(request: Request) -> Response:
         {"formats": [{"name": f.name, "label": f.label, "description": f.description} for f in FORMATS.values()]}
     )
 
+
+
+
+# --- export ---------------------------------------------------------------------------------------------------
+
+_EXPORT_FIELDS = [
+    OpenApiParameter("format", str, enum=sorted(FORMATS), description="A format of /api/formats/ (default: native)"),
+    OpenApiParameter("strategy", str, description="Export each session as this strategy trims it"),
+    OpenApiParameter("params", str, description="The strategy's parameters: key=value, key=value"),
+    OpenApiParameter("preset", str, description="A preset instead of strategy and params"),
+    OpenApiParameter("on_invalid", str, enum=["skip", "stop"],
+                     description="openai_jsonl: leave out, or refuse, conversations that break the protocol"),
+]
+_EXPORT_ANSWERS = {
+    (200, "application/octet-stream"): OpenApiTypes.BINARY,
+    202: OpenApiTypes.OBJECT, 400: ApiError, 401: ApiError, 404: ApiError,
+}
+
+
+class _FormatNamesTheFile(DefaultContentNegotiation):
+    """In an export, ``?format=`` names the file's format (as on the pages and in export_history), not DRF's
+    renderer of the answer (which would answer 404 to ``?format=openai``)."""
+
+    settings = cast(Any, SimpleNamespace(URL_FORMAT_OVERRIDE=None))
+
+
+def _format_names_the_file(view: Any) -> Any:
+    """On a view made by ``api_view`` (which takes no negotiation class of its own)."""
+    view.cls.content_negotiation_class = _FormatNamesTheFile
+    return view
+
+
+def _export_query(request: Request) -> QueryDict:
+    """The export's fields from the query string and the body (a form, or JSON whose lists repeat a field)."""
+    query = request.query_params.copy()
+    data = request.data
+    if hasattr(data, "lists"):
+        for key, values in data.lists():
+            query.setlist(key, values)
+    elif isinstance(data, dict):
+        for key, value in data.items():
+            query.setlist(key, [str(v) for v in value] if isinstance(value, list) else [str(value)])
+    return query
+
+
+def _export_answer(request: Request, *, session_id: int | None = None) -> Any:
+    """Through the pages' one export path (pages.export_request): the streamed file, 202 with the background job's
+    URL, or 400 ``{"error": ...}`` naming the field."""
+    answer = pages.export_request(user=request.user, data=_export_query(request), download=True,
+                                  session_id=session_id, interface="api")
+    if answer.job is not None:
+        return Response({"job": request.build_absolute_uri(answer.job.get_absolute_url()),
+                         "status": answer.job.status}, status=202)
+    if answer.chunks is None:
+        return _bad_request(str((answer.page or {}).get("error") or "nothing to export"))
+    return transfer_views.export_download(answer)
+
+
+@extend_schema(operation_id="session_export", summary="Download a session in any format, whole or trimmed",
+               parameters=_EXPORT_FIELDS, request=None, responses=_EXPORT_ANSWERS)
+@_format_names_the_file
+@write_api(["POST"])
+@expensive_api
+def session_export(request: Request, session_id: int) -> Any:
+    """The session as the session page's Export menu downloads it: ``format``, and ``strategy`` with ``params``
+    or ``preset`` (of the session's project) to export it trimmed; the fields in the query string or the body.
+    Any member of the project may export. Past the background threshold, 202 with the job's URL."""
+    return _export_answer(request, session_id=session_id)
+
+
+@extend_schema(operation_id="exports_create", summary="Download the sessions matching the list's filters",
+               parameters=[*_EXPORT_FIELDS, OpenApiParameter("project", str), OpenApiParameter("agent", str),
+                           OpenApiParameter("q", str)],
+               request=None, responses=_EXPORT_ANSWERS)
+@_format_names_the_file
+@write_api(["POST"])
+@expensive_api
+def export_create(request: Request) -> Any:
+    """The sessions of your projects matching the session list's filters (``project``, ``agent``, ``q``, ``tool``,
+    ``violations``, ``errors``, dates, tokens, labels), in one file, as the export page downloads them. A filter
+    that cannot apply (another project, an invalid value) is refused, never dropped."""
+    return _export_answer(request)
 
 
 # --- writing ------------------------------------------------------------------------------------------------

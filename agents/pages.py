@@ -479,10 +479,12 @@ class ExportAnswer:
     skipped: list[str] = field(default_factory=list)
 
 
-def export_request(*, user: services.User, data: Any, download: bool, session_id: int | None = None) -> ExportAnswer:
+def export_request(*, user: services.User, data: Any, download: bool, session_id: int | None = None,
+                   interface: str = "web") -> ExportAnswer:
     """One session (``session_id``: 404 when not in the user's projects) or the sessions matching the list's filters
     in ``data`` (the same fields as the session list's query string), whole or as trimmed by ``strategy=`` and
-    ``params=``. ``download``: the file (a POST); else the export page filled in from ``data``."""
+    ``params=``. ``download``: the file (a POST); else the export page filled in from ``data``. ``interface``: who
+    asks, for the export record ("web" or "api")."""
     single: models.Session | None = None
     refusal = ""
     if session_id is not None:
@@ -526,7 +528,7 @@ def export_request(*, user: services.User, data: Any, download: bool, session_id
                                                  title=f"Export of {scope}", params=params, total=total))
     format_spec = formats.FORMATS[plan.format]
     return ExportAnswer(
-        chunks=exports.export_chunks(plan, user=user, interface="web"),
+        chunks=exports.export_chunks(plan, user=user, interface=interface),
         filename=filename,
         media_type=f"{getattr(format_spec, 'media_type', 'application/json')}; charset=utf-8",
         skipped=skipped,

@@ -218,6 +218,12 @@ def _export_response(request: HttpRequest, answer: pages.ExportAnswer) -> HttpRe
         return redirect(answer.job)
     if answer.chunks is None:
         return render(request, "agents/export.html", answer.page)
+    return export_download(answer)
+
+
+def export_download(answer: pages.ExportAnswer) -> StreamingHttpResponse:
+    """The file of an export answer, streamed with its content type and name (the pages and the API)."""
+    assert answer.chunks is not None, "an answer with its file"
     response = StreamingHttpResponse(answer.chunks, content_type=answer.media_type)
     response["Content-Disposition"] = f'attachment; filename="{answer.filename}"'
     if answer.skipped:

@@ -72,6 +72,8 @@ api_urlpatterns = [
     path("sessions/<int:session_id>/annotations/<int:annotation_id>/", api.session_annotation,
          name="session_annotation"),
     path("sessions/<int:session_id>/trim/", api.session_trim, name="session_trim"),
+    path("sessions/<int:session_id>/export/", api.session_export, name="session_export"),
+    path("exports/", api.export_create, name="export_create"),
     path("sessions/<int:session_id>/diff/", api.session_diff, name="session_diff"),
     path("sessions/<int:session_id>/diff/<int:other_id>/", api.session_diff, name="session_diff_with"),
     path("strategies/", api.strategy_list, name="strategy_list"),
