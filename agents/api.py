@@ -832,8 +832,8 @@ def session_diff(request: Request, session_id: int, other_id: int | None = None)
     else:
         try:
             # trim=preset:NAME: a preset of the session's project.
-            spec = services.spec_or_preset(user=None, text=spec_text, project=session.agent.project)[0]
-            found = diffs.session_diff_trimmed(session=session, spec=spec)
+            spec, preset = services.spec_or_preset(user=None, text=spec_text, project=session.agent.project)
+            found = diffs.session_diff_trimmed(session=session, spec=spec, counter=services.trim_counter(preset))
         except (StrategyError, services.PresetError) as exc:
             return _bad_request(f"trim: {exc}")
     start = numbers["start"]

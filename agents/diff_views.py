@@ -28,8 +28,8 @@ def session_diff(request: HtmxHttpRequest, session_id: int) -> HttpResponse:
             found = diffs.session_diff(left=session, right=services.session_for_user(request.user, _id(other)))
         elif spec_text:
             # trim=preset:NAME: a preset of the session's project.
-            spec = services.spec_or_preset(user=None, text=spec_text, project=session.agent.project)[0]
-            found = diffs.session_diff_trimmed(session=session, spec=spec)
+            spec, preset = services.spec_or_preset(user=None, text=spec_text, project=session.agent.project)
+            found = diffs.session_diff_trimmed(session=session, spec=spec, counter=services.trim_counter(preset))
     except (StrategyError, services.PresetError) as exc:
         context["error"] = f"trim={spec_text}: {exc}"
     if found is None:

@@ -49,9 +49,10 @@ def session_diff(*, left: models.Session, right: models.Session) -> SessionDiff:
     return SessionDiff(left, right, diff_messages(services.session_messages(left), services.session_messages(right)))
 
 
-def session_diff_trimmed(*, session: models.Session, spec: StrategySpec) -> SessionDiff:
-    """The session against its trimmed view under ``spec``, with the counts stored at import (nothing recounted)."""
-    trimmed = services.session_trim(session=session, specs=[spec])
+def session_diff_trimmed(*, session: models.Session, spec: StrategySpec, counter: str | None = None) -> SessionDiff:
+    """The session against its trimmed view under ``spec``, with the counts stored at import (nothing recounted),
+    or counted with ``counter`` (a preset's: ``services.trim_counter``)."""
+    trimmed = services.session_trim(session=session, specs=[spec], counter=counter)
     result = trimmed.results[0]
     return SessionDiff(session, None, diff_trim(trimmed.messages, result), spec, result)
 

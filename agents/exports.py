@@ -42,6 +42,7 @@ class ExportPlan:
     filters: dict[str, Any] = field(default_factory=dict)
     spec: StrategySpec | None = None  # export each session as trimmed by this
     on_invalid: str = "skip"
+    counter: str | None = None  # what the trim counts with (a preset's); None: each session's own, as stored
 
     @property
     def trimmed(self) -> bool:
@@ -86,9 +87,11 @@ def export_plan(
     filters: Mapping[str, Any] | None = None,
     spec: StrategySpec | None = None,
     on_invalid: str = "skip",
+    counter: str | None = None,
 ) -> ExportPlan:
     """Check the format and what to do with invalid conversations before a byte is written (the strategy and
-    its parameters come validated, once for every session). Raises ExportFailed."""
+    its parameters come validated, once for every session; ``counter``: what the trim counts with, a preset's,
+    ``services.trim_counter``). Raises ExportFailed."""
     if format not in formats.FORMATS:
         raise ExportFailed(f"format: unknown format {format!r}; valid: {', '.join(sorted(formats.FORMATS))}")
     if on_invalid not in ON_INVALID:
@@ -100,6 +103,7 @@ def export_plan(
         filters=dict(filters or {}),
         spec=spec,
         on_invalid=on_invalid,
+        counter=counter if spec is not None else None,
     )
 
 
@@ -226,7 +230,7 @@ class SessionMessages:
 
 def _trim_session(session: models.Session, plan: ExportPlan) -> TrimResult:
     assert plan.spec is not None
-    return services.session_trim(session=session, specs=[plan.spec]).results[0]
+    return services.session_trim(session=session, specs=[plan.spec], counter=plan.counter).results[0]
 
 
 def _conversations(plan: ExportPlan, counter: services.Progress) -> Iterator[Any]:

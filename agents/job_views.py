@@ -1,6 +1,8 @@
 """A background job's page: its progress over htmx (polled until it ends), and its result when done."""
 from __future__ import annotations
 
+from urllib.parse import urlencode
+
 from django.http import FileResponse, Http404, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
@@ -23,14 +25,18 @@ def job_detail(request: HtmxHttpRequest, job_id: int) -> HttpResponse:
     if job.status == job.Status.DONE and job.kind == job.Kind.REPORT and job.result:
         report = jobs.report_from_result(request.user, job.result)
     # The finished report is ordered, narrowed to what a count counts and downloaded as on the report page.
-    shown = lab.report_shown_context(request.GET, report, [spec.text for spec in report.specs] if report else [])
+    labels = ((job.result or {}).get("labels") or [spec.text for spec in report.specs]) if report else []
+    shown = lab.report_shown_context(request.GET, report, labels)
     if isinstance(shown, HttpResponse):
         return shown
     context = {
         **shown,
-        "list_query": None,  # the job keeps the sessions, not the list's filters that chose them
+        # The list's filters the report ran with (kept in its arguments; a job enqueued before they were has none).
+        "list_query": urlencode([tuple(pair) for pair in job.params["filters"]])
+        if job.kind == job.Kind.REPORT and "filters" in job.params else None,
         "job": job,
         "report": report,
+        "preset_counters": any(job.params.get("counters") or []),
         "session_limit": services.REPORT_SESSION_LIMIT,
         "message_limit": services.REPORT_MESSAGE_LIMIT,
     }

@@ -121,7 +121,8 @@ def _run_report(job: models.BackgroundJob, progress: _Progress) -> None:
                  for _ in specs]
     done = 0
     for chunk in _chunks(order, found):
-        report = services.trimming_report(scoped.filter(pk__in=chunk), specs, limit=len(chunk), per_call=per_call)
+        report = services.trimming_report(scoped.filter(pk__in=chunk), specs, limit=len(chunk), per_call=per_call,
+                                          counters=job.params.get("counters"))
         by_pk = {row.session.pk: row for row in report.rows}
         for pk in chunk:
             row = by_pk.get(pk)
@@ -130,7 +131,7 @@ def _run_report(job: models.BackgroundJob, progress: _Progress) -> None:
             rows.append({"session_id": pk, "tokens_before": row.tokens_before, "cells": [
                 {"tokens_after": c.tokens_after, "kept": c.kept, "errors": c.errors, "question_lost": c.question_lost,
                  "budget_exceeded": c.budget_exceeded, "error": c.error, "first_broken_step": c.first_broken_step,
-                 "first_broken_call": c.first_broken_call} for c in row.cells]})
+                 "first_broken_call": c.first_broken_call, "tokens_before": c.tokens_before} for c in row.cells]})
         for total, summary in zip(summaries, report.summaries, strict=True):
             total["broken"] += summary.broken
             total["questions_lost"] += summary.questions_lost
@@ -140,6 +141,8 @@ def _run_report(job: models.BackgroundJob, progress: _Progress) -> None:
         done += sum(found[pk] for pk in chunk)
         progress(done)
     job.result = {"specs": [spec.text for spec in specs], "rows": rows, "summaries": summaries, "per_call": per_call}
+    if job.params.get("labels"):
+        job.result["labels"] = job.params["labels"]  # a preset's column names the preset and its counter
 
 
 # Messages a report job trims between two progress updates: one read of outlines (services.SESSIONS_ROWS_PER_QUERY),
@@ -187,7 +190,7 @@ def _run_export(job: models.BackgroundJob, progress: _Progress) -> None:
     sessions = services.sessions_for_user(job.user).filter(pk__in=params["session_ids"])
     spec = spec_from_text(params["spec"]) if params.get("spec") else None
     plan = exports.export_plan(sessions=sessions, format=params["format"], scope=params["scope"],
-                               filters=params.get("filters") or {}, spec=spec,
+                               filters=params.get("filters") or {}, spec=spec, counter=params.get("counter"),
                                on_invalid=params.get("on_invalid") or "skip")
     name = f"export-{job.pk}-{secrets.token_hex(8)}"
     path = job_dir() / name

@@ -446,7 +446,12 @@ def report_saved(report: services.TrimmingReport) -> list[tuple[int, int]]:
     """(tokens before, tokens after) per strategy, summed over the sessions it trimmed."""
     out = []
     for k, summary in enumerate(report.summaries):
-        before = sum(r.tokens_before for r in report.rows if not r.cells[k].error)
+        # A column counted with its preset's counter saved against the tokens before under that counter.
+        before = 0
+        for r in report.rows:
+            if not r.cells[k].error:
+                own = r.cells[k].tokens_before
+                before += r.tokens_before if own is None else own
         out.append((before, summary.tokens_after_total))
     return out
 

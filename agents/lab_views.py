@@ -14,7 +14,7 @@ from django.views.decorators.http import require_GET, require_http_methods
 from django_htmx.http import HttpResponseClientRedirect, push_url
 
 from agents import jobs, lab, models, pages, services
-from agents.forms import SessionFilterForm
+from agents.forms import SessionFilterForm, session_filter_pairs
 from agents.http import HtmxHttpRequest
 from agents.lab_forms import StrategyParamsForm, strategy_params_form
 from agents.memory.compare import compare_aligned
@@ -108,6 +108,7 @@ class CompareColumn:
     form: StrategyParamsForm | None = None
     chosen: str = ""
     preset: models.Preset | None = None
+    counter: str = ""  # what it counts with: the session's, or its preset's (set by the view)
     preview: lab.TrimPreview | None = None
     prefix: str = ""  # its fields' names and ids: "c2-buffer_size"
     remove_query: str = ""
@@ -197,18 +198,34 @@ def session_lab_compare(request: HtmxHttpRequest, session_id: int) -> HttpRespon
             column.lab_query = column.spec.lab_query
     valid = [c for c in columns if c.spec is not None]
     aligned = lines = None
+    rows_counter = session.token_counter  # what the rows' token counts are under
     if valid:
-        trimmed = services.session_trim(session=session, specs=[c.spec for c in valid if c.spec is not None])
-        for column, result in zip(valid, trimmed.results, strict=True):
-            column.preview = lab.trim_preview(trimmed.messages, trimmed.counts, result, bodies=False)
-        aligned = compare_aligned(trimmed.messages, trimmed.results, only_disagreements=only,
+        # A preset column counts with its preset's counter (as the lab does when the preset is opened), every
+        # other column with the session's stored counts: one session_trim per counter, in the columns' order.
+        for column in valid:
+            column.counter = services.trim_counter(column.preset) or session.token_counter
+        results: dict[int, Any] = {}
+        base = None
+        for counter in dict.fromkeys(c.counter for c in valid):
+            group = [c for c in valid if c.counter == counter]
+            trimmed = services.session_trim(session=session, specs=[c.spec for c in group if c.spec is not None],
+                                            counter=counter)
+            for column, result in zip(group, trimmed.results, strict=True):
+                column.preview = lab.trim_preview(trimmed.messages, trimmed.counts, result, bodies=False)
+                results[id(column)] = result
+            if base is None or counter == session.token_counter:
+                base, rows_counter = trimmed, counter
+        assert base is not None
+        aligned = compare_aligned(base.messages, [results[id(c)] for c in valid], only_disagreements=only,
                                   offset=_int_or_none(query.get("offset")) or 0)
-        lines = lab.aligned_lines(trimmed.messages, trimmed.counts, aligned)
+        lines = lab.aligned_lines(base.messages, base.counts, aligned)
     context = {
         "session": session,
         "columns": columns,
         "valid_columns": valid,
         "aligned": aligned,
+        "rows_counter": rows_counter,
+        "counters_differ": len({c.counter for c in valid}) > 1,
         "aligned_summaries": list(zip(valid, aligned.summaries, strict=True)) if aligned is not None else [],
         "lines": lines,
         "page_end": aligned.offset + len(aligned.items) if aligned is not None else 0,
@@ -238,7 +255,8 @@ def trimming_report(request: HtmxHttpRequest) -> HttpResponse:
     filter_form.is_valid()  # invalid filters are dropped and shown with their error, as on the session list
     texts = [t.strip() for t in request.GET.getlist("s") if t.strip()][:MAX_COLUMNS] or DEFAULT_REPORT
     specs: list[StrategySpec] = []
-    labels: list[str] = []  # each strategy as the report names it: its text, or the preset and its text
+    counters: list[str | None] = []  # what each counts with: a preset's counter, else None (each session's own)
+    labels: list[str] = []  # each strategy as the report names it: its text, or the preset, its text and counter
     spec_fields: list[dict[str, Any]] = []
     for text in texts:
         try:
@@ -248,8 +266,9 @@ def trimming_report(request: HtmxHttpRequest) -> HttpResponse:
             spec_fields.append({"text": text, "error": str(exc)})
             continue
         specs.append(spec)
+        counters.append(services.trim_counter(preset))
         spec_fields.append({"text": text if preset is not None else spec.text, "error": ""})
-        labels.append(f"{text} ({spec.text})" if preset is not None else spec.text)
+        labels.append(f"{text} ({spec.text}; {preset.counter})" if preset is not None else spec.text)
     # Over htmx only the result is swapped: what the report leaves out is said there too, not only beside the box.
     left_out = [{"box": k, **f} for k, f in enumerate(spec_fields, 1) if f["error"]]
     spec_fields += [{"text": "", "error": ""}] * (MAX_COLUMNS - len(spec_fields))
@@ -263,14 +282,18 @@ def trimming_report(request: HtmxHttpRequest) -> HttpResponse:
         most = min(settings.MEMORYVIZ_BACKGROUND_REPORT_MESSAGES, services.REPORT_MESSAGE_LIMIT)
         if total > most or count > services.REPORT_SESSION_LIMIT:
             texts = [s.text for s in specs]
-            params: dict[str, Any] = {"session_ids": list(sessions.values_list("pk", flat=True)), "specs": texts}
+            # The list's filters it ran with are kept too: its page links "of N" to these sessions in the list.
+            params: dict[str, Any] = {"session_ids": list(sessions.values_list("pk", flat=True)), "specs": texts,
+                                      "filters": session_filter_pairs(request.GET)}
             if per_call:
                 params["per_call"] = True
+            if any(counters):
+                params["counters"], params["labels"] = counters, labels
             title = f"Trimming report{' (every call)' if per_call else ''}: {', '.join(texts)}"
             job = jobs.job_enqueue(user=request.user, kind=models.BackgroundJob.Kind.REPORT, params=params,
                                    title=title, total=total)
             return HttpResponseClientRedirect(job.get_absolute_url()) if request.htmx else redirect(job)
-    report = services.trimming_report(sessions, specs, per_call=per_call) if specs else None
+    report = services.trimming_report(sessions, specs, per_call=per_call, counters=counters) if specs else None
     shown = lab.report_shown_context(request.GET, report, labels)
     if isinstance(shown, HttpResponse):
         return shown  # ?download=csv|json
@@ -283,6 +306,7 @@ def trimming_report(request: HtmxHttpRequest) -> HttpResponse:
         "filter_problems": [f"{name}: {' '.join(map(str, errors))}" for name, errors in filter_form.errors.items()],
         "report": report,
         "per_call": per_call,
+        "preset_counters": any(counters),
         "strategies": list(STRATEGIES.values()),
         "session_limit": services.REPORT_SESSION_LIMIT,
         "message_limit": services.REPORT_MESSAGE_LIMIT,

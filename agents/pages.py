@@ -504,10 +504,10 @@ def export_request(*, user: services.User, data: Any, download: bool, session_id
     try:
         if refusal:
             raise exports.ExportFailed(refusal)
+        spec, counter = _export_spec(data, user=user, project=single.agent.project if single else None)
         plan = exports.export_plan(
             sessions=sessions, format=data.get("format") or "native", scope=scope, filters=filters,
-            spec=_export_spec(data, user=user, project=single.agent.project if single else None),
-            on_invalid=data.get("on_invalid") or "skip",
+            spec=spec, counter=counter, on_invalid=data.get("on_invalid") or "skip",
         )
         if not plan.sessions.exists():
             raise exports.ExportFailed("no session matches these filters")
@@ -522,7 +522,8 @@ def export_request(*, user: services.User, data: Any, download: bool, session_id
     if total > settings.MEMORYVIZ_BACKGROUND_EXPORT_MESSAGES:
         # Too long for one request: a worker writes the file, the job's page links it when done.
         params = {"session_ids": list(plan.sessions.values_list("pk", flat=True)), "format": plan.format,
-                  "spec": plan.spec.text if plan.spec is not None else None, "on_invalid": plan.on_invalid,
+                  "spec": plan.spec.text if plan.spec is not None else None, "counter": plan.counter,
+                  "on_invalid": plan.on_invalid,
                   "scope": scope, "filters": filters, "filename": filename}
         return ExportAnswer(job=jobs.job_enqueue(user=user, kind=models.BackgroundJob.Kind.EXPORT,
                                                  title=f"Export of {scope}", params=params, total=total))
@@ -579,10 +580,13 @@ def _export_page(
     }
 
 
-def _export_spec(query: Any, *, user: services.User, project: models.Project | None) -> StrategySpec | None:
+def _export_spec(
+    query: Any, *, user: services.User, project: models.Project | None
+) -> tuple[StrategySpec | None, str | None]:
     """The strategy of ``strategy=`` with its parameters from ``params=key=value, key=value`` and ``set=key=value``
     (repeatable), or a preset of the user's projects (of the session's, for one session): ``preset=NAME`` or
-    ``strategy=preset:NAME``; an error names the field."""
+    ``strategy=preset:NAME``, which counts with its own counter; and the counter (None: each session's own). An
+    error names the field."""
     strategy = (query.get("strategy") or "").strip()
     preset = (query.get("preset") or "").strip()
     if strategy.startswith(services.PRESET_PREFIX) or preset:
@@ -590,12 +594,15 @@ def _export_spec(query: Any, *, user: services.User, project: models.Project | N
         if (preset and strategy) or query.getlist("set") or (query.get("params") or "").strip():
             raise exports.ExportFailed(f"{field}: give a preset, or a strategy with its parameters, not both")
         try:
-            return services.spec_or_preset(user=user, text=strategy or services.PRESET_PREFIX + preset,
-                                           project=project)[0]
+            spec, found = services.spec_or_preset(user=user, text=strategy or services.PRESET_PREFIX + preset,
+                                                  project=project)
         except services.PresetError as exc:
             raise exports.ExportFailed(f"{field}: {exc}") from None
+        return spec, services.trim_counter(found)
     try:
-        return spec_from_pairs(query.get("strategy"), [*query.getlist("set"), *split_pairs(query.get("params", ""))])
+        return spec_from_pairs(
+            query.get("strategy"), [*query.getlist("set"), *split_pairs(query.get("params", ""))]
+        ), None
     except StrategyError as exc:
         if not exc.problems:
             raise exports.ExportFailed(f"strategy: {exc}") from None

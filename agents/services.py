@@ -889,7 +889,7 @@ class SessionTrim:
 
     session: models.Session
     messages: StoredMessages  # outlines, and whole messages read when read (memory/stored.py)
-    counts: list[int]  # under the session's counter, as stored
+    counts: list[int]  # under the trim's counter: the stored ones, or each message counted again (``recounted``)
     results: list[TrimResult]
     recounted: bool  # another counter than the session's: every message was counted again
 
@@ -903,8 +903,9 @@ def session_trim(
 ) -> SessionTrim:
     """Read the session with its stored token counts, then trim it with each spec: the lab's pages, the trim API
     and trimmed exports. The session's own counter (the default) trims with the stored counts, so nothing is
-    recounted; another ``counter`` recounts. ``read``: the messages and counts when the caller read them already
-    (the report reads many sessions per query, ``sessions_stored_messages``).
+    recounted; another ``counter`` (a preset's: ``trim_counter``) counts every message once, for every spec. ``read``:
+    the messages and stored counts when the caller read them already (the report reads many sessions per query,
+    ``sessions_stored_messages``).
 
     The session is read as outlines (``session_stored_messages``): a strategy that reads no text decides on them,
     and the contents of the kept messages are read when its trimmed list is read; another counter, or a strategy
@@ -920,12 +921,15 @@ def session_trim(
         messages, counts = _session_outlines(session)
     else:
         messages, counts = _session_outlines(session, cached=False)
+    if recounted:
+        # Counted once here, the same rule as the lab's replay (``session_replay``): every message read whole.
+        counts = count_messages(messages, get_counter(counter))
     results: list[TrimResult] = []
     for key, spec in zip(keys, specs, strict=True):
         if key in found:
             results.append(_attached(found[key], messages))
             continue
-        result = trim(messages, spec, counter=counter, token_counts=None if recounted else counts)
+        result = trim(messages, spec, counter=counter, token_counts=counts)
         cache.set(key, _detached(result))
         results.append(result)
     return SessionTrim(session, messages, counts, results, recounted)
@@ -967,7 +971,7 @@ def session_trim_answer(*, user: User, session_id: int, query: Any, strategies_u
             spec = preset_spec(preset)
         except PresetError as exc:
             raise TrimRequestError(str(exc)) from None
-    counter = query.get("counter") or (preset.counter if preset is not None else session.token_counter)
+    counter = trim_counter(preset, query.get("counter")) or session.token_counter
     try:
         get_counter(counter)
     except ValueError as exc:
@@ -1258,6 +1262,9 @@ class ReportCell:
     # replay's steps, and the input index of the message that call produced), None when no call broke.
     first_broken_step: int | None = None
     first_broken_call: int | None = None
+    # Counted with another counter than the session's (a preset's): the tokens before under it (what it saved
+    # is measured against these); None: the row's.
+    tokens_before: int | None = None
 
 
 @dataclass
@@ -1297,10 +1304,13 @@ def trimming_report(
     *,
     limit: int | None = None,
     per_call: bool = False,
+    counters: Sequence[str | None] | None = None,
 ) -> TrimmingReport:
     """Each spec over each session (at most ``limit``; ``sessions`` must already be scoped to the user).
     ``per_call``: also replay every call of each run (``memory.replay``): "breaks at some call" beside "breaks at
-    the end"."""
+    the end". ``counters``: what each spec counts with (a preset's, ``trim_counter``); None: each session's own,
+    with its stored counts."""
+    spec_counters = list(counters) if counters is not None else [None] * len(specs)
     limit = limit or REPORT_SESSION_LIMIT
     chosen = list(sessions[: limit + 1])
     capped = len(chosen) > limit
@@ -1317,20 +1327,23 @@ def trimming_report(
         roles = messages.outlines
         newest_user = next((i for i in range(len(roles) - 1, -1, -1) if roles[i].role == "user"), None)
         cells: list[ReportCell] = []
-        tokens_before = 0
-        for spec, summary in zip(specs, summaries, strict=True):
+        tokens_before = None
+        for spec, summary, counter in zip(specs, summaries, spec_counters, strict=True):
             try:
-                result = session_trim(session=session, specs=[spec], read=(messages, counts)).results[0]
+                trimmed = session_trim(session=session, specs=[spec], read=(messages, counts), counter=counter)
             except ValueError as exc:  # a strategy that fails on this session (should not happen): said, not a 500
                 cells.append(ReportCell(spec, 0, 0, 0, None, False, error=str(exc)))
                 continue
-            tokens_before = result.tokens_before
+            result = trimmed.results[0]
+            if tokens_before is None and not trimmed.recounted:
+                tokens_before = result.tokens_before  # the row's "before" is under the session's own counter
             errors = sum(1 for v in result.violations if v.severity == "error")
             lost = None if newest_user is None else newest_user not in set(result.kept)
-            cell = ReportCell(spec, result.tokens_after, len(result.kept), errors, lost, result.budget_exceeded)
+            cell = ReportCell(spec, result.tokens_after, len(result.kept), errors, lost, result.budget_exceeded,
+                              tokens_before=result.tokens_before if trimmed.recounted else None)
             if per_call:
-                run = replay(replay_input(messages, spec, recounted=False), spec, counter=session.token_counter,
-                             token_counts=counts)
+                run = replay(replay_input(messages, spec, recounted=trimmed.recounted), spec, counter=result.counter,
+                             token_counts=trimmed.counts)
                 if run.first_violation is not None:
                     cell.first_broken_step = run.first_violation
                     cell.first_broken_call = run.steps[run.first_violation].call
@@ -1340,7 +1353,7 @@ def trimming_report(
             summary.tokens_after_total += result.tokens_after
             summary.broken += errors > 0
             summary.questions_lost += bool(lost)
-        rows.append(ReportRow(session, tokens_before, cells))
+        rows.append(ReportRow(session, session.token_total if tokens_before is None else tokens_before, cells))
     return TrimmingReport(list(specs), rows, summaries, capped, limit, per_call)
 
 
@@ -1687,12 +1700,21 @@ def spec_or_preset(
     *, user: User | None, text: str, project: models.Project | None = None
 ) -> tuple[StrategySpec, models.Preset | None]:
     """A strategy's text (``buffered:buffer_size=5``) or a preset (``preset:NAME``) → the spec to run, and the
-    preset. StrategyError or PresetError say what is wrong."""
+    preset (count with ``trim_counter(preset)``). StrategyError or PresetError say what is wrong."""
     text = text.strip()
     if text.startswith(PRESET_PREFIX):
         preset = preset_by_name(user=user, name=text[len(PRESET_PREFIX):], project=project)
         return preset_spec(preset), preset
     return spec_from_text(text), None
+
+
+def trim_counter(preset: models.Preset | None, counter: str | None = None) -> str | None:
+    """What a trim counts with: ``counter`` when one is asked for, else the preset's own (a preset is a strategy
+    with its parameters *and* counter: the lab, ``trim --preset`` and the trim API count with it), else None: the
+    session's own, with its stored counts. Pass it to ``session_trim``, which recounts when it differs."""
+    if counter:
+        return counter
+    return preset.counter if preset is not None else None
 
 
 def preset_create(

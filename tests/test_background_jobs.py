@@ -62,10 +62,12 @@ def test_a_big_report_runs_in_the_background_and_its_page_shows_the_same_report(
     alice, alice_client, sessions, settings, job_dir
 ) -> None:
     settings.MEMORYVIZ_BACKGROUND_REPORT_MESSAGES = 10
-    response = alice_client.get(REPORT)
+    filtered = REPORT + "&q=Trip&min_tokens=1"  # the list's filters: every session matches them
+    response = alice_client.get(filtered)
     job = models.BackgroundJob.objects.get()
     assert response.status_code == 302 and response["Location"] == f"/jobs/{job.pk}/"
     assert job.kind == "report" and job.total == 3 * len(TOOL_LOOP) and job.status == "queued"
+    assert job.params["filters"] == [["q", "Trip"], ["min_tokens", "1"]]  # kept with the job
     assert 'data-status="queued"' in alice_client.get(f"/jobs/{job.pk}/").content.decode()
     run_worker()
     job.refresh_from_db()
@@ -74,13 +76,18 @@ def test_a_big_report_runs_in_the_background_and_its_page_shows_the_same_report(
     assert 'data-status="done"' in page and "hx-trigger" not in page.split('id="job-status"')[1].split(">")[0]
     # The same figures as the report computed in one request.
     settings.MEMORYVIZ_BACKGROUND_REPORT_MESSAGES = 10_000
-    inline = alice_client.get(REPORT).content.decode()
+    inline = alice_client.get(filtered).content.decode()
 
     def table(html: str) -> str:
         start = html.index('<table class="data report-summary">')
         return figures(html[start:html.index("</table>", start)])
 
     assert table(page) == table(inline)
+    # "of N" opens these sessions in the list, with the filters the report ran with, as the inline report's does.
+    listed = 'href="/sessions/?q=Trip&amp;min_tokens=1"'
+    of_n = f'<a class="muted small" {listed} title="These sessions in the list">of 3</a>'
+    assert page.count(of_n) == inline.count(of_n) == 2
+    assert f'{listed} id="report-list"' in page
     assert page.count('class="report-row"') == 3
     # Downloaded and ordered from the job's page as from the report's.
     download = alice_client.get(f"/jobs/{job.pk}/", {"download": "json", "order": "-tokens"})

@@ -99,7 +99,7 @@ def test_it_downloads_the_report_as_csv_and_json(alice_client, make_session, pro
     assert response["Content-Type"] == "application/json"
     assert response["Content-Disposition"] == 'attachment; filename="trimming-report.json"'
     data = json.loads(response.content)
-    assert data["strategies"] == ["preset:window (openmanus_window:max_messages=3)", "clear_non_system"]
+    assert data["strategies"] == ["preset:window (openmanus_window:max_messages=3; cl100k)", "clear_non_system"]
     after = {s.pk: expected_after(s, SPECS[0]) for s in (broken, open_question, short)}
     assert {r["session"]: r["cells"][0]["tokens_after"] for r in data["rows"]} == after
     assert [r["cells"][0]["tokens_after"] for r in data["rows"]] == sorted(after.values(), reverse=True)

@@ -140,3 +140,91 @@ def test_the_diff_page_and_api_diff_against_a_presets_trimmed_view(alice_client,
     assert counts({"trim": "preset:tight window"}) == counts({"trim": "buffered:buffer_size=3"}) != []
     page = alice_client.get(f"/sessions/{session.pk}/diff/", {"trim": "preset:loose"}).content.decode()
     assert "trim=preset:loose: There is no preset named “loose” in project Alpha." in page
+
+
+# --- a preset counts with its own counter ---------------------------------------------------------------------
+
+
+@pytest.fixture
+def by_count(project, alice):
+    """A budget of four under the ``messages`` counter (one per message): four messages, where the session's
+    cl100k counts keep none of them."""
+    return services.preset_create(user=alice, project=project, name="last four", strategy="safe_token_budget",
+                                  params={"max_tokens": 4, "pin_system": False}, counter="messages")
+
+
+def _core_trim(messages: list[dict], counter: str):
+    from agents.memory.schema import parse_messages
+    from agents.memory.trimming import strategy_spec, trim
+
+    return trim(parse_messages(messages), strategy_spec("safe_token_budget", {"max_tokens": 4, "pin_system": False}),
+                counter=counter)
+
+
+def test_an_export_by_a_preset_counts_with_the_presets_counter(alice_client, by_count, make_session, tmp_path):
+    messages = chat(6)
+    session = make_session(messages, title="Weather")
+    assert session.token_counter == "cl100k"
+    wanted, stored = _core_trim(messages, "messages"), _core_trim(messages, "cl100k")
+    assert len(wanted.kept) == 4 and wanted.kept != stored.kept  # the counter decides what is kept
+
+    def trimmed(exported: str) -> tuple[dict, int]:
+        conversation = json.loads(exported)["sessions"][0]
+        return conversation["metadata"]["trimmed"], len(conversation["messages"])
+
+    response = alice_client.post(f"/sessions/{session.pk}/export/", {"format": "native", "preset": "last four"})
+    meta, count = trimmed(b"".join(response.streaming_content).decode())
+    assert (meta["counter"], meta["tokens_after"], count) == ("messages", wanted.tokens_after, len(wanted.messages))
+    out = tmp_path / "preset.json"
+    code, _, err = run("export_history", "--session", str(session.pk), "--format", "native", "--preset", "last four",
+                       "-o", str(out))
+    assert code == 0, err
+    meta, count = trimmed(out.read_text())
+    assert (meta["counter"], meta["tokens_after"], count) == ("messages", wanted.tokens_after, len(wanted.messages))
+    # A strategy without a preset keeps trimming with the session's stored counts.
+    response = alice_client.post(f"/sessions/{session.pk}/export/",
+                                 {"format": "native", "strategy": "safe_token_budget",
+                                  "params": "max_tokens=4, pin_system=false"})
+    meta, count = trimmed(b"".join(response.streaming_content).decode())
+    assert (meta["counter"], meta["tokens_after"], count) == ("cl100k", stored.tokens_after, len(stored.messages))
+
+
+def test_a_compare_column_of_a_preset_counts_with_the_presets_counter(alice_client, by_count, make_session):
+    messages = chat(6)
+    session = make_session(messages, title="Weather")
+    wanted, stored = _core_trim(messages, "messages"), _core_trim(messages, "cl100k")
+    html = alice_client.get(f"/sessions/{session.pk}/lab/compare/",
+                            {"s": ["preset:last four", "safe_token_budget:max_tokens=4,pin_system=false"]}
+                            ).content.decode()
+    facts = re.findall(r'data-tokens-after="(\d+)" data-kept="(\d+)"', html)
+    assert facts == [(str(wanted.tokens_after), str(len(wanted.kept))),
+                     (str(stored.tokens_after), str(len(stored.kept)))]
+    # Each column says what it counts with, and the page that the columns' counters differ.
+    assert re.findall(r'data-counter="(\w+)"', html) == ["messages", "cl100k"]
+    assert "The columns count with different counters" in html
+    assert "tokens are counted again with it, not the session" in html
+
+
+def test_a_report_column_of_a_preset_counts_with_the_presets_counter(alice_client, by_count, make_session, settings):
+    messages = chat(6)
+    make_session(messages, title="Weather")
+    wanted, stored = _core_trim(messages, "messages"), _core_trim(messages, "cl100k")
+    query = {"s": ["preset:last four", "safe_token_budget:max_tokens=4,pin_system=false"]}
+    html = alice_client.get("/lab/report/", query).content.decode()
+    assert "A preset's column counts with its preset's counter" in html
+    data = json.loads(alice_client.get("/lab/report/", {**query, "download": "json"}).content)
+    assert data["strategies"][0] == "preset:last four (safe_token_budget:pin_system=false,max_tokens=4; messages)"
+    cells = data["rows"][0]["cells"]
+    assert [(c["tokens_after"], c["kept"]) for c in cells] == [(wanted.tokens_after, len(wanted.kept)),
+                                                               (stored.tokens_after, len(stored.kept))]
+    assert data["rows"][0]["tokens_before"] == stored.tokens_before  # the session's own counter
+    # Run in the background, the column counts the same way.
+    settings.MEMORYVIZ_BACKGROUND_REPORT_MESSAGES = 1
+    response = alice_client.get("/lab/report/", query)
+    from agents import jobs
+    from agents.models import BackgroundJob
+
+    job = BackgroundJob.objects.get()
+    assert response.status_code == 302 and job.params["counters"] == ["messages", None]
+    jobs.run_job.func(job.pk)  # what a worker runs, here in the test's transaction
+    assert json.loads(alice_client.get(f"/jobs/{job.pk}/", {"download": "json"}).content) == data

@@ -1,8 +1,9 @@
 """python manage.py export_history [--project SLUG] [--agent SLUG] [--session ID] --format NAME
                                    [--strategy NAME --set key=value ... | --preset NAME] [-o FILE]
 
-``--preset``: a saved preset's strategy and parameters instead of ``--strategy`` and ``--set`` (of ``--project``
-when given); the sessions are trimmed with their stored counts, as by ``--strategy``.
+``--preset``: a saved preset's strategy, parameters and counter instead of ``--strategy`` and ``--set`` (of
+``--project`` when given): the sessions are counted again with the preset's counter where it is not their own, as
+the lab and ``trim --preset`` count; ``--strategy`` trims with their stored counts.
 
 Writes the export to FILE (-o) or stdout; the report (what the target format could not hold, conversations
 skipped as invalid) goes to stderr as JSON. Exit 2 on a bad argument or when ``--on-invalid stop`` meets an
@@ -18,7 +19,7 @@ from typing import Any
 from django.core.management.base import CommandParser
 from django.db.models import QuerySet, Sum
 
-from agents import exports, models
+from agents import exports, models, services
 from agents.management.cli import ContractCommand, raw_stream
 from agents.management.progress import ProgressBar
 from agents.memory import formats
@@ -49,19 +50,22 @@ class Command(ContractCommand):
         try:
             if options["output"]:
                 _check_output(options["output"])
+            spec: StrategySpec | None
             if options["preset"]:
                 if options["strategy"] or options["params"]:
                     raise exports.ExportFailed("--preset: give a preset, or --strategy with --set, not both")
-                spec: StrategySpec | None = self.load_preset(options["preset"], options["project"])[0]
+                spec, preset = self.load_preset(options["preset"], options["project"])
+                counter = services.trim_counter(preset)
             else:
                 try:
                     spec = spec_from_pairs(options["strategy"], options["params"])
                 except StrategyError as exc:
                     raise exports.ExportFailed(exc.text(flag="--set ")) from None
+                counter = None
             sessions, scope, filters = self._sessions(options)
             plan = exports.export_plan(
                 sessions=sessions, format=options["format"], scope=scope, filters=filters, spec=spec,
-                on_invalid=options["on_invalid"],
+                counter=counter, on_invalid=options["on_invalid"],
             )
             if plan.format == "openai_jsonl" and plan.on_invalid == "stop":
                 invalid = exports.invalid_sessions(plan)
