@@ -84,7 +84,7 @@ def test_a_big_report_runs_in_the_background_and_its_page_shows_the_same_report(
 
     assert table(page) == table(inline)
     # "of N" opens these sessions in the list, with the filters the report ran with, as the inline report's does.
-    listed = 'href="/sessions/?q=Trip&amp;min_tokens=1"'
+    listed = 'href="/?q=Trip&amp;min_tokens=1"'  # the session list
     of_n = f'<a class="muted small" {listed} title="These sessions in the list">of 3</a>'
     assert page.count(of_n) == inline.count(of_n) == 2
     assert f'{listed} id="report-list"' in page
