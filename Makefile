@@ -70,11 +70,13 @@ lint: $(VENV)/.test
 	$(VENV)/bin/ruff check
 	$(PY) -m mypy
 
-# The four virtualenvs install side by side (-j4): their downloads, not the CPU, are what takes the time.
+# The four virtualenvs install side by side (-j4): their downloads, not the CPU, are what takes the time. The tests
+# run in one process per core (pytest-xdist; each has its own test database); TEST_WORKERS=0 runs them in one.
+TEST_WORKERS ?= auto
 test: browser-deps
 	@$(MAKE) --no-print-directory -j4 test-setup
 	@$(MAKE) --no-print-directory lint
-	$(PY) -m pytest $(PYTEST_ARGS)
+	$(PY) -m pytest -n $(TEST_WORKERS) $(PYTEST_ARGS)
 
 system-deps:
 	bash .ci/system-deps
