@@ -53,7 +53,9 @@ def test_it_writes_a_spec_that_reads_back_to_itself(name: str) -> None:
     assert spec_from_query(name, QueryDict(spec.lab_query)) == spec
 
 
-@pytest.mark.parametrize(("word", "value"), [*((w, True) for w in TRUE_WORDS), *((w, False) for w in FALSE_WORDS)])
+@pytest.mark.parametrize(
+    ("word", "value"), [*((w, True) for w in sorted(TRUE_WORDS)), *((w, False) for w in sorted(FALSE_WORDS))]
+)
 def test_it_reads_one_set_of_yes_no_words_everywhere(word: str, value: bool) -> None:
     for spelled in (word, word.upper()):
         assert spec_from_pairs("buffered", [f"pin_system={spelled}"]).params.pin_system is value
