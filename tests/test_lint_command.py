@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-import io
 import json
 import subprocess
 import sys
@@ -8,12 +7,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from django.core.management import call_command
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from agents.memory.schema import parse_messages
 from agents.memory.tokens import count_messages, total_tokens
+from tests.commands import run
 from tests.paths import SAMPLE_FILES, SAMPLES
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -21,16 +20,6 @@ ROOT = Path(__file__).resolve().parent.parent
 SAMPLE = SAMPLES / "openai" / "travel.json"
 SAMPLE_MESSAGES: list[dict[str, Any]] = json.loads(SAMPLE.read_text())
 
-
-def run(command: str, *args: str) -> tuple[int, str, str]:
-    """Run a command in-process: (exit status, stdout, stderr)."""
-    out, err = io.StringIO(), io.StringIO()
-    try:
-        call_command(command, *args, stdout=out, stderr=err)
-        code = 0
-    except SystemExit as exc:
-        code = int(exc.code or 0)
-    return code, out.getvalue(), err.getvalue()
 
 
 def write(tmp_path: Path, data: Any, name: str = "history.json") -> str:

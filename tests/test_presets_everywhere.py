@@ -14,20 +14,12 @@ from django.core.management import call_command
 
 from agents import services
 from agents.models import Preset
+from tests.commands import run
 from tests.conversations import chat
 from tests.paths import SAMPLES
 
 TRAVEL = SAMPLES / "openai" / "travel.json"
 
-
-def run(command: str, *args: str) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    try:
-        call_command(command, *args, stdout=out, stderr=err)
-        code = 0
-    except SystemExit as exc:
-        code = int(exc.code or 0)
-    return code, out.getvalue(), err.getvalue()
 
 
 @pytest.fixture
