@@ -792,41 +792,61 @@ def session_messages(session: models.Session) -> list[schema.Message]:
 OUTLINE_FIELDS = ("role", "name", "tool_call_id", "tool_calls", "is_error", "has_content", "token_count")
 
 
+# Roles as one shared string each: a driver returns a new string per row, and a long session holds one per message.
+_ROLES = {role: role for role in schema.ROLES}
+
+
 def _outline(row: tuple[Any, ...]) -> schema.Message:
+    """The outline of a row of ``OUTLINE_FIELDS`` (after one leading column) as ``_plain_rows`` reads it: the
+    tool calls as their JSON text (or already decoded), the booleans as the driver gives them."""
     role, name, tool_call_id, tool_calls, is_error, has_text = row[1:7]
-    return outline(role=role, has_text=bool(has_text), name=name, tool_call_id=tool_call_id,
-                   tool_calls=tool_calls or (), is_error=is_error)
+    if isinstance(tool_calls, str):
+        tool_calls = json.loads(tool_calls) if tool_calls != "[]" else ()
+    return outline(role=_ROLES.get(role, role), has_text=bool(has_text), name=name, tool_call_id=tool_call_id,
+                   tool_calls=tool_calls or (), is_error=None if is_error is None else bool(is_error))
+
+
+def _plain_rows(qs: QuerySet[Any]) -> list[tuple[Any, ...]]:
+    """The rows of a ``values_list`` query as the database driver returns them, without Django's converters: per
+    row and column, they were a fifth of a long session's preview (bench/README.md). JSON columns come back as
+    their text (SQLite; psycopg as Django configures it), booleans as 0 and 1 on SQLite: ``_outline`` reads both."""
+    sql, params = qs.query.sql_with_params()
+    with connections[qs.db].cursor() as cursor:
+        cursor.execute(sql, params)
+        return list(cursor.fetchall())
 
 
 def session_stored_messages(session: models.Session) -> tuple[StoredMessages, list[int]]:
     """The session as a trim reads it: each message's outline and stored count, read in keyset batches without a
     text column, and its whole messages read by seq only where they are read (the kept ones of a trimmed list a
     page shows or a writer writes, or all of them for a strategy that reads text)."""
-    rows, counts = _session_outline_rows(session)
-    return StoredMessages(_outlines(rows), session_message_loader(session.pk)), counts
+    outlines, counts = _outlines(row for rows in _session_outline_rows(session) for row in rows)
+    return StoredMessages(outlines, session_message_loader(session.pk)), counts
 
 
-def _outlines(rows: list[tuple[Any, ...]]) -> list[schema.Message]:
+def _outlines(rows: Iterable[tuple[Any, ...]]) -> tuple[list[schema.Message], list[int]]:
+    """The outlines of rows read by ``_session_outline_rows`` and their stored counts."""
+    outlines: list[schema.Message] = []
+    counts: list[int] = []
     # Many small objects, none garbage: without the pause, CPython's full collections rescan the growing heap and
     # building a 50,000-message session's outlines took twice as long (bench/README.md).
     with _gc_paused():
-        return [_outline(row) for row in rows]
+        for row in rows:
+            outlines.append(_outline(row))
+            counts.append(row[7])
+    return outlines, counts
 
 
-def _session_outline_rows(session: models.Session) -> tuple[list[tuple[Any, ...]], list[int]]:
+def _session_outline_rows(session: models.Session) -> Iterator[list[tuple[Any, ...]]]:
+    """The session's rows of ``OUTLINE_FIELDS`` (after its seq) in keyset batches, as ``_plain_rows`` reads them."""
     qs = models.Message.objects.filter(session_id=session.pk).order_by("seq").values_list("seq", *OUTLINE_FIELDS)
-    found: list[tuple[Any, ...]] = []
-    counts: list[int] = []
     last = -1
-    with _gc_paused():  # as _outlines
-        while True:
-            rows = list(qs.filter(seq__gt=last)[:SESSION_ROWS_PER_FETCH])
-            found += rows
-            counts += [row[7] for row in rows]
-            if len(rows) < SESSION_ROWS_PER_FETCH:
-                break
-            last = rows[-1][0]
-    return found, counts
+    while True:
+        rows = _plain_rows(qs.filter(seq__gt=last)[:SESSION_ROWS_PER_FETCH])
+        yield rows
+        if len(rows) < SESSION_ROWS_PER_FETCH:
+            return
+        last = rows[-1][0]
 
 
 def session_message_loader(session_id: int) -> Callable[[Sequence[int]], dict[int, schema.Message]]:
@@ -868,16 +888,16 @@ def sessions_stored_messages(
 
 
 def _sessions_batch(batch: list[models.Session]) -> Iterator[tuple[models.Session, StoredMessages, list[int]]]:
-    rows = (
+    rows = _plain_rows(
         models.Message.objects.filter(session__in=[s.pk for s in batch])
         .order_by("session_id", "seq")
         .values_list("session_id", *OUTLINE_FIELDS)
     )
     by_session = {pk: list(group) for pk, group in groupby(rows, key=lambda r: r[0])}
+    del rows
     for session in batch:
-        found = by_session.get(session.pk, [])
-        outlines = _outlines(found)
-        yield session, StoredMessages(outlines, session_message_loader(session.pk)), [row[7] for row in found]
+        outlines, counts = _outlines(by_session.pop(session.pk, []))
+        yield session, StoredMessages(outlines, session_message_loader(session.pk)), counts
 
 
 # --- trimming -----------------------------------------------------------------------------------------------
@@ -1002,7 +1022,7 @@ def session_trim_answer(*, user: User, session_id: int, query: Any, strategies_u
 # kept there too, so that a preview seen again reads nothing but the texts it renders.
 TRIM_CACHE = "trims"
 TRIM_CACHE_MAX_OUTLINES = 20_000
-_TRIM_CACHE_FORMAT = 3  # bumped when what is cached changes shape
+_TRIM_CACHE_FORMAT = 4  # bumped when what is cached changes shape
 
 
 def _session_outlines(session: models.Session, *, cached: bool = True) -> tuple[StoredMessages, list[int]]:
@@ -1012,13 +1032,15 @@ def _session_outlines(session: models.Session, *, cached: bool = True) -> tuple[
     key = _outlines_key(session)
     found = cache.get(key) if cached else None
     if found is not None:
-        # Kept as the rows they were read from: unpickling a pydantic model costs ten times building it.
-        rows, counts = found
-        return StoredMessages(_outlines(rows), session_message_loader(session.pk)), counts
-    rows, counts = _session_outline_rows(session)
-    if session.message_count <= TRIM_CACHE_MAX_OUTLINES:
-        cache.set(key, (rows, counts))
-    return StoredMessages(_outlines(rows), session_message_loader(session.pk)), counts
+        # Kept as the rows they were read from (plain tuples: the smallest pickle, the quickest to read back).
+        outlines, counts = _outlines(found)
+    elif session.message_count <= TRIM_CACHE_MAX_OUTLINES:
+        rows = [row for batch in _session_outline_rows(session) for row in batch]
+        cache.set(key, rows)
+        outlines, counts = _outlines(rows)
+    else:  # not kept: each batch of rows goes once its outlines are built
+        outlines, counts = _outlines(row for batch in _session_outline_rows(session) for row in batch)
+    return StoredMessages(outlines, session_message_loader(session.pk)), counts
 
 
 def _trim_key(session: models.Session, spec: StrategySpec, counter: str) -> str:

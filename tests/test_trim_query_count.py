@@ -280,3 +280,35 @@ def test_it_fills_the_flag_of_messages_stored_before_it(make_session):
     models.Message.objects.update(has_content=None)
     import_module("agents.migrations.0014_message_has_content").fill(apps, None)
     assert list(session.messages.order_by("seq").values_list("has_content", flat=True)) == [True, False]
+
+
+def test_it_reads_a_sessions_outlines_as_the_structure_of_its_messages(make_session):
+    """The outlines are read without Django's converters (services._plain_rows): booleans, names, call ids and
+    tool calls come out as the whole messages have them, alone and several sessions per query (the report)."""
+    from agents import services
+    from agents.memory.stored import has_content, outline
+
+    session = make_session([
+        {"role": "system", "content": "Be brief."},
+        {"role": "user", "name": "ann", "content": "   "},
+        {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "f", "arguments": '{"a": [1, "\\u00e9"]}'}},
+            {"id": "c2", "type": "function", "function": {"name": "g", "arguments": "{}"}}]},
+        {"role": "tool", "tool_call_id": "c1", "content": "boom", "is_error": True},
+        {"role": "tool", "tool_call_id": "c2", "content": "ok", "is_error": False},
+        {"role": "assistant", "content": [{"type": "text", "text": "done"}]},
+    ])
+    whole = services.session_messages(session)
+    expected = [
+        outline(role=m.role, has_text=has_content(m.content), name=m.name, tool_call_id=m.tool_call_id,
+                tool_calls=[c.model_dump() for c in m.tool_calls], is_error=m.is_error)
+        for m in whole
+    ]
+    stored_counts = list(session.messages.order_by("seq").values_list("token_count", flat=True))
+    read, counts = services.session_stored_messages(session)
+    (_, in_batch, batch_counts), = services.sessions_stored_messages([session])
+    for outlines, got in ((read.outlines, counts), (in_batch.outlines, batch_counts)):
+        assert outlines == expected and got == stored_counts
+        assert [repr(o.is_error) for o in outlines] == ["None", "None", "None", "True", "False", "None"]  # not 1, 0
+        assert [o.to_openai() for o in outlines] == [o.to_openai() for o in expected]
+        assert [c.function.arguments for c in outlines[2].tool_calls] == ['{"a": [1, "\\u00e9"]}', "{}"]

@@ -101,6 +101,11 @@ class ReplayStep:
             "errors": self.errors, "question_kept": self.question_kept,
         }
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Pickled as its fields (a replay is cached, one step per call): a frozen slots dataclass's own state
+        # protocol looks up ``dataclasses.fields`` per object, most of a cached 50,000-message preview's unpickling.
+        return (ReplayStep, (self.call, self.sent, self.tokens, self.tokens_input, self.errors, self.question_kept))
+
 
 @dataclass
 class Replay:

@@ -2,9 +2,9 @@
 
 Most strategies decide from roles, call ids, tool calls and stored token counts; a trim then shows or writes only
 some of the messages. ``StoredMessages`` is a ``Sequence[Message]`` over a stored session that holds each message's
-*outline* (``outline``: a Message with its structure and no text) and reads whole messages through a ``load``
-function that the caller passes in (the web app's reads rows by seq; nothing here knows about a database), a batch
-at a time and only for the indices asked for.
+*outline* (``outline``: its structure and no text, an ``Outline`` that reads as a Message) and reads whole messages
+through a ``load`` function that the caller passes in (the web app's reads rows by seq; nothing here knows about a
+database), a batch at a time and only for the indices asked for.
 
 An outline has the message's role, name, tool_call_id, tool calls (ids, names, arguments) and is_error, nothing
 else; its ``content`` is ``OUTLINE_TEXT`` when the message has content as ``chain.py``'s checks count it (a
@@ -16,10 +16,10 @@ trimmed list is read.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import Any, NamedTuple, overload
+from typing import Any, NamedTuple, cast, overload
 
 from agents.memory.chain import _has_content
-from agents.memory.schema import FunctionCall, Message, ToolCall
+from agents.memory.schema import FunctionCall, Message, ToolCall, content_text
 
 # What an outline holds in place of a text: a message with content, whatever it says.
 OUTLINE_TEXT = "\u2026"
@@ -36,6 +36,118 @@ def has_content(content: str | list[dict[str, Any]] | None) -> bool:
     return _has_content(content)
 
 
+class FunctionOutline(NamedTuple):
+    """A tool call's function in an outline (``FunctionCall``'s fields)."""
+
+    name: str
+    arguments: str
+
+    def model_dump(self, **kwargs: Any) -> dict[str, Any]:
+        return {"name": self.name, "arguments": self.arguments}
+
+
+class CallOutline(NamedTuple):
+    """A tool call in an outline (``ToolCall``'s fields)."""
+
+    id: str
+    function: FunctionOutline
+    type: str = "function"
+
+    def model_dump(self, **kwargs: Any) -> dict[str, Any]:
+        return {"id": self.id, "type": self.type, "function": self.function.model_dump()}
+
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, **kwargs: Any) -> ToolCall:
+        return self.as_tool_call().model_copy(update=update, **kwargs)
+
+    def as_tool_call(self) -> ToolCall:
+        return ToolCall.model_construct(
+            id=self.id, type="function",
+            function=FunctionCall.model_construct(name=self.function.name, arguments=self.function.arguments),
+        )
+
+
+_NO_CALLS: tuple[CallOutline, ...] = ()
+
+
+class Outline:
+    """A message's structure without its text: read as a ``Message`` is read (the attributes, ``to_openai``,
+    ``model_copy``, ``model_dump``, equality), at a fraction of a pydantic model's cost to build and hold (one
+    per stored message: building them was half of a 50,000-message preview, bench/README.md). Its tool calls are
+    a tuple of ``CallOutline``; whatever else a caller asks of it is asked of ``as_message()``."""
+
+    __slots__ = ("role", "content", "name", "tool_calls", "tool_call_id", "is_error")
+
+    # What an outline never holds (as ``outline`` built them when they were Messages).
+    external_id = None
+    created_at = None
+    reasoning = None
+    usage = None
+
+    def __init__(
+        self, role: str, content: str | None, name: str | None, tool_calls: tuple[CallOutline, ...],
+        tool_call_id: str | None, is_error: bool | None,
+    ) -> None:
+        self.role = role
+        self.content = content
+        self.name = name
+        self.tool_calls = tool_calls
+        self.tool_call_id = tool_call_id
+        self.is_error = is_error
+
+    @property
+    def marks(self) -> list[str]:
+        return []
+
+    @property
+    def extra(self) -> dict[str, Any]:
+        return {}
+
+    @property
+    def text(self) -> str:
+        return content_text(self.content)
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__") or name in Outline.__slots__:
+            raise AttributeError(name)
+        return getattr(self.as_message(), name)
+
+    def as_message(self) -> Message:
+        """The same outline as a ``Message`` (what it was built as before: ``Message.model_construct``)."""
+        return Message.model_construct(
+            role=self.role, content=self.content, name=self.name,
+            tool_calls=[c.as_tool_call() for c in self.tool_calls], tool_call_id=self.tool_call_id,
+            is_error=self.is_error, external_id=None, created_at=None, reasoning=None, usage=None, marks=[], extra={},
+        )
+
+    def to_openai(self) -> dict[str, Any]:
+        return self.as_message().to_openai()
+
+    def model_dump(self, **kwargs: Any) -> dict[str, Any]:
+        return self.as_message().model_dump(**kwargs)
+
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, **kwargs: Any) -> Message:
+        return self.as_message().model_copy(update=update, **kwargs)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Outline):
+            return all(getattr(self, k) == getattr(other, k) for k in Outline.__slots__)
+        if isinstance(other, Message):
+            return self.as_message() == other
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]  # as a Message: mutable, not hashable
+
+    def __repr__(self) -> str:
+        return f"Outline({', '.join(f'{k}={getattr(self, k)!r}' for k in Outline.__slots__)})"
+
+    def __getstate__(self) -> tuple[Any, ...]:
+        return tuple(getattr(self, k) for k in Outline.__slots__)
+
+    def __setstate__(self, state: tuple[Any, ...]) -> None:
+        for k, v in zip(Outline.__slots__, state, strict=True):
+            setattr(self, k, v)
+
+
 def outline(
     *,
     role: str,
@@ -45,19 +157,13 @@ def outline(
     tool_calls: Sequence[dict[str, Any]] = (),
     is_error: bool | None = None,
 ) -> Message:
-    """A message's structure without its text (``tool_calls`` as stored: OpenAI-shaped dicts)."""
-    calls = [
-        ToolCall.model_construct(
-            id=c["id"], type="function",
-            function=FunctionCall.model_construct(name=c["function"]["name"], arguments=c["function"]["arguments"]),
-        )
-        for c in tool_calls
-    ]
-    return Message.model_construct(
-        role=role, content=OUTLINE_TEXT if has_text else None, name=name or None, tool_calls=calls,
-        tool_call_id=tool_call_id or None, is_error=is_error, external_id=None, created_at=None, reasoning=None,
-        usage=None, marks=[], extra={},
-    )
+    """A message's structure without its text (``tool_calls`` as stored: OpenAI-shaped dicts): an ``Outline``,
+    which reads as the ``Message`` it stands for (typed so: strategies, the checker and the replay take it as one)."""
+    calls = tuple(
+        CallOutline(c["id"], FunctionOutline(c["function"]["name"], c["function"]["arguments"])) for c in tool_calls
+    ) if tool_calls else _NO_CALLS
+    made = Outline(role, OUTLINE_TEXT if has_text else None, name or None, calls, tool_call_id or None, is_error)
+    return cast(Message, made)
 
 
 class StoredMessages(Sequence[Message]):
