@@ -10,7 +10,8 @@ import csv
 import io
 import json
 import shlex
-from collections.abc import Sequence
+from bisect import bisect_right
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from itertools import groupby
 from typing import Any
@@ -123,6 +124,22 @@ class TrimPreview:
     question_lost: bool | None
 
 
+@dataclass
+class _DroppedSpan:
+    """Consecutive dropped input messages ``start <= i < stop``, before any row is built for them: a long
+    session's preview builds rows only for the dropped messages its strip draws one by one or its list shows."""
+
+    start: int
+    stop: int
+    status: str = "dropped"
+
+    def __len__(self) -> int:
+        return self.stop - self.start
+
+
+_Piece = PreviewRow | _DroppedSpan
+
+
 def trim_preview(
     messages: Sequence[Message], counts: Sequence[int], result: TrimResult, *, bodies: bool = True
 ) -> TrimPreview:
@@ -130,14 +147,22 @@ def trim_preview(
 
     Over a stored list (``memory.stored.StoredMessages``) the rows are built from the outlines, and the whole
     messages are read only for the rows whose bodies are rendered (at most ``MAX_RENDERED``), in one batch;
-    ``bodies=False`` (a page that shows no message body: compare) reads none."""
+    ``bodies=False`` (a page that shows no message body: compare) reads none. The dropped messages are held as
+    spans (the result's dropped runs): rows are built only for those the strip draws one cell each and the first
+    ones of each run the list shows, so the cost follows what is kept and shown, not the session's length."""
     outlines: Sequence[Message] = getattr(messages, "outlines", messages)
     kept_set = set(result.kept)
     edited = {e.index for e in result.edited}
-    dropped = {d.index: d.reason for d in result.dropped}
+    reason_runs = result.dropped_runs()
+    reason_starts = [r["from"] for r in reason_runs]
     by_position: dict[int, list[Violation]] = {}
     for v in result.violations:
         by_position.setdefault(v.index, []).append(v)
+
+    def dropped_row(i: int) -> PreviewRow:
+        k = bisect_right(reason_starts, i) - 1
+        reason = reason_runs[k]["reason"] if k >= 0 and i <= reason_runs[k]["to"] else "dropped"
+        return PreviewRow("dropped", i, None, outlines[i], counts[i], reason)
 
     # Walk the trimmed list: its non-inserted items are the kept inputs in order. A placeholder is shown just
     # before the next kept input (after the run it stands for), or at the end.
@@ -168,18 +193,23 @@ def trim_preview(
             original_tokens=counts[i] if is_edited else None,
         )
 
-    sequence: list[PreviewRow] = []
-    for i, message in enumerate(outlines):
-        sequence.extend(before.get(i, []))
-        if i in kept_set:
-            sequence.append(rows_kept[i])
-        else:
-            sequence.append(PreviewRow("dropped", i, None, message, counts[i], dropped.get(i, "dropped")))
-    sequence.extend(pending)
+    # Every input message in order (each not kept is dropped), a placeholder before the kept one it precedes.
+    pieces: list[_Piece] = []
+    at = 0
+    for i in sorted(i for i in kept_set if 0 <= i < len(outlines)):
+        if i > at:
+            pieces.append(_DroppedSpan(at, i))
+        pieces.extend(before.get(i, []))
+        pieces.append(rows_kept[i])
+        at = i + 1
+    if at < len(outlines):
+        pieces.append(_DroppedSpan(at, len(outlines)))
+    pieces.extend(pending)
+    length = len(outlines) + sum(len(rows) for rows in before.values()) + len(pending)
 
     newest_user = next((i for i in range(len(outlines) - 1, -1, -1) if outlines[i].role == "user"), None)
     n_out = len(result.messages)
-    items = _bounded_items(sequence)
+    items = _bounded_items(pieces, dropped_row)
     if bodies and outlines is not messages:
         # The rendered rows of input messages get their whole message (an edited one is what is sent already).
         shown = [x for x in items if isinstance(x, PreviewRow) and x.index is not None and x.status != "edited"]
@@ -189,10 +219,10 @@ def trim_preview(
         for row in shown:
             assert row.index is not None
             row.message = messages[row.index]
-    at_position = {r.position: r for r in sequence if r.position is not None}
+    at_position = {r.position: r for r in pieces if isinstance(r, PreviewRow) and r.position is not None}
     return TrimPreview(
         result=result,
-        strip=_strip(sequence),
+        strip=_strip(pieces, dropped_row, fold=length > STRIP_CELLS),
         items=items,
         rendered=sum(1 for x in items if isinstance(x, PreviewRow)),
         total=len(messages),
@@ -209,50 +239,65 @@ def trim_preview(
     )
 
 
-def _strip(sequence: list[PreviewRow]) -> list[StripRun]:
+def _rows_of(pieces: Sequence[_Piece], dropped_row: Callable[[int], PreviewRow]) -> list[PreviewRow]:
+    return [row for p in pieces for row in (
+        (dropped_row(i) for i in range(p.start, p.stop)) if isinstance(p, _DroppedSpan) else (p,)
+    )]
+
+
+def _strip(pieces: list[_Piece], dropped_row: Callable[[int], PreviewRow], *, fold: bool) -> list[StripRun]:
+    # One run per status change; a folded run (a long list's run longer than STRIP_RUN) is drawn as one block
+    # and builds no row.
     runs: list[StripRun] = []
-    fold = len(sequence) > STRIP_CELLS
-    for status, group in groupby(sequence, key=lambda r: r.status):
-        rows = list(group)
-        indices = [r.index for r in rows if r.index is not None]
-        folded = fold and len(rows) > STRIP_RUN
+    for status, group in groupby(pieces, key=lambda p: p.status):
+        parts = list(group)
+        count = sum(len(p) if isinstance(p, _DroppedSpan) else 1 for p in parts)
+        ends = [(p.start, p.stop - 1) if isinstance(p, _DroppedSpan) else (p.index, p.index)
+                for p in parts if not isinstance(p, PreviewRow) or p.index is not None]
+        folded = fold and count > STRIP_RUN
         runs.append(
             StripRun(
                 status=status,
-                rows=[] if folded else rows,
-                count=len(rows),
-                first=indices[0] if indices else None,
-                last=indices[-1] if indices else None,
+                rows=[] if folded else _rows_of(parts, dropped_row),
+                count=count,
+                first=ends[0][0] if ends else None,
+                last=ends[-1][1] if ends else None,
                 folded=folded,
-                has_violation=any(r.violations for r in rows),
+                has_violation=any(p.violations for p in parts if isinstance(p, PreviewRow)),
             )
         )
     return runs
 
 
-def _bounded_items(sequence: list[PreviewRow]) -> list[PreviewRow | Gap]:
+def _bounded_items(pieces: list[_Piece], dropped_row: Callable[[int], PreviewRow]) -> list[PreviewRow | Gap]:
     # Every kept and inserted message, the first dropped ones of each dropped run; then at most MAX_RENDERED.
     chosen: list[PreviewRow | Gap] = []
-    for status, group in groupby(sequence, key=lambda r: r.status):
-        rows = list(group)
-        if status != "dropped" or len(rows) <= DROPPED_SHOWN + 1:
-            chosen.extend(rows)
+    for status, group in groupby(pieces, key=lambda p: p.status):
+        parts = list(group)
+        if status != "dropped":
+            chosen.extend(_rows_of(parts, dropped_row))
             continue
-        chosen.extend(rows[:DROPPED_SHOWN])
-        rest = rows[DROPPED_SHOWN:]
-        chosen.append(Gap(len(rest), "dropped", rest[0].index or 0, rest[-1].index or 0))
+        start, stop = parts[0], parts[-1]
+        assert isinstance(start, _DroppedSpan) and isinstance(stop, _DroppedSpan)  # dropped: spans only
+        count = sum(len(p) for p in parts if isinstance(p, _DroppedSpan))
+        if count <= DROPPED_SHOWN + 1:
+            chosen.extend(_rows_of(parts, dropped_row))
+            continue
+        # Spans of one group are consecutive input indices (a kept row would have ended the group).
+        chosen.extend(dropped_row(i) for i in range(start.start, start.start + DROPPED_SHOWN))
+        chosen.append(Gap(count - DROPPED_SHOWN, "dropped", start.start + DROPPED_SHOWN, stop.stop - 1))
     bodies = [x for x in chosen if isinstance(x, PreviewRow)]
     if len(bodies) <= MAX_RENDERED:
         return chosen
     first_hidden = bodies[RENDERED_HEAD]
     last_hidden = bodies[len(bodies) - (MAX_RENDERED - RENDERED_HEAD) - 1]
-    start = next(k for k, x in enumerate(chosen) if x is first_hidden)
-    end = next(k for k, x in enumerate(chosen) if x is last_hidden)
-    hidden = chosen[start : end + 1]
+    start_at = next(k for k, x in enumerate(chosen) if x is first_hidden)
+    end_at = next(k for k, x in enumerate(chosen) if x is last_hidden)
+    hidden = chosen[start_at : end_at + 1]
     hidden_count = sum(1 if isinstance(x, PreviewRow) else x.count for x in hidden)
     first = next((x.index if isinstance(x, PreviewRow) else x.first) for x in hidden)
     last = next((x.index if isinstance(x, PreviewRow) else x.last) for x in reversed(hidden))
-    return chosen[:start] + [Gap(hidden_count, "hidden", first or 0, last or 0)] + chosen[end + 1 :]
+    return chosen[:start_at] + [Gap(hidden_count, "hidden", first or 0, last or 0)] + chosen[end_at + 1 :]
 
 
 # --- the same result elsewhere -------------------------------------------------------------------------------

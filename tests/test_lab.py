@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import re
+from unittest.mock import patch
 
 import pytest
 from django.utils.html import escape
@@ -429,6 +430,33 @@ def test_it_shows_every_message_once_in_order_whatever_the_caps(messages, name, 
     for r in rows:
         if r.position is not None:
             assert result.messages[r.position] is r.message
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    messages=valid_conversations(),
+    name=st.sampled_from(sorted(SMALL_PARAMS)),
+    cells=st.sampled_from([240, 4]),
+)
+def test_it_draws_each_message_in_the_strip_with_the_reason_the_trim_gives(messages, name, cells):
+    """The strip is built from the result's runs of dropped messages: a cell per message where it is not folded,
+    each with the reason the trim gives, and a folded run counts what it stands for."""
+    counts = count_messages(messages, get_counter("cl100k"))
+    result = trim(messages, strategy_spec(name, SMALL_PARAMS[name]), counter="cl100k", token_counts=counts)
+    with patch.object(lab, "STRIP_CELLS", cells), patch.object(lab, "STRIP_RUN", 2):
+        strip = lab.trim_preview(messages, counts, result).strip
+
+    why = {d.index: d.reason for d in result.dropped}
+    cells_drawn = [(r.index, r.reason) for run in strip for r in run.rows if r.status == "dropped"]
+    assert all(why[i] == reason for i, reason in cells_drawn)
+    for run in strip:
+        assert run.folded == (len(messages) + len(result.inserted) > cells and run.count > 2)
+        assert len(run.rows) == (0 if run.folded else run.count)
+        if run.status == "dropped":
+            assert all(i in why for i in range(run.first, run.last + 1)) and run.count == run.last - run.first + 1
+    statuses = [run.status for run in strip]
+    assert all(a != b for a, b in zip(statuses, statuses[1:], strict=False))  # a run per change of status
+    assert sum(run.count for run in strip if run.status == "dropped") == len(result.dropped)
 
 
 def test_it_renders_the_lab_for_every_registered_strategy_with_its_defaults(alice_client, make_session):
