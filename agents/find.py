@@ -21,7 +21,9 @@ QUERY_MAX = 200
 
 
 def clean_query(text: str | None) -> str:
-    return " ".join((text or "").split())[:QUERY_MAX]
+    """The search as typed, its spaces folded; a NUL is dropped: SQLite's LIKE would stop reading the pattern at
+    it (matching every message) and PostgreSQL refuses it in a text parameter."""
+    return " ".join((text or "").replace("\x00", " ").split())[:QUERY_MAX]
 
 
 def message_matches(session: models.Session, q: str, within: ChainFilter | None = None) -> QuerySet[models.Message]:

@@ -146,3 +146,16 @@ def test_a_search_page_of_a_10000_message_session_costs_as_many_queries_as_a_sho
     with CaptureQueriesContext(connection) as ctx:
         _page(alice_client, long, at=9_700)
     assert counts[1] == len(ctx.captured_queries) + 1
+
+
+def test_a_nul_character_in_the_search_is_no_wildcard(alice_client, chain):
+    # SQLite's LIKE stops reading its pattern at a NUL (so "\x00customs" matched every message) and PostgreSQL
+    # refuses a NUL in a text parameter: the search drops it, as the list's search form refuses it.
+    assert find.hit_seqs(chain, "\x00customs") == [3, 4]
+    assert find.hit_seqs(chain, "nowhere\x00") == []
+    response = alice_client.get(chain.get_absolute_url(), {"q": "\x00"})
+    assert response.status_code == 200  # nothing left to look for: the page, not a jump to a "hit"
+    answer = alice_client.get(f"/api/sessions/{chain.pk}/messages/", {"q": "\x00"})
+    assert answer.status_code == 400 and answer.json()["error"].startswith("q:")
+    found = alice_client.get(f"/api/sessions/{chain.pk}/messages/", {"q": "\x00customs"}).json()
+    assert [m["seq"] for m in found["messages"]] == [3, 4]
