@@ -253,6 +253,7 @@ def session_lab_compare(request: HtmxHttpRequest, session_id: int) -> HttpRespon
 def trimming_report(request: HtmxHttpRequest) -> HttpResponse:
     filter_form = SessionFilterForm(request.GET or None, user=request.user)
     filter_form.is_valid()  # invalid filters are dropped and shown with their error, as on the session list
+    filters = filter_form.filters()
     texts = [t.strip() for t in request.GET.getlist("s") if t.strip()][:MAX_COLUMNS] or DEFAULT_REPORT
     specs: list[StrategySpec] = []
     counters: list[str | None] = []  # what each counts with: a preset's counter, else None (each session's own)
@@ -261,7 +262,7 @@ def trimming_report(request: HtmxHttpRequest) -> HttpResponse:
     for text in texts:
         try:
             # A box may name a preset of the user's projects: "preset:NAME".
-            spec, preset = services.spec_or_preset(user=request.user, text=text)
+            spec, preset = services.spec_or_preset(user=request.user, text=text, filters=filters)
         except (StrategyError, services.PresetError) as exc:
             spec_fields.append({"text": text, "error": str(exc)})
             continue
@@ -272,7 +273,7 @@ def trimming_report(request: HtmxHttpRequest) -> HttpResponse:
     # Over htmx only the result is swapped: what the report leaves out is said there too, not only beside the box.
     left_out = [{"box": k, **f} for k, f in enumerate(spec_fields, 1) if f["error"]]
     spec_fields += [{"text": "", "error": ""}] * (MAX_COLUMNS - len(spec_fields))
-    sessions = services.sessions_filtered(request.user, filter_form.filters())
+    sessions = services.sessions_filtered(request.user, filters)
     per_call = request.GET.get("per_call") == "1"
     if specs:
         counted = sessions.aggregate(n=Sum("message_count"), sessions=Count("pk"))

@@ -487,6 +487,7 @@ def export_request(*, user: services.User, data: Any, download: bool, session_id
     asks, for the export record ("web" or "api")."""
     single: models.Session | None = None
     refusal = ""
+    listed: services.SessionFilters | None = None
     if session_id is not None:
         single = services.session_for_user(user, session_id)
         sessions = services.sessions_for_user(user).filter(pk=single.pk)
@@ -500,11 +501,13 @@ def export_request(*, user: services.User, data: Any, download: bool, session_id
         # export must not: dropping a filter widens what is downloaded (a project the user is not in would read
         # as "all").
         refusal = form.refusal()
-        sessions = models.Session.objects.none() if refusal else services.sessions_filtered(user, form.filters())
+        listed = form.filters()
+        sessions = models.Session.objects.none() if refusal else services.sessions_filtered(user, listed)
     try:
         if refusal:
             raise exports.ExportFailed(refusal)
-        spec, counter = _export_spec(data, user=user, project=single.agent.project if single else None)
+        spec, counter = _export_spec(data, user=user, project=single.agent.project if single else None,
+                                     filters=listed)
         plan = exports.export_plan(
             sessions=sessions, format=data.get("format") or "native", scope=scope, filters=filters,
             spec=spec, counter=counter, on_invalid=data.get("on_invalid") or "skip",
@@ -581,12 +584,13 @@ def _export_page(
 
 
 def _export_spec(
-    query: Any, *, user: services.User, project: models.Project | None
+    query: Any, *, user: services.User, project: models.Project | None,
+    filters: services.SessionFilters | None = None,
 ) -> tuple[StrategySpec | None, str | None]:
     """The strategy of ``strategy=`` with its parameters from ``params=key=value, key=value`` and ``set=key=value``
-    (repeatable), or a preset of the user's projects (of the session's, for one session): ``preset=NAME`` or
-    ``strategy=preset:NAME``, which counts with its own counter; and the counter (None: each session's own). An
-    error names the field."""
+    (repeatable), or a preset of the user's projects (of the session's, for one session; of the filtered project
+    first, for the list's ``filters``): ``preset=NAME`` or ``strategy=preset:NAME``, which counts with its own
+    counter; and the counter (None: each session's own). An error names the field."""
     strategy = (query.get("strategy") or "").strip()
     preset = (query.get("preset") or "").strip()
     if strategy.startswith(services.PRESET_PREFIX) or preset:
@@ -595,7 +599,7 @@ def _export_spec(
             raise exports.ExportFailed(f"{field}: give a preset, or a strategy with its parameters, not both")
         try:
             spec, found = services.spec_or_preset(user=user, text=strategy or services.PRESET_PREFIX + preset,
-                                                  project=project)
+                                                  project=project, filters=filters)
         except services.PresetError as exc:
             raise exports.ExportFailed(f"{field}: {exc}") from None
         return spec, services.trim_counter(found)

@@ -1423,6 +1423,13 @@ class SessionFilters:
     assignee: str = ""  # a username, or NOBODY
     sort: str = DEFAULT_SESSION_SORT
 
+    @property
+    def scope_project(self) -> models.Project | None:
+        """The one project these filters keep the sessions to (the project's, or the agent's), if any."""
+        if self.project is not None:
+            return self.project
+        return self.agent.project if self.agent is not None else None
+
 
 NOBODY = "-"  # the assignee filter's "assigned to nobody"
 
@@ -1701,9 +1708,14 @@ def preset_for_session(*, session: models.Session, name: str) -> models.Preset:
 PRESET_PREFIX = "preset:"
 
 
-def preset_by_name(*, user: User | None, name: str, project: models.Project | None = None) -> models.Preset:
+def preset_by_name(
+    *, user: User | None, name: str, project: models.Project | None = None, prefer: models.Project | None = None,
+    choose: str = "name the project",
+) -> models.Preset:
     """The preset called ``name`` among the user's projects (or in ``project``); ``user=None``: any project (the
-    management commands, run by the operator). PresetError when there is none, or several projects have one."""
+    management commands, run by the operator). ``prefer``: the project whose preset wins when several projects have
+    one of that name (the one a list's filters keep the sessions to). PresetError when there is none, or several
+    projects have one; ``choose`` ends that sentence with how to pick one."""
     name = name.strip()
     qs = (presets_for_user(user, project=project) if user is not None else
           models.Preset.objects.select_related("project", "created_by").filter(
@@ -1712,20 +1724,28 @@ def preset_by_name(*, user: User | None, name: str, project: models.Project | No
     if not found:
         where = f"project {project.name}" if project is not None else ("your projects" if user else "any project")
         raise PresetError(f"There is no preset named \u201c{name}\u201d in {where}.")
-    if len(found) > 1:
+    preferred = [p for p in found if prefer is not None and p.project_id == prefer.pk]
+    if len(found) > 1 and not preferred:
         raise PresetError(f"Several projects have a preset named \u201c{name}\u201d "
-                          f"({', '.join(p.project.slug for p in found)}): name the project.")
-    return found[0]
+                          f"({', '.join(p.project.slug for p in found)}): {choose}.")
+    return (preferred or found)[0]
 
 
 def spec_or_preset(
-    *, user: User | None, text: str, project: models.Project | None = None
+    *, user: User | None, text: str, project: models.Project | None = None, filters: SessionFilters | None = None
 ) -> tuple[StrategySpec, models.Preset | None]:
     """A strategy's text (``buffered:buffer_size=5``) or a preset (``preset:NAME``) → the spec to run, and the
-    preset (count with ``trim_counter(preset)``). StrategyError or PresetError say what is wrong."""
+    preset (count with ``trim_counter(preset)``). ``filters``: a list's filters, for the sessions they keep (the
+    report, an export of the list): a name several of the user's projects share is the filtered project's preset.
+    StrategyError or PresetError say what is wrong."""
     text = text.strip()
     if text.startswith(PRESET_PREFIX):
-        preset = preset_by_name(user=user, name=text[len(PRESET_PREFIX):], project=project)
+        name = text[len(PRESET_PREFIX):]
+        if filters is None:
+            preset = preset_by_name(user=user, name=name, project=project)
+        else:
+            preset = preset_by_name(user=user, name=name, project=project, prefer=filters.scope_project,
+                                    choose="filter the sessions by project")
         return preset_spec(preset), preset
     return spec_from_text(text), None
 

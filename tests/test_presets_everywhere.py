@@ -220,3 +220,37 @@ def test_a_report_column_of_a_preset_counts_with_the_presets_counter(alice_clien
     assert response.status_code == 302 and job.params["counters"] == ["messages", None]
     jobs.run_job.func(job.pk)  # what a worker runs, here in the test's transaction
     assert json.loads(alice_client.get(f"/jobs/{job.pk}/", {"download": "json"}).content) == data
+
+
+def test_a_preset_name_two_of_the_users_projects_share_is_taken_from_the_filtered_project(
+        alice_client, alice, tight, make_session, other_project, other_agent):
+    # Two projects each with a preset "tight window" (a team keeps its own): the report and the list's export
+    # filtered to one project use that project's; unfiltered, the refusal says how to choose.
+    from agents.models import Membership
+    Membership.objects.create(project=other_project, user=alice, role=Membership.Level.EDITOR)
+    services.preset_create(user=alice, project=other_project, name="tight window", strategy="buffered",
+                           params={"buffer_size": 1}, counter="o200k")
+    make_session(chat(4), title="Weather")
+    report = alice_client.get("/lab/report/", {"s": ["preset:tight window", "unbounded"], "project": "alpha"})
+    html = report.content.decode()
+    assert "Several projects" not in html
+    assert re.findall(r'<tr class="summary-row" data-spec="([^"]*)">', html)[0] == "buffered:buffer_size=3"
+    beta = alice_client.get("/lab/report/", {"s": ["preset:tight window", "unbounded"], "project": "beta"})
+    assert re.findall(r'<tr class="summary-row" data-spec="([^"]*)">', beta.content.decode())[0] == \
+        "buffered:buffer_size=1"
+    # A preset only the other project has still applies to this project's sessions, as before.
+    services.preset_create(user=alice, project=other_project, name="beta only", strategy="unbounded", params={},
+                           counter="o200k")
+    only = alice_client.get("/lab/report/", {"s": ["preset:beta only"], "project": "alpha"}).content.decode()
+    assert re.findall(r'<tr class="summary-row" data-spec="([^"]*)">', only) == ["unbounded"]
+    unfiltered = alice_client.get("/lab/report/", {"s": ["preset:tight window"]}).content.decode()
+    assert "Several projects have a preset named “tight window” (alpha, beta): filter the sessions by project." \
+        in unfiltered
+    # The export API (the export page's one path) likewise.
+    answer = alice_client.post("/api/exports/?format=openai&preset=tight+window&project=alpha")
+    assert answer.status_code == 200, answer.content
+    assert len(json.loads(b"".join(answer.streaming_content))) == 4  # the system message and the last three
+    refused = alice_client.post("/api/exports/?format=openai&preset=tight+window")
+    assert refused.status_code == 400
+    assert refused.json()["error"] == ("preset: Several projects have a preset named “tight window” (alpha, beta): "
+                                       "filter the sessions by project.")
