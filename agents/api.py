@@ -7,6 +7,7 @@ form as the session list. One error shape: ``{"error": "..."}``.
 from __future__ import annotations
 
 import io
+import json
 import re
 import uuid
 from types import SimpleNamespace
@@ -589,7 +590,8 @@ def _format_names_the_file(view: Any) -> Any:
 
 
 def _export_query(request: Request) -> QueryDict:
-    """The export's fields from the query string and the body (a form, or JSON whose lists repeat a field)."""
+    """The export's fields from the query string and the body (a form, or a JSON object whose lists repeat a
+    field; its ``params`` may be an object, as the presets API takes them)."""
     query = request.query_params.copy()
     data = request.data
     if hasattr(data, "lists"):
@@ -597,15 +599,32 @@ def _export_query(request: Request) -> QueryDict:
             query.setlist(key, values)
     elif isinstance(data, dict):
         for key, value in data.items():
+            if key == "params" and isinstance(value, dict):
+                value = ", ".join(f"{name}={_param_text(v)}" for name, v in value.items())
             query.setlist(key, [str(v) for v in value] if isinstance(value, list) else [str(value)])
+    elif data:
+        raise _Invalid("body: expected a JSON object")
     return query
+
+
+def _param_text(value: Any) -> str:
+    """A JSON parameter value as the key=value syntax writes it (a list as JSON; null: the default)."""
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return json.dumps(value) if isinstance(value, (list, dict)) else str(value)
 
 
 def _export_answer(request: Request, *, session_id: int | None = None) -> Any:
     """Through the pages' one export path (pages.export_request): the streamed file, 202 with the background job's
     URL, or 400 ``{"error": ...}`` naming the field."""
-    answer = pages.export_request(user=request.user, data=_export_query(request), download=True,
-                                  session_id=session_id, interface="api")
+    try:
+        query = _export_query(request)
+    except _Invalid as exc:
+        return _bad_request(str(exc))
+    answer = pages.export_request(user=request.user, data=query, download=True, session_id=session_id,
+                                  interface="api")
     if answer.job is not None:
         return Response({"job": request.build_absolute_uri(answer.job.get_absolute_url()),
                          "status": answer.job.status}, status=202)

@@ -57,6 +57,27 @@ def test_it_exports_a_session_trimmed_by_a_strategy_or_a_preset_from_json(alice_
     assert len(json.loads(body(by_preset))["sessions"][0]["messages"]) == 2
 
 
+def test_a_json_body_gives_params_as_an_object_and_must_be_an_object(alice_client: Any, agent: models.Agent):
+    # A JSON client writes the parameters as the presets API takes them, an object: not the text
+    # "{'buffer_size': 1}" read as key=value (400), and a body that is no object is refused, not read as "no
+    # fields" (which exported the whole session as native).
+    session = store(agent, "a")
+    for params in ({"buffer_size": 1, "pin_system": False}, "buffer_size=1, pin_system=false"):
+        trimmed = alice_client.post(export_url(session), {"format": "native", "strategy": "buffered",
+                                                          "params": params}, content_type="application/json")
+        assert trimmed.status_code == 200, (params, trimmed.content)
+        kept = json.loads(body(trimmed))["sessions"][0]["metadata"]["trimmed"]["params"]
+        assert kept == {"buffer_size": 1, "pin_system": False}
+    wrong = alice_client.post(export_url(session), {"strategy": "buffered", "params": {"buffer_size": 0}},
+                              content_type="application/json")
+    assert wrong.status_code == 400 and "params: buffer_size=0: " in wrong.json()["error"]
+    for sent in ([1], json.dumps("native"), "3"):
+        refused = alice_client.post(export_url(session), sent, content_type="application/json")
+        assert refused.status_code == 400 and refused.json() == {"error": "body: expected a JSON object"}, sent
+        assert alice_client.post("/api/exports/", sent, content_type="application/json").status_code == 400
+    assert models.ExportRecord.objects.count() == 2
+
+
 def test_it_answers_errors_naming_the_field(alice_client: Any, agent: models.Agent):
     session = store(agent, "a")
     for sent, field in (({"format": "nope"}, "format: unknown format 'nope'"),
