@@ -56,7 +56,8 @@ def test_no_page_scrolls_sideways_on_a_phone(logged_in_page, live_server, make_s
                     }
                 ],
             },
-            {"role": "tool", "tool_call_id": "c9", "content": UNBROKEN},
+            # Marked as an error: the header's list of tool errors shows its preview too.
+            {"role": "tool", "tool_call_id": "c9", "content": UNBROKEN, "is_error": True},
         ],
         title="A long title that goes on and on about the weather in many cities at once",
         external_id="e" * 64,
