@@ -6,6 +6,7 @@ import pytest
 
 from agents import models
 from tests.browser.conftest import htmx_idle, screenshot
+from tests.browser.test_dark_mode_in_browser import CONTRAST
 from tests.conversations import TRAVEL
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -42,6 +43,8 @@ def test_it_works_through_the_queue_with_its_keys(logged_in_page, live_server, m
     page.wait_for_selector(".annotation-list .label-chip")
     assert "said sold out, then booked it" in page.locator(".annotation-list").inner_text()
     assert page.url == opened
+    # Its Delete reads as a button, not a disabled one: it had the top bar's pale link colour (1.5:1 on white).
+    assert page.evaluate(CONTRAST, ".annotation form.inline-form button") >= 4.5
     screenshot(page, f"review-queue-{width}px-{scheme}")
     # In a queue, ? lists the queue's keys with the others.
     page.evaluate("() => document.activeElement && document.activeElement.blur()")
