@@ -73,10 +73,15 @@ def test_the_pages_follow_the_system_colour_scheme_with_readable_text(browser, l
             # The browsable API (DRF's own pages, through templates/rest_framework/api.html and static/css/api.css).
             "api": (f"/api/sessions/{session.pk}/", ["ul.breadcrumb a", ".page-header h1", ".response-info pre",
                                                      ".content-main .pull-left code"]),
+            # The top bar's "API": Swagger UI, in its own dark theme (html.dark-mode) when the system prefers dark.
+            "docs": ("/api/docs/", [".swagger-ui .info .title", ".swagger-ui .opblock-tag",
+                                    ".swagger-ui .opblock-summary-description"]),
         }
         for name, (path, selectors) in pages.items():
             page.goto(f"{live_server.url}{path}")
             page.wait_for_load_state()
+            if name == "docs":
+                page.wait_for_selector(".swagger-ui .opblock-summary-description")
             dark = _luminance(page) < 0.2
             assert dark is (scheme == "dark"), (name, _luminance(page))
             for selector in selectors:
