@@ -652,6 +652,11 @@ def lab_page(
         preview = lab.trim_preview(replayed.sent, replayed.counts[:replayed.sent_from], replayed.result)
         chart = lab_charts.replay_chart(run.steps, chosen=step)
     spec = form.spec or strategy_spec(strategy)
+    # Opened on a preset, the lab counts with the preset's counter: compare, the diff and the Export menu take the
+    # preset itself, so that they count with it too (its strategy and parameters alone count with the session's).
+    named = spec.text
+    if preset is not None and form.spec is not None:
+        named = services.PRESET_PREFIX + preset.name
     other = "safe_token_budget" if strategy.name != "safe_token_budget" else "buffered"
     return {
         "session": session,
@@ -677,10 +682,12 @@ def lab_page(
         "spec": spec,
         "preset_fields": [(key, value) for key, values in QueryDict(spec.lab_query).lists() for value in values],
         "equivalents": lab.equivalents(site, session, spec, counter, preset) if form.spec is not None else None,
-        "compare_query": urlencode([("s", spec.text), ("s", other)]),
-        "diff_query": urlencode({"trim": spec.text}),
-        # The Export menu of the trimmed view: the strategy and its changed parameters (``key=value,key=value``).
-        "export_params": spec.text.partition(":")[2],
+        "compare_query": urlencode([("s", named), ("s", other)]),
+        "diff_query": urlencode({"trim": named}),
+        # The Export menu of the trimmed view: the strategy and its changed parameters (``key=value,key=value``),
+        # or the preset.
+        "export_strategy": strategy.name if named == spec.text else named,
+        "export_params": spec.text.partition(":")[2] if named == spec.text else "",
         "dropped_shown": lab.DROPPED_SHOWN,
         "preset_save_error": save_error,
         "preset_name": preset_name,

@@ -254,3 +254,24 @@ def test_a_preset_name_two_of_the_users_projects_share_is_taken_from_the_filtere
     assert refused.status_code == 400
     assert refused.json()["error"] == ("preset: Several projects have a preset named “tight window” (alpha, beta): "
                                        "filter the sessions by project.")
+
+
+def test_the_labs_export_and_diff_of_a_preset_trim_as_the_lab_shows_it(alice_client, by_count, make_session):
+    # The lab opened on a preset counts with the preset's counter; its "Export this trimmed view" and its diff link
+    # gave the strategy and parameters alone, which trimmed with the session's counts: another trimmed view.
+    messages = chat(6)
+    session = make_session(messages, title="Weather")
+    wanted, stored = _core_trim(messages, "messages"), _core_trim(messages, "cl100k")
+    assert wanted.kept != stored.kept
+    html = alice_client.get(f"/sessions/{session.pk}/lab/", {"preset": "last four"}).content.decode()
+    assert f'<strong id="kept-count">{len(wanted.kept)}</strong>' in html  # what the lab shows kept
+    panel = html.split('class="filters export-menu-panel"')[1].split("</form>")[0]
+    fields = dict(re.findall(r'<input type="hidden" name="(\w+)" value="([^"]*)"', panel))
+    fields = {key: value.replace("&quot;", '"') for key, value in fields.items() if key != "csrfmiddlewaretoken"}
+    exported = alice_client.post(f"/sessions/{session.pk}/export/", {**fields, "format": "native"})
+    conversation = json.loads(b"".join(exported.streaming_content))["sessions"][0]
+    assert conversation["metadata"]["trimmed"]["counter"] == "messages"
+    assert len(conversation["messages"]) == len(wanted.messages)
+    diff_href = re.search(r'id="diff-link" href="([^"]*)"', html).group(1).replace("&amp;", "&")
+    diff = alice_client.get(diff_href.replace("/sessions/", "/api/sessions/", 1)).json()
+    assert diff["counts"]["same"] + diff["counts"]["changed"] == len(wanted.kept), diff["counts"]
