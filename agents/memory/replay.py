@@ -47,6 +47,7 @@ import bisect
 import functools
 import itertools
 import math
+from array import array
 from collections import deque
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -166,11 +167,18 @@ def call_positions(messages: Sequence[Message]) -> list[int]:
 # Errors of many slices at once
 
 
+def _ints(value: int, size: int) -> array[int]:
+    """``size`` copies of ``value`` as a machine-integer array: the per-message arrays of a replay (prefix sums,
+    positions) at 8 bytes an entry where a list of Python ints takes about 40, which made the replay the peak of
+    a long session's preview (bench/README.md)."""
+    return array("q", [value]) * size
+
+
 class _Fenwick:
     __slots__ = ("tree",)
 
     def __init__(self, size: int) -> None:
-        self.tree = [0] * (size + 1)
+        self.tree = _ints(0, size + 1)
 
     def add(self, position: int, weight: int) -> None:
         i = position + 1
@@ -204,12 +212,12 @@ class SliceViolations:
     def __init__(self, messages: Sequence[Message]) -> None:
         n = len(messages)
         self.n = n
-        intrinsic = [0] * (n + 1)  # prefix sums: empty assistants, invalid arguments, an id twice in one message
-        tools = [0] * (n + 1)  # prefix sums of tool messages
-        no_call = [0] * (n + 1)  # prefix sums of tool messages whose id no earlier call used
-        calls = [0] * (n + 1)  # prefix sums of calls (an id repeated inside one message counts once)
-        self.first_dialogue = [n] * (n + 1)  # first user/assistant message at or after each position
-        next_non_tool = [n] * (n + 1)
+        intrinsic = _ints(0, n + 1)  # prefix sums: empty assistants, invalid arguments, an id twice in one message
+        tools = _ints(0, n + 1)  # prefix sums of tool messages
+        no_call = _ints(0, n + 1)  # prefix sums of tool messages whose id no earlier call used
+        calls = _ints(0, n + 1)  # prefix sums of calls (an id repeated inside one message counts once)
+        self.first_dialogue = _ints(n, n + 1)  # first user/assistant message at or after each position
+        next_non_tool = _ints(n, n + 1)
         for i in range(n - 1, -1, -1):
             role = messages[i].role
             self.first_dialogue[i] = i if role in ("user", "assistant") else self.first_dialogue[i + 1]
@@ -273,11 +281,11 @@ class SliceViolations:
                 self.late_calls.append((j, number))
         self.next_non_tool = next_non_tool
         self.call_message = call_message
-        self.last_non_tool = [-1] * (n + 1)  # the newest non-tool message before each position
+        self.last_non_tool = _ints(-1, n + 1)  # the newest non-tool message before each position
         for i, m in enumerate(messages):
             self.last_non_tool[i + 1] = i if m.role != "tool" else self.last_non_tool[i]
         self.intrinsic, self.tools, self.no_call, self.calls = intrinsic, tools, no_call, calls
-        below_y = [0] * (n + 1)
+        below_y = _ints(0, n + 1)
         for _, y, w in self.pairs:
             below_y[y + 1] += w
         for i in range(n):
@@ -287,33 +295,29 @@ class SliceViolations:
     def counts(self, slices: Sequence[tuple[int, int]]) -> list[int]:
         """The error count of each ``messages[s:e]``."""
         # Each slice needs D(s, e) = sum of weights with x < s and y < e, for pairs and for results; one sweep
-        # over s, adding points by x into a tree indexed by y.
-        queries: list[tuple[int, int, int, int]] = []  # (s, y limit, which set, answer slot)
-        lead_end = []
-        for q, (s, e) in enumerate(slices):
-            f = min(self.first_dialogue[s], e)
-            lead_end.append(f)
-            queries.append((s, e, 0, 3 * q))
-            queries.append((s, e, 1, 3 * q + 1))
-            queries.append((s, f, 1, 3 * q + 2))
-        queries.sort()
-        answers = [0] * (3 * len(slices))
+        # over the slices by s, adding points by x into a tree indexed by y (three answers per slice, kept in a
+        # machine-integer array: a long run has one slice per call).
+        answers = _ints(0, 3 * len(slices))
         trees = (_Fenwick(self.n + 1), _Fenwick(self.n + 1))
         points = (sorted(self.pairs), sorted((x, y, 1) for x, y in self.results))
         next_point = [0, 0]
-        for s, y_limit, which, slot in queries:
-            pts, tree, k = points[which], trees[which], next_point[which]
-            while k < len(pts) and pts[k][0] < s:
-                tree.add(pts[k][1], pts[k][2])
-                k += 1
-            next_point[which] = k
-            answers[slot] = tree.below(y_limit)
+        for q in sorted(range(len(slices)), key=lambda q: slices[q][0]):
+            s, e = slices[q]
+            for which in (0, 1):
+                pts, tree, k = points[which], trees[which], next_point[which]
+                while k < len(pts) and pts[k][0] < s:
+                    tree.add(pts[k][1], pts[k][2])
+                    k += 1
+                next_point[which] = k
+            answers[3 * q] = trees[0].below(e)
+            answers[3 * q + 1] = trees[1].below(e)
+            answers[3 * q + 2] = trees[1].below(min(self.first_dialogue[s], e))
         out = []
         for q, (s, e) in enumerate(slices):
             if e <= s:
                 out.append(0)
                 continue
-            f = lead_end[q]
+            f = min(self.first_dialogue[s], e)
             leading = self.tools[f] - self.tools[s]
             orphans = (self.no_call[e] - self.no_call[f]) + (answers[3 * q + 1] - answers[3 * q + 2])
             pairs = self._pair_weight_below[e] - answers[3 * q]
@@ -321,7 +325,6 @@ class SliceViolations:
                 self.intrinsic[e] - self.intrinsic[s] + leading + orphans + pairs + self.calls[e] - self.calls[s]
             )
         return out
-
 
     def joined_counts(self, parts: Sequence[tuple[int, int, int, int]], *, separated: bool) -> list[int]:
         """The error count of ``messages[a0:a1] + messages[b0:b1]`` for each (a0, a1, b0, b1), a1 <= b0, with a
@@ -376,7 +379,7 @@ class _Run:
         self.counts = counts
         self.tc = tc
         self.per_list = tc.per_list
-        g = [0] * (n + 1)
+        g = _ints(0, n + 1)
         for i, c in enumerate(counts):
             g[i + 1] = g[i] + c
         self.g = g
@@ -388,7 +391,7 @@ class _Run:
         # a pinning strategy sets aside is the same at every call: the view starts at v0.
         self.v0 = lead if pin else 0
         self.calls = call_positions(messages)
-        self.last_user = [-1] * (n + 1)  # newest user message before each position
+        self.last_user = _ints(-1, n + 1)  # newest user message before each position
         for i, m in enumerate(messages):
             self.last_user[i + 1] = i if m.role == "user" else self.last_user[i]
 
@@ -514,7 +517,7 @@ def _safe_window(run: _Run, p: Any) -> Iterator[_Window]:
     v0, msgs = run.v0, run.messages
     sys_count, sys_tokens = _system_prefix(run)
     non_system = [i for i in range(v0, run.n) if msgs[i].role not in SYSTEM_ROLES]
-    next_non_tool = [run.n] * (run.n + 1)
+    next_non_tool = _ints(run.n, run.n + 1)
     for i in range(run.n - 1, -1, -1):
         next_non_tool[i] = next_non_tool[i + 1] if msgs[i].role == "tool" else i
     for k in run.calls:
