@@ -210,7 +210,10 @@ def api_root(request: Request) -> Response:
     operation_id="sessions_list",
     summary="The sessions of your projects, filtered and sorted",
     parameters=[
-        OpenApiParameter(name, str, description=name) for name in ("project", "agent", "q", "tool", "sort", "page")
+        OpenApiParameter(name, str, description=name) for name in (
+            "project", "agent", "q", "tool", "violations", "errors", "date_from", "date_to", "min_tokens",
+            "max_tokens", "label", "review_status", "assignee", "sort", "page",
+        )
     ],
     responses={200: OpenApiTypes.OBJECT, 400: ApiError, 401: ApiError, 404: ApiError},
 )
@@ -224,12 +227,22 @@ def api_root(request: Request) -> Response:
 @write_api(["GET", "POST"])
 def session_list(request: Request) -> Response:
     """GET: the session list with the page's filters (project, agent, q, tool, violations, errors, dates, tokens,
-    sort). POST: create a session (``SessionCreate``), with its first messages if given."""
+    label, review status, assignee, sort). POST: create a session (``SessionCreate``), with its first messages if
+    given."""
     if request.method == "POST":
         return _session_create(request)
-    form = SessionFilterForm(request.query_params or None, user=request.user)
+    query = request.query_params.copy()
+    if "review_status" in query:
+        # The summaries' and PATCH's name for what the list's form calls "status".
+        if "status" in query:
+            return _bad_request("review_status: give review_status or status, not both")
+        query.setlist("status", query.pop("review_status"))
+    form = SessionFilterForm(query or None, user=request.user)
     if form.is_bound and form.refusal():
-        return _bad_request(form.refusal())
+        refusal = form.refusal()
+        if refusal.startswith("status: ") and "review_status" in request.query_params:
+            refusal = "review_" + refusal
+        return _bad_request(refusal)
     sessions = services.sessions_filtered(request.user, form.filters())
     paginator = _Pages()
     page = paginator.paginate_queryset(sessions, request)

@@ -217,6 +217,25 @@ def test_an_annotation_of_another_session_is_not_found_through_this_one(alice_cl
 # --- review status and assignee -------------------------------------------------------------------------------
 
 
+def test_the_list_filters_by_review_status_under_the_name_the_api_gives_it(alice_client, session, make_session):
+    # The summaries say "review_status" and PATCH takes it: ?review_status=done was ignored (every session
+    # listed), as the list's own name for that filter is "status"; both now filter, and a wrong value is a 400.
+    other = make_session(CHAIN, title="Porto")
+    send(alice_client, "patch", f"/api/sessions/{session.pk}/", {"review_status": "done"})
+    for name in ("review_status", "status"):
+        listed = alice_client.get("/api/sessions/", {name: "done"}).json()["results"]
+        assert [row["id"] for row in listed] == [session.pk], name
+    unreviewed = alice_client.get("/api/sessions/", {"review_status": "unreviewed"}).json()["results"]
+    assert [row["id"] for row in unreviewed] == [other.pk]
+    wrong = alice_client.get("/api/sessions/", {"review_status": "finished"})
+    assert wrong.status_code == 400 and wrong.json()["error"].startswith("review_status: ")
+    both = alice_client.get("/api/sessions/", {"review_status": "done", "status": "unreviewed"})
+    assert both.status_code == 400 and "not both" in both.json()["error"]
+    names = {p["name"] for p in alice_client.get("/api/schema/?format=json").json()["paths"]["/api/sessions/"]["get"]
+             ["parameters"]}
+    assert {"review_status", "label", "assignee", "violations", "min_tokens"} <= names
+
+
 def test_it_sets_review_status_and_assignee_and_shows_them_in_the_summary(alice_client, session, members):
     response = send(alice_client, "patch", f"/api/sessions/{session.pk}/",
                     {"review_status": "in_review", "assignee": "annotator-user"})
