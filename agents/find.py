@@ -252,6 +252,11 @@ class ChainFilter:
     def apply(self, rows: QuerySet[models.Message]) -> QuerySet[models.Message]:
         return role_and_tool_filter(rows, role=self.role, tool=self.tool) if self.active else rows
 
+    def count(self, session: models.Session) -> int:
+        """How many of the session's messages the filter shows (one count on the (session, role) index, or on the
+        tool's calls)."""
+        return self.apply(models.Message.objects.filter(session=session)).count()
+
     def query(self) -> dict[str, str]:
         """The filter's URL parameters (none when it shows everything)."""
         return {k: v for k, v in (("role", self.role), ("tool", self.tool)) if v}

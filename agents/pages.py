@@ -128,6 +128,7 @@ def session_page(
         "messages": messages,
         "range": _page_range(session, page, start=start, keep=keep, within=within),
         "within": within,
+        "within_count": within.count(session) if within.active and not fragment else None,
         "keep_query": keep,
         **_search_context(session, q, at=at, page=page, within=within, fragment=fragment),
         **_metadata_context(session),

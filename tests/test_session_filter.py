@@ -45,7 +45,7 @@ def test_it_shows_only_the_role_asked(alice_client, turns):
     assert response.status_code == 200
     assert _seqs(response) == list(range(0, 40, 4))
     page = response.content.decode()
-    assert "Showing only user messages" in page
+    assert "Showing only user messages: 10 of 40 messages" in page
     assert '<option value="user" selected>' in page
 
 
@@ -54,13 +54,14 @@ def test_it_shows_one_tools_calls_with_their_results_each_linked_to_its_call(ali
     # Odd turns: the call (4i+1) and its result (4i+2).
     assert _seqs(response) == [s for i in range(1, 10, 2) for s in (4 * i + 1, 4 * i + 2)]
     page = response.content.decode()
-    assert "calls of refund and their results" in page
+    assert "calls of refund and their results: 10 of 40 messages" in page
     # The messages between are hidden, so a result is not drawn under its call: it links to it.
     result = page.split('id="m-6"')[1].split("</article>")[0]
     assert f'href="{turns.get_absolute_url()}?at=5#m-5"' in result and "refund" in result
     # Both at once: the results of refund only.
     both = alice_client.get(turns.get_absolute_url(), {"tool": "refund", "role": "tool"})
     assert _seqs(both) == [4 * i + 2 for i in range(1, 10, 2)]
+    assert "tool messages of tool refund: 5 of 40 messages" in both.content.decode()
     # The tools to choose from are the session's.
     assert '<option value="lookup_order">' in page and '<option value="refund" selected>' in page
 
