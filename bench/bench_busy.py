@@ -10,7 +10,7 @@ A fresh database (a SQLite file in a temporary folder, or a new database on the 
 open the login page, log in, open the session list, open one session. First for ``--idle`` seconds on the idle
 server (the baseline), then while ``manage.py import_history`` imports one ``--messages``-message conversation
 (bench_import.generate) into the same database. Printed per phase and request: count, errors (any answer but the
-expected one, or no answer within 30 s), median, p95 and max milliseconds; and the ratios busy/idle of the median
+expected one, or no answer within 30 s), median and p95 milliseconds; and the ratios busy/idle of the median
 and p95.
 """
 from __future__ import annotations
