@@ -8,6 +8,7 @@ import os
 import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -215,10 +216,34 @@ def _manage(url: str, *args: str) -> subprocess.Popen[str]:
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
+def _finish_together(procs: list[subprocess.Popen[str]], url: str, *, seconds: float) -> list[tuple[int, str, str]]:
+    """Each process's exit code, output and errors, all within one deadline, their pipes read while they run (a
+    child never blocks on a full pipe). Past the deadline: every process killed, and the failure shows what each
+    said and what the database's connections were waiting for."""
+    deadline = time.monotonic() + seconds
+    results: list[tuple[int, str, str]] = []
+    try:
+        for proc in procs:
+            out, err = proc.communicate(timeout=max(1.0, deadline - time.monotonic()))
+            results.append((proc.returncode, out, err))
+    except subprocess.TimeoutExpired:
+        waits = _query(url, "SELECT pid, state, wait_event_type, wait_event, left(query, 200) FROM pg_stat_activity "
+                            "WHERE datname = current_database()") if url.startswith("postgres") else []
+        said = []
+        for proc in procs:
+            proc.kill()
+            out, err = proc.communicate()
+            said.append(f"pid {proc.pid} exit {proc.returncode}: {err[-2000:]}")
+        pytest.fail(f"the imports did not finish in {seconds:.0f} s; database connections: {waits}; "
+                    + "; ".join(said))
+    return results
+
+
 def _query(url: str, sql: str) -> list[tuple[Any, ...]]:
     code = ("import django, json, sys; django.setup(); from django.db import connection\n"
             "with connection.cursor() as c: c.execute(sys.argv[1]); print(json.dumps(c.fetchall()))")
     out = subprocess.run([sys.executable, "-c", code, sql], cwd=ROOT, check=True, capture_output=True, text=True,
+                         timeout=120,
                          env={**os.environ, "DATABASE_URL": url, "DJANGO_SETTINGS_MODULE": "memoryviz.settings"})
     return [tuple(row) for row in json.loads(out.stdout)]
 
@@ -232,7 +257,7 @@ def test_concurrent_imports_all_finish_or_exit_2_with_one_line_and_dedup_stays_r
         {"external_id": "run-1", "messages": _loop(n, " named")}]})
     files = [same, same, named, named, _write(tmp_path, "own.json", _loop(n, " own"))]
     procs = [_manage(database_url, "import_history", str(f), "--project", "p", "--agent", "bot") for f in files]
-    results = [(p.wait(timeout=900), *p.communicate()) for p in procs]
+    results = _finish_together(procs, database_url, seconds=400)
     for code, out, err in results:
         assert "Traceback" not in err, err
         if code == 2:
