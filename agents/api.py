@@ -580,6 +580,8 @@ _EXPORT_FIELDS = [
     OpenApiParameter("strategy", str, description="Export each session as this strategy trims it"),
     OpenApiParameter("params", str, description="The strategy's parameters: key=value, key=value"),
     OpenApiParameter("preset", str, description="A preset instead of strategy and params"),
+    OpenApiParameter("counter", str, description="What the trim counts with (default: the preset's, else each "
+                                                 "session's stored counts)"),
     OpenApiParameter("on_invalid", str, enum=["skip", "stop"],
                      description="openai_jsonl: leave out, or refuse, conversations that break the protocol"),
 ]

@@ -10,6 +10,7 @@ from django.views.decorators.http import require_GET
 
 from agents import diffs, services
 from agents.http import HtmxHttpRequest
+from agents.memory.tokens import COUNTERS
 from agents.memory.trimming import STRATEGIES, StrategyError
 from agents.throttling import expensive
 
@@ -21,6 +22,9 @@ def session_diff(request: HtmxHttpRequest, session_id: int) -> HttpResponse:
     either, or with a wrong one, the page offers the choices."""
     session = services.session_for_user(request.user, session_id)
     other, spec_text = request.GET.get("with", "").strip(), request.GET.get("trim", "").strip()
+    # counter=: what the trimmed view counts with (the lab's, when it counts again), else the preset's or the
+    # session's stored counts.
+    counter = request.GET.get("counter", "").strip() if spec_text else ""
     context: dict[str, object] = {"session": session, "with": other, "trim": spec_text, "strategies": STRATEGIES}
     found = None
     try:
@@ -29,13 +33,16 @@ def session_diff(request: HtmxHttpRequest, session_id: int) -> HttpResponse:
         elif spec_text:
             # trim=preset:NAME: a preset of the session's project.
             spec, preset = services.spec_or_preset(user=None, text=spec_text, project=session.agent.project)
-            found = diffs.session_diff_trimmed(session=session, spec=spec, counter=services.trim_counter(preset))
+            if counter and counter not in COUNTERS:
+                raise StrategyError(f"counter: unknown counter '{counter}'; valid: {', '.join(sorted(COUNTERS))}")
+            found = diffs.session_diff_trimmed(session=session, spec=spec,
+                                               counter=services.trim_counter(preset, counter or None))
     except (StrategyError, services.PresetError) as exc:
         context["error"] = f"trim={spec_text}: {exc}"
     if found is None:
         context["candidates"] = diffs.diff_candidates(user=request.user, session=session)
         return render(request, "agents/session_diff.html", context)  # an invalid trim= is shown on the form (200)
-    query = urlencode({"with": other} if other else {"trim": spec_text})
+    query = urlencode({"with": other} if other else {"trim": spec_text, **({"counter": counter} if counter else {})})
     page = diffs.diff_page(found, query=query, page=request.GET.get("page"), rows=request.GET.get("rows"))
     context.update(found=found, page=page, query=query, counts=found.diff.counts(), labels=diffs.LABELS[found.trimmed])
     template_name = "agents/session_diff.html"

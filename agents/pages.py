@@ -591,9 +591,15 @@ def _export_spec(
     """The strategy of ``strategy=`` with its parameters from ``params=key=value, key=value`` and ``set=key=value``
     (repeatable), or a preset of the user's projects (of the session's, for one session; of the filtered project
     first, for the list's ``filters``): ``preset=NAME`` or ``strategy=preset:NAME``, which counts with its own
-    counter; and the counter (None: each session's own). An error names the field."""
+    counter; and the counter: ``counter=`` (what the lab counted with), else the preset's, else None (each session's
+    own). An error names the field."""
     strategy = (query.get("strategy") or "").strip()
     preset = (query.get("preset") or "").strip()
+    counter = (query.get("counter") or "").strip() or None
+    if counter is not None and counter not in COUNTERS:
+        raise exports.ExportFailed(f"counter: unknown counter '{counter}'; valid: {', '.join(sorted(COUNTERS))}")
+    if counter is not None and not (strategy or preset):
+        raise exports.ExportFailed("counter: counts the tokens of a trimmed export; give a strategy or a preset")
     if strategy.startswith(services.PRESET_PREFIX) or preset:
         field = "preset" if preset else "strategy"
         if (preset and strategy) or query.getlist("set") or (query.get("params") or "").strip():
@@ -603,11 +609,11 @@ def _export_spec(
                                                   project=project, filters=filters)
         except services.PresetError as exc:
             raise exports.ExportFailed(f"{field}: {exc}") from None
-        return spec, services.trim_counter(found)
+        return spec, services.trim_counter(found, counter)
     try:
         return spec_from_pairs(
             query.get("strategy"), [*query.getlist("set"), *split_pairs(query.get("params", ""))]
-        ), None
+        ), counter
     except StrategyError as exc:
         if not exc.problems:
             raise exports.ExportFailed(f"strategy: {exc}") from None
@@ -658,6 +664,8 @@ def lab_page(
     named = spec.text
     if preset is not None and form.spec is not None:
         named = services.PRESET_PREFIX + preset.name
+    # Counted again with another counter than the stored one (not a preset's own): the diff and the export too.
+    recount = named == spec.text and counter != session.token_counter
     other = "safe_token_budget" if strategy.name != "safe_token_budget" else "buffered"
     return {
         "session": session,
@@ -684,11 +692,12 @@ def lab_page(
         "preset_fields": [(key, value) for key, values in QueryDict(spec.lab_query).lists() for value in values],
         "equivalents": lab.equivalents(site, session, spec, counter, preset) if form.spec is not None else None,
         "compare_query": urlencode([("s", named), ("s", other)]),
-        "diff_query": urlencode({"trim": named}),
+        "diff_query": urlencode({"trim": named, **({"counter": counter} if recount else {})}),
         # The Export menu of the trimmed view: the strategy and its changed parameters (``key=value,key=value``),
         # or the preset.
         "export_strategy": strategy.name if named == spec.text else named,
         "export_params": spec.text.partition(":")[2] if named == spec.text else "",
+        "export_counter": counter if recount else "",
         "dropped_shown": lab.DROPPED_SHOWN,
         "preset_save_error": save_error,
         "preset_name": preset_name,

@@ -275,3 +275,30 @@ def test_the_labs_export_and_diff_of_a_preset_trim_as_the_lab_shows_it(alice_cli
     diff_href = re.search(r'id="diff-link" href="([^"]*)"', html).group(1).replace("&amp;", "&")
     diff = alice_client.get(diff_href.replace("/sessions/", "/api/sessions/", 1)).json()
     assert diff["counts"]["same"] + diff["counts"]["changed"] == len(wanted.kept), diff["counts"]
+
+
+def test_the_labs_export_and_diff_count_with_the_counter_the_lab_counts_with(alice_client, make_session):
+    # The lab counted again with another counter (its API URL and command said so): its Export menu and diff link
+    # trimmed with the session's stored counts instead, another trimmed view than the one shown.
+    messages = chat(6)
+    session = make_session(messages, title="Weather")
+    wanted, stored = _core_trim(messages, "messages"), _core_trim(messages, "cl100k")
+    html = alice_client.get(f"/sessions/{session.pk}/lab/", {
+        "strategy": "safe_token_budget", "max_tokens": "4", "pin_system": "false", "params_for": "safe_token_budget",
+        "counter": "messages"}).content.decode()
+    assert f'<strong id="kept-count">{len(wanted.kept)}</strong>' in html
+    panel = html.split('class="filters export-menu-panel"')[1].split("</form>")[0]
+    fields = dict(re.findall(r'<input type="hidden" name="(\w+)" value="([^"]*)"', panel))
+    fields.pop("csrfmiddlewaretoken")
+    exported = alice_client.post(f"/sessions/{session.pk}/export/", {**fields, "format": "native"})
+    conversation = json.loads(b"".join(exported.streaming_content))["sessions"][0]
+    assert conversation["metadata"]["trimmed"]["counter"] == "messages"
+    assert len(conversation["messages"]) == len(wanted.messages) != len(stored.messages)
+    diff_href = re.search(r'id="diff-link" href="([^"]*)"', html).group(1).replace("&amp;", "&")
+    page = alice_client.get(diff_href).content.decode()
+    assert f"{len(wanted.kept)} kept" in re.sub(r"<[^>]+>", " ", page).replace("  ", " "), diff_href
+    # A wrong counter is refused by name, on the export as on the diff page.
+    refused = alice_client.post(f"/api/sessions/{session.pk}/export/",
+                                {"strategy": "buffered", "counter": "nope"})
+    assert refused.status_code == 400 and refused.json()["error"].startswith("counter: ")
+    assert "counter: " in alice_client.get(f"/sessions/{session.pk}/diff/?trim=buffered&counter=nope").content.decode()

@@ -14,16 +14,19 @@ register = template.Library()
 
 
 @register.inclusion_tag("agents/_export_menu.html", takes_context=True)
-def export_menu(context: template.Context, session: Any = None, strategy: str = "", params: str = "") -> dict[str, Any]:
+def export_menu(
+    context: template.Context, session: Any = None, strategy: str = "", params: str = "", counter: str = ""
+) -> dict[str, Any]:
     """Export buttons: on a session page (``session``), or on the list, carrying the list's current filters; with
-    ``strategy`` and ``params`` (the trimming lab), the trimmed view. The form is a POST with CSRF (an export writes
-    a record). The formats and strategies come from their registries, so a new one shows up here by itself."""
+    ``strategy`` and ``params`` (the trimming lab), the trimmed view, counted with ``counter`` when the lab counts
+    with another than the stored one. The form is a POST with CSRF (an export writes a record). The formats and
+    strategies come from their registries, so a new one shows up here by itself."""
     request = context["request"]
     return {
         "request": request,
         "csrf_token": context.get("csrf_token"),
         "session": session,
-        "values": {"strategy": strategy, "params": params},
+        "values": {"strategy": strategy, "params": params, "counter": counter},
         "fixed_strategy": bool(strategy),
         "carried": [] if session is not None else session_filter_pairs(request.GET),
         "formats": list(FORMATS.values()),
