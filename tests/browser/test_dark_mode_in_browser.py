@@ -3,30 +3,10 @@ from __future__ import annotations
 
 import pytest
 
-from tests.browser.conftest import screenshot
+from tests.browser.conftest import CONTRAST, screenshot
 from tests.conversations import TRAVEL
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
-
-# The contrast of an element's text against the first opaque background behind it (WCAG's formula).
-CONTRAST = """(selector) => {
-  const rgb = (c) => (c.match(/[\\d.]+/g) || []).map(Number);
-  const lum = ([r, g, b]) => {
-    const f = (v) => { v /= 255; return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4; };
-    return 0.2126 * f(r) + 0.7152 * f(g) + 0.0722 * f(b);
-  };
-  const e = document.querySelector(selector);
-  if (!e) return null;
-  let p = e, back = null;
-  while (p) {
-    const c = rgb(getComputedStyle(p).backgroundColor);
-    if (c.length === 3 || (c.length === 4 && c[3] > 0.9)) { back = c.slice(0, 3); break; }
-    p = p.parentElement;
-  }
-  back = back || [255, 255, 255];
-  const a = lum(rgb(getComputedStyle(e).color).slice(0, 3)), b = lum(back);
-  return (Math.max(a, b) + 0.05) / (Math.min(a, b) + 0.05);
-}"""
 
 
 # Surfaces that once kept a hard-coded light colour in dark mode: each must follow the scheme.

@@ -5,8 +5,7 @@ from __future__ import annotations
 import pytest
 
 from agents import models
-from tests.browser.conftest import htmx_idle, screenshot
-from tests.browser.test_dark_mode_in_browser import CONTRAST
+from tests.browser.conftest import CONTRAST, htmx_idle, screenshot
 from tests.conversations import TRAVEL
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
