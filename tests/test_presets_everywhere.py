@@ -72,6 +72,28 @@ def test_export_history_trims_by_a_preset(tight, make_session, tmp_path):
     assert code == 2 and "not both" in err
 
 
+def test_export_history_of_sessions_takes_a_shared_preset_name_from_their_project(
+        tight, make_session, other_project, other_agent, tmp_path):
+    # Alpha's "tight window" keeps the last three, Beta's the last one: --session names the project to take it from.
+    Preset.objects.create(project=other_project, name="tight window", strategy="buffered", params={"buffer_size": 1},
+                          counter="o200k")
+    alpha, beta = make_session(chat(4), title="Alpha's"), make_session(chat(4), title="Beta's", agent=other_agent)
+    for session, kept in [(alpha, 4), (beta, 2)]:  # the system message and the last three, or the last one
+        out = tmp_path / f"{session.pk}.json"
+        code, _, err = run("export_history", "--session", str(session.pk), "--format", "openai",
+                           "--preset", "tight window", "-o", str(out))
+        assert code == 0, err
+        assert len(json.loads(out.read_text())) == kept
+    # Sessions of both projects (or none named): the name is still ambiguous, and the refusal says so.
+    code, _, err = run("export_history", "--session", str(alpha.pk), "--session", str(beta.pk), "--format", "openai",
+                       "--preset", "tight window")
+    assert code == 2 and "Several projects have a preset named “tight window” (alpha, beta)" in err
+    # --project still wins.
+    code, _, err = run("export_history", "--session", str(alpha.pk), "--format", "openai", "--preset",
+                       "tight window", "--project", "beta")
+    assert code == 2 and "--session: no session" in err
+
+
 def test_the_export_page_trims_by_a_preset(alice_client, tight, make_session):
     session = make_session(chat(4), title="Weather")
     url = f"/sessions/{session.pk}/export/"

@@ -50,9 +50,10 @@ class ContractCommand(BaseCommand):
             self.fail(str(exc))
         return counter
 
-    def load_preset(self, name: str, project_slug: str | None) -> tuple[StrategySpec, Any]:
+    def load_preset(self, name: str, project_slug: str | None, *, prefer: Any = None) -> tuple[StrategySpec, Any]:
         """``--preset NAME`` (``--project SLUG`` when several projects have one of that name): the preset's spec
-        and the preset (its counter)."""
+        and the preset (its counter). ``prefer``: the project whose preset wins when several have one of that name
+        and --project is not given (that of the sessions asked for by id)."""
         from agents import models, services
 
         project = None
@@ -61,7 +62,8 @@ class ContractCommand(BaseCommand):
             if project is None:
                 self.fail(f"--project: no project {project_slug!r}")
         try:
-            preset = services.preset_by_name(user=None, name=name, project=project)
+            preset = services.preset_by_name(user=None, name=name, project=project,
+                                             prefer=prefer if project is None else None)
             return services.preset_spec(preset), preset
         except services.PresetError as exc:
             self.fail(f"--preset: {exc}")

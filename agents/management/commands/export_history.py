@@ -2,8 +2,9 @@
                                    [--strategy NAME --set key=value ... | --preset NAME] [-o FILE]
 
 ``--preset``: a saved preset's strategy, parameters and counter instead of ``--strategy`` and ``--set`` (of
-``--project`` when given): the sessions are counted again with the preset's counter where it is not their own, as
-the lab and ``trim --preset`` count; ``--strategy`` trims with their stored counts.
+``--project`` when given, else of the ``--session``s' project when several projects have one of that name): the
+sessions are counted again with the preset's counter where it is not their own, as the lab and
+``trim --preset`` count; ``--strategy`` trims with their stored counts.
 
 Writes the export to FILE (-o) or stdout; the report (what the target format could not hold, conversations
 skipped as invalid) goes to stderr as JSON. Exit 2 on a bad argument or when ``--on-invalid stop`` meets an
@@ -39,7 +40,8 @@ class Command(ContractCommand):
         parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", dest="params",
                             help="A strategy parameter (repeatable).")
         parser.add_argument("--preset", metavar="NAME",
-                            help="Trim by a saved preset (of --project when given) instead of --strategy and --set.")
+                            help="Trim by a saved preset (of --project when given, else of the --session's project when "
+                                 "several have one of that name) instead of --strategy and --set.")
         parser.add_argument("--on-invalid", choices=exports.ON_INVALID, default="skip",
                             help="openai_jsonl: skip conversations that break the protocol, or stop (default skip).")
         parser.add_argument("-o", "--output", help="Write to this file instead of stdout.")
@@ -54,7 +56,8 @@ class Command(ContractCommand):
             if options["preset"]:
                 if options["strategy"] or options["params"]:
                     raise exports.ExportFailed("--preset: give a preset, or --strategy with --set, not both")
-                spec, preset = self.load_preset(options["preset"], options["project"])
+                spec, preset = self.load_preset(options["preset"], options["project"],
+                                                prefer=_sessions_project(options["session"]))
                 counter = services.trim_counter(preset)
             else:
                 try:
@@ -149,6 +152,13 @@ class Command(ContractCommand):
                 os.unlink(tmp)
             raise
         return result
+
+
+def _sessions_project(ids: list[int]) -> models.Project | None:
+    """The one project the sessions asked for by id (--session) belong to, if they are all of one: its preset is
+    the one a name several projects share means."""
+    projects = list(models.Project.objects.filter(agents__sessions__pk__in=ids).distinct()[:2]) if ids else []
+    return projects[0] if len(projects) == 1 else None
 
 
 def _check_output(output: str) -> None:
