@@ -28,6 +28,12 @@ def test_it_works_through_the_queue_with_its_keys(logged_in_page, live_server, m
     page.wait_for_selector(".queue-bar")
     assert page.locator(".queue-bar").inner_text().startswith("Queue: 2 unreviewed")
     opened = page.url
+    # The review's choices sit beside their labels at their own width: each select took the whole column.
+    panel = page.locator("#review").bounding_box()
+    for choice in ("#review-status", "#review-assignee", "#annotate-label"):
+        assert page.locator(choice).bounding_box()["width"] < panel["width"] / 2, choice
+    word, field = (page.locator(s).bounding_box() for s in ("label[for=review-status]", "#review-status"))
+    assert abs(word["y"] + word["height"] / 2 - (field["y"] + field["height"] / 2)) < 8  # on one line
 
     # l goes to the label, c to the comment; typing there types (s and d are letters of the comment).
     page.keyboard.press("l")
