@@ -40,8 +40,8 @@ class Command(ContractCommand):
         parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", dest="params",
                             help="A strategy parameter (repeatable).")
         parser.add_argument("--preset", metavar="NAME",
-                            help="Trim by a saved preset (of --project when given, else of the --session's project when "
-                                 "several have one of that name) instead of --strategy and --set.")
+                            help="Trim by a saved preset (of --project when given, else of the --session's project "
+                                 "when several have one of that name) instead of --strategy and --set.")
         parser.add_argument("--on-invalid", choices=exports.ON_INVALID, default="skip",
                             help="openai_jsonl: skip conversations that break the protocol, or stop (default skip).")
         parser.add_argument("-o", "--output", help="Write to this file instead of stdout.")
