@@ -29,6 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from rest_framework.authentication import SessionAuthentication
 from rest_framework.decorators import api_view, authentication_classes, parser_classes
 from rest_framework.exceptions import NotFound, PermissionDenied
+from rest_framework.exceptions import ValidationError as _Invalid
 from rest_framework.negotiation import DefaultContentNegotiation
 from rest_framework.pagination import PageNumberPagination
 from rest_framework.parsers import FormParser, MultiPartParser
@@ -70,15 +71,19 @@ def view_description(view: Any, html: bool = False) -> str | SafeString:
     ))
 
 
-def api(view: Any) -> Any:
-    """A GET endpoint of this API: open to the login middleware (DRF checks access), Basic or session auth."""
-    return login_not_required(api_view(["GET"])(authentication_classes(AUTHENTICATION)(view)))
-
-
 class ApiError(BaseModel):
     """Every error of this API."""
 
     error: str
+
+
+def _documented(operation_id: str, summary: str, *errors: int, ok: tuple[int, ...] = (200,),
+                method: str | None = None, **more: Any) -> Any:
+    """An endpoint's OpenAPI entry (of one ``method``, or of them all): a JSON object for each code of ``ok`` (no
+    body for 204), and the one error shape for each of ``errors``."""
+    answers: dict[int, Any] = {code: None if code == 204 else OpenApiTypes.OBJECT for code in ok}
+    return extend_schema(operation_id=operation_id, summary=summary, methods=[method] if method else None,
+                         responses=answers | dict.fromkeys(errors, ApiError), **more)
 
 
 class SessionCreate(BaseModel):
@@ -116,12 +121,17 @@ class MessagesAppend(BaseModel):
 
 
 def write_api(methods: list[str]) -> Any:
-    """An endpoint that also writes: same authentication; writes need the editor role on the project."""
+    """An endpoint of this API answering ``methods``: open to the login middleware (DRF checks access), Basic,
+    Bearer or session auth; writes need the editor role on the project."""
 
     def decorate(view: Any) -> Any:
         return login_not_required(api_view(methods)(authentication_classes(AUTHENTICATION)(view)))
 
     return decorate
+
+
+# A GET endpoint.
+api = write_api(["GET"])
 
 
 def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
@@ -190,7 +200,7 @@ class _Pages(PageNumberPagination):
             raise NotFound(f"page {asked}: no such page; there are {count} (page=1 to page={count})") from None
 
 
-@extend_schema(operation_id="api_root", summary="Links to the API's lists", responses={200: OpenApiTypes.OBJECT})
+@_documented("api_root", "Links to the API's lists")
 @api
 def api_root(request: Request) -> Response:
     return Response(
@@ -205,25 +215,12 @@ def api_root(request: Request) -> Response:
     )
 
 
-@extend_schema(
-    methods=["GET"],
-    operation_id="sessions_list",
-    summary="The sessions of your projects, filtered and sorted",
-    parameters=[
-        OpenApiParameter(name, str, description=name) for name in (
-            "project", "agent", "q", "tool", "violations", "errors", "date_from", "date_to", "min_tokens",
-            "max_tokens", "label", "review_status", "assignee", "sort", "page",
-        )
-    ],
-    responses={200: OpenApiTypes.OBJECT, 400: ApiError, 401: ApiError, 404: ApiError},
-)
-@extend_schema(
-    methods=["POST"],
-    operation_id="sessions_create",
-    summary="Create a session",
-    request=SessionCreate,
-    responses={201: OpenApiTypes.OBJECT, 400: ApiError, 403: ApiError, 409: ApiError},
-)
+@_documented("sessions_list", "The sessions of your projects, filtered and sorted", 400, 401, 404, method="GET",
+             parameters=[OpenApiParameter(name, str, description=name) for name in (
+                 "project", "agent", "q", "tool", "violations", "errors", "date_from", "date_to", "min_tokens",
+                 "max_tokens", "label", "review_status", "assignee", "sort", "page",
+             )])
+@_documented("sessions_create", "Create a session", 400, 403, 409, ok=(201,), method="POST", request=SessionCreate)
 @write_api(["GET", "POST"])
 def session_list(request: Request) -> Response:
     """GET: the session list with the page's filters (project, agent, q, tool, violations, errors, dates, tokens,
@@ -267,8 +264,7 @@ def _agent_dict(request: Request, agent: models.Agent, *, can_edit: bool, sessio
     }
 
 
-@extend_schema(operation_id="agents_list", summary="The agents of your projects",
-               responses={200: OpenApiTypes.OBJECT, 401: ApiError})
+@_documented("agents_list", "The agents of your projects", 401)
 @api
 def agent_list(request: Request) -> Response:
     agents = services.agents_for_user(request.user).annotate(
@@ -282,11 +278,9 @@ def agent_list(request: Request) -> Response:
     ])
 
 
-@extend_schema(methods=["GET"], operation_id="agent_retrieve", summary="One agent",
-               responses={200: OpenApiTypes.OBJECT, 401: ApiError, 404: ApiError})
-@extend_schema(methods=["PATCH"], operation_id="agent_update",
-               summary="Change an agent's name, description, model or context window (editors and admins)",
-               request=AgentPatch, responses={200: OpenApiTypes.OBJECT, 400: ApiError, 403: ApiError, 404: ApiError})
+@_documented("agent_retrieve", "One agent", 401, 404, method="GET")
+@_documented("agent_update", "Change an agent's name, description, model or context window (editors and admins)",
+             400, 403, 404, method="PATCH", request=AgentPatch)
 @write_api(["GET", "PATCH"])
 def agent_detail(request: Request, agent_id: int) -> Response:
     """The JSON twin of the agent page: PATCH takes the fields to change, checked as the page's form checks them."""
@@ -295,10 +289,7 @@ def agent_detail(request: Request, agent_id: int) -> Response:
     if request.method == "PATCH":
         if not can_edit:
             raise PermissionDenied("changing an agent needs the editor or admin role in its project")
-        try:
-            patch = _body(request, AgentPatch)
-        except _Invalid as exc:
-            return _bad_request(str(exc))
+        patch = _body(request, AgentPatch)
         form = AgentForm({**AgentForm.initial_for(agent), **patch.model_dump(exclude_unset=True)})
         if not form.is_valid():
             field, errors = next(iter(form.errors.items()))
@@ -318,25 +309,10 @@ class SessionUpdate(BaseModel):
     assignee: str | None = None
 
 
-@extend_schema(
-    methods=["GET"],
-    operation_id="session_retrieve",
-    summary="One session's summary",
-    responses={200: OpenApiTypes.OBJECT, 400: ApiError, 401: ApiError, 404: ApiError},
-)
-@extend_schema(
-    methods=["PATCH"],
-    operation_id="session_review",
-    summary="Set a session's review status and assignee",
-    request=SessionUpdate,
-    responses={200: OpenApiTypes.OBJECT, 400: ApiError, 403: ApiError, 404: ApiError},
-)
-@extend_schema(
-    methods=["DELETE"],
-    operation_id="session_delete",
-    summary="Delete a session (editor or admin)",
-    responses={204: None, 403: ApiError, 404: ApiError},
-)
+@_documented("session_retrieve", "One session's summary", 400, 401, 404, method="GET")
+@_documented("session_review", "Set a session's review status and assignee", 400, 403, 404, method="PATCH",
+             request=SessionUpdate)
+@_documented("session_delete", "Delete a session (editor or admin)", 403, 404, ok=(204,), method="DELETE")
 @write_api(["GET", "PATCH", "DELETE"])
 def session_detail(request: Request, session_id: int) -> Response:
     """GET: the session's summary, metadata, tools, violations and review. PATCH (annotator or more):
@@ -349,7 +325,7 @@ def session_detail(request: Request, session_id: int) -> Response:
             if "review_status" in changes and changes["review_status"] is None:
                 raise _Invalid("review_status: one of unreviewed, in_review, done (not null)")
             review.session_review_update(user=request.user, session=session, **changes)
-        except (_Invalid, ValueError) as exc:
+        except ValueError as exc:
             return _bad_request(str(exc))
     elif request.method == "DELETE":
         services.session_delete(user=request.user, session=session)
@@ -385,11 +361,9 @@ class AnnotationUpdate(BaseModel):
     comment: str | None = None
 
 
-@extend_schema(methods=["GET"], operation_id="session_annotations_list", summary="A session's annotations",
-               responses={200: OpenApiTypes.OBJECT, 401: ApiError, 404: ApiError})
-@extend_schema(methods=["POST"], operation_id="session_annotations_create", summary="Annotate a message or the session",
-               request=AnnotationCreate,
-               responses={201: OpenApiTypes.OBJECT, 400: ApiError, 403: ApiError, 404: ApiError})
+@_documented("session_annotations_list", "A session's annotations", 401, 404, method="GET")
+@_documented("session_annotations_create", "Annotate a message or the session", 400, 403, 404, ok=(201,),
+             method="POST", request=AnnotationCreate)
 @write_api(["GET", "POST"])
 def session_annotations(request: Request, session_id: int) -> Response:
     """GET: the session's annotations (the session's own first, then by message). POST (annotator or more):
@@ -400,7 +374,7 @@ def session_annotations(request: Request, session_id: int) -> Response:
             body = _body(request, AnnotationCreate)
             annotation = review.annotation_create(user=request.user, session=session, seq=body.seq, label=body.label,
                                                   comment=body.comment)
-        except (_Invalid, ValueError) as exc:
+        except ValueError as exc:
             return _bad_request(str(exc))
         annotation = review.annotations_for_session(session).get(pk=annotation.pk)
         return Response(review.annotation_dict(annotation, user=request.user), status=201)
@@ -410,11 +384,9 @@ def session_annotations(request: Request, session_id: int) -> Response:
     )
 
 
-@extend_schema(methods=["PATCH"], operation_id="session_annotation_update", summary="Change one of your annotations",
-               request=AnnotationUpdate,
-               responses={200: OpenApiTypes.OBJECT, 400: ApiError, 403: ApiError, 404: ApiError})
-@extend_schema(methods=["DELETE"], operation_id="session_annotation_delete", summary="Delete one of your annotations",
-               responses={204: None, 403: ApiError, 404: ApiError})
+@_documented("session_annotation_update", "Change one of your annotations", 400, 403, 404, method="PATCH",
+             request=AnnotationUpdate)
+@_documented("session_annotation_delete", "Delete one of your annotations", 403, 404, ok=(204,), method="DELETE")
 @write_api(["PATCH", "DELETE"])
 def session_annotation(request: Request, session_id: int, annotation_id: int) -> Response:
     """PATCH: its author changes ``label`` and/or ``comment``. DELETE: its author (or a project admin) removes it."""
@@ -426,25 +398,16 @@ def session_annotation(request: Request, session_id: int, annotation_id: int) ->
         body = _body(request, AnnotationUpdate)
         changes = {name: getattr(body, name) for name in body.model_fields_set}
         review.annotation_update(user=request.user, annotation=annotation, **changes)
-    except (_Invalid, ValueError) as exc:
+    except ValueError as exc:
         return _bad_request(str(exc))
     return Response(review.annotation_dict(annotation, user=request.user))
 
 
-@extend_schema(
-    methods=["GET"],
-    operation_id="session_messages_list",
-    summary="A page of a session's messages, or those that match q",
-    parameters=[OpenApiParameter("after", int), OpenApiParameter("limit", int), OpenApiParameter("q", str)],
-    responses={200: OpenApiTypes.OBJECT, 400: ApiError, 401: ApiError, 404: ApiError},
-)
-@extend_schema(
-    methods=["POST"],
-    operation_id="session_messages_append",
-    summary="Append messages (idempotent by id)",
-    request=MessagesAppend,
-    responses={200: OpenApiTypes.OBJECT, 201: OpenApiTypes.OBJECT, 400: ApiError, 403: ApiError},
-)
+@_documented("session_messages_list", "A page of a session's messages, or those that match q", 400, 401, 404,
+             method="GET",
+             parameters=[OpenApiParameter("after", int), OpenApiParameter("limit", int), OpenApiParameter("q", str)])
+@_documented("session_messages_append", "Append messages (idempotent by id)", 400, 403, ok=(200, 201), method="POST",
+             request=MessagesAppend)
 @write_api(["GET", "POST"])
 def session_messages(request: Request, session_id: int) -> Response:
     """GET: one page of messages in order: ``?after=<seq>&limit=<n>`` (keyset paging: every page costs the same).
@@ -461,48 +424,28 @@ def session_messages(request: Request, session_id: int) -> Response:
         return _bad_request("after and limit must be whole numbers")
     if not 1 <= limit <= MAX_MESSAGE_PAGE:
         return _bad_request(f"limit: must be between 1 and {MAX_MESSAGE_PAGE}")
+    search: dict[str, Any] = {}  # with ?q=: the query and how many messages match it
     if "q" in request.query_params:
-        return _message_search(request, session, after=after, limit=limit)
-    page = services.session_message_page(session, after=after, size=limit)
+        q = find.clean_query(request.query_params.get("q"))
+        if not q:
+            return _bad_request("q: say what to look for")
+        matches = find.message_matches(session, q)
+        found = list((matches.filter(seq__gt=after) if after is not None else matches)[: limit + 1])
+        rows, more = found[:limit], len(found) > limit
+        search = {"q": q, "count": matches.count()}
+    else:
+        page = services.session_message_page(session, after=after, size=limit)
+        rows, more = page.rows, page.next_after is not None
     next_url = None
-    if page.next_after is not None:
-        next_url = request.build_absolute_uri(
-            reverse("api:session_messages", args=[session.pk]) + f"?after={page.next_after}&limit={limit}"
-        )
-    return Response(
-        {
-            "session": session.pk,
-            "message_count": session.message_count,
-            "next": next_url,
-            "messages": [_message_dict(row) for row in page.rows],
-        }
-    )
-
-
-def _message_search(request: Request, session: models.Session, *, after: int | None, limit: int) -> Response:
-    q = find.clean_query(request.query_params.get("q"))
-    if not q:
-        return _bad_request("q: say what to look for")
-    matches = find.message_matches(session, q)
-    rows = list((matches.filter(seq__gt=after) if after is not None else matches)[: limit + 1])
-    next_url = None
-    if len(rows) > limit:
-        rows = rows[:limit]
-        query = urlencode({"q": q, "after": rows[-1].seq, "limit": limit})
+    if more and rows:
+        query = urlencode({**({"q": search["q"]} if search else {}), "after": rows[-1].seq, "limit": limit})
         next_url = request.build_absolute_uri(reverse("api:session_messages", args=[session.pk]) + f"?{query}")
-    return Response({
-        "session": session.pk,
-        "message_count": session.message_count,
-        "q": q,
-        "count": matches.count(),
-        "next": next_url,
-        "messages": [_message_dict(row) for row in rows],
-    })
+    return Response({"session": session.pk, "message_count": session.message_count, **search, "next": next_url,
+                     "messages": [_message_dict(row) for row in rows]})
 
 
-@extend_schema(
-    operation_id="session_trim",
-    summary="The session as a strategy would trim it",
+@_documented(
+    "session_trim", "The session as a strategy would trim it", 400, 401, 404,
     parameters=[
         OpenApiParameter("strategy", str, description="A strategy's name (default: safe_token_budget)"),
         OpenApiParameter(
@@ -512,7 +455,6 @@ def _message_search(request: Request, session: models.Session, *, after: int | N
         OpenApiParameter("detail", str, enum=["compact", "full"]),
         OpenApiParameter("messages", str),
     ],
-    responses={200: OpenApiTypes.OBJECT, 400: ApiError, 401: ApiError, 404: ApiError},
 )
 @api
 @expensive_api
@@ -539,11 +481,7 @@ def session_trim(request: Request, session_id: int) -> Response:
     return Response(data)
 
 
-@extend_schema(
-    operation_id="strategies_list",
-    summary="Trimming strategies and their parameters",
-    responses={200: OpenApiTypes.OBJECT},
-)
+@_documented("strategies_list", "Trimming strategies and their parameters")
 @api
 def strategy_list(request: Request) -> Response:
     return Response(
@@ -561,9 +499,7 @@ def strategy_list(request: Request) -> Response:
     )
 
 
-@extend_schema(
-    operation_id="formats_list", summary="Formats memoryviz reads and writes", responses={200: OpenApiTypes.OBJECT}
-)
+@_documented("formats_list", "Formats memoryviz reads and writes")
 @api
 def format_list(request: Request) -> Response:
     return Response(
@@ -634,12 +570,8 @@ def _param_text(value: Any) -> str:
 def _export_answer(request: Request, *, session_id: int | None = None) -> Any:
     """Through the pages' one export path (pages.export_request): the streamed file, 202 with the background job's
     URL, or 400 ``{"error": ...}`` naming the field."""
-    try:
-        query = _export_query(request)
-    except _Invalid as exc:
-        return _bad_request(str(exc))
-    answer = pages.export_request(user=request.user, data=query, download=True, session_id=session_id,
-                                  interface="api")
+    answer = pages.export_request(user=request.user, data=_export_query(request), download=True,
+                                  session_id=session_id, interface="api")
     if answer.job is not None:
         return Response({"job": request.build_absolute_uri(answer.job.get_absolute_url()),
                          "status": answer.job.status}, status=202)
@@ -678,16 +610,13 @@ def export_create(request: Request) -> Any:
 
 
 def _body(request: Request, model: type[BaseModel]) -> Any:
+    """The body as ``model``; else 400 ``{"error": ...}`` naming the field (``exception_handler``)."""
     if not isinstance(request.data, dict):
         raise _Invalid("body: expected a JSON object")
     try:
         return model.model_validate(request.data)
     except ValidationError as exc:
         raise _Invalid(schema.describe_validation_error(exc, prefix="")) from None
-
-
-class _Invalid(Exception):
-    pass
 
 
 def _parsed_messages(raw: list[dict[str, Any]]) -> list[schema.Message]:
@@ -719,7 +648,7 @@ def _session_create(request: Request) -> Response:
         body = _body(request, SessionCreate)
         project = _editable_project(request, body.project)
         messages = _parsed_messages(body.messages)
-    except (_Invalid, ValueError) as exc:
+    except ValueError as exc:
         return _bad_request(str(exc))
     agent = models.Agent.objects.filter(project=project).filter(Q(slug=body.agent) | Q(name=body.agent)).first()
     if agent is None:
@@ -746,7 +675,7 @@ def _messages_append(request: Request, session: models.Session) -> Response:
         raise PermissionDenied("appending messages needs the editor or admin role in this session's project")
     try:
         messages = _parsed_messages(_body(request, MessagesAppend).messages)
-    except (_Invalid, ValueError) as exc:
+    except ValueError as exc:
         return _bad_request(str(exc))
     with capture.session_writer(), transaction.atomic():
         session = (
@@ -785,9 +714,8 @@ class ImportUpload(BaseModel):
     format: str | None = None
 
 
-@extend_schema(
-    operation_id="import_create",
-    summary="Import a history file in any format",
+@_documented(
+    "import_create", "Import a history file in any format", 400, 403, ok=(201,),
     request={
         "multipart/form-data": {
             "type": "object",
@@ -800,7 +728,6 @@ class ImportUpload(BaseModel):
             "required": ["file"],
         }
     },
-    responses={201: OpenApiTypes.OBJECT, 400: ApiError, 403: ApiError},
 )
 @write_api(["POST"])
 @parser_classes([MultiPartParser, FormParser])
@@ -814,7 +741,7 @@ def import_upload(request: Request) -> Response:
     try:
         options = ImportUpload.model_validate({k: request.data.get(k) or None for k in ("project", "agent", "format")})
         project = _editable_project(request, options.project)
-    except (_Invalid, ValueError) as exc:
+    except ValueError as exc:
         return _bad_request(str(exc))
     if options.format and options.format not in FORMATS:
         return _bad_request(f"format: unknown format {options.format!r}; valid: {', '.join(sorted(FORMATS))}")
@@ -904,20 +831,16 @@ def _preset_dict(request: Request, preset: models.Preset) -> dict[str, Any]:
     }
 
 
-@extend_schema(methods=["GET"], operation_id="presets_list", summary="The presets of your projects",
-               parameters=[OpenApiParameter("project", str)], responses={200: OpenApiTypes.OBJECT, 400: ApiError})
-@extend_schema(methods=["POST"], operation_id="presets_create", summary="Save a preset", request=PresetIn,
-               responses={201: OpenApiTypes.OBJECT, 400: ApiError, 401: ApiError})
+@_documented("presets_list", "The presets of your projects", 400, method="GET",
+             parameters=[OpenApiParameter("project", str)])
+@_documented("presets_create", "Save a preset", 400, 401, ok=(201,), method="POST", request=PresetIn)
 @write_api(["GET", "POST"])
 def preset_list(request: Request) -> Response:
     """``GET``: the presets of the user's projects (``?project=SLUG`` for one). ``POST`` a JSON body
     ``{"project", "name", "strategy", "params", "counter"}`` to save one (editor or admin of the project): 201 with
     the preset, or 400 with a sentence saying what is wrong."""
     if request.method == "POST":
-        try:
-            body = _body(request, PresetIn)
-        except _Invalid as exc:
-            return _bad_request(str(exc))
+        body = _body(request, PresetIn)
         project = services.user_projects(request.user).filter(slug=body.project).first()
         if project is None:
             return _bad_request(f"project: no project {body.project!r} among yours")

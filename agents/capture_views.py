@@ -77,17 +77,11 @@ def _receive(request: HttpRequest, signal: otlp.Signal) -> HttpResponse:
     except otlp.OtlpError as exc:
         return _refuse(exc.status, str(exc), as_json)
     result = capture.otlp_ingest(api_key=api_key, batch=batch)
-    reply: ExportTraceServiceResponse | ExportLogsServiceResponse
-    if signal == "traces":
-        reply = ExportTraceServiceResponse()
-        if result.rejected:
-            reply.partial_success.rejected_spans = result.rejected
-            reply.partial_success.error_message = result.error_message
-    else:
-        reply = ExportLogsServiceResponse()
-        if result.rejected:
-            reply.partial_success.rejected_log_records = result.rejected
-            reply.partial_success.error_message = result.error_message
+    traces = signal == "traces"
+    reply = ExportTraceServiceResponse() if traces else ExportLogsServiceResponse()
+    if result.rejected:
+        setattr(reply.partial_success, "rejected_spans" if traces else "rejected_log_records", result.rejected)
+        reply.partial_success.error_message = result.error_message
     if as_json:
         return HttpResponse(json_format.MessageToJson(reply), content_type=otlp.JSON)
     return HttpResponse(reply.SerializeToString(), content_type=otlp.PROTOBUF)

@@ -824,13 +824,6 @@ def _broken_sessions(rng: random.Random, start: dt.datetime) -> list[tuple[str, 
     """(agent slug, conversation) for each way the protocol breaks, each from a realistic exchange."""
     out: list[tuple[str, Conversation]] = []
 
-    def make(agent: str, ext: str, title: str, build: Callable[[Chat], None], fmt: str, offset_h: int) -> None:
-        chat = Chat(rng, start + dt.timedelta(hours=offset_h))
-        build(chat)
-        out.append((agent, Conversation(messages=chat.messages, external_id=ext, title=title,
-                                        started_at=start + dt.timedelta(hours=offset_h), source_format=fmt,
-                                        metadata={"demo": "broken"})))
-
     def orphan(chat: Chat) -> None:
         # A summariser replaced the older turns, call included, but kept the tool result after it.
         chat.system(TRAVEL_SYSTEM.format(today=chat.now.date().isoformat()))
@@ -894,62 +887,28 @@ def _broken_sessions(rng: random.Random, start: dt.datetime) -> list[tuple[str, 
         chat.result(a, {"city": "Oslo", "high": 3, "low": -4})
         chat.assistant("Oslo: cold, around 3 °C. (Kyoto's forecast never came back.)")
 
-    make(
-        "travel-assistant",
-        "broken-orphan-result",
-        "Broken: orphan tool result (a summary replaced its call)",
-        orphan,
-        "openai",
-        3,
-    )
-    make(
-        "code-review-bot",
-        "broken-unanswered-call",
-        "Broken: unanswered tool call (test runner crashed)",
-        unanswered,
-        "langchain",
-        7,
-    )
-    make(
-        "support-agent",
-        "broken-interrupted",
-        "Broken: a user message between a call and its results",
-        interrupted,
-        "anthropic",
-        11,
-    )
-    make(
-        "research-agent",
-        "broken-duplicate-id",
-        "Broken: duplicate tool call id (ids restart every turn)",
-        duplicate,
-        "openai",
-        15,
-    )
-    make(
-        "travel-assistant",
-        "broken-leading-result",
-        "Broken: leading tool result (window cut the call)",
-        leading,
-        "openmanus",
-        19,
-    )
-    make(
-        "code-review-bot",
-        "broken-invalid-arguments",
-        "Broken: truncated tool arguments and an empty reply",
-        invalid_args,
-        "openai",
-        23,
-    )
-    make(
-        "travel-assistant",
-        "broken-partial-parallel",
-        "Broken: one of two parallel calls unanswered",
-        partial,
-        "openai",
-        27,
-    )
+    # (agent, external id, title, the exchange, its format), started four hours apart.
+    for k, (agent, ext, title, build, fmt) in enumerate((
+        ("travel-assistant", "broken-orphan-result", "Broken: orphan tool result (a summary replaced its call)", orphan,
+         "openai"),
+        ("code-review-bot", "broken-unanswered-call", "Broken: unanswered tool call (test runner crashed)", unanswered,
+         "langchain"),
+        ("support-agent", "broken-interrupted", "Broken: a user message between a call and its results", interrupted,
+         "anthropic"),
+        ("research-agent", "broken-duplicate-id", "Broken: duplicate tool call id (ids restart every turn)", duplicate,
+         "openai"),
+        ("travel-assistant", "broken-leading-result", "Broken: leading tool result (window cut the call)", leading,
+         "openmanus"),
+        ("code-review-bot", "broken-invalid-arguments", "Broken: truncated tool arguments and an empty reply",
+         invalid_args, "openai"),
+        ("travel-assistant", "broken-partial-parallel", "Broken: one of two parallel calls unanswered", partial,
+         "openai"),
+    )):
+        begun = start + dt.timedelta(hours=3 + 4 * k)
+        chat = Chat(rng, begun)
+        build(chat)
+        out.append((agent, Conversation(messages=chat.messages, external_id=ext, title=title, started_at=begun,
+                                        source_format=fmt, metadata={"demo": "broken"})))
     return out
 
 

@@ -169,8 +169,7 @@ class AgentForm(forms.Form):
 
     @staticmethod
     def initial_for(agent: Any) -> dict[str, Any]:
-        return {name: getattr(agent, name) for name in ("name", "description", "model", "context_window",
-                                                        "token_counter")}
+        return {name: getattr(agent, name) for name in services.AGENT_FIELDS}
 
 
 # Pasted JSON is read from the POST body, so it is kept small; big histories are uploaded as files.

@@ -12,6 +12,15 @@ class HtmxHttpRequest(HttpRequest):
     htmx: HtmxDetails
 
 
+def int_or_none(value: str | None) -> int | None:
+    """A place or offset from the query string: a whole number from -1 up, else None (absent, or not one)."""
+    try:
+        number = int(value) if value is not None else None
+    except ValueError:
+        return None
+    return number if number is None or number >= -1 else None
+
+
 class VaryOnHtmxMiddleware:
     """Adds ``Vary: HX-Request`` to every response.
 

@@ -9,6 +9,7 @@ are removed by ``imports.imports_cleanup`` first).
 """
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import secrets
 import shutil
@@ -117,8 +118,9 @@ def _run_report(job: models.BackgroundJob, progress: _Progress) -> None:
     found = {pk: count for pk, count in scoped.filter(pk__in=ids).values_list("pk", "message_count")}
     order = [pk for pk in ids if pk in found]
     rows: list[dict[str, Any]] = []
-    summaries = [{"broken": 0, "questions_lost": 0, "tokens_after_total": 0, "sessions": 0, "broken_some_call": 0}
-                 for _ in specs]
+    # What ReportSummary counts (its spec aside), summed over the chunks.
+    counted = [f.name for f in dataclasses.fields(services.ReportSummary) if f.name != "spec"]
+    summaries = [dict.fromkeys(counted, 0) for _ in specs]
     done = 0
     for chunk in _chunks(order, found):
         report = services.trimming_report(scoped.filter(pk__in=chunk), specs, limit=len(chunk), per_call=per_call,
@@ -128,16 +130,12 @@ def _run_report(job: models.BackgroundJob, progress: _Progress) -> None:
             row = by_pk.get(pk)
             if row is None:
                 continue
+            # Each cell as ReportCell holds it, less its spec (the result's "specs" say it once per column).
             rows.append({"session_id": pk, "tokens_before": row.tokens_before, "cells": [
-                {"tokens_after": c.tokens_after, "kept": c.kept, "errors": c.errors, "question_lost": c.question_lost,
-                 "budget_exceeded": c.budget_exceeded, "error": c.error, "first_broken_step": c.first_broken_step,
-                 "first_broken_call": c.first_broken_call, "tokens_before": c.tokens_before} for c in row.cells]})
+                {f.name: getattr(c, f.name) for f in dataclasses.fields(c) if f.name != "spec"} for c in row.cells]})
         for total, summary in zip(summaries, report.summaries, strict=True):
-            total["broken"] += summary.broken
-            total["questions_lost"] += summary.questions_lost
-            total["tokens_after_total"] += summary.tokens_after_total
-            total["sessions"] += summary.sessions
-            total["broken_some_call"] += summary.broken_some_call
+            for name in counted:
+                total[name] += getattr(summary, name)
         done += sum(found[pk] for pk in chunk)
         progress(done)
     job.result = {"specs": [spec.text for spec in specs], "rows": rows, "summaries": summaries, "per_call": per_call}

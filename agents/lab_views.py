@@ -15,7 +15,7 @@ from django_htmx.http import HttpResponseClientRedirect, push_url
 
 from agents import jobs, lab, models, pages, services
 from agents.forms import SessionFilterForm, session_filter_pairs
-from agents.http import HtmxHttpRequest
+from agents.http import HtmxHttpRequest, int_or_none
 from agents.lab_forms import StrategyParamsForm, strategy_params_form
 from agents.memory.compare import compare_aligned
 from agents.memory.trimming import (
@@ -46,7 +46,7 @@ def session_lab(request: HtmxHttpRequest, session_id: int) -> HttpResponse:
 def _render_lab(request: HtmxHttpRequest, session_id: int, query: QueryDict, *, save_error: str = "",
                 preset_name: str = "") -> HttpResponse:
     context = pages.lab_page(user=request.user, session_id=session_id, query=query,
-                             step=_int_or_none(query.get("step")), site=request.build_absolute_uri("/").rstrip("/"),
+                             step=int_or_none(query.get("step")), site=request.build_absolute_uri("/").rstrip("/"),
                              save_error=save_error, preset_name=preset_name)
     # Only the result is swapped on a parameter change: the field errors travel out of band.
     context["oob_errors"] = bool(request.htmx) and request.htmx.target != "lab-main"
@@ -57,13 +57,6 @@ def _render_lab(request: HtmxHttpRequest, session_id: int, query: QueryDict, *, 
         # document with a 400 answer to htmx).
         template_name += "#lab-main" if request.htmx.target == "lab-main" else "#lab-result"
     return render(request, template_name, context)
-
-
-def _int_or_none(value: str | None) -> int | None:
-    try:
-        return int(value) if value else None
-    except ValueError:
-        return None
 
 
 def _save_preset(request: HtmxHttpRequest, session: models.Session) -> HttpResponse:
@@ -217,7 +210,7 @@ def session_lab_compare(request: HtmxHttpRequest, session_id: int) -> HttpRespon
                 base, rows_counter = trimmed, counter
         assert base is not None
         aligned = compare_aligned(base.messages, [results[id(c)] for c in valid], only_disagreements=only,
-                                  offset=_int_or_none(query.get("offset")) or 0)
+                                  offset=int_or_none(query.get("offset")) or 0)
         lines = lab.aligned_lines(base.messages, base.counts, aligned)
     context = {
         "session": session,

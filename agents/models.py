@@ -69,10 +69,6 @@ class Membership(models.Model):
     EDIT_ROLES = (Level.EDITOR, Level.ADMIN)
     ADMIN_ROLES = (Level.ADMIN,)
 
-    @property
-    def can_edit(self) -> bool:
-        return self.role in self.EDIT_ROLES
-
 
 class Agent(models.Model):
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="agents")

@@ -17,7 +17,7 @@ from django_htmx.http import HttpResponseClientRedirect, push_url
 
 from agents import find, models, pages, review, services
 from agents.forms import AgentForm, SessionFilterForm
-from agents.http import HtmxHttpRequest
+from agents.http import HtmxHttpRequest, int_or_none
 
 SESSIONS_PER_PAGE = 50
 
@@ -73,10 +73,10 @@ def _list_url_without(request: HtmxHttpRequest, names: Iterable[str]) -> str:
 def session_detail(request: HtmxHttpRequest, session_id: int) -> HttpResponse:
     get = request.GET
     shown = pages.session_page(
-        user=request.user, session_id=session_id, after=_int_or_none(get.get("after")),
-        at=_int_or_none(get.get("at")), q=get.get("q"), fragment=bool(request.htmx),
-        start=_int_or_none(get.get("start")) if request.htmx else None, none=get.get("none", ""),
-        annotate=_int_or_none(get.get("annotate")), queue=get.get("queue"), recounted=get.get("recounted") == "1",
+        user=request.user, session_id=session_id, after=int_or_none(get.get("after")),
+        at=int_or_none(get.get("at")), q=get.get("q"), fragment=bool(request.htmx),
+        start=int_or_none(get.get("start")) if request.htmx else None, none=get.get("none", ""),
+        annotate=int_or_none(get.get("annotate")), queue=get.get("queue"), recounted=get.get("recounted") == "1",
         role=get.get("role"), tool=get.get("tool"),
     )
     if shown.redirect:
@@ -105,7 +105,7 @@ def session_jump(request: HtmxHttpRequest, session_id: int) -> HttpResponse:
     if kind not in find.JUMPS:
         raise BadRequest(f"kind: {kind!r} is not something to jump to; valid: {', '.join(find.JUMPS)}")
     forward = request.GET.get("dir", "next") != "prev"
-    start = _int_or_none(request.GET.get("from"))
+    start = int_or_none(request.GET.get("from"))
     if start is None:
         start = -1 if forward else session.message_count
     within = find.ChainFilter.from_query(request.GET.get("role"), request.GET.get("tool"))
@@ -170,14 +170,6 @@ def llm_call(request: HtmxHttpRequest, session_id: int, call_id: int) -> HttpRes
                "left_out": max(before - len(set(call.sent)), 0),
                "reply_href": pages.permalink(session, call.reply_seq) if call.reply_seq is not None else ""}
     return render(request, "agents/llm_call.html", context)
-
-
-def _int_or_none(value: str | None) -> int | None:
-    try:
-        number = int(value) if value is not None else None
-    except ValueError:
-        return None
-    return number if number is None or number >= -1 else None
 
 
 @require_http_methods(["GET", "POST"])
