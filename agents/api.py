@@ -6,6 +6,7 @@ form as the session list. One error shape: ``{"error": "..."}``.
 """
 from __future__ import annotations
 
+import functools
 import io
 import json
 import re
@@ -122,10 +123,18 @@ class MessagesAppend(BaseModel):
 
 def write_api(methods: list[str]) -> Any:
     """An endpoint of this API answering ``methods``: open to the login middleware (DRF checks access), Basic,
-    Bearer or session auth; writes need the editor role on the project."""
+    Bearer or session auth; writes need the editor role on the project. The services refuse bad input with a
+    ValueError naming the field (PresetError, TrimRequestError, ...): 400 ``{"error": ...}``, said here once."""
 
     def decorate(view: Any) -> Any:
-        return login_not_required(api_view(methods)(authentication_classes(AUTHENTICATION)(view)))
+        @functools.wraps(view)
+        def refusing(request: Request, *args: Any, **kwargs: Any) -> Any:
+            try:
+                return view(request, *args, **kwargs)
+            except ValueError as exc:
+                raise _Invalid(str(exc)) from None
+
+        return login_not_required(api_view(methods)(authentication_classes(AUTHENTICATION)(refusing)))
 
     return decorate
 
@@ -319,14 +328,11 @@ def session_detail(request: Request, session_id: int) -> Response:
     ``review_status`` and/or ``assignee``. DELETE (editor or admin): the session and everything in it."""
     session = services.session_for_user(request.user, session_id)
     if request.method == "PATCH":
-        try:
-            body = _body(request, SessionUpdate)
-            changes = {name: getattr(body, name) for name in body.model_fields_set}
-            if "review_status" in changes and changes["review_status"] is None:
-                raise _Invalid("review_status: one of unreviewed, in_review, done (not null)")
-            review.session_review_update(user=request.user, session=session, **changes)
-        except ValueError as exc:
-            return _bad_request(str(exc))
+        body = _body(request, SessionUpdate)
+        changes = {name: getattr(body, name) for name in body.model_fields_set}
+        if "review_status" in changes and changes["review_status"] is None:
+            raise _Invalid("review_status: one of unreviewed, in_review, done (not null)")
+        review.session_review_update(user=request.user, session=session, **changes)
     elif request.method == "DELETE":
         services.session_delete(user=request.user, session=session)
         return Response(status=204)
@@ -370,12 +376,9 @@ def session_annotations(request: Request, session_id: int) -> Response:
     ``{"seq": 12 or null, "label": "hallucination", "comment": "..."}``."""
     session = services.session_for_user(request.user, session_id)
     if request.method == "POST":
-        try:
-            body = _body(request, AnnotationCreate)
-            annotation = review.annotation_create(user=request.user, session=session, seq=body.seq, label=body.label,
-                                                  comment=body.comment)
-        except ValueError as exc:
-            return _bad_request(str(exc))
+        body = _body(request, AnnotationCreate)
+        annotation = review.annotation_create(user=request.user, session=session, seq=body.seq, label=body.label,
+                                              comment=body.comment)
         annotation = review.annotations_for_session(session).get(pk=annotation.pk)
         return Response(review.annotation_dict(annotation, user=request.user), status=201)
     rows = review.annotations_for_session(session)
@@ -394,12 +397,9 @@ def session_annotation(request: Request, session_id: int, annotation_id: int) ->
     if request.method == "DELETE":
         review.annotation_delete(user=request.user, annotation=annotation)
         return Response(status=204)
-    try:
-        body = _body(request, AnnotationUpdate)
-        changes = {name: getattr(body, name) for name in body.model_fields_set}
-        review.annotation_update(user=request.user, annotation=annotation, **changes)
-    except ValueError as exc:
-        return _bad_request(str(exc))
+    body = _body(request, AnnotationUpdate)
+    changes = {name: getattr(body, name) for name in body.model_fields_set}
+    review.annotation_update(user=request.user, annotation=annotation, **changes)
     return Response(review.annotation_dict(annotation, user=request.user))
 
 
@@ -471,14 +471,10 @@ def session_trim(request: Request, session_id: int) -> Response:
     ``{"from", "to", "reason"}`` of consecutive input indices, no per-message ``explanation``, and the trimmed
     ``messages`` only with ``?messages=1``. ``?detail=full`` gives the ``trim`` command's whole JSON instead
     (per-index ``dropped``, ``explanation``, ``messages``)."""
-    try:
-        data = services.session_trim_answer(
-            user=request.user, session_id=session_id, query=request.query_params,
-            strategies_url=request.build_absolute_uri(reverse("api:strategy_list")),
-        )
-    except services.TrimRequestError as exc:
-        return _bad_request(str(exc))
-    return Response(data)
+    return Response(services.session_trim_answer(
+        user=request.user, session_id=session_id, query=request.query_params,
+        strategies_url=request.build_absolute_uri(reverse("api:strategy_list")),
+    ))
 
 
 @_documented("strategies_list", "Trimming strategies and their parameters")
@@ -644,12 +640,9 @@ def _editable_project(request: Request, slug: str | None) -> models.Project:
 
 
 def _session_create(request: Request) -> Response:
-    try:
-        body = _body(request, SessionCreate)
-        project = _editable_project(request, body.project)
-        messages = _parsed_messages(body.messages)
-    except ValueError as exc:
-        return _bad_request(str(exc))
+    body = _body(request, SessionCreate)
+    project = _editable_project(request, body.project)
+    messages = _parsed_messages(body.messages)
     agent = models.Agent.objects.filter(project=project).filter(Q(slug=body.agent) | Q(name=body.agent)).first()
     if agent is None:
         agent, _ = models.Agent.objects.get_or_create(
@@ -661,10 +654,7 @@ def _session_create(request: Request) -> Response:
         )
     conversation = schema.Conversation(messages=messages, external_id=external_id, title=body.title or None,
                                        source_format="api", metadata=body.metadata)
-    try:
-        session = services.session_store(agent=agent, conversation=conversation)
-    except ValueError as exc:
-        return _bad_request(str(exc))
+    session = services.session_store(agent=agent, conversation=conversation)
     session.last_activity_at = timezone.now()
     session.save(update_fields=["last_activity_at"])
     return Response(_session_summary(request, session), status=201)
@@ -673,10 +663,7 @@ def _session_create(request: Request) -> Response:
 def _messages_append(request: Request, session: models.Session) -> Response:
     if not services.editable_projects(request.user).filter(pk=session.agent.project_id).exists():
         raise PermissionDenied("appending messages needs the editor or admin role in this session's project")
-    try:
-        messages = _parsed_messages(_body(request, MessagesAppend).messages)
-    except ValueError as exc:
-        return _bad_request(str(exc))
+    messages = _parsed_messages(_body(request, MessagesAppend).messages)
     with capture.session_writer(), transaction.atomic():
         session = (
             models.Session.objects.select_for_update(of=("self",)).select_related("agent__project").get(pk=session.pk)
@@ -695,11 +682,7 @@ def _messages_append(request: Request, session: models.Session) -> Response:
                 known.add(message.external_id)
             new.append(message)
         start = session.message_count
-        try:
-            capture.session_append(session=session, messages=new)
-        except ValueError as exc:
-            transaction.set_rollback(True)
-            return _bad_request(str(exc))
+        capture.session_append(session=session, messages=new)  # a refusal (ValueError) rolls the batch back
         capture.session_refresh(session=session)
     return Response({"session": session.pk, "added": len(new), "skipped": skipped,
                      "seqs": list(range(start, start + len(new))), "message_count": session.message_count},
@@ -738,11 +721,8 @@ def import_upload(request: Request) -> Response:
     upload = request.FILES.get("file")
     if upload is None:
         return _bad_request("file: send the history as a multipart file field named file")
-    try:
-        options = ImportUpload.model_validate({k: request.data.get(k) or None for k in ("project", "agent", "format")})
-        project = _editable_project(request, options.project)
-    except ValueError as exc:
-        return _bad_request(str(exc))
+    options = ImportUpload.model_validate({k: request.data.get(k) or None for k in ("project", "agent", "format")})
+    project = _editable_project(request, options.project)
     if options.format and options.format not in FORMATS:
         return _bad_request(f"format: unknown format {options.format!r}; valid: {', '.join(sorted(FORMATS))}")
     source: Any = (
@@ -844,13 +824,10 @@ def preset_list(request: Request) -> Response:
         project = services.user_projects(request.user).filter(slug=body.project).first()
         if project is None:
             return _bad_request(f"project: no project {body.project!r} among yours")
-        try:
-            preset = services.preset_create(
-                user=request.user, project=project, name=body.name, strategy=body.strategy, params=body.params,
-                counter=body.counter,
-            )
-        except services.PresetError as exc:
-            return _bad_request(str(exc))
+        preset = services.preset_create(
+            user=request.user, project=project, name=body.name, strategy=body.strategy, params=body.params,
+            counter=body.counter,
+        )
         return Response(_preset_dict(request, preset), status=201)
     project = None
     slug = request.query_params.get("project")

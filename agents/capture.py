@@ -60,14 +60,11 @@ def otlp_ingest(*, api_key: models.ApiKey, batch: Batch) -> IngestResult:
         try:
             with session_writer():
                 return _ingest(api_key.project, extraction)
-        except (IntegrityError, OperationalError):
-            # A lost race for a new row, or PostgreSQL breaking a deadlock: the transaction was rolled back whole.
+        except Exception as exc:
             _CHECKERS.clear()  # they may hold what the rolled-back transaction fed them
-            if attempt == ATTEMPTS - 1:
+            # Tried again: a lost race for a new row, or PostgreSQL breaking a deadlock (rolled back whole).
+            if not isinstance(exc, IntegrityError | OperationalError) or attempt == ATTEMPTS - 1:
                 raise
-        except Exception:
-            _CHECKERS.clear()
-            raise
     raise AssertionError("unreachable")
 
 
@@ -238,7 +235,7 @@ def call_capture(*, session: models.Session, call: CapturedCall) -> bool:
     complete the call it is the other half of. False when it added nothing."""
     row = models.LlmCall.objects.filter(session=session, trace_id=call.trace_id, span_id=call.span_id).first()
     if row is not None:
-        before = call_from_row(row, _messages_at(session, _seqs_of(row)))
+        before = call_from_row(row, services.session_message_loader(session.pk)(sorted(set(_seqs_of(row)))))
         merged = before.merged(call)
         if (_keys(merged.inputs), _keys(merged.outputs)) == (_keys(before.inputs), _keys(before.outputs)):
             _write_metadata(row, merged)
@@ -264,7 +261,7 @@ def call_capture(*, session: models.Session, call: CapturedCall) -> bool:
         start = min(starts)
         later = [r for r in models.LlmCall.objects.filter(session=session, placed=True, chain_start__gte=start)
                  if (r.trace_id, r.span_id) != (call.trace_id, call.span_id)]
-        messages = _messages_at(session, [s for r in later for s in _seqs_of(r)])
+        messages = services.session_message_loader(session.pk)(sorted({s for r in later for s in _seqs_of(r)}))
         replay += [call_from_row(r, messages) for r in later]
         _truncate(session, start, [r.pk for r in later] + ([row.pk] if row is not None else []))
     chain = StoredChain(session)
@@ -347,11 +344,6 @@ def _seqs_of(row: models.LlmCall) -> list[int]:
     return [*row.sent, *([row.reply_seq] if row.reply_seq is not None else [])]
 
 
-def _messages_at(session: models.Session, seqs: Sequence[int]) -> dict[int, schema.Message]:
-    rows = models.Message.objects.filter(session=session, seq__in=list(set(seqs)))
-    return {row.seq: services.message_to_schema(row) for row in rows}
-
-
 def call_from_row(row: models.LlmCall, messages: Mapping[int, schema.Message]) -> CapturedCall:
     """The call a stored row stands for, its messages read back from the chain (what it was sent, its reply)."""
     placed = row.placed
@@ -372,7 +364,7 @@ def call_from_row(row: models.LlmCall, messages: Mapping[int, schema.Message]) -
 
 def stored_calls(session: models.Session) -> list[CapturedCall]:
     rows = list(models.LlmCall.objects.filter(session=session))
-    messages = _messages_at(session, [s for r in rows for s in _seqs_of(r)])
+    messages = services.session_message_loader(session.pk)(sorted({s for r in rows for s in _seqs_of(r)}))
     return [call_from_row(r, messages) for r in rows]
 
 

@@ -118,8 +118,7 @@ def project_list(request: HttpRequest) -> HttpResponse:
 
 @require_GET
 def project_settings(request: HttpRequest, slug: str) -> HttpResponse:
-    project = _project_for_admin(request, slug)
-    return _render_settings(request, project)
+    return _render_settings(request, _project_for_admin(request, slug))
 
 
 def _render_settings(request: HttpRequest, project: models.Project, *, new_key: str = "",

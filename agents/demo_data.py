@@ -944,11 +944,9 @@ def _make_titles_unique(sessions: list[DemoSession]) -> None:
     seen: set[str] = set()
     for demo in sessions:
         conversation = demo.conversation
-        title = conversation.title or ""
-        if title in seen and conversation.started_at is not None:
-            title = (
-                f"{title}, {conversation.started_at:%b} {conversation.started_at.day} {conversation.started_at:%H:%M}"
-            )
+        title, started = conversation.title or "", conversation.started_at
+        if title in seen and started is not None:
+            title = f"{title}, {started:%b} {started.day} {started:%H:%M}"
         number = 2
         base = title
         while title in seen:

@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 from django.core.paginator import Page, Paginator
 
-from agents import models, services
+from agents import find, models, services
 from agents.memory.diff import CallDiff, Fold, MessageDiff, PairDiff, Row, TextDiff, diff_messages, diff_trim
 from agents.memory.schema import Message, ToolCall
 from agents.memory.trimming import StrategySpec, TrimResult
@@ -185,9 +185,9 @@ def _cell(found: SessionDiff, side: Side, index: int, changes: PairDiff | None) 
     message: Message = (diff.left if side == "left" else diff.right)[index]
     if found.trimmed and side == "right":
         source = found.result.input_index(index) if found.result is not None else None
-        href = "" if source is None else _permalink(found.left, source)
+        href = "" if source is None else find.permalink(found.left, source)
     else:
-        href = _permalink(found.left if side == "left" else found.right, index)  # type: ignore[arg-type]
+        href = find.permalink(found.left if side == "left" else found.right, index)  # type: ignore[arg-type]
     answers = diff.answers(side, index) or ""
     return CellView(
         index=index,
@@ -201,10 +201,6 @@ def _cell(found: SessionDiff, side: Side, index: int, changes: PairDiff | None) 
         calls=_calls(message.tool_calls, changes.calls if changes else (), side),
         changed=frozenset(changes.fields) if changes else frozenset(),
     )
-
-
-def _permalink(session: models.Session, seq: int) -> str:
-    return f"{session.get_absolute_url()}?at={seq}#m-{seq}"
 
 
 def _pieces(text_diff: TextDiff | None, text: str, side: Side) -> list[tuple[str, str]]:

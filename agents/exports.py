@@ -145,7 +145,7 @@ def export_chunks(
     except formats.FormatError as exc:
         record.delete()
         raise ExportFailed(str(exc)) from None
-    return _record_finish(record, report, progress.count)
+    return _record_finish(record, report)
 
 
 def export_to(
@@ -280,30 +280,20 @@ def _record_start(plan: ExportPlan, *, user: Any, interface: str) -> models.Expo
     )
 
 
-def _record_finish(record: models.ExportRecord, report: Any, messages: int) -> ExportResult:
-    dropped = [str(d) for d in getattr(report, "dropped", [])]
-    skipped = [_skipped_line(s) for s in getattr(report, "skipped", [])]
-    record.dropped = dropped
-    record.skipped = skipped
+def _record_finish(record: models.ExportRecord, report: formats.WriteReport) -> ExportResult:
+    record.dropped = report.dropped
+    record.skipped = [_skipped_line(s) for s in report.skipped]
     # The counts at the start were the plan's; what was written is what the record keeps (trimmed lists are
     # shorter, skipped conversations are left out).
-    record.session_count = getattr(report, "conversations", record.session_count)
-    record.message_count = getattr(report, "messages", record.message_count)
+    record.session_count, record.message_count = report.conversations, report.messages
     record.save(update_fields=["dropped", "skipped", "session_count", "message_count"])
-    return ExportResult(
-        record=record,
-        conversations=getattr(report, "conversations", 0),
-        messages=getattr(report, "messages", messages),
-        dropped=dropped,
-        skipped=skipped,
-    )
+    return ExportResult(record=record, conversations=report.conversations, messages=report.messages,
+                        dropped=record.dropped, skipped=record.skipped)
 
 
-def _skipped_line(item: Any) -> str:
-    if hasattr(item, "reason"):
-        ident = f" ({item.external_id})" if getattr(item, "external_id", None) else ""
-        return f"conversation {item.index + 1}{ident}: {item.reason}"
-    return str(item)
+def _skipped_line(item: formats.SkippedConversation) -> str:
+    ident = f" ({item.external_id})" if item.external_id else ""
+    return f"conversation {item.index + 1}{ident}: {item.reason}"
 
 
 def _name(session: models.Session) -> str:

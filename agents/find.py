@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any
 from urllib.parse import urlencode
 
 from django.db.models import Count, Exists, Max, Min, OuterRef, Q, QuerySet
@@ -18,6 +17,11 @@ from agents import models
 # Hits listed per request (the page shows the count and steps through them; the API pages them).
 HITS_LISTED = 1_000
 QUERY_MAX = 200
+
+
+def permalink(session: models.Session, seq: int) -> str:
+    """A link that opens the session page holding message ``seq`` (``?at=``) and scrolls to it."""
+    return f"{session.get_absolute_url()}?at={seq}#m-{seq}"
 
 
 def clean_query(text: str | None) -> str:
@@ -201,27 +205,17 @@ def tool_errors(session: models.Session, limit: int = TOOL_ERRORS_LISTED) -> tup
         for call_id, name in calls.values_list("call_id", "name"):
             names.setdefault(call_id, name)
     return [
-        ToolError(seq=seq, tool_call_id=call_id, tool=names.get(call_id) or name or "", preview=_preview(content or ""))
+        ToolError(seq=seq, tool_call_id=call_id, tool=names.get(call_id) or name or "",
+                  preview=preview(content or "", 120))
         for seq, call_id, name, content in rows
     ], total
 
 
-def _preview(text: str) -> str:
-    flat = " ".join(text[:300].split())
-    return flat[:120] + ("…" if len(flat) > 120 or len(text) > 300 else "")
-
-
-def role_and_tool_filter(rows: QuerySet[models.Message], *, role: str = "", tool: str = "") -> QuerySet[models.Message]:
-    """Narrow the chain to one role, or to the calls of one tool and their results."""
-    if role:
-        rows = rows.filter(role=role)
-    if tool:
-        calls = models.ToolCall.objects.filter(session=OuterRef("session"), name=tool)
-        rows = rows.filter(
-            Exists(calls.filter(message=OuterRef("pk")))
-            | Q(role="tool", tool_call_id__in=calls.values("call_id"))
-        )
-    return rows
+def preview(text: str, width: int) -> str:
+    """A one-line preview of ``text``: at most ``width`` characters, read from its first ``2.5 * width``."""
+    read = width * 5 // 2
+    flat = " ".join(text[:read].split())
+    return flat[:width] + ("…" if len(flat) > width or len(text) > read else "")
 
 
 ROLES = tuple(str(role) for role in models.Role.values)
@@ -250,7 +244,16 @@ class ChainFilter:
         return bool(self.role or self.tool)
 
     def apply(self, rows: QuerySet[models.Message]) -> QuerySet[models.Message]:
-        return role_and_tool_filter(rows, role=self.role, tool=self.tool) if self.active else rows
+        """Narrow the chain to the role, to the calls of the tool and their results, or both."""
+        if self.role:
+            rows = rows.filter(role=self.role)
+        if self.tool:
+            calls = models.ToolCall.objects.filter(session=OuterRef("session"), name=self.tool)
+            rows = rows.filter(
+                Exists(calls.filter(message=OuterRef("pk")))
+                | Q(role="tool", tool_call_id__in=calls.values("call_id"))
+            )
+        return rows
 
     def count(self, session: models.Session) -> int:
         """How many of the session's messages the filter shows (one count on the (session, role) index, or on the
@@ -284,10 +287,3 @@ def session_tool_names(session: models.Session) -> list[str]:
     """The tools the session called (for the filter's choices): one query on the (session, call_id) index."""
     return sorted(set(models.ToolCall.objects.filter(session=session).values_list("name", flat=True).distinct()))
 
-
-def describe(kind: str) -> str:
-    return JUMPS.get(kind, kind)
-
-
-def as_dict(error: ToolError) -> dict[str, Any]:
-    return {"seq": error.seq, "tool_call_id": error.tool_call_id, "tool": error.tool, "preview": error.preview}

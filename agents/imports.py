@@ -215,14 +215,14 @@ def _said_in_one_line() -> Iterator[None]:
     except formats.FormatError as exc:
         raise ImportFailed(str(exc), choose_format=exc.choose_format) from None
     except DatabaseError as exc:
-        raise ImportFailed(f"database: {_first_line(exc)}") from None
+        raise ImportFailed(f"database: {first_line(exc)}") from None
     except KeyboardInterrupt:
         raise ImportFailed("interrupted") from None
     except RecursionError:
         raise ImportFailed("input: nested too deeply to read") from None
     except (ValueError, UnicodeError) as exc:
         # Readers raise FormatError; anything else is still bad input, said in one line.
-        raise ImportFailed(_first_line(exc) or type(exc).__name__) from None
+        raise ImportFailed(first_line(exc) or type(exc).__name__) from None
 
 
 # --- one walk for the preview and the import ----------------------------------------------------------------
@@ -731,8 +731,7 @@ def _title_from(text: str, limit: int = 80) -> str:
 
 def _note_skips(report: ImportReport) -> None:
     for s in report.sessions:
-        name = s.title or s.external_id
-        where = f"conversation {s.index + 1} ({name})"
+        where = f"conversation {s.index + 1} ({s.title or s.external_id})"
         if s.messages == 0:
             report.warnings.append(f"{where}: has no messages")
         if s.naive_times:
@@ -745,14 +744,10 @@ def _note_skips(report: ImportReport) -> None:
                 f"(first: {next(v['message'] for v in s.violations if v.get('severity', 'error') == 'error')})"
             )
         if s.status == "already imported":
-            report.dropped.append(
-                f"conversation {s.index + 1} ({name}): already imported as session {s.session_id}; nothing added"
-            )
+            report.dropped.append(f"{where}: already imported as session {s.session_id}; nothing added")
         elif s.skipped:
-            report.dropped.append(
-                f"conversation {s.index + 1} ({name}): {s.skipped} message(s) not added: their id is already "
-                "stored in the session or came earlier in the file"
-            )
+            report.dropped.append(f"{where}: {s.skipped} message(s) not added: their id is already stored in the "
+                                  "session or came earlier in the file")
 
 
 def _source_label(source: Source) -> str:
@@ -761,6 +756,6 @@ def _source_label(source: Source) -> str:
     return str(getattr(source, "name", "upload"))
 
 
-def _first_line(exc: BaseException) -> str:
+def first_line(exc: BaseException) -> str:
     text = str(exc).strip()
     return text.splitlines()[0] if text else ""

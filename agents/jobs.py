@@ -152,19 +152,7 @@ def _chunks(order: Sequence[int], found: dict[int, int]) -> list[list[int]]:
     """Sessions grouped so that each call of the report service stays under its own per-call bounds, and the job's
     page sees progress every ``REPORT_CHUNK_MESSAGES`` messages or so."""
     most = min(REPORT_CHUNK_MESSAGES, services.REPORT_MESSAGE_LIMIT)
-    chunks: list[list[int]] = []
-    current: list[int] = []
-    size = 0
-    for pk in order:
-        count = found[pk]
-        if current and (size + count > most or len(current) >= services.REPORT_SESSION_LIMIT):
-            chunks.append(current)
-            current, size = [], 0
-        current.append(pk)
-        size += count
-    if current:
-        chunks.append(current)
-    return chunks
+    return list(services.batches_by_messages(order, found.__getitem__, most=most, count=services.REPORT_SESSION_LIMIT))
 
 
 def report_from_result(user: Any, result: dict[str, Any]) -> services.TrimmingReport:

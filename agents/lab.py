@@ -555,8 +555,8 @@ def report_shown_context(
     query: QueryDict, report: services.TrimmingReport | None, labels: Sequence[str]
 ) -> dict[str, Any] | HttpResponse:
     """What the report page (and a background report's page) shows of ``report`` for its query: the rows in
-    ``?order=``, only those of ``?show=``, the links that add one of those, the downloads, the savings chart. With
-    ``?download=csv|json``: the download instead."""
+    ``?order=``, only those of ``?show=``, the links that add one of those, the downloads, the savings chart, and
+    the report's own caps. With ``?download=csv|json``: the download instead."""
     order, show = query.get("order", ""), query.get("show", "")
     columns = len(labels)
     rows = report_ordered(report_shown(report.rows, show, columns), order, columns) if report is not None else []
@@ -573,6 +573,9 @@ def report_shown_context(
     shown_key = report_show_key(show, columns) if report is not None else None
     saved = report_saved(report) if report is not None else []
     return {
+        "report": report,
+        "session_limit": services.REPORT_SESSION_LIMIT,
+        "message_limit": services.REPORT_MESSAGE_LIMIT,
         "labels": labels,
         "rows": rows,
         "order": order,

@@ -73,10 +73,9 @@ def replay_chart(steps: Sequence[ReplayStep], *, chosen: int | None = None) -> R
     for k, s in enumerate(steps):
         if len(marks) >= MAX_MARKS:
             break
-        if s.errors:
-            marks.append(Mark(_x(k, n), _y(s.tokens, top), "violation", k, s.call))
-        elif s.question_kept is False:
-            marks.append(Mark(_x(k, n), _y(s.tokens, top), "question", k, s.call))
+        kind = "violation" if s.errors else "question" if s.question_kept is False else ""
+        if kind:
+            marks.append(Mark(_x(k, n), _y(s.tokens, top), kind, k, s.call))
     return ReplayChart(
         width=WIDTH,
         height=HEIGHT,

@@ -298,12 +298,9 @@ def trimming_report(request: HtmxHttpRequest) -> HttpResponse:
         "left_out": left_out,
         # (The form has a field named "errors", which {{ filter_form.errors }} would give.)
         "filter_problems": [f"{name}: {' '.join(map(str, errors))}" for name, errors in filter_form.errors.items()],
-        "report": report,
         "per_call": per_call,
         "preset_counters": any(counters),
         "strategies": list(STRATEGIES.values()),
-        "session_limit": services.REPORT_SESSION_LIMIT,
-        "message_limit": services.REPORT_MESSAGE_LIMIT,
     }
     template_name = "agents/lab_report.html"
     if request.htmx:

@@ -7,6 +7,7 @@ once, to render.
 """
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import json
 from collections.abc import Iterator
@@ -21,6 +22,7 @@ from django.http import QueryDict
 from django.urls import reverse
 
 from agents import exports, find, jobs, lab, lab_charts, models, review, services
+from agents.find import permalink
 from agents.forms import SessionFilterForm, session_filter_pairs
 from agents.lab_forms import strategy_params_form
 from agents.memory import formats
@@ -122,6 +124,8 @@ def session_page(
     _add_gaps(session, messages)
     violations = session.violations or []
     keep = _keep_query(q, within)
+    # Where the page stands, for the search and the jumps: the message asked for, else the page's first.
+    place = at if at is not None else (page.rows[0].seq if page.rows else 0)
     context = {
         "session": session,
         "page": page,
@@ -130,9 +134,9 @@ def session_page(
         "within": within,
         "within_count": within.count(session) if within.active and not fragment else None,
         "keep_query": keep,
-        **_search_context(session, q, at=at, page=page, within=within, fragment=fragment),
+        **_search_context(session, q, place=place, within=within, fragment=fragment),
         **_metadata_context(session),
-        **(_jump_context(session, q, at=at, page=page, within=within, none=none) if not fragment else {}),
+        **(_jump_context(session, q, place=place, within=within, none=none) if not fragment else {}),
         "missing_at": at if at is not None and at >= session.message_count else None,
         "violations": violations,
         "violation_links": [
@@ -159,12 +163,10 @@ def _keep_query(q: str, within: find.ChainFilter, **more: int) -> str:
     return urlencode({**({"q": q} if q else {}), **within.query(), **more})
 
 
-def _jump_context(session: models.Session, q: str, *, at: int | None, page: services.MessagePage,
-                  within: find.ChainFilter, none: str) -> dict[str, Any]:
-    """The jump bar's links from the place (the message asked for, else the page's first), and the tool errors
-    listed in the header. No query for the links (each resolves when followed); the list costs one or two, none
-    when the session has no errors."""
-    place = at if at is not None else (page.rows[0].seq if page.rows else 0)
+def _jump_context(session: models.Session, q: str, *, place: int, within: find.ChainFilter,
+                  none: str) -> dict[str, Any]:
+    """The jump bar's links from the place, and the tool errors listed in the header. No query for the links
+    (each resolves when followed); the list costs one or two, none when the session has no errors."""
     base = reverse("agents:session_jump", args=[session.pk])
     keep = f"&{kept}" if (kept := _keep_query(q, within)) else ""
     links = [
@@ -179,9 +181,9 @@ def _jump_context(session: models.Session, q: str, *, at: int | None, page: serv
     return {
         "jumps": links,
         "jump_place": place,
-        "jump_none": {"what": find.describe(kind), "after": direction == "next", "seq": place}
+        "jump_none": {"what": find.JUMPS[kind], "after": direction == "next", "seq": place}
         if kind in find.JUMPS and direction in ("next", "prev") else None,
-        "tool_errors": [{**find.as_dict(e), "href": permalink(session, e.seq)} for e in errors],
+        "tool_errors": [{**dataclasses.asdict(e), "href": permalink(session, e.seq)} for e in errors],
         "tool_error_total": error_total,
         "tool_errors_hidden": max(0, error_total - len(errors)),
         "final_seq": session.message_count - 1,
@@ -197,15 +199,12 @@ def _search_link(session: models.Session, q: str, seq: int, within: find.ChainFi
 
 
 def _search_context(
-    session: models.Session, q: str, *, at: int | None, page: services.MessagePage, within: find.ChainFilter,
-    fragment: bool,
+    session: models.Session, q: str, *, place: int, within: find.ChainFilter, fragment: bool
 ) -> dict[str, Any]:
-    """The search bar: the query, and on a whole page where the place stands among its hits (one query).
-    The place is the message asked for (``?at=``), else the page's first."""
+    """The search bar: the query, and on a whole page where the place stands among its hits (one query)."""
     context: dict[str, Any] = {"q": q, "find": None}
     if not q or fragment:
         return context
-    place = at if at is not None else (page.rows[0].seq if page.rows else 0)
     found = find.search_place(session, q, at=place, within=within)
     context.update(
         find=found,
@@ -368,11 +367,6 @@ def _page_range(
             "earlier_fragment": earlier_fragment, "empty_after": None}
 
 
-def permalink(session: models.Session, seq: int) -> str:
-    """A link that opens the page holding message ``seq`` (``?at=``) and scrolls to it."""
-    return f"{session.get_absolute_url()}?at={seq}#m-{seq}"
-
-
 def _message_views(session: models.Session, chain: services.ChainPage) -> list[MessageView]:
     by_seq: dict[int, list[dict[str, Any]]] = {}
     for violation in session.violations or []:
@@ -399,7 +393,7 @@ def _message_views(session: models.Session, chain: services.ChainPage) -> list[M
                 text=text,
                 is_json=is_json,
                 fold=len(text) > FOLD_CHARS or text.count("\n") > FOLD_LINES,
-                preview=_preview(row.content or ""),
+                preview=find.preview(row.content or "", 160),
                 usage=_usage_items(row.usage),
                 markdown=markdown_to_safe_html(text) if row.role == "assistant" and text.strip() else "",
             )
@@ -439,11 +433,6 @@ def display_text(row: models.Message) -> tuple[str, bool]:
         except ValueError:
             pass
     return text, False
-
-
-def _preview(text: str) -> str:
-    flat = " ".join(text[:400].split())
-    return flat[:160] + ("…" if len(flat) > 160 or len(text) > 400 else "")
 
 
 def call_view(tool_call: dict[str, Any]) -> dict[str, Any]:
@@ -711,7 +700,7 @@ def _lab_query(query: QueryDict, session: models.Session) -> tuple[QueryDict, mo
     if not name:
         return query, None, ""
     try:
-        preset = services.preset_for_session(session=session, name=name)
+        preset = services.preset_by_name(user=None, name=name, project=session.agent.project)
         spec = services.preset_spec(preset)
     except services.PresetError as exc:
         return query, None, str(exc)

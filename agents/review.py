@@ -357,8 +357,7 @@ def session_review_update(
 
 def assignable_members(project: models.Project) -> list[Any]:
     """The project's users who can review (annotator or more), for the assignee choice."""
-    roles = services.ANNOTATE_ROLES
-    return [m.user for m in members_for_project(project).filter(role__in=roles)]
+    return [m.user for m in members_for_project(project).filter(role__in=services.ANNOTATE_ROLES)]
 
 
 # --- annotations in and out of files --------------------------------------------------------------------------

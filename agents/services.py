@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import groupby, islice
-from typing import Any, cast
+from typing import Any, TypeVar, cast
 
 from django.contrib.auth.models import AnonymousUser
 from django.contrib.auth.models import User as AccountUser
@@ -30,6 +30,7 @@ from django.db.models import Case, Exists, F, Model, OuterRef, Q, QuerySet, Subq
 from django.db.models.expressions import RawSQL
 from django.db.models.functions import Coalesce
 from django.http import Http404
+from django.shortcuts import get_object_or_404
 from django.utils import timezone
 
 from agents import models
@@ -85,6 +86,7 @@ class KeyUser:
 
 
 User = AccountUser | AnonymousUser | KeyUser
+_Item = TypeVar("_Item")
 
 # Messages per INSERT batch: bounded memory for a session streamed from a file, few round trips.
 BATCH_SIZE = 2_000
@@ -447,14 +449,13 @@ def session_create(
     problem = conversation_problem(conversation)
     if problem:
         raise ValueError(problem)
-    metadata = dict(conversation.metadata)
     return models.Session.objects.create(
         agent=agent,
         external_id=external_id or conversation.external_id or "",
         title=(conversation.title or "")[:500],
         source_format=conversation.source_format or "",
         started_at=conversation.started_at or _first_created_at(conversation.messages),
-        metadata=metadata,
+        metadata=dict(conversation.metadata),
         tools=conversation.tools,
         token_counter=counter,
         state=state,
@@ -692,9 +693,7 @@ def session_finish(
 
 
 def violation_record(violation: Violation) -> dict[str, Any]:
-    record = violation.to_dict()
-    record["seq"] = violation.index
-    return record
+    return {**violation.to_dict(), "seq": violation.index}
 
 
 def session_store(
@@ -766,20 +765,15 @@ def session_row_batches(
         last = rows[-1].seq
 
 
-def schema_and_counts(rows: Iterable[models.Message]) -> tuple[list[schema.Message], list[int]]:
-    messages: list[schema.Message] = []
-    counts: list[int] = []
-    for row in rows:
-        messages.append(message_to_schema(row))
-        counts.append(row.token_count)
-    return messages, counts
-
-
 def session_messages_with_counts(session: models.Session) -> tuple[list[schema.Message], list[int]]:
     """The session's messages in order, and the token counts stored with them (under ``session.token_counter``),
     so that a trim (lab, API, export) never recounts text."""
-    batches = session_row_batches(session, fields=MESSAGE_FIELDS)
-    return schema_and_counts(row for rows in batches for row in rows)
+    messages: list[schema.Message] = []
+    counts: list[int] = []
+    for rows in session_row_batches(session, fields=MESSAGE_FIELDS):
+        messages += map(message_to_schema, rows)
+        counts += (row.token_count for row in rows)
+    return messages, counts
 
 
 def session_messages(session: models.Session) -> list[schema.Message]:
@@ -875,16 +869,25 @@ def sessions_stored_messages(
 ) -> Iterator[tuple[models.Session, StoredMessages, list[int]]]:
     """Each session with its outlines and stored counts (``session_stored_messages``), several sessions' outlines
     per query."""
-    batch: list[models.Session] = []
-    size = 0
-    for session in sessions:
-        if batch and size + session.message_count > SESSIONS_ROWS_PER_QUERY:
-            yield from _sessions_batch(batch)
-            batch, size = [], 0
-        batch.append(session)
-        size += session.message_count
-    if batch:
+    for batch in batches_by_messages(sessions, lambda s: s.message_count, most=SESSIONS_ROWS_PER_QUERY):
         yield from _sessions_batch(batch)
+
+
+def batches_by_messages(
+    items: Iterable[_Item], messages: Callable[[_Item], int], *, most: int, count: int | None = None
+) -> Iterator[list[_Item]]:
+    """``items`` (sessions, or their ids) in order, in batches of at most ``most`` messages (a bigger item alone)
+    and at most ``count`` items."""
+    batch: list[_Item] = []
+    size = 0
+    for item in items:
+        if batch and (size + messages(item) > most or (count is not None and len(batch) >= count)):
+            yield batch
+            batch, size = [], 0
+        batch.append(item)
+        size += messages(item)
+    if batch:
+        yield batch
 
 
 def _sessions_batch(batch: list[models.Session]) -> Iterator[tuple[models.Session, StoredMessages, list[int]]]:
@@ -987,7 +990,7 @@ def session_trim_answer(*, user: User, session_id: int, query: Any, strategies_u
         if "strategy" in query or extra:
             raise TrimRequestError(f"preset={preset_name}: give the preset or a strategy with its parameters, not both")
         try:
-            preset = preset_for_session(session=session, name=preset_name)
+            preset = preset_by_name(user=None, name=preset_name, project=session.agent.project)
             spec = preset_spec(preset)
         except PresetError as exc:
             raise TrimRequestError(str(exc)) from None
@@ -1635,10 +1638,7 @@ def llm_calls_by_reply(session: models.Session, seqs: Iterable[int]) -> dict[int
 
 def llm_call_for_user(user: User, session_id: int, call_id: int) -> tuple[models.Session, models.LlmCall]:
     session = session_for_user(user, session_id)
-    call = models.LlmCall.objects.filter(session=session, pk=call_id).first()
-    if call is None:
-        raise Http404("No such call in this session.")
-    return session, call
+    return session, get_object_or_404(models.LlmCall, session=session, pk=call_id)
 
 
 def llm_call_sent_messages(call: models.LlmCall) -> list[models.Message]:
@@ -1692,16 +1692,6 @@ def presets_for_user(user: User, *, project: models.Project | None = None) -> Qu
     """The presets of the user's projects (of one of them when ``project`` is given)."""
     qs = models.Preset.objects.filter(project__in=user_projects(user)).select_related("project", "created_by")
     return qs.filter(project=project) if project is not None else qs
-
-
-def preset_for_session(*, session: models.Session, name: str) -> models.Preset:
-    """The preset called ``name`` in the session's project (the session is already scoped to the user)."""
-    try:
-        return models.Preset.objects.select_related("project").get(project=session.agent.project_id, name=name)
-    except models.Preset.DoesNotExist:
-        raise PresetError(
-            f"There is no preset named \u201c{name}\u201d in project {session.agent.project.name}."
-        ) from None
 
 
 # A column of compare or the report, or a strategy field, that names a preset instead of a strategy: "preset:NAME".

@@ -162,13 +162,13 @@ def llm_call(request: HtmxHttpRequest, session_id: int, call_id: int) -> HttpRes
     for position, row in enumerate(sent):
         gap = row.seq - previous - 1 if row.seq > previous else 0
         rows.append({"row": row, "position": position, "gap": gap, "violations": by_position.get(position, []),
-                     "permalink": pages.permalink(session, row.seq), "text": pages.display_text(row)[0],
+                     "permalink": find.permalink(session, row.seq), "text": pages.display_text(row)[0],
                      "calls": [pages.call_view(tc) for tc in row.tool_calls]})
         previous = max(previous, row.seq)
     before = call.reply_seq if call.reply_seq is not None else session.message_count
     context = {"session": session, "call": call, "rows": rows, "received": len(set(call.sent)), "before": before,
                "left_out": max(before - len(set(call.sent)), 0),
-               "reply_href": pages.permalink(session, call.reply_seq) if call.reply_seq is not None else ""}
+               "reply_href": find.permalink(session, call.reply_seq) if call.reply_seq is not None else ""}
     return render(request, "agents/llm_call.html", context)
 
 

@@ -16,7 +16,7 @@ from agents.memory import formats
 from agents.memory.formats import FormatError
 from agents.memory.schema import Message
 from agents.memory.tokens import TokenCounter, TokenizerFileError, get_counter
-from agents.memory.trimming import StrategySpec
+from agents.memory.trimming import StrategyError, StrategySpec, spec_from_pairs
 
 EXIT_UNREADABLE = 2
 
@@ -50,19 +50,27 @@ class ContractCommand(BaseCommand):
             self.fail(str(exc))
         return counter
 
-    def load_preset(self, name: str, project_slug: str | None, *, prefer: Any = None) -> tuple[StrategySpec, Any]:
-        """``--preset NAME`` (``--project SLUG`` when several projects have one of that name): the preset's spec
-        and the preset (its counter). ``prefer``: the project whose preset wins when several have one of that name
-        and --project is not given (that of the sessions asked for by id)."""
+    def strategy_options(self, options: dict[str, Any], *, prefer: Any = None) -> tuple[StrategySpec | None, Any]:
+        """``--strategy`` with its ``--set`` pairs (None without a strategy), or ``--preset NAME`` (``--project SLUG``
+        when several projects have one of that name): the spec, and the preset (its counter) or None. ``prefer``:
+        the project whose preset wins when several have one of that name and --project is not given (that of the
+        sessions asked for by id)."""
+        if not options["preset"]:
+            try:
+                return spec_from_pairs(options["strategy"], options["params"]), None
+            except StrategyError as exc:
+                self.fail(exc.text(flag="--set "))
+        if options["strategy"] or options["params"]:
+            self.fail("--preset: give a preset, or --strategy with --set, not both")
         from agents import models, services
 
         project = None
-        if project_slug:
-            project = models.Project.objects.filter(slug=project_slug).first()
+        if options["project"]:
+            project = models.Project.objects.filter(slug=options["project"]).first()
             if project is None:
-                self.fail(f"--project: no project {project_slug!r}")
+                self.fail(f"--project: no project {options['project']!r}")
         try:
-            preset = services.preset_by_name(user=None, name=name, project=project,
+            preset = services.preset_by_name(user=None, name=options["preset"], project=project,
                                              prefer=prefer if project is None else None)
             return services.preset_spec(preset), preset
         except services.PresetError as exc:

@@ -24,7 +24,6 @@ from agents import exports, models, services
 from agents.management.cli import ContractCommand, raw_stream
 from agents.management.progress import ProgressBar
 from agents.memory import formats
-from agents.memory.trimming import StrategyError, StrategySpec, spec_from_pairs
 
 
 class Command(ContractCommand):
@@ -52,19 +51,9 @@ class Command(ContractCommand):
         try:
             if options["output"]:
                 _check_output(options["output"])
-            spec: StrategySpec | None
-            if options["preset"]:
-                if options["strategy"] or options["params"]:
-                    raise exports.ExportFailed("--preset: give a preset, or --strategy with --set, not both")
-                spec, preset = self.load_preset(options["preset"], options["project"],
-                                                prefer=_sessions_project(options["session"]))
-                counter = services.trim_counter(preset)
-            else:
-                try:
-                    spec = spec_from_pairs(options["strategy"], options["params"])
-                except StrategyError as exc:
-                    raise exports.ExportFailed(exc.text(flag="--set ")) from None
-                counter = None
+            spec, preset = self.strategy_options(
+                options, prefer=_sessions_project(options["session"]) if options["preset"] else None)
+            counter = services.trim_counter(preset)
             sessions, scope, filters = self._sessions(options)
             plan = exports.export_plan(
                 sessions=sessions, format=options["format"], scope=scope, filters=filters, spec=spec,

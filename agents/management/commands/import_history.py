@@ -73,8 +73,7 @@ class Command(ContractCommand):
         except imports.ImportFailed as exc:
             self.fail(str(exc) + (CHOOSE_FORMAT if exc.choose_format else ""))
         except (DatabaseError, KeyboardInterrupt) as exc:
-            self.fail(f"database: {str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__}; "
-                      "nothing was imported")
+            self.fail(f"database: {imports.first_line(exc) or type(exc).__name__}; nothing was imported")
         projects = models.Project.objects.filter(slug__in={r.project for r in reports if r.project})
         for project in projects:
             for user in members:

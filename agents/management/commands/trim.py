@@ -25,7 +25,7 @@ from django.core.management.base import CommandParser
 from agents.management.cli import ContractCommand
 from agents.memory import formats
 from agents.memory.tokens import COUNTERS, DEFAULT_COUNTER
-from agents.memory.trimming import STRATEGIES, StrategyError, spec_from_pairs, trim
+from agents.memory.trimming import STRATEGIES, trim
 
 
 class Command(ContractCommand):
@@ -53,23 +53,12 @@ class Command(ContractCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         # Check the cheap things first, so a typo never waits for a big file to be read.
-        counter_name = options["counter"] or DEFAULT_COUNTER
-        if options["preset"]:
-            if options["strategy"] or options["params"]:
-                self.fail("--preset: give a preset, or --strategy with --set, not both")
-            spec, preset = self.load_preset(options["preset"], options["project"])
-            counter_name = options["counter"] or preset.counter
-        else:
-            if options["project"]:
-                self.fail("--project: names the project of --preset, which is not given")
-            try:
-                found = spec_from_pairs(options["strategy"], options["params"])
-            except StrategyError as exc:
-                self.fail(exc.text(flag="--set "))
-            if found is None:
-                self.fail(f"--strategy: name one of {', '.join(STRATEGIES)} (or --preset NAME)")
-            spec = found
-        counter = self.check_counter(counter_name)
+        if options["project"] and not options["preset"]:
+            self.fail("--project: names the project of --preset, which is not given")
+        spec, preset = self.strategy_options(options)
+        if spec is None:
+            self.fail(f"--strategy: name one of {', '.join(STRATEGIES)} (or --preset NAME)")
+        counter = self.check_counter(options["counter"] or (preset.counter if preset else DEFAULT_COUNTER))
         fmt = self.check_format(options["format"])
         with self.reading(options["file"], options):
             conversations = formats.read_input(options["file"], fmt)
