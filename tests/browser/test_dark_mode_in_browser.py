@@ -22,6 +22,35 @@ BACKGROUND = """(selector) => {
   return (0.2126 * r + 0.7152 * g + 0.0722 * b) / 255;
 }"""
 
+# Every text shown under an element whose contrast against its background is under 4.5 (WCAG's formula, as CONTRAST):
+# "text (colour on background): ratio", once per kind. For a page whose styles are not ours (Redoc's, generated
+# class names), where naming a few selectors would miss the rest.
+UNREADABLE = """(root) => {
+  const rgb = (c) => (c.match(/[\\d.]+/g) || []).map(Number);
+  const lum = ([r, g, b]) => {
+    const f = (v) => { v /= 255; return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4; };
+    return 0.2126 * f(r) + 0.7152 * f(g) + 0.0722 * f(b);
+  };
+  const found = new Map();
+  for (const e of document.querySelectorAll(`${root} *`)) {
+    const text = [...e.childNodes].filter((n) => n.nodeType === 3).map((n) => n.textContent.trim()).join("");
+    if (!text || !e.getBoundingClientRect().height) continue;  // no text of its own, or not shown
+    let p = e, back = null;
+    while (p) {
+      const c = rgb(getComputedStyle(p).backgroundColor);
+      if (c.length === 3 || (c.length === 4 && c[3] > 0.9)) { back = c.slice(0, 3); break; }
+      p = p.parentElement;
+    }
+    back = back || [255, 255, 255];
+    const colour = getComputedStyle(e).color, a = lum(rgb(colour).slice(0, 3)), b = lum(back);
+    const ratio = (Math.max(a, b) + 0.05) / (Math.min(a, b) + 0.05);
+    if (ratio < 4.5 && !found.has(colour + back)) {
+      found.set(colour + back, `${text.slice(0, 40)} (${colour} on rgb(${back})): ${ratio.toFixed(2)}`);
+    }
+  }
+  return [...found.values()];
+}"""
+
 
 def _luminance(page) -> float:
     # A transparent body (DRF's light pages: a background image over the canvas) shows the white canvas.
@@ -56,12 +85,18 @@ def test_the_pages_follow_the_system_colour_scheme_with_readable_text(browser, l
             # The top bar's "API": Swagger UI, in its own dark theme (html.dark-mode) when the system prefers dark.
             "docs": ("/api/docs/", [".swagger-ui .info .title", ".swagger-ui .opblock-tag",
                                     ".swagger-ui .opblock-summary-description"]),
+            # Redoc: started with a dark theme (static/js/redoc_dark.js) when the system prefers dark.
+            "redoc": ("/api/redoc/", [".api-info h1", ".menu-content label", ".api-content h2",
+                                      ".api-content p"]),
         }
         for name, (path, selectors) in pages.items():
             page.goto(f"{live_server.url}{path}")
             page.wait_for_load_state()
             if name == "docs":
                 page.wait_for_selector(".swagger-ui .opblock-summary-description")
+            if name == "redoc":
+                page.wait_for_selector(".api-content h2")
+                assert page.evaluate(UNREADABLE, "#redoc-container") == [], scheme
             dark = _luminance(page) < 0.2
             assert dark is (scheme == "dark"), (name, _luminance(page))
             for selector in selectors:
