@@ -514,6 +514,16 @@ def queue_filters(user: User, query: str) -> services.SessionFilters:
     return form.filters()
 
 
+def queue_refusal(user: User, query: str) -> str:
+    """Why the queue does not open for the list's query string: its first invalid filter as ``field: why`` (another
+    user's project, a status that is none), the error the list shows for it; "" when every filter holds. Left out,
+    as the list leaves it out, it would widen the queue past what the person asked for."""
+    form = SessionFilterForm(QueryDict(query) or None, user=user)
+    for name, errors in (form.errors.items() if form.is_bound else ()):
+        return f"{name}: {errors[0]}"
+    return ""
+
+
 def queue_query(query: str) -> str:
     """The list's query string as the queue keeps it: its filters and sort, not its page or queue state."""
     data = QueryDict(query, mutable=True)

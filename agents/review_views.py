@@ -210,8 +210,11 @@ def _next_url(query: str, *, after: int | None = None) -> str:
 @require_GET
 def review_next(request: HtmxHttpRequest) -> HttpResponse:
     """The review queue: the next unreviewed session within the list's filters (``after``: the one just seen),
-    opened with the queue bar; the list with a word when none is left."""
+    opened with the queue bar; the list with a word when none is left, or with the filter's error when one is
+    invalid (the queue never widens past the filters asked for)."""
     query = review.queue_query(request.GET.urlencode())
+    if review.queue_refusal(request.user, query):
+        return redirect(reverse("agents:session_list") + "?" + f"{query}&queue=invalid")
     after = request.GET.get("after", "")
     session = review.queue_next(request.user, review.queue_filters(request.user, query),
                                 after=int(after) if after.isdigit() else None)

@@ -47,6 +47,8 @@ def session_list(request: HtmxHttpRequest) -> HttpResponse:
         # Opened from a search, a session lands on its first hit.
         "hit_query": urlencode({"q": form.filters().q}) if form.filters().q else "",
         "queue_empty": request.GET.get("queue") == "empty",
+        # From /review/next/ with an invalid filter: the queue did not open, for the error the form shows.
+        "queue_refused": request.GET.get("queue") == "invalid" and (form.refusal() or "a filter is not valid"),
     }
     template_name = "agents/session_list.html"
     if request.htmx:

@@ -355,6 +355,27 @@ def test_the_queue_keeps_within_the_lists_filters(alice_client, three, make_sess
     assert response["Location"].startswith(other.get_absolute_url())
 
 
+def test_the_queue_refuses_an_invalid_filter_as_the_list_shows_it_rather_than_widening(
+        alice_client, three, other_project):
+    # Another user's project, a status that is none: the list shows the field's error; the queue opened no session
+    # of the wider list but went back to the list, saying why.
+    for query, said in [({"project": other_project.slug}, "project: Select a valid choice."),
+                        ({"status": "bogus", "sort": "started"}, "status: Select a valid choice.")]:
+        response = alice_client.get("/review/next/", query)
+        assert response.status_code == 302 and response["Location"].startswith("/?"), (query, response["Location"])
+        assert "queue=invalid" in response["Location"]
+        page = alice_client.get(response["Location"]).content.decode()
+        assert 'id="queue-refused"' in page and f"The review queue did not open: {said}" in page, query
+    # "Done, next" from a queue whose filters no longer hold goes the same way (the session is still marked).
+    a = three[0]
+    done = alice_client.post(f"/sessions/{a.pk}/review/", {"review_status": "done", "queue": "status=bogus"})
+    refused = alice_client.get(done["Location"])
+    assert refused.status_code == 302 and "queue=invalid" in refused["Location"]
+    assert models.Session.objects.get(pk=a.pk).review_status == "done"
+    # Valid filters open the queue as before.
+    assert "queue=invalid" not in alice_client.get("/review/next/", {"status": "done"})["Location"]
+
+
 def test_a_session_opened_from_a_list_search_links_with_its_query(alice_client, three):
     page = alice_client.get("/", {"q": "timeout"}).content.decode()
     assert f'{three[0].get_absolute_url()}?q=timeout' in page
