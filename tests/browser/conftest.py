@@ -92,15 +92,14 @@ def screenshot(page, name: str) -> Path:
     return path
 
 
-# The contrast of an element's text against the first opaque background behind it (WCAG's formula).
-CONTRAST = """(selector) => {
+# WCAG's contrast of an element's text against the first opaque background behind it, as a JavaScript function
+# ``contrastOf(element)`` -> [ratio, colour, background]; CONTRAST and the dark-mode test's sweep call it.
+WCAG = """const contrastOf = (e) => {
   const rgb = (c) => (c.match(/[\\d.]+/g) || []).map(Number);
   const lum = ([r, g, b]) => {
     const f = (v) => { v /= 255; return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4; };
     return 0.2126 * f(r) + 0.7152 * f(g) + 0.0722 * f(b);
   };
-  const e = document.querySelector(selector);
-  if (!e) return null;
   let p = e, back = null;
   while (p) {
     const c = rgb(getComputedStyle(p).backgroundColor);
@@ -108,6 +107,14 @@ CONTRAST = """(selector) => {
     p = p.parentElement;
   }
   back = back || [255, 255, 255];
-  const a = lum(rgb(getComputedStyle(e).color).slice(0, 3)), b = lum(back);
-  return (Math.max(a, b) + 0.05) / (Math.min(a, b) + 0.05);
-}"""
+  const colour = getComputedStyle(e).color, a = lum(rgb(colour).slice(0, 3)), b = lum(back);
+  return [(Math.max(a, b) + 0.05) / (Math.min(a, b) + 0.05), colour, back];
+};"""
+
+# The contrast of the text of the element ``selector`` names (None when there is none).
+CONTRAST = f"""(selector) => {{
+  {WCAG}
+  const e = document.querySelector(selector);
+  return e ? contrastOf(e)[0] : null;
+}}"""
+

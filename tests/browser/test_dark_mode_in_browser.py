@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.browser.conftest import CONTRAST, screenshot
+from tests.browser.conftest import CONTRAST, WCAG, screenshot
 from tests.conversations import TRAVEL
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -25,31 +25,19 @@ BACKGROUND = """(selector) => {
 # Every text shown under an element whose contrast against its background is under 4.5 (WCAG's formula, as CONTRAST):
 # "text (colour on background): ratio", once per kind. For a page whose styles are not ours (Redoc's, generated
 # class names), where naming a few selectors would miss the rest.
-UNREADABLE = """(root) => {
-  const rgb = (c) => (c.match(/[\\d.]+/g) || []).map(Number);
-  const lum = ([r, g, b]) => {
-    const f = (v) => { v /= 255; return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4; };
-    return 0.2126 * f(r) + 0.7152 * f(g) + 0.0722 * f(b);
-  };
+UNREADABLE = f"""(root) => {{
+  {WCAG}
   const found = new Map();
-  for (const e of document.querySelectorAll(`${root} *`)) {
+  for (const e of document.querySelectorAll(`${{root}} *`)) {{
     const text = [...e.childNodes].filter((n) => n.nodeType === 3).map((n) => n.textContent.trim()).join("");
     if (!text || !e.getBoundingClientRect().height) continue;  // no text of its own, or not shown
-    let p = e, back = null;
-    while (p) {
-      const c = rgb(getComputedStyle(p).backgroundColor);
-      if (c.length === 3 || (c.length === 4 && c[3] > 0.9)) { back = c.slice(0, 3); break; }
-      p = p.parentElement;
-    }
-    back = back || [255, 255, 255];
-    const colour = getComputedStyle(e).color, a = lum(rgb(colour).slice(0, 3)), b = lum(back);
-    const ratio = (Math.max(a, b) + 0.05) / (Math.min(a, b) + 0.05);
-    if (ratio < 4.5 && !found.has(colour + back)) {
-      found.set(colour + back, `${text.slice(0, 40)} (${colour} on rgb(${back})): ${ratio.toFixed(2)}`);
-    }
-  }
+    const [ratio, colour, back] = contrastOf(e);
+    if (ratio < 4.5 && !found.has(colour + back)) {{
+      found.set(colour + back, `${{text.slice(0, 40)}} (${{colour}} on rgb(${{back}})): ${{ratio.toFixed(2)}}`);
+    }}
+  }}
   return [...found.values()];
-}"""
+}}"""
 
 
 def _luminance(page) -> float:
