@@ -10,12 +10,19 @@ list of cases on standard input and writes a JSON list of answers on standard ou
 ``source`` is the view message an output message came from (null for a message the library inserted). The counter
 is memoryviz's own (agents.memory.tokens, pure Python, imported from the checkout), handed to the library as its
 token counter; library messages are turned back into memoryviz messages to be counted, so an edited message is
-recounted exactly as memoryviz recounts it.
+recounted exactly as memoryviz recounts it (once per message object: the libraries copy a message to change it).
+
+A case with ``"repeat": n`` is also timed (bench/bench_trimming.py): the library's trim alone runs n times, each on
+inputs converted afresh before the timer (fewer times once the runs add up to a minute), and the answer
+carries ``"seconds"``, the median.
 """
 from __future__ import annotations
 
+import gc
 import json
+import statistics
 import sys
+import time
 import traceback
 from collections.abc import Callable
 from pathlib import Path
@@ -49,9 +56,40 @@ class Case:
         self.params: dict[str, Any] = data.get("params", {})
         self.counter = get_counter(data.get("counter", "messages"))
         self.messages = [Message.model_validate(m) for m in data["messages"]]
+        self.repeat = int(data.get("repeat", 0))
+        self.seconds: float | None = None
+        self._counted: dict[int, tuple[Any, int]] = {}  # id of a library message -> (it, kept alive; its tokens)
 
     def count(self, messages: list[Message]) -> int:
         return sum(self.counter.count(m) for m in messages) + self.counter.per_list
+
+    def count_each(self, batch: Any, convert: Callable[[Any], Message]) -> int:
+        """The library's list counted as memoryviz counts it: each library message converted back and counted once
+        (a library never changes a message in place, it copies it); ``timed``'s ``prepare`` counts the input's."""
+        total = self.counter.per_list
+        for m in batch:
+            seen = self._counted.get(id(m))
+            if seen is None:
+                seen = self._counted[id(m)] = (m, self.counter.count(convert(m)))
+            total += seen[1]
+        return total
+
+    def timed(self, prepare: Callable[[], Any], run: Callable[[Any], Any]) -> tuple[Any, Any]:
+        """``run(prepare())``, returned with the prepared inputs. With ``repeat``, ``run`` alone is timed that many
+        times (fewer once they add up to a minute), each time on inputs prepared afresh (a library changes its
+        input in place), and ``seconds`` is the median."""
+        if not self.repeat:
+            inputs = prepare()
+            return inputs, run(inputs)
+        times: list[float] = []
+        while len(times) < self.repeat and sum(times) < 60:  # a library taking minutes is timed fewer times
+            inputs = prepare()
+            gc.collect()
+            start = time.perf_counter()
+            result = run(inputs)
+            times.append(time.perf_counter() - start)
+        self.seconds = statistics.median(times)
+        return inputs, result
 
 
 def _args(arguments: str) -> dict[str, Any]:
@@ -121,10 +159,9 @@ def langchain_summarization(case: Case) -> dict[str, Any]:
     from langchain_core.messages.utils import get_buffer_string
 
     p = case.params
-    messages = _to_langchain(case)
 
     def counter(batch: Any) -> int:
-        return case.count([_from_langchain(case, m) for m in batch])
+        return case.count_each(batch, lambda m: _from_langchain(case, m))
 
     read: list[Any] = []
 
@@ -144,7 +181,14 @@ def langchain_summarization(case: Case) -> dict[str, Any]:
         FakeListChatModel(responses=["unused"]), trigger=trigger, keep=keep, token_counter=counter,
         trim_tokens_to_summarize=p.get("trim_tokens_to_summarize", 4000), summarizer=summarizer,
     )
-    update = middleware.before_model({"messages": messages}, None)
+
+    def prepare() -> list[Any]:
+        read.clear()
+        messages = _to_langchain(case)
+        counter(messages)
+        return messages
+
+    messages, update = case.timed(prepare, lambda messages: middleware.before_model({"messages": messages}, None))
     result = messages if update is None else [m for m in update["messages"] if m.type != "remove"]
     answer: dict[str, Any] = {"messages": _langchain_answer(case, result), "error": None}
     if read:
@@ -159,13 +203,21 @@ def langchain_clear_tool_uses(case: Case) -> dict[str, Any]:
     from langchain.agents.middleware.context_editing import ClearToolUsesEdit
 
     p = case.params
-    messages = _to_langchain(case)
     edit = ClearToolUsesEdit(
         trigger=p.get("trigger", 100_000), clear_at_least=p.get("clear_at_least", 0), keep=p.get("keep", 3),
         clear_tool_inputs=p.get("clear_tool_inputs", False), exclude_tools=p.get("exclude_tools", []),
         placeholder=p.get("placeholder", "[cleared]"),
     )
-    edit.apply(messages, count_tokens=lambda batch: case.count([_from_langchain(case, m) for m in batch]))
+
+    def count_tokens(batch: Any) -> int:
+        return case.count_each(batch, lambda m: _from_langchain(case, m))
+
+    def prepare() -> list[Any]:
+        messages = _to_langchain(case)
+        count_tokens(messages)
+        return messages
+
+    messages, _ = case.timed(prepare, lambda messages: edit.apply(messages, count_tokens=count_tokens))
     return {"messages": _langchain_answer(case, messages), "error": None}
 
 
@@ -226,17 +278,27 @@ def openai_session_limit(case: Case) -> dict[str, Any]:
     from agents.memory import SessionSettings, SQLiteSession
     from agents.run_internal.session_persistence import prepare_input_with_session
 
-    async def run() -> list[dict[str, Any]]:
+    loop = asyncio.new_event_loop()
+    sessions: list[Any] = []
+
+    def prepare() -> Any:
         session = SQLiteSession("memoryviz")
-        try:
-            await session.add_items(_to_responses_items(case))
-            prepared, _ = await prepare_input_with_session(
-                [], session, None, SessionSettings(limit=case.params.get("limit")))
-        finally:
-            session.close()
+        sessions.append(session)
+        loop.run_until_complete(session.add_items(_to_responses_items(case)))
+        return session
+
+    def run(session: Any) -> list[dict[str, Any]]:
+        prepared, _ = loop.run_until_complete(prepare_input_with_session(
+            [], session, None, SessionSettings(limit=case.params.get("limit"))))
         return prepared
 
-    return {"messages": _from_responses_items(case, asyncio.run(run())), "error": None}
+    try:
+        _, prepared = case.timed(prepare, run)
+    finally:
+        for session in sessions:
+            session.close()
+        loop.close()
+    return {"messages": _from_responses_items(case, prepared), "error": None}
 
 
 def openai_tool_output_trimmer(case: Case) -> dict[str, Any]:
@@ -246,8 +308,11 @@ def openai_tool_output_trimmer(case: Case) -> dict[str, Any]:
     p = case.params
     trimmer = ToolOutputTrimmer(recent_turns=p.get("recent_turns", 2), max_output_chars=p.get("max_output_chars", 500),
                                 preview_chars=p.get("preview_chars", 200), trimmable_tools=p.get("trimmable_tools"))
-    data = trimmer(CallModelData(model_data=ModelInputData(input=_to_responses_items(case), instructions=None),
-                                 agent=None, context=None))
+    _, data = case.timed(
+        lambda: CallModelData(model_data=ModelInputData(input=_to_responses_items(case), instructions=None),
+                              agent=None, context=None),
+        trimmer,
+    )
     return {"messages": _from_responses_items(case, data.input), "error": None}
 
 
@@ -309,18 +374,28 @@ def strands_sliding_window(case: Case) -> dict[str, Any]:
     from strands.types.exceptions import ContextWindowOverflowException
 
     p = case.params
-    messages, members = _to_strands(case)
-    agent = SimpleNamespace(messages=list(messages))
-    manager = SlidingWindowConversationManager(window_size=p.get("window_size", 40),
-                                               should_truncate_results=p.get("should_truncate_results", True),
-                                               pin_first=p.get("pin_first"))
-    try:
-        if p.get("context_overflow"):
-            manager.reduce_context(agent, e=RuntimeError("context overflow"))
-        else:
-            manager.apply_management(agent)
-    except ContextWindowOverflowException as exc:
-        return {"messages": None, "error": str(exc)}
+
+    def prepare() -> tuple[Any, list[dict[str, Any]], list[list[int]], Any]:
+        messages, members = _to_strands(case)
+        manager = SlidingWindowConversationManager(window_size=p.get("window_size", 40),
+                                                   should_truncate_results=p.get("should_truncate_results", True),
+                                                   pin_first=p.get("pin_first"))
+        return SimpleNamespace(messages=list(messages)), messages, members, manager
+
+    def run(inputs: tuple[Any, list[dict[str, Any]], list[list[int]], Any]) -> str | None:
+        agent, _, _, manager = inputs
+        try:
+            if p.get("context_overflow"):
+                manager.reduce_context(agent, e=RuntimeError("context overflow"))
+            else:
+                manager.apply_management(agent)
+        except ContextWindowOverflowException as exc:
+            return str(exc)
+        return None
+
+    (agent, messages, members, _), error = case.timed(prepare, run)
+    if error is not None:
+        return {"messages": None, "error": error}
     return {"messages": _from_strands(case, messages, members, agent.messages), "error": None}
 
 
@@ -338,14 +413,26 @@ def strands_summarizing(case: Case) -> dict[str, Any]:
             return {"role": "user", "content": [{"text": SUMMARY_MARK}]}
 
     p = case.params
-    messages, members = _to_strands(case)
-    agent = SimpleNamespace(messages=list(messages))
-    manager = Recording(summary_ratio=p.get("summary_ratio", 0.3),
-                        preserve_recent_messages=p.get("preserve_recent_messages", 10), pin_first=p.get("pin_first"))
-    try:
-        manager.reduce_context(agent, e=RuntimeError("context overflow"))
-    except ContextWindowOverflowException as exc:
-        return {"messages": None, "error": str(exc)}
+
+    def prepare() -> tuple[Any, list[dict[str, Any]], list[list[int]], Any]:
+        read.clear()
+        messages, members = _to_strands(case)
+        manager = Recording(summary_ratio=p.get("summary_ratio", 0.3),
+                            preserve_recent_messages=p.get("preserve_recent_messages", 10),
+                            pin_first=p.get("pin_first"))
+        return SimpleNamespace(messages=list(messages)), messages, members, manager
+
+    def run(inputs: tuple[Any, list[dict[str, Any]], list[list[int]], Any]) -> str | None:
+        agent, _, _, manager = inputs
+        try:
+            manager.reduce_context(agent, e=RuntimeError("context overflow"))
+        except ContextWindowOverflowException as exc:
+            return str(exc)
+        return None
+
+    (agent, messages, members, _), error = case.timed(prepare, run)
+    if error is not None:
+        return {"messages": None, "error": error}
     where = {id(m): u for u, m in enumerate(messages)}
     return {"messages": _from_strands(case, messages, members, agent.messages), "error": None,
             "summarized": [i for m in read for i in members[where[id(m)]]]}
@@ -383,13 +470,23 @@ def _from_maf(case: Case, messages: list[Any]) -> list[dict[str, Any]]:
     return out
 
 
-def _run_maf(case: Case, strategy: Any, tokenizer: Any = None) -> list[dict[str, Any]]:
+def _run_maf(case: Case, strategy: Any, tokenizer: Any = None,
+             before: Callable[[], None] = lambda: None) -> list[dict[str, Any]]:
     import asyncio
 
     from agent_framework._compaction import apply_compaction
 
-    messages = _to_maf(case)
-    return _from_maf(case, asyncio.run(apply_compaction(messages, strategy=strategy, tokenizer=tokenizer)))
+    def prepare() -> list[Any]:
+        before()
+        return _to_maf(case)
+
+    loop = asyncio.new_event_loop()
+    try:
+        _, result = case.timed(prepare, lambda messages: loop.run_until_complete(
+            apply_compaction(messages, strategy=strategy, tokenizer=tokenizer)))
+    finally:
+        loop.close()
+    return _from_maf(case, result)
 
 
 def maf_sliding_window(case: Case) -> dict[str, Any]:
@@ -452,7 +549,7 @@ def maf_summarization(case: Case) -> dict[str, Any]:
     strategy = SummarizationStrategy(client=Client(), target_count=p.get("target_count", 4),
                                      threshold=p.get("threshold", 2),
                                      max_summary_input_tokens=p.get("max_summary_input_tokens", 8000))
-    answer: dict[str, Any] = {"messages": _run_maf(case, strategy), "error": None}
+    answer: dict[str, Any] = {"messages": _run_maf(case, strategy, before=asked.clear), "error": None}
     if asked:
         answer["prompt"] = [{"role": m.role, "content": m.text} for m in asked]
     return answer
@@ -480,41 +577,44 @@ def adk_compaction(case: Case) -> dict[str, Any]:
 
     messages = case.messages
     names = {tc.id: tc.function.name for m in messages for tc in m.tool_calls}
-    events: list[Any] = []
-    members: dict[int, list[int]] = {}
-    invocation = 0
-    i = 0
-    while i < len(messages):
-        m = messages[i]
-        if m.role == "user" and i > 0:
-            invocation += 1
-        if m.role == "tool":
-            j = i
-            parts = []
-            while j < len(messages) and messages[j].role == "tool":
-                r = messages[j]
-                parts.append(types.Part(function_response=types.FunctionResponse(
-                    id=r.tool_call_id, name=names.get(r.tool_call_id), response={"result": r.text})))
-                j += 1
-            content = types.Content(role="user", parts=parts)
-            span = list(range(i, j))
-            author = "agent"
-            i = j
-        else:
-            if m.role == "assistant":
-                parts = [types.Part(text=m.text)] if m.text else []
-                parts += [types.Part(function_call=types.FunctionCall(id=tc.id, name=tc.function.name,
-                                                                      args=_args(tc.function.arguments)))
-                          for tc in m.tool_calls]
-                content, author = types.Content(role="model", parts=parts), "agent"
+    members: dict[int, list[int]] = {}  # id of an event -> the view indices it stands for
+
+    def build() -> list[Any]:
+        events: list[Any] = []
+        invocation = 0
+        i = 0
+        while i < len(messages):
+            m = messages[i]
+            if m.role == "user" and i > 0:
+                invocation += 1
+            if m.role == "tool":
+                j = i
+                parts = []
+                while j < len(messages) and messages[j].role == "tool":
+                    r = messages[j]
+                    parts.append(types.Part(function_response=types.FunctionResponse(
+                        id=r.tool_call_id, name=names.get(r.tool_call_id), response={"result": r.text})))
+                    j += 1
+                content = types.Content(role="user", parts=parts)
+                span = list(range(i, j))
+                author = "agent"
+                i = j
             else:
-                content, author = types.Content(role="user", parts=[types.Part(text=m.text)]), "user"
-            span = [i]
-            i += 1
-        event = Event(author=author, invocation_id=f"inv{invocation}", content=content,
-                      timestamp=float(len(events) + 1))
-        members[id(event)] = span
-        events.append(event)
+                if m.role == "assistant":
+                    parts = [types.Part(text=m.text)] if m.text else []
+                    parts += [types.Part(function_call=types.FunctionCall(id=tc.id, name=tc.function.name,
+                                                                          args=_args(tc.function.arguments)))
+                              for tc in m.tool_calls]
+                    content, author = types.Content(role="model", parts=parts), "agent"
+                else:
+                    content, author = types.Content(role="user", parts=[types.Part(text=m.text)]), "user"
+                span = [i]
+                i += 1
+            event = Event(author=author, invocation_id=f"inv{invocation}", content=content,
+                          timestamp=float(len(events) + 1))
+            members[id(event)] = span
+            events.append(event)
+        return events
 
     covered: dict[tuple[float, float], int] = {}
     prompts: list[str] = []
@@ -539,19 +639,29 @@ def adk_compaction(case: Case) -> dict[str, Any]:
                                     overlap_size=p.get("overlap_size", 1))
     app = App(name="memoryviz", root_agent=LlmAgent(name="agent", model="gemini-2.5-flash"),
               events_compaction_config=config)
-    session = Session(id="s", app_name="memoryviz", user_id="u", events=[])
 
-    async def replay() -> None:
+    def prepare() -> tuple[list[Any], Any]:
+        members.clear()
+        covered.clear()
+        prompts.clear()
+        return build(), Session(id="s", app_name="memoryviz", user_id="u", events=[])
+
+    async def replay(events: list[Any], session: Any) -> list[Any]:
         for k, event in enumerate(events):
             session.events.append(event)
             if k + 1 < len(events) and events[k + 1].invocation_id == event.invocation_id:
                 continue  # the invocation is still running
             async for compaction in _run_compaction_for_sliding_window(app, session, None):
                 session.events.append(compaction)
+        return _process_compaction_events(session.events, "agent")
 
-    asyncio.run(replay())
+    loop = asyncio.new_event_loop()
+    try:
+        _, request = case.timed(prepare, lambda inputs: loop.run_until_complete(replay(*inputs)))
+    finally:
+        loop.close()
     out = []
-    for event in _process_compaction_events(session.events, "agent"):
+    for event in request:
         span = members.get(id(event))
         if span is None:
             out.append({"source": None, "message": {"role": "assistant", "content": event.content.parts[0].text}})
@@ -597,7 +707,11 @@ def main() -> None:
     answers = []
     for data in cases:
         try:
-            answers.append(ORACLES[data["strategy"]](Case(data)))
+            case = Case(data)
+            answer = ORACLES[data["strategy"]](case)
+            if case.repeat:
+                answer["seconds"] = case.seconds
+            answers.append(answer)
         except Exception:  # one case's crash is that case's answer, not the batch's
             answers.append({"messages": None, "error": None, "crash": traceback.format_exc()})
     json.dump(answers, sys.stdout, ensure_ascii=False)
