@@ -1,16 +1,25 @@
-"""How fast memoryviz's trimming is, next to the real libraries, and that it stays linear.
+"""How fast memoryviz's trimming is, next to the frameworks it emulates, and that it stays linear.
 
-    python bench/bench_trimming.py [--messages 10000] [--scale 100000] [--repeat 3] [--json]
+    python bench/bench_trimming.py [--messages 10000 [100000 ...]] [--scale 100000] [--repeat 3] [--json]
 
-1. The same ``--messages`` history (bench_chain's agent history) and the same stored cl100k counts go through our
-   ``token_limited``, ``langchain_last`` and ``safe_token_budget`` and through autogen-core 0.7.5's
-   ``TokenLimitedChatCompletionContext.get_messages()`` (its model client counts with our stored counts) and
-   langchain-core 1.8.3's ``trim_messages(strategy="last")`` (a list counter over the same counts). The budget
-   keeps about a tenth of the history, so AutoGen pops most of it. Our side is the whole ``trim`` call: the
-   result with every drop explained and the violations of the trimmed list. Before timing, the kept messages
-   are checked to be identical. Prints the median of the repetitions and the ratio library / ours.
+1. Every strategy that has a framework to run, against that framework, on the same ``--messages`` history
+   (bench_chain's agent history), side by side; the ratio printed is ours / theirs (below 1: ours is faster).
+   - In this virtualenv: autogen-core 0.7.5's model contexts (``unbounded``, ``buffered``, ``head_and_tail``,
+     ``token_limited``: ``get_messages()``, its model client counting with our stored cl100k counts) and
+     langchain-core 1.8.3's ``trim_messages`` (``langchain_last``, ``langchain_first``: a list counter over the
+     same counts). ``safe_token_budget``, memoryviz's own, is set beside AutoGen's and LangChain's token budgets.
+   - In ``.venv-ref-2026`` (the 2026 frameworks: LangChain middleware, OpenAI Agents SDK, Strands, Microsoft
+     Agent Framework, Google ADK): the exactness tests' reference oracle (tests/reference/oracle_2026.py, run by
+     tests/reference/harness.py's ``oracle``) in one subprocess, each case with ``"repeat"``: the oracle times
+     the library's trim alone, on inputs converted to the library's types before each timer, and returns the
+     median. Both sides count with memoryviz's approx counter, each message counted once before the timer
+     (ours: stored counts; the library's counter: a message it made while trimming is counted when it asks).
+   Parameters: those of the scale run below, which make each strategy act. Before the figures are believed, the
+   outputs are checked to be the same (the exactness tests' comparison); our side is the whole ``trim`` call:
+   the result with every drop explained and the violations of the trimmed list. Neither side's figure includes
+   process start-up or the conversion of the input.
 2. Every strategy on a ``--scale`` history, and at a quarter and half of it, per message: the cost per message
-   stays flat when a strategy is O(n) or O(n log n).
+   stays flat when a strategy is O(n) or O(n log n). ``--scale 0`` skips it.
 """
 from __future__ import annotations
 
@@ -30,15 +39,28 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from autogen_core.model_context import TokenLimitedChatCompletionContext  # noqa: E402
+from autogen_core.model_context import (  # noqa: E402
+    BufferedChatCompletionContext,
+    HeadAndTailChatCompletionContext,
+    TokenLimitedChatCompletionContext,
+    UnboundedChatCompletionContext,
+)
 from langchain_core.messages import trim_messages  # noqa: E402
 
 from agents.memory.tokens import count_messages  # noqa: E402
 from agents.memory.trimming import STRATEGIES, strategy_spec, trim  # noqa: E402
+from agents.memory.trimming.catalog import strategy_entry  # noqa: E402
 from bench_chain import build_history  # noqa: E402
+from tests.reference.harness import case, mismatch, oracle  # noqa: E402
 from tests.test_trimming_reference import CountingClient, to_autogen, to_langchain  # noqa: E402
 
 PER_LIST = 3  # cl100k's reply priming
+# The strategies the 2026 reference oracle runs (tests/reference/oracle_2026.py's ORACLES, "prompts" aside).
+REF_2026 = [
+    "langchain_summarization", "langchain_clear_tool_uses", "openai_session_limit", "openai_tool_output_trimmer",
+    "strands_sliding_window", "strands_summarizing", "maf_sliding_window", "maf_truncation",
+    "maf_selective_tool_calls", "maf_tool_result_compaction", "maf_summarization", "adk_compaction",
+]
 
 
 def median_seconds(fn: Callable[[], Any], repeat: int) -> float:
@@ -53,51 +75,85 @@ def median_seconds(fn: Callable[[], Any], repeat: int) -> float:
     return statistics.median(times)
 
 
-def compare(n: int, repeat: int) -> dict[str, Any]:
+def row(strategy: str, framework: str, theirs: float, ours: float) -> dict[str, Any]:
+    return {"strategy": strategy, "framework": framework, "theirs": theirs, "ours": ours, "ratio": ours / theirs}
+
+
+def compare_here(n: int, repeat: int) -> list[dict[str, Any]]:
+    """autogen-core and langchain-core, in this virtualenv, with stored cl100k counts."""
     history = build_history(n)
     counts = count_messages(history, "cl100k")  # what session_store keeps per message
     budget = (sum(counts) + PER_LIST) // 10
 
     stored, where = to_autogen(history, 0)
     tokens = {key: sum(counts[i] for i in idx) for key, idx in where.items()}
-    context = TokenLimitedChatCompletionContext(CountingClient(tokens, PER_LIST), token_limit=budget,
-                                                initial_messages=stored)
+    contexts = {
+        "unbounded": UnboundedChatCompletionContext(stored),
+        "buffered": BufferedChatCompletionContext(n // 10, stored),
+        "head_and_tail": HeadAndTailChatCompletionContext(n // 20, n // 20, stored),
+        "token_limited": TokenLimitedChatCompletionContext(CountingClient(tokens, PER_LIST), token_limit=budget,
+                                                           initial_messages=stored),
+    }
+    params = {
+        "unbounded": {}, "buffered": {"buffer_size": n // 10},
+        "head_and_tail": {"head_size": n // 20, "tail_size": n // 20},
+        "token_limited": {"token_limit": budget}, "langchain_last": {"max_tokens": budget},
+        "langchain_first": {"max_tokens": budget}, "safe_token_budget": {"max_tokens": budget},
+    }
     lc_messages = to_langchain(history, 0)
 
     def lc_counter(batch):  # a list counter: LangChain passes lists to it
         return sum(counts[int(m.id)] for m in batch) + PER_LIST
 
-    def autogen() -> list[Any]:
-        return asyncio.run(context.get_messages())
+    def theirs(name: str) -> Callable[[], list[int]]:
+        if name in contexts:
+            context = contexts[name]
+            return lambda: asyncio.run(context.get_messages())
+        strategy = name.removeprefix("langchain_")
+        return lambda: trim_messages(lc_messages, max_tokens=budget, token_counter=lc_counter, strategy=strategy)
 
-    def langchain() -> list[Any]:
-        return trim_messages(lc_messages, max_tokens=budget, token_counter=lc_counter, strategy="last")
+    def kept_by(name: str) -> list[int]:
+        out = theirs(name)()
+        if name in contexts:  # AutoGen's head-and-tail placeholder is no stored message
+            return [i for m in out if id(m) in where for i in where[id(m)]]
+        return [int(m.id) for m in out]
 
-    def ours(name: str, key: str) -> Callable[[], Any]:
-        spec = strategy_spec(name, {key: budget, "pin_system": False})  # read once, as an interface does
+    def ours(name: str) -> Callable[[], Any]:
+        spec = strategy_spec(name, {**params[name], "pin_system": False})  # read once, as an interface does
         return lambda: trim(history, spec, counter="cl100k", token_counts=counts)
 
-    # Same output first: a fast wrong answer is worth nothing.
-    ag_kept = [i for m in autogen() for i in where[id(m)]]
-    assert ours("token_limited", "token_limit")().kept == ag_kept
-    assert ours("langchain_last", "max_tokens")().kept == [int(m.id) for m in langchain()]
+    rows = []
+    for name, library in (*((k, "autogen-core 0.7.5") for k in contexts), ("langchain_last", "langchain-core 1.8.3"),
+                          ("langchain_first", "langchain-core 1.8.3")):
+        # Same output first: a fast wrong answer is worth nothing.
+        assert ours(name)().kept == kept_by(name), name
+        label = f"{library} {type(contexts[name]).__name__ if name in contexts else 'trim_messages'}"
+        rows.append(row(name, label, median_seconds(theirs(name), repeat), median_seconds(ours(name), repeat)))
+    safe = median_seconds(ours("safe_token_budget"), repeat)
+    for name in ("token_limited", "langchain_last"):  # memoryviz's own budget beside theirs, for scale
+        theirs_row = next(r for r in rows if r["strategy"] == name)
+        rows.append(row("safe_token_budget", f"(no framework) beside {theirs_row['framework']}",
+                        theirs_row["theirs"], safe))
+    return rows
 
-    timings = {
-        "autogen TokenLimitedChatCompletionContext": median_seconds(autogen, repeat),
-        "langchain trim_messages last": median_seconds(langchain, repeat),
-        "ours token_limited": median_seconds(ours("token_limited", "token_limit"), repeat),
-        "ours langchain_last": median_seconds(ours("langchain_last", "max_tokens"), repeat),
-        "ours safe_token_budget": median_seconds(ours("safe_token_budget", "max_tokens"), repeat),
-    }
-    ag, lc = timings["autogen TokenLimitedChatCompletionContext"], timings["langchain trim_messages last"]
-    ratios = {
-        "autogen / ours token_limited": ag / timings["ours token_limited"],
-        "autogen / ours safe_token_budget": ag / timings["ours safe_token_budget"],
-        "langchain / ours langchain_last": lc / timings["ours langchain_last"],
-        "langchain / ours safe_token_budget": lc / timings["ours safe_token_budget"],
-    }
-    return {"messages": n, "tokens": sum(counts) + PER_LIST, "budget": budget, "kept_by_autogen": len(ag_kept),
-            "seconds": timings, "ratios": ratios}
+
+def compare_2026(n: int, repeat: int) -> list[dict[str, Any]]:
+    """The 2026 frameworks, timed by the reference oracle in .venv-ref-2026, with stored approx counts."""
+    history = build_history(n)
+    counts = count_messages(history, "approx")
+    total = sum(counts) + PER_LIST  # approx's per_list too
+    specs = {name: scale_params(name, total, n) for name in REF_2026}
+    cases = [{**case(history, name, params, "approx"), "repeat": repeat} for name, params in specs.items()]
+    answers = oracle(cases, timeout=3600)
+    rows = []
+    for (name, params), c, answer in zip(specs.items(), cases, answers, strict=True):
+        spec = strategy_spec(name, params)
+        run = partial(trim, history, spec, counter="approx", token_counts=counts)
+        problem = mismatch(history, c, answer, run())
+        assert problem is None, f"{name}: {problem[:2000]}"
+        entry = strategy_entry(name)
+        rows.append(row(name, f"{entry.version} {entry.label}", answer["seconds"], median_seconds(run, repeat)))
+    return rows
 
 
 def scale_params(name: str, total_tokens: int, n: int) -> dict[str, Any]:
@@ -147,28 +203,32 @@ def scale(n: int, repeat: int) -> dict[str, Any]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--messages", type=int, default=10_000)
+    parser.add_argument("--messages", type=int, nargs="+", default=[10_000])
     parser.add_argument("--scale", type=int, default=100_000)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
 
-    report = {"compare": compare(args.messages, args.repeat), "scale": scale(args.scale, args.repeat)}
+    report: dict[str, Any] = {
+        "compare": [{"messages": n, "rows": compare_here(n, args.repeat) + compare_2026(n, args.repeat)}
+                    for n in args.messages],
+    }
+    if args.scale:
+        report["scale"] = scale(args.scale, args.repeat)
     if args.json:
         print(json.dumps(report, indent=2))
         return
-    c = report["compare"]
-    print(f"{c['messages']:,} messages, {c['tokens']:,} cl100k tokens, budget {c['budget']:,} "
-          f"(AutoGen keeps {c['kept_by_autogen']:,} messages); median of {args.repeat}")
-    for label, seconds in c["seconds"].items():
-        print(f"  {label:45s} {seconds * 1000:10.1f} ms")
-    for label, ratio in c["ratios"].items():
-        print(f"  {label:45s} {ratio:10.1f}x")
-    s = report["scale"]
-    print(f"\nevery strategy, microseconds per message at {', '.join(f'{x:,}' for x in s['sizes'])} messages")
-    for name, row in s["strategies"].items():
-        cells = "  ".join(f"{row['microseconds_per_message'][size]:7.2f}" for size in s["sizes"])
-        print(f"  {name:20s} {cells}   ({row['seconds_at_full']:.2f} s at {s['sizes'][-1]:,})")
+    for c in report["compare"]:
+        print(f"{c['messages']:,} messages, median of {args.repeat}; ratio ours / theirs (below 1: ours is faster)")
+        for r in c["rows"]:
+            print(f"  {r['strategy']:28s} {r['theirs'] * 1000:10.1f} ms  ours {r['ours'] * 1000:10.1f} ms  "
+                  f"{r['ratio']:7.3f}   {r['framework']}")
+    if "scale" in report:
+        s = report["scale"]
+        print(f"\nevery strategy, microseconds per message at {', '.join(f'{x:,}' for x in s['sizes'])} messages")
+        for name, r in s["strategies"].items():
+            cells = "  ".join(f"{r['microseconds_per_message'][size]:7.2f}" for size in s["sizes"])
+            print(f"  {name:28s} {cells}   ({r['seconds_at_full']:.2f} s at {s['sizes'][-1]:,})")
 
 
 if __name__ == "__main__":
