@@ -16,7 +16,7 @@ from agents.memory.chain import Violation, _gc_paused, find_violations
 from agents.memory.schema import SYSTEM_ROLES, Message
 from agents.memory.stored import StoredMessages, TrimmedMessages, outlines_of
 from agents.memory.tokens import DEFAULT_COUNTER, TokenCounter, count_messages, get_counter
-from agents.memory.trimming.runs import DroppedRuns, ReasonRuns, gaps_of, merged, spans_of
+from agents.memory.trimming.runs import DroppedRuns, ReadLater, ReasonRuns, gaps_of, merged, spans_of
 
 
 class ParamProblem(NamedTuple):
@@ -95,7 +95,8 @@ class TrimResult:
     messages: Sequence[Message]
     tokens_before: int
     tokens_after: int
-    violations: list[Violation]
+    # The trimmed list's violations, checked the first time they are read (runs.ReadLater).
+    violations: Sequence[Violation]
     notes: list[str] = field(default_factory=list)
     budget_exceeded: bool = False
     # Why each kept input message was kept (and what was changed in it, for strip_thoughts).
@@ -438,11 +439,14 @@ def trim(
         if outlines is not None and out.replaced:  # it edited a text it says it does not read: decide on the texts
             return trim(list(messages), spec, counter=counter, token_counts=counts, pinned=pinned)
 
-        kept = list(range(n_pinned)) + [n_pinned + i for i in out.kept]
+        # (Written for speed: a window keeps thousands of messages, and this runs once per kept message.)
+        kept = list(range(n_pinned)) + ([n_pinned + i for i in out.kept] if n_pinned else list(out.kept))
         pinned_reason = "pinned system message: set aside before trimming and put back in front"
-        kept_reasons = {i: pinned_reason for i in range(n_pinned)}
-        for i in out.kept:
-            kept_reasons[n_pinned + i] = out.kept_reasons.get(i, out.kept_reason)
+        kept_reasons = dict.fromkeys(range(n_pinned), pinned_reason)
+        kept_reasons.update(dict.fromkeys(kept[n_pinned:], out.kept_reason))
+        for i, why in out.kept_reasons.items():
+            if n_pinned + i in kept_reasons:
+                kept_reasons[n_pinned + i] = why
         dropped: Sequence[Dropped]
         if isinstance(out.dropped, ReasonRuns):
             dropped = DroppedRuns([(n_pinned + a, n_pinned + b, why) for a, b, why in out.dropped.runs()], Dropped)
@@ -450,10 +454,14 @@ def trim(
             dropped = [Dropped(n_pinned + i, reason) for i, reason in sorted(out.dropped.items())]
 
         # Assemble: pinned, then the strategy's kept messages with its placeholders at their positions.
-        body: list[Message] = [out.replaced.get(i, view.messages[i]) for i in out.kept]
-        body_tokens = [
-            view.counter.count(out.replaced[i]) if i in out.replaced else view.counts[i] for i in out.kept
-        ]
+        if out.replaced:
+            body: list[Message] = [out.replaced.get(i, view.messages[i]) for i in out.kept]
+            body_tokens = [
+                view.counter.count(out.replaced[i]) if i in out.replaced else view.counts[i] for i in out.kept
+            ]
+        else:
+            body = list(map(view.messages.__getitem__, out.kept))
+            body_tokens = list(map(view.counts.__getitem__, out.kept))
         inserted: list[Inserted] = []
         for item in sorted(out.inserted, key=lambda x: x[0]):
             x = Insert(*item)
@@ -466,15 +474,17 @@ def trim(
         edited = [
             Edited(n_pinned + i, kept_reasons[n_pinned + i])
             for i in out.kept if i in out.replaced and out.replaced[i] != view.messages[i]
-        ]
+        ] if out.replaced else []
         trimmed: Sequence[Message] = list(source[:n_pinned]) + body
-        sources: list[int | None] = [*range(n_pinned), *(n_pinned + i for i in out.kept)]
+        sources: list[int | None] = list(kept)
         for placed in inserted:
             sources.insert(placed.position, None)
-        # The trimmed list is what gets sent, so a call still waiting for its result is an error here.
-        violations = [
-            _in_input_terms(v, sources) for v in find_violations(trimmed, pending_severity="error")
-        ]
+        # The trimmed list is what gets sent, so a call still waiting for its result is an error here. Checked when
+        # first read (the outlines of a stored list are what is checked, as before).
+        checked = trimmed
+        violations = ReadLater(
+            lambda: [_in_input_terms(v, sources) for v in find_violations(checked, pending_severity="error")]
+        )
         if outlines is not None:
             assert isinstance(messages, StoredMessages)
             trimmed = TrimmedMessages(messages, sources, {x.position: x.message for x in inserted})

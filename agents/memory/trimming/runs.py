@@ -187,3 +187,52 @@ class DroppedRuns(Sequence[Any]):
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (DroppedRuns, (self._runs, self._make))
+
+
+class ReadLater(Sequence[Any]):
+    """A list made the first time it is read, then kept: ``TrimResult.violations``, whose check of the trimmed
+    list costs a few microseconds per kept message, paid by a caller that reads them and by no other. Equal to the
+    list it stands for; pickled as that list."""
+
+    __slots__ = ("_make", "_items")
+
+    def __init__(self, make: Callable[[], list[Any]]) -> None:
+        self._make: Callable[[], list[Any]] | None = make
+        self._items: list[Any] | None = None
+
+    def _list(self) -> list[Any]:
+        if self._items is None:
+            assert self._make is not None
+            self._items, self._make = self._make(), None
+        return self._items
+
+    def __len__(self) -> int:
+        return len(self._list())
+
+    @overload
+    def __getitem__(self, index: int) -> Any: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[Any]: ...
+
+    def __getitem__(self, index: int | slice) -> Any:
+        return self._list()[index]
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self._list())
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, ReadLater):
+            return self._list() == other._list()
+        if isinstance(other, list):
+            return self._list() == other
+        return NotImplemented
+
+    def __hash__(self) -> int:  # a list is not hashable either
+        raise TypeError("unhashable type: 'ReadLater'")
+
+    def __repr__(self) -> str:
+        return f"ReadLater({self._list()!r})"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (list, (self._list(),))
