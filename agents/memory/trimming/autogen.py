@@ -25,6 +25,7 @@ from agents.memory.trimming.registry import (
     register,
     split_exchanges,
 )
+from agents.memory.trimming.runs import ReasonRuns
 
 
 class BufferedParams(StrategyParams):
@@ -69,17 +70,61 @@ def _autogen_units(view: View) -> list[list[int]]:
     return units
 
 
+def _unit_count(view: View) -> int:
+    """``len(_autogen_units(view))`` without building them: every message but a tool result right after another."""
+    count = 0
+    after_tool = False
+    for m in view.messages:
+        tool = m.role == "tool"
+        if not (tool and after_tool):
+            count += 1
+        after_tool = tool
+    return count
+
+
+def _head_units(view: View, count: int) -> list[list[int]]:
+    """The first ``count`` of ``_autogen_units(view)``, read from the front only."""
+    messages, n = view.messages, len(view.messages)
+    units: list[list[int]] = []
+    i = 0
+    while i < n and len(units) < count:
+        j = i + 1
+        if messages[i].role == "tool":
+            while j < n and messages[j].role == "tool":
+                j += 1
+        units.append(list(range(i, j)))
+        i = j
+    return units
+
+
+def _tail_units(view: View, count: int) -> list[list[int]]:
+    """The last ``count`` of ``_autogen_units(view)``, read from the end only (a run of tool results is one unit
+    whichever end it is read from)."""
+    messages = view.messages
+    units: list[list[int]] = []
+    i = len(messages)
+    while i > 0 and len(units) < count:
+        j = i - 1
+        if messages[j].role == "tool":
+            while j > 0 and messages[j - 1].role == "tool":
+                j -= 1
+        units.append(list(range(j, i)))
+        i = j
+    units.reverse()
+    return units
+
+
 def _is_ferm(view: View, unit: list[int]) -> bool:
     return view.messages[unit[0]].role == "tool"
 
 
-def _unit_count_note(view: View, units: list[list[int]], kept: Sequence[int]) -> list[str]:
+def _unit_count_note(view: View, units: int, kept: Sequence[int]) -> list[str]:
     # Only worth saying when something was cut: it is why the window holds more OpenAI messages than its size.
-    if len(kept) == len(view) or all(len(u) == 1 for u in units):
+    if len(kept) == len(view) or units == len(view):
         return []
     return [
         f"AutoGen stores the results of one call message as one message: {len(view):,} messages here are "
-        f"{len(units):,} AutoGen messages."
+        f"{units:,} AutoGen messages."
     ]
 
 
@@ -100,26 +145,23 @@ def _unbounded(view: View, p: NoParams) -> Outcome:
     reads_text=False,
 )
 def _buffered(view: View, p: BufferedParams) -> Outcome:
-    units = _autogen_units(view)
     size = p.buffer_size
-    window = units[-size:]
-    reasons: dict[int, str] = {}
-    for u in units[: max(0, len(units) - size)]:
-        for i in u:
-            reasons[i] = f"outside the last {plural(size, 'message')} of AutoGen's buffer"
+    window = _tail_units(view, size)  # AutoGen slices its list: only the window is read
+    start = window[0][0] if window else len(view)
+    runs = [(0, start, f"outside the last {plural(size, 'message')} of AutoGen's buffer")]
     notes: list[str] = []
     if window and _is_ferm(view, window[0]):
         head = window.pop(0)
-        for i in head:
-            reasons[i] = (
-                "leading tool result removed, as AutoGen removes one"
-                + (" (AutoGen holds these results as one message)" if len(head) > 1 else "")
-            )
+        runs.append((head[0], head[-1] + 1, (
+            "leading tool result removed, as AutoGen removes one"
+            + (" (AutoGen holds these results as one message)" if len(head) > 1 else "")
+        )))
         if not window:
             notes.append("AutoGen returns an empty context: its buffer held only a tool result, which it removes.")
     kept = [i for u in window for i in u]
-    notes = _unit_count_note(view, units, kept) + notes
-    out = outcome(view, kept, reasons.__getitem__, f"within the last {plural(size, 'message')} of AutoGen's buffer")
+    notes = _unit_count_note(view, _unit_count(view), kept) + notes
+    out = Outcome(kept=kept, dropped=ReasonRuns(runs),
+                  kept_reason=f"within the last {plural(size, 'message')} of AutoGen's buffer")
     out.notes = notes
     return out
 
@@ -131,33 +173,29 @@ def _buffered(view: View, p: BufferedParams) -> Outcome:
     reads_text=False,
 )
 def _head_and_tail(view: View, p: HeadAndTailParams) -> Outcome:
-    units = _autogen_units(view)
+    units = _unit_count(view)
     h, t = p.head_size, p.tail_size
-    num_skipped = len(units) - h - t
+    num_skipped = units - h - t
     if num_skipped <= 0:
         # AutoGen returns the whole history, without applying its boundary guards.
         return keep_all(view, f"AutoGen keeps everything: at most {h} + {t} messages")
     notes: list[str] = []
-    reasons: dict[int, str] = {}
-    head, tail = units[:h], units[-t:]
-    for u in units[h : len(units) - t]:
-        for i in u:
-            reasons[i] = f"skipped in the middle: AutoGen keeps the first {h} and the last {t} messages"
+    head, tail = _head_units(view, h), _tail_units(view, t)  # AutoGen slices its list: only these are read
+    runs = [(head[-1][-1] + 1, tail[0][0], f"skipped in the middle: AutoGen keeps the first {h} and the last {t} "
+             "messages")]
     guarded = 0
     if head and is_call(view.messages[head[-1][0]]):
         u = head.pop()
         guarded += 1
-        for i in u:
-            reasons[i] = (
-                "tool call at the end of the head removed, as AutoGen removes one (its results are not in the head)"
-            )
+        runs.insert(0, (u[0], u[-1] + 1, (
+            "tool call at the end of the head removed, as AutoGen removes one (its results are not in the head)"
+        )))
     if tail and _is_ferm(view, tail[0]):
         u = tail.pop(0)
         guarded += 1
-        for i in u:
-            reasons[i] = "leading tool result of the tail removed, as AutoGen removes one" + (
-                " (AutoGen holds these results as one message)" if len(u) > 1 else ""
-            )
+        runs.append((u[0], u[-1] + 1, "leading tool result of the tail removed, as AutoGen removes one" + (
+            " (AutoGen holds these results as one message)" if len(u) > 1 else ""
+        )))
     kept_head = [i for u in head for i in u]
     kept_tail = [i for u in tail for i in u]
     text = f"Skipped {num_skipped} messages."
@@ -174,7 +212,7 @@ def _head_and_tail(view: View, p: HeadAndTailParams) -> Outcome:
     if omitted_messages != omitted_units:
         notes.append(f"In OpenAI messages, {plural(omitted_messages, 'message')} were left out.")
     notes = _unit_count_note(view, units, kept_head + kept_tail) + notes
-    out = outcome(view, kept_head + kept_tail, reasons.__getitem__, "")
+    out = Outcome(kept=kept_head + kept_tail, dropped=ReasonRuns(runs), kept_reason="")
     out.kept_reasons = {i: f"in the first {plural(h, 'message')}" for i in kept_head}
     out.kept_reasons.update({i: f"in the last {plural(t, 'message')}" for i in kept_tail})
     out.inserted = [(len(kept_head), placeholder, reason)]
@@ -235,7 +273,7 @@ def _token_limited(view: View, p: TokenLimitedParams) -> Outcome:
         for i in u:
             reasons[i] = "leading tool result removed, as AutoGen removes one"
     kept = [i for u in window for i in u]
-    notes = _unit_count_note(view, units, kept) + notes
+    notes = _unit_count_note(view, len(units), kept) + notes
     if not kept and len(view):
         notes.append(f"Nothing fits in {limit}: AutoGen returns an empty context.")
     orphans, cut_calls = split_exchanges(view, kept)

@@ -23,6 +23,7 @@ from agents.memory.trimming.registry import (
     plural,
     register,
 )
+from agents.memory.trimming.runs import ReasonRuns, gaps_of, spans_of
 from agents.memory.trimming.summaries import (
     SummarizeWith,
     summarize_with_field,
@@ -79,11 +80,17 @@ class Units:
     def __init__(self, view: View) -> None:
         self.view = view
         self.members: list[list[int]] = []
+        members = self.members
+        after_tool = False  # the previous message is a tool message, so members[-1] ends with it
         for i, m in enumerate(view.messages):
-            if m.role == "tool" and self.members and view.messages[self.members[-1][-1]].role == "tool":
-                self.members[-1].append(i)
+            if m.role == "tool":
+                if after_tool:
+                    members[-1].append(i)
+                    continue
+                after_tool = True
             else:
-                self.members.append([i])
+                after_tool = False
+            members.append([i])
 
     def __len__(self) -> int:
         return len(self.members)
@@ -110,15 +117,13 @@ class Units:
     def pinned(self, pin_first: int | None) -> list[bool]:
         """``is_pinned``: the first pin_first messages, and a message sharing a tool id with a pinned neighbour."""
         n = len(self)
-        flagged = [u < (pin_first or 0) for u in range(n)]
-        out = []
-        for u in range(n):
-            pinned = flagged[u]
-            if not pinned:
-                mine = self.ids(u)
-                pinned = bool(mine) and any(
-                    0 <= v < n and flagged[v] and mine & self.ids(v) for v in (u - 1, u + 1))
-            out.append(pinned)
+        first = min(pin_first or 0, n)
+        flagged = [True] * first + [False] * (n - first)
+        out = list(flagged)
+        # Only the message right after the first pin_first has a flagged neighbour that is not itself flagged.
+        for u in range(first, min(first + 1, n)):
+            mine = self.ids(u)
+            out[u] = bool(mine) and any(0 <= v < n and flagged[v] and mine & self.ids(v) for v in (u - 1, u + 1))
         return out
 
     def positions(self, units: Any) -> list[int]:
@@ -264,14 +269,12 @@ def _strands_sliding_window(view: View, p: StrandsSlidingWindowParams) -> Outcom
 
 def _units_outcome(units: Units, keep_units: list[int], drop_reason: str, pin_reason: str, pinned: list[bool]
                    ) -> Outcome:
-    keep_set = set(keep_units)
-    kept = units.positions(u for u in range(len(units)) if u in keep_set)
-    out = Outcome(kept=kept, dropped={}, kept_reason="kept: within the window")
-    for u in range(len(units)):
-        for i in units.members[u]:
-            if u not in keep_set:
-                out.dropped[i] = drop_reason
-            elif pinned[u]:
+    kept = units.positions(sorted(set(keep_units)))
+    out = Outcome(kept=kept, dropped=ReasonRuns.over(gaps_of(spans_of(kept), len(units.view)), drop_reason),
+                  kept_reason="kept: within the window")
+    for u in keep_units:
+        if pinned[u]:
+            for i in units.members[u]:
                 out.kept_reasons[i] = pin_reason
     return out
 
@@ -358,7 +361,7 @@ def _strands_summarizing(view: View, p: StrandsSummarizingParams) -> Outcome:
               f"{plural(n, 'message')}, split moved past tool pairs)" if k != first_k else
               f"summarized: among the oldest {plural(k, 'Strands message')} (summary_ratio={ratio:g} of "
               f"{plural(n, 'message')})")
-    out = Outcome(kept=kept, dropped={i: reason for i in covers}, kept_reason="kept after the summary")
+    out = Outcome(kept=kept, dropped=ReasonRuns.over(spans_of(covers), reason), kept_reason="kept after the summary")
     for i in units.positions(protected):
         out.kept_reasons[i] = "pinned (pin_first): kept in front of the summary"
     out.inserted = [summary_insert(
