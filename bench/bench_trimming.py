@@ -1,6 +1,7 @@
 """How fast memoryviz's trimming is, next to the frameworks it emulates, and that it stays linear.
 
-    python bench/bench_trimming.py [--messages 10000 [100000 ...]] [--scale 100000] [--repeat 3] [--json]
+    python bench/bench_trimming.py [--messages 10000 [100000 ...]] [--strategies NAME ...] [--scale 100000]
+                                   [--repeat 3] [--json]
 
 1. Every strategy that has a framework to run, against that framework, on the same ``--messages`` history
    (bench_chain's agent history), side by side; the ratio printed is ours / theirs (below 1: ours is faster).
@@ -17,7 +18,8 @@
    Parameters: those of the scale run below, which make each strategy act. Before the figures are believed, the
    outputs are checked to be the same (the exactness tests' comparison); our side is the whole ``trim`` call:
    the result with every drop explained and the violations of the trimmed list. Neither side's figure includes
-   process start-up or the conversion of the input.
+   process start-up or the conversion of the input. ``--strategies`` compares only those (some frameworks are
+   quadratic: Microsoft Agent Framework's tool result compaction takes about two minutes at 10,000 messages).
 2. Every strategy on a ``--scale`` history, and at a quarter and half of it, per message: the cost per message
    stays flat when a strategy is O(n) or O(n log n). ``--scale 0`` skips it.
 """
@@ -55,6 +57,8 @@ from tests.reference.harness import case, mismatch, oracle  # noqa: E402
 from tests.test_trimming_reference import CountingClient, to_autogen, to_langchain  # noqa: E402
 
 PER_LIST = 3  # cl100k's reply priming
+# The strategies with a framework in this virtualenv (autogen-core, langchain-core).
+HERE = ["unbounded", "buffered", "head_and_tail", "token_limited", "langchain_last", "langchain_first"]
 # The strategies the 2026 reference oracle runs (tests/reference/oracle_2026.py's ORACLES, "prompts" aside).
 REF_2026 = [
     "langchain_summarization", "langchain_clear_tool_uses", "openai_session_limit", "openai_tool_output_trimmer",
@@ -79,7 +83,7 @@ def row(strategy: str, framework: str, theirs: float, ours: float) -> dict[str, 
     return {"strategy": strategy, "framework": framework, "theirs": theirs, "ours": ours, "ratio": ours / theirs}
 
 
-def compare_here(n: int, repeat: int) -> list[dict[str, Any]]:
+def compare_here(n: int, repeat: int, only: set[str]) -> list[dict[str, Any]]:
     """autogen-core and langchain-core, in this virtualenv, with stored cl100k counts."""
     history = build_history(n)
     counts = count_messages(history, "cl100k")  # what session_store keeps per message
@@ -125,24 +129,32 @@ def compare_here(n: int, repeat: int) -> list[dict[str, Any]]:
     rows = []
     for name, library in (*((k, "autogen-core 0.7.5") for k in contexts), ("langchain_last", "langchain-core 1.8.3"),
                           ("langchain_first", "langchain-core 1.8.3")):
+        if name not in only:
+            continue
         # Same output first: a fast wrong answer is worth nothing.
         assert ours(name)().kept == kept_by(name), name
         label = f"{library} {type(contexts[name]).__name__ if name in contexts else 'trim_messages'}"
         rows.append(row(name, label, median_seconds(theirs(name), repeat), median_seconds(ours(name), repeat)))
+    if "safe_token_budget" not in only:
+        return rows
     safe = median_seconds(ours("safe_token_budget"), repeat)
     for name in ("token_limited", "langchain_last"):  # memoryviz's own budget beside theirs, for scale
-        theirs_row = next(r for r in rows if r["strategy"] == name)
+        theirs_row = next((r for r in rows if r["strategy"] == name), None)
+        if theirs_row is None:
+            continue
         rows.append(row("safe_token_budget", f"(no framework) beside {theirs_row['framework']}",
                         theirs_row["theirs"], safe))
     return rows
 
 
-def compare_2026(n: int, repeat: int) -> list[dict[str, Any]]:
+def compare_2026(n: int, repeat: int, only: set[str]) -> list[dict[str, Any]]:
     """The 2026 frameworks, timed by the reference oracle in .venv-ref-2026, with stored approx counts."""
     history = build_history(n)
     counts = count_messages(history, "approx")
     total = sum(counts) + PER_LIST  # approx's per_list too
-    specs = {name: scale_params(name, total, n) for name in REF_2026}
+    specs = {name: scale_params(name, total, n) for name in REF_2026 if name in only}
+    if not specs:
+        return []
     cases = [{**case(history, name, params, "approx"), "repeat": repeat} for name, params in specs.items()]
     answers = oracle(cases, timeout=3600)
     rows = []
@@ -204,14 +216,19 @@ def scale(n: int, repeat: int) -> dict[str, Any]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--messages", type=int, nargs="+", default=[10_000])
+    parser.add_argument("--strategies", nargs="+", default=[*HERE, "safe_token_budget", *REF_2026],
+                        choices=[*HERE, "safe_token_budget", *REF_2026])
     parser.add_argument("--scale", type=int, default=100_000)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
+    only = set(args.strategies)
 
     report: dict[str, Any] = {
-        "compare": [{"messages": n, "rows": compare_here(n, args.repeat) + compare_2026(n, args.repeat)}
-                    for n in args.messages],
+        "compare": [
+            {"messages": n, "rows": compare_here(n, args.repeat, only) + compare_2026(n, args.repeat, only)}
+            for n in args.messages
+        ],
     }
     if args.scale:
         report["scale"] = scale(args.scale, args.repeat)
