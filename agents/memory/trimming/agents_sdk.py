@@ -9,12 +9,13 @@ Agent instructions are not in the session, so ``pin_system`` defaults to true.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from pydantic import Field
 
 from agents.memory.schema import Message
 from agents.memory.trimming.registry import Outcome, StrategyParams, View, pin_field, plural, register
+from agents.memory.trimming.runs import ReasonRuns, Run
 from agents.memory.trimming.tool_names import ToolNames
 
 
@@ -40,46 +41,103 @@ class OpenAIToolOutputTrimmerParams(StrategyParams):
     )
 
 
-@dataclass(frozen=True)
-class Item:
+class Item(NamedTuple):  # a tuple: a session has an item or more per message
     message: int  # view position
     kind: str  # text (an assistant message's text) | call | output | message (a user/system message)
     call: int = -1  # the call's position in the message's tool_calls (kind call)
     call_id: str = ""
 
 
-def responses_items(view: View) -> list[Item]:
+def responses_items(view: View, first: int = 0) -> list[Item]:
+    """The items of the view's messages from ``first`` on."""
     items: list[Item] = []
-    for i, m in enumerate(view.messages):
-        if m.role == "assistant":
-            if m.text:
-                items.append(Item(i, "text"))
-            items.extend(Item(i, "call", k, tc.id) for k, tc in enumerate(m.tool_calls))
-        elif m.role == "tool":
-            items.append(Item(i, "output", call_id=m.tool_call_id or ""))
+    add = items.append
+    messages = view.messages
+    for i in range(first, len(messages)):
+        m = messages[i]
+        role = m.role
+        if role == "assistant":
+            content = m.content
+            if content and (isinstance(content, str) or m.text):  # m.text: the text parts joined
+                add(Item(i, "text"))
+            for k, tc in enumerate(m.tool_calls):
+                add(Item(i, "call", k, tc.id))
+        elif role == "tool":
+            add(Item(i, "output", -1, m.tool_call_id or ""))
         else:
-            items.append(Item(i, "message"))
+            add(Item(i, "message"))
     return items
+
+
+def _item_count(m: Message) -> int:
+    if m.role != "assistant":
+        return 1
+    content = m.content
+    return len(m.tool_calls) + (1 if content and (isinstance(content, str) or m.text) else 0)
+
+
+def _first_of_last_items(view: View, limit: int) -> int:
+    """The view position of the message holding the ``limit``-th item from the end (0 when there are fewer)."""
+    seen = 0
+    messages = view.messages
+    for i in range(len(messages) - 1, -1, -1):
+        seen += _item_count(messages[i])
+        if seen >= limit:
+            return i
+    return 0
 
 
 NO_ITEM = "an assistant message with neither text nor calls has no Responses item, so the SDK never sends it"
 
 
-def _regroup(view: View, items: list[Item], gone: dict[int, str], replaced_calls: dict[tuple[int, int], Message]
-             ) -> Outcome:
-    """Messages from the surviving items: kept whole, sent edited (some items gone), or dropped (all gone)."""
+def _regroup(view: View, items: list[Item], gone: dict[int, str], replaced_calls: dict[tuple[int, int], Message],
+             cut: int = 0, cut_reason: str = "") -> Outcome:
+    """Messages from the surviving items: kept whole, sent edited (some items gone), or dropped (all gone).
+
+    The items before ``cut`` are gone for ``cut_reason`` (a limit): the messages wholly before it are dropped as
+    one run, read no further. Of the others, only a message with an item in ``gone`` or ``replaced_calls`` is
+    looked at item by item."""
+    n_items = len(items)
+    gone_at = (lambda k: gone.get(k, cut_reason) if k < cut else gone[k]) if cut else gone.__getitem__
+    # Messages before the message of item ``cut`` have all their items before it. ``items`` may start at a later
+    # message than the view (``base``): the messages before it are only checked for having items.
+    front = items[cut].message if cut < n_items else len(view)
+    base = items[0].message if items else len(view)
+    runs: list[Run] = []
+    at = 0
+    touched = {items[k].message for k in gone} | {m for m, _ in replaced_calls}
+    if cut:
+        touched.add(front)
     by_message: dict[int, list[tuple[int, Item]]] = {}
-    for k, item in enumerate(items):
-        by_message.setdefault(item.message, []).append((k, item))
+    has_items = [False] * len(view)
+    for k in range(n_items):
+        item = items[k]
+        has_items[item.message] = True
+        if item.message in touched:
+            by_message.setdefault(item.message, []).append((k, item))
+    # Wholly before the cut: dropped, but a message without items for that reason.
+    messages = view.messages
+    holes = [i for i in range(min(base, front))
+             if messages[i].role == "assistant" and not messages[i].tool_calls and not _item_count(messages[i])]
+    holes += [i for i in range(base, front) if not has_items[i]]
+    for i in holes:
+        runs += [(at, i, cut_reason), (i, i + 1, NO_ITEM)]
+        at = i + 1
+    runs.append((at, front, cut_reason))
     out = Outcome(kept=[], dropped={}, kept_reason="kept: all its items are sent")
-    for i, m in enumerate(view.messages):
-        own = by_message.get(i, [])
-        if not own:
-            out.dropped[i] = NO_ITEM
+    dropped: dict[int, str] = {}
+    for i in range(front, len(view)):
+        if not has_items[i]:
+            dropped[i] = NO_ITEM
             continue
-        lost = [(k, item) for k, item in own if k in gone]
+        if i not in touched:
+            out.kept.append(i)
+            continue
+        m = view.messages[i]
+        own = by_message[i]
+        lost = [(k, item) for k, item in own if k < cut or k in gone]
         if len(lost) == len(own):
-            out.dropped[i] = gone[lost[0][0]]
+            dropped[i] = gone_at(lost[0][0])
             continue
         out.kept.append(i)
         changed = [(k, item) for k, item in own if (item.message, item.call) in replaced_calls and k not in gone]
@@ -89,16 +147,16 @@ def _regroup(view: View, items: list[Item], gone: dict[int, str], replaced_calls
         what = []
         if any(item.kind == "text" for _, item in lost):
             update["content"] = None
-            what.append(f"its text ({gone[next(k for k, it in lost if it.kind == 'text')]})")
+            what.append(f"its text ({gone_at(next(k for k, it in lost if it.kind == 'text'))})")
         calls = []
         for k, item in own:
-            if item.kind != "call" or k in gone:
+            if item.kind != "call" or k < cut or k in gone:
                 continue
             source = replaced_calls.get((item.message, item.call))
             calls.append(source.tool_calls[0] if source is not None else m.tool_calls[item.call])
         for k, item in lost:
             if item.kind == "call":
-                what.append(f"call {item.call_id} ({gone[k]})")
+                what.append(f"call {item.call_id} ({gone_at(k)})")
         for _, item in changed:
             what.append(f"call {item.call_id} with the later call's name and arguments (the SDK keeps the latest "
                         "value of a duplicated call id at its first place)")
@@ -107,6 +165,8 @@ def _regroup(view: View, items: list[Item], gone: dict[int, str], replaced_calls
         out.replaced[i] = m.model_copy(update=update)
         out.kept_reasons[i] = "sent without " + "; without ".join(what) if lost else "sent with " + "; ".join(
             what)
+    runs += [(i, i + 1, why) for i, why in dropped.items()]
+    out.dropped = ReasonRuns(runs)
     return out
 
 
@@ -117,12 +177,13 @@ def _regroup(view: View, items: list[Item], gone: dict[int, str], replaced_calls
     "OpenAI Agents SDK SessionSettings(limit) with drop_orphan_function_calls (openai-agents 0.24.0)",
 )
 def _openai_session_limit(view: View, p: OpenAISessionLimitParams) -> Outcome:
-    items = responses_items(view)
+    # The SDK reads only the last limit items of its session: so does this (the items of the messages before are
+    # never made; ``items`` starts at the message holding the first item read).
+    items = responses_items(view, 0 if p.limit is None else _first_of_last_items(view, p.limit))
     n = len(items)
     start = 0 if p.limit is None else max(0, n - p.limit)
-    gone: dict[int, str] = {
-        k: f"outside the last {plural(p.limit or 0, 'item')} of the session (limit)" for k in range(start)
-    }
+    outside = f"outside the last {plural(p.limit or 0, 'item')} of the session (limit)"
+    gone: dict[int, str] = {}  # the items gone in the window (those before it are all gone for ``outside``)
     window = range(start, n)
     completed = {items[k].call_id for k in window if items[k].kind == "output"}
     for k in window:
@@ -159,7 +220,7 @@ def _openai_session_limit(view: View, p: OpenAISessionLimitParams) -> Outcome:
             replaced_calls[(first.message, first.call)] = Message(role="assistant", tool_calls=[value])
         for k in ks[1:]:
             gone[k] = "an earlier call has the same call id, and the SDK sends one call per id at its first place"
-    out = _regroup(view, items, gone, replaced_calls)
+    out = _regroup(view, items, gone, replaced_calls, start, outside)
     window_text = "all session items" if p.limit is None else f"the last {plural(p.limit, 'item')} of the session"
     out.kept_reason = f"kept: within {window_text}"
     if p.limit is not None and 0 < start < n:
@@ -185,8 +246,15 @@ TRIM_NOTE = "[Trimmed: {tool} output — {length} chars → {preview} char previ
     "OpenAI Agents SDK ToolOutputTrimmer as call_model_input_filter (openai-agents 0.24.0)",
 )
 def _openai_tool_output_trimmer(view: View, p: OpenAIToolOutputTrimmerParams) -> Outcome:
-    items = responses_items(view)
-    out = _regroup(view, items, {}, {})
+    # Nothing is gone: a message is kept when it has an item (every message but an empty assistant message).
+    itemless = [i for i, m in enumerate(view.messages)
+                if m.role == "assistant" and not m.tool_calls and not _item_count(m)]
+    if itemless:
+        out = _regroup(view, responses_items(view), {}, {})
+    else:
+        out = Outcome(kept=list(range(len(view))), dropped=ReasonRuns(), kept_reason="kept: all its items are sent")
+    skipped = set(itemless)
+    first_item = next((i for i in range(len(view)) if i not in skipped), None)
     boundary = None  # view position of the recent_turns-th user message from the end
     seen = 0
     for i in range(len(view) - 1, -1, -1):
@@ -195,7 +263,7 @@ def _openai_tool_output_trimmer(view: View, p: OpenAIToolOutputTrimmerParams) ->
             if seen >= p.recent_turns:
                 boundary = i
                 break
-    if boundary is None or items[0].message == boundary:  # the SDK's boundary 0: nothing is old
+    if boundary is None or first_item == boundary:  # the SDK's boundary 0: nothing is old
         out.kept_reason = (f"kept unchanged: fewer than {plural(p.recent_turns, 'user message')}, so every turn is "
                            "recent" if boundary is None else "kept unchanged: nothing comes before the recent turns")
         return out
@@ -207,10 +275,11 @@ def _openai_tool_output_trimmer(view: View, p: OpenAIToolOutputTrimmerParams) ->
     allowed = set(p.trimmable_tools) if p.trimmable_tools is not None else None
     recent = f"the last {plural(p.recent_turns, 'user turn')}"
     out.kept_reason = "kept unchanged"
-    kept = set(out.kept)
+    # Every tool message is kept (its output is an item, and nothing is gone).
+    messages = view.messages
     for i in range(boundary):
-        m = view.messages[i]
-        if m.role != "tool" or i not in kept:
+        m = messages[i]
+        if m.role != "tool":
             continue
         name = names.get(m.tool_call_id or "")
         if allowed is not None and name not in allowed:
@@ -231,6 +300,6 @@ def _openai_tool_output_trimmer(view: View, p: OpenAIToolOutputTrimmerParams) ->
             f"max_output_chars={p.max_output_chars:,}, before {recent}"
         )
     for i in range(boundary, len(view)):
-        if view.messages[i].role == "tool" and i in kept:
+        if messages[i].role == "tool":
             out.kept_reasons[i] = f"kept unchanged: within {recent}"
     return out
