@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Sequence
+from itertools import accumulate
 from typing import Literal
 
 from pydantic import Field
@@ -15,7 +16,6 @@ from agents.memory.trimming.registry import (
     StrategyParams,
     View,
     is_call,
-    outcome,
     register,
 )
 from agents.memory.trimming.runs import ReasonRuns
@@ -84,9 +84,8 @@ def _lc_first_max_tokens(
     """
     if not order:
         return 0, 0
-    prefix = [0]
-    for i in order:
-        prefix.append(prefix[-1] + view.counts[i])
+    counts = view.counts
+    prefix = list(accumulate(map(counts.__getitem__, order), initial=0))
     if prefix[-1] + view.per_list <= max_tokens:
         idx = fit = len(order)
     else:
@@ -162,14 +161,15 @@ def _langchain_last(view: View, p: LangChainLastParams) -> Outcome:
     reads_text=False,
 )
 def _langchain_first(view: View, p: LangChainFirstParams) -> Outcome:
-    order = list(range(len(view)))
+    order = range(len(view))
     fit, kept_n = _lc_first_max_tokens(view, order, p.max_tokens, p.end_on)
     budget = f"{p.max_tokens:,} tokens"
-    reasons: dict[int, str] = {}
-    for i in order[fit:]:
-        reasons[i] = f"beyond the oldest messages that fit {budget}"
-    for i in order[kept_n:fit]:
-        reasons[i] = f"dropped so the list ends on a {_lc_types_text(p.end_on or [])} message (end_on)"
-    out = outcome(view, order[:kept_n], reasons.__getitem__, f"among the oldest messages that fit {budget}")
+    # Two ranges drop for one reason each: held as runs (runs.py), nothing per message.
+    runs = [
+        (kept_n, fit, f"dropped so the list ends on a {_lc_types_text(p.end_on or [])} message (end_on)"),
+        (fit, len(view), f"beyond the oldest messages that fit {budget}"),
+    ]
+    out = Outcome(kept=list(range(kept_n)), dropped=ReasonRuns(runs),
+                  kept_reason=f"among the oldest messages that fit {budget}")
     out.notes = _lc_orphan_notes(view, out.kept)
     return out
