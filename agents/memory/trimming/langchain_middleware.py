@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import bisect
 import json
+from operator import attrgetter
 from typing import Any
 from xml.sax.saxutils import escape, quoteattr
 
@@ -26,6 +27,7 @@ from agents.memory.trimming.registry import (
     plural,
     register,
 )
+from agents.memory.trimming.runs import ReasonRuns, Run, gaps_of, spans_of
 from agents.memory.trimming.summaries import (
     SummarizeWith,
     SummaryText,
@@ -342,7 +344,7 @@ def _langchain_summarization(view: View, p: LangChainSummarizationParams) -> Out
     n = len(view)
     total = sum(view.counts) + view.per_list
     notes: list[str] = []
-    if any(m.usage for m in view.messages):
+    if any(map(attrgetter("usage"), view.messages)):
         notes.append(
             "LangChain also triggers on the total_tokens its provider reported for the last AI message; memoryviz "
             "does not use stored usage, so only the counter's count triggers here."
@@ -396,20 +398,21 @@ def _langchain_summarization(view: View, p: LangChainSummarizationParams) -> Out
     if summary.note:
         notes.append(summary.note)
 
-    whole = set(read.whole)
-    reasons: dict[int, str] = {}
     limit = (f"trim_tokens_to_summarize={p.trim_tokens_to_summarize:,}"
              if p.trim_tokens_to_summarize is not None else "")
-    for i in range(cut):
-        if i in whole:
-            how = "the summarizer reads it whole"
-        elif read.partial is not None and read.partial[0] == i:
-            how = f"the summarizer reads only {read.partial[2]} (allow_partial, within {limit})"
-        else:
-            how = f"the summarizer does not read it (outside the newest {limit} starting on a human message)"
-        reasons[i] = f"summarized: older than {keep_text}; {how}"
+    # What the summarizer reads is a few messages: the rest of the summarized ones go as runs (runs.py).
+    whole = sorted({i for i in read.whole if 0 <= i < cut})
+    runs: list[Run] = [(a, b, f"summarized: older than {keep_text}; the summarizer reads it whole")
+                       for a, b in spans_of(whole)]
+    if read.partial is not None and 0 <= read.partial[0] < cut and read.partial[0] not in set(whole):
+        runs.append((read.partial[0], read.partial[0] + 1, f"summarized: older than {keep_text}; the summarizer reads "
+                     f"only {read.partial[2]} (allow_partial, within {limit})"))
+    unread = (f"summarized: older than {keep_text}; the summarizer does not read it (outside the newest {limit} "
+              "starting on a human message)")
+    read_at = sorted(i for a, b, _ in runs for i in range(a, b))
+    runs += [(a, b, unread) for a, b in gaps_of(spans_of(read_at), cut)]
     out = Outcome(
-        kept=list(range(cut, n)), dropped=reasons,
+        kept=list(range(cut, n)), dropped=ReasonRuns(sorted(runs)),
         kept_reason=f"kept after the summary: {keep_text}, without splitting a call from its results",
     )
     out.inserted = [summary_insert(
@@ -418,10 +421,13 @@ def _langchain_summarization(view: View, p: LangChainSummarizationParams) -> Out
     )]
 
     target = (n - p.keep_messages) if p.keep_tokens is None else None
-    kept_ids = {tc for i in range(cut, n) for tc in _call_ids(view.messages[i])}
-    summarized_ids = {tc for i in range(cut) for tc in _call_ids(view.messages[i])}
-    orphans = [i for i in range(cut, n) if view.messages[i].role == "tool"
-               and view.messages[i].tool_call_id in summarized_ids and view.messages[i].tool_call_id not in kept_ids]
+    messages = view.messages
+    kept_ids = {tc.id for m in messages[cut:] if m.role == "assistant" for tc in m.tool_calls if tc.id}
+    unanswered_here = {m.tool_call_id for m in messages[cut:] if m.role == "tool"} - kept_ids
+    summarized_ids = {tc.id for m in messages[:cut] if m.role == "assistant" for tc in m.tool_calls
+                      if tc.id and tc.id in unanswered_here} if unanswered_here else set()
+    orphans = [i for i in range(cut, n) if messages[i].role == "tool"
+               and messages[i].tool_call_id in summarized_ids and messages[i].tool_call_id not in kept_ids]
     if orphans:
         notes.append(
             f"LangChain kept {plural(len(orphans), 'tool result')} whose call was summarized (message "

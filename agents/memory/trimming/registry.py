@@ -468,7 +468,7 @@ def trim(
             body.insert(x.position, x.message)
             tokens = tc.count(x.message) if x.tokens is None else x.tokens
             body_tokens.insert(x.position, tokens)
-            summarizes = tuple(n_pinned + i for i in x.summarizes)
+            summarizes = tuple(map(n_pinned.__add__, x.summarizes)) if n_pinned else tuple(x.summarizes)
             inserted.append(Inserted(n_pinned + x.position, x.message, x.reason, summarizes, tokens))
         # An edit that changes nothing (arguments already {}, a result already the placeholder) is not an edit.
         edited = [
