@@ -248,7 +248,8 @@ TRIM_NOTE = "[Trimmed: {tool} output — {length} chars → {preview} char previ
 def _openai_tool_output_trimmer(view: View, p: OpenAIToolOutputTrimmerParams) -> Outcome:
     # Nothing is gone: a message is kept when it has an item (every message but an empty assistant message).
     itemless = [i for i, m in enumerate(view.messages)
-                if m.role == "assistant" and not m.tool_calls and not _item_count(m)]
+                if m.role == "assistant" and not m.tool_calls
+                and (not m.content or (not isinstance(m.content, str) and not m.text))]
     if itemless:
         out = _regroup(view, responses_items(view), {}, {})
     else:
@@ -267,27 +268,34 @@ def _openai_tool_output_trimmer(view: View, p: OpenAIToolOutputTrimmerParams) ->
         out.kept_reason = (f"kept unchanged: fewer than {plural(p.recent_turns, 'user message')}, so every turn is "
                            "recent" if boundary is None else "kept unchanged: nothing comes before the recent turns")
         return out
-    names: dict[str, str] = {}
-    for m in view.messages:
-        for tc in m.tool_calls:
-            if tc.function.name:
-                names[tc.id] = tc.function.name
+    messages = view.messages
+    names: dict[str, str] | None = None  # call id -> its tool's name (the last call's), made when first needed
+
+    def name_of(call_id: str) -> str | None:
+        nonlocal names
+        if names is None:
+            names = {tc.id: tc.function.name for m in messages for tc in m.tool_calls if tc.function.name}
+        return names.get(call_id)
+
     allowed = set(p.trimmable_tools) if p.trimmable_tools is not None else None
     recent = f"the last {plural(p.recent_turns, 'user turn')}"
     out.kept_reason = "kept unchanged"
     # Every tool message is kept (its output is an item, and nothing is gone).
-    messages = view.messages
+    max_chars = p.max_output_chars
     for i in range(boundary):
         m = messages[i]
         if m.role != "tool":
             continue
-        name = names.get(m.tool_call_id or "")
-        if allowed is not None and name not in allowed:
-            out.kept_reasons[i] = f"kept unchanged: {name or 'its tool'} is not in trimmable_tools"
+        if allowed is not None:
+            name = name_of(m.tool_call_id or "")
+            if name not in allowed:
+                out.kept_reasons[i] = f"kept unchanged: {name or 'its tool'} is not in trimmable_tools"
+                continue
+        content = m.content
+        text = content if isinstance(content, str) else m.text
+        if len(text) <= max_chars:
             continue
-        text = m.text
-        if len(text) <= p.max_output_chars:
-            continue
+        name = name_of(m.tool_call_id or "")
         summary = TRIM_NOTE.format(tool=name or "unknown_tool", length=len(text), preview=p.preview_chars,
                                    text=text[: p.preview_chars])
         if len(summary) >= len(text):
