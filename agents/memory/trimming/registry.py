@@ -440,7 +440,12 @@ def trim(
             return trim(list(messages), spec, counter=counter, token_counts=counts, pinned=pinned)
 
         # (Written for speed: a window keeps thousands of messages, and this runs once per kept message.)
-        kept = list(range(n_pinned)) + ([n_pinned + i for i in out.kept] if n_pinned else list(out.kept))
+        # A window keeps one contiguous range (out.kept is ascending): sliced, not gathered message by message.
+        span = (out.kept[0], out.kept[-1] + 1) if out.kept and out.kept[-1] - out.kept[0] + 1 == len(out.kept) else None
+        if span is not None:
+            kept = list(range(n_pinned)) + list(range(n_pinned + span[0], n_pinned + span[1]))
+        else:
+            kept = list(range(n_pinned)) + ([n_pinned + i for i in out.kept] if n_pinned else list(out.kept))
         pinned_reason = "pinned system message: set aside before trimming and put back in front"
         kept_reasons = dict.fromkeys(range(n_pinned), pinned_reason)
         kept_reasons.update(dict.fromkeys(kept[n_pinned:], out.kept_reason))
@@ -459,6 +464,9 @@ def trim(
             body_tokens = [
                 view.counter.count(out.replaced[i]) if i in out.replaced else view.counts[i] for i in out.kept
             ]
+        elif span is not None:
+            body = view.messages[span[0]:span[1]]
+            body_tokens = view.counts[span[0]:span[1]]
         else:
             body = list(map(view.messages.__getitem__, out.kept))
             body_tokens = list(map(view.counts.__getitem__, out.kept))
