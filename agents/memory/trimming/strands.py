@@ -8,6 +8,7 @@ prompt is ``Agent.system_prompt``, outside ``agent.messages``, so ``pin_system``
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from pydantic import Field
@@ -126,7 +127,10 @@ class Units:
             out[u] = bool(mine) and any(0 <= v < n and flagged[v] and mine & self.ids(v) for v in (u - 1, u + 1))
         return out
 
-    def positions(self, units: Any) -> list[int]:
+    def positions(self, units: Sequence[int]) -> list[int]:
+        """The view positions of ``units`` (ascending): a contiguous run of units is one range of positions."""
+        if units and units[-1] - units[0] + 1 == len(units):
+            return list(range(self.members[units[0]][0], self.members[units[-1]][-1] + 1))
         return [i for u in units for i in self.members[u]]
 
 
