@@ -20,6 +20,8 @@ def spans_of(positions: Sequence[int]) -> list[Span]:
     """The sorted, distinct ``positions`` as maximal spans of consecutive positions."""
     if isinstance(positions, range) and positions.step == 1:
         return [(positions.start, positions.stop)] if positions.start < positions.stop else []
+    if positions and positions[-1] - positions[0] + 1 == len(positions):  # sorted and distinct: one span
+        return [(positions[0], positions[-1] + 1)]
     spans: list[Span] = []
     start = previous = -2
     for i in positions:

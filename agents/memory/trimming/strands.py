@@ -9,7 +9,7 @@ prompt is ``Agent.system_prompt``, outside ``agent.messages``, so ``pin_system``
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, overload
 
 from pydantic import Field
 
@@ -75,29 +75,58 @@ class StrandsSummarizingParams(StrategyParams):
 # Strands messages
 
 
+class Members(Sequence[range]):
+    """``members[u]``: the view positions of Strands message u, a range (its messages are consecutive), made
+    when read from where each Strands message starts."""
+
+    __slots__ = ("_starts", "_end")
+
+    def __init__(self, starts: list[int], end: int) -> None:
+        self._starts = starts
+        self._end = end
+
+    def __len__(self) -> int:
+        return len(self._starts)
+
+    @overload
+    def __getitem__(self, u: int) -> range: ...
+
+    @overload
+    def __getitem__(self, u: slice) -> list[range]: ...
+
+    def __getitem__(self, u: int | slice) -> range | list[range]:
+        if isinstance(u, slice):
+            return [self[v] for v in range(*u.indices(len(self)))]
+        starts = self._starts
+        if u < 0:
+            u += len(starts)
+        return range(starts[u], starts[u + 1] if u + 1 < len(starts) else self._end)
+
+
 class Units:
     """The view in Strands messages: ``members[u]`` are the view positions of Strands message u."""
 
     def __init__(self, view: View) -> None:
         self.view = view
-        self.members: list[list[int]] = []
-        members = self.members
-        after_tool = False  # the previous message is a tool message, so members[-1] ends with it
+        starts: list[int] = []  # the view position where each Strands message starts
+        add = starts.append
+        after_tool = False  # a tool message right after another joins its Strands message
         for i, m in enumerate(view.messages):
             if m.role == "tool":
                 if after_tool:
-                    members[-1].append(i)
                     continue
                 after_tool = True
             else:
                 after_tool = False
-            members.append([i])
+            add(i)
+        self.starts = starts
+        self.members = Members(starts, len(view.messages))
 
     def __len__(self) -> int:
-        return len(self.members)
+        return len(self.starts)
 
     def first(self, u: int) -> Message:
-        return self.view.messages[self.members[u][0]]
+        return self.view.messages[self.starts[u]]
 
     def has_results(self, u: int) -> bool:
         return self.first(u).role == "tool"
@@ -130,7 +159,7 @@ class Units:
     def positions(self, units: Sequence[int]) -> list[int]:
         """The view positions of ``units`` (ascending): a contiguous run of units is one range of positions."""
         if units and units[-1] - units[0] + 1 == len(units):
-            return list(range(self.members[units[0]][0], self.members[units[-1]][-1] + 1))
+            return list(range(self.starts[units[0]], self.members[units[-1]].stop))
         return [i for u in units for i in self.members[u]]
 
 
@@ -347,8 +376,9 @@ def _strands_summarizing(view: View, p: StrandsSummarizingParams) -> Outcome:
         if k >= n:
             return _error(view, UNABLE, "no split point that keeps every tool call with its results")
     pinned = units.pinned(p.pin_first)
-    protected = [u for u in range(k) if pinned[u]]
-    summarized_units = [u for u in range(k) if not pinned[u]]
+    edge = min(k, (p.pin_first or 0) + 1)  # pinned: the first pin_first, and at most the one after them
+    protected = [u for u in range(edge) if pinned[u]]
+    summarized_units = [u for u in range(edge) if not pinned[u]] + list(range(edge, k))
     if not summarized_units:
         return _error(view, "Cannot summarize: all messages in summarize range are pinned",
                       "every message in the summarized range is pinned")
