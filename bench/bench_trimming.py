@@ -2,6 +2,7 @@
 
     python bench/bench_trimming.py [--messages 10000 [100000 ...]] [--strategies NAME ...] [--scale 100000]
                                    [--repeat 3] [--json]
+    python bench/bench_trimming.py --messages 10000 --scale 0 --repeat 5    # every strategy against its framework
 
 1. Every strategy that has a framework to run, against that framework, on the same ``--messages`` history
    (bench_chain's agent history), side by side; the ratio printed is ours / theirs (below 1: ours is faster).
@@ -21,7 +22,7 @@
    the column "+ violations" is ``trim`` with them read. Neither side includes process start-up or the
    conversion of the input. Times are CPU time of the process (``time.process_time``): the machine is shared.
    ``--strategies`` compares only those (some frameworks are quadratic: Microsoft Agent Framework's tool result
-   compaction takes about two minutes at 10,000 messages).
+   compaction takes over three minutes at 10,000 messages).
 2. Every strategy on a ``--scale`` history, and at a quarter and half of it, per message: the cost per message
    stays flat when a strategy is O(n) or O(n log n). ``--scale 0`` skips it.
 """
