@@ -38,13 +38,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_import import generate  # noqa: E402  (the one generator of a realistic tool loop)
 
-STEPS = ("login page", "log in", "session list", "session page")
+STEPS = ("login page", "log in", "session list", "session page", "trim", "export")
 
 
 @dataclass
 class Timings:
     ms: dict[str, list[float]] = field(default_factory=lambda: {step: [] for step in STEPS})
     errors: dict[str, list[str]] = field(default_factory=lambda: {step: [] for step in STEPS})
+    loads: list[float] = field(default_factory=list)  # the 1-minute load average, every 5 s of the phase
 
     def add(self, step: str, started: float, problem: str | None) -> None:
         if problem is None:
@@ -79,7 +80,7 @@ def database(tmp: Path) -> tuple[str, Any]:
     return urlunsplit(parts._replace(path=f"/{name}")), drop
 
 
-def client_loop(base: str, session_path: str, stop: threading.Event, timings: Timings) -> None:
+def client_loop(base: str, session_id: int, think: float, stop: threading.Event, timings: Timings) -> None:
     while not stop.is_set():
         http = requests.Session()
         for step in STEPS:
@@ -98,25 +99,40 @@ def client_loop(base: str, session_path: str, stop: threading.Event, timings: Ti
                 elif step == "session list":
                     r = http.get(f"{base}/", timeout=30)
                     ok = r.status_code == 200 and "session-table" in r.text
-                else:
-                    r = http.get(f"{base}{session_path}", timeout=30)
+                elif step == "session page":
+                    r = http.get(f"{base}/sessions/{session_id}/", timeout=30)
                     ok = r.status_code == 200
+                elif step == "trim":
+                    r = http.get(f"{base}/api/sessions/{session_id}/trim/", params={"strategy": "langchain_last"},
+                                 timeout=30)
+                    ok = r.status_code == 200 and "kept" in r.json()
+                else:
+                    r = http.post(f"{base}/api/sessions/{session_id}/export/", data={"format": "native"},
+                                  headers={"X-CSRFToken": http.cookies.get("csrftoken", ""),
+                                           "Referer": f"{base}/"}, timeout=30)
+                    ok = r.status_code == 200 and r.content.startswith(b"{")
                 if not ok:
                     problem = f"HTTP {r.status_code}"
             except requests.RequestException as exc:
                 problem = type(exc).__name__
             timings.add(step, started, problem)
-            if problem is not None:
-                break  # a failed login: start again with a new client
+            if problem is not None or stop.wait(think):
+                break  # a failure: start again with a new client
 
 
-def run_phase(base: str, session_path: str, clients: int, until: Any) -> Timings:
+def run_phase(base: str, session_id: int, think: float, clients: int, until: Any) -> Timings:
     timings = Timings()
     stop = threading.Event()
-    threads = [threading.Thread(target=client_loop, args=(base, session_path, stop, timings), daemon=True)
+    threads = [threading.Thread(target=client_loop, args=(base, session_id, think, stop, timings), daemon=True)
                for _ in range(clients)]
     for t in threads:
         t.start()
+
+    def sample_load() -> None:
+        while not stop.wait(5):
+            timings.loads.append(os.getloadavg()[0])
+
+    threading.Thread(target=sample_load, daemon=True).start()
     until()
     stop.set()
     for t in threads:
@@ -128,11 +144,20 @@ def p95(values: list[float]) -> float:
     return statistics.quantiles(values, n=20)[-1] if len(values) >= 2 else (values[0] if values else float("nan"))
 
 
+def load(timings: Timings) -> str:
+    """The phase's 1-minute load average: median (max)."""
+    if not timings.loads:
+        return "n/a"
+    return f"{statistics.median(timings.loads):.1f} (max {max(timings.loads):.1f})"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--messages", type=int, default=100_000, help="messages in the imported conversation")
     parser.add_argument("--clients", type=int, default=4, help="clients requesting at once (default 4)")
     parser.add_argument("--idle", type=float, default=30.0, help="seconds of the idle baseline (default 30)")
+    parser.add_argument("--think", type=float, default=1.0,
+                        help="seconds each client waits after each answer, reading it (default 1; 0: none)")
     args = parser.parse_args()
 
     tmp = Path(tempfile.mkdtemp(prefix="memoryviz-busy-"))
@@ -149,9 +174,9 @@ def main() -> None:
                        env=env, check=True)
         found = subprocess.run(
             [python, "-c", "import django; django.setup(); from agents.models import Session; "
-                           "print(Session.objects.order_by('-message_count').first().get_absolute_url())"],
+                           "print(Session.objects.order_by('-message_count').first().pk)"],
             cwd=ROOT, env=env, check=True, capture_output=True, text=True)
-        session_path = found.stdout.strip()
+        session_id = int(found.stdout.strip())
         conversation = tmp / "conversation.json"
         generate(conversation, args.messages)
 
@@ -166,8 +191,9 @@ def main() -> None:
                 break
             except requests.RequestException:
                 time.sleep(0.2)
-        run_phase(base, session_path, args.clients, lambda: time.sleep(5))  # warm up: each worker's first requests
-        idle = run_phase(base, session_path, args.clients, lambda: time.sleep(args.idle))
+        # Warm up: each worker's first requests.
+        run_phase(base, session_id, args.think, args.clients, lambda: time.sleep(5))
+        idle = run_phase(base, session_id, args.think, args.clients, lambda: time.sleep(args.idle))
 
         importing: dict[str, Any] = {}
 
@@ -179,7 +205,7 @@ def main() -> None:
             importing.update(seconds=time.perf_counter() - started, rc=done.returncode,
                              tail=(done.stdout + done.stderr).strip()[-300:])
 
-        busy = run_phase(base, session_path, args.clients, import_and_wait)
+        busy = run_phase(base, session_id, args.think, args.clients, import_and_wait)
     finally:
         if server is not None:
             server.terminate()
@@ -190,7 +216,8 @@ def main() -> None:
 
     vendor = "PostgreSQL" if drop is not None else "SQLite"
     print(f"{vendor}, {args.messages:,} messages imported in {importing['seconds']:.1f} s "
-          f"(exit {importing['rc']}), {args.clients} clients, load average {os.getloadavg()[0]:.1f}")
+          f"(exit {importing['rc']}), {args.clients} clients thinking {args.think:g} s, "
+          f"load average idle {load(idle)}, busy {load(busy)}")
     if importing["rc"] != 0:
         print(re.sub(r"\s+", " ", importing["tail"]))
     print("| request | idle: n | errors | median ms | p95 ms | busy: n | errors | median ms | p95 ms | × median "
