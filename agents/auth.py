@@ -5,10 +5,11 @@ same attempts). Once a username, or a client address, has failed too often withi
 refused without checking the password, until enough of those failures have aged out: the login page says so and
 answers 429, the API answers 429 with ``Retry-After``.
 
-HTTP Basic sends the password with every request, and checking it (PBKDF2) costs about a quarter of a second. A
-successful check is remembered for a few minutes in this process's memory, under a keyed hash of the user id, the
-stored password hash and the password given: a later request with the same credentials skips PBKDF2, and changing
-the password changes the stored hash, so the remembered check no longer matches anything.
+HTTP Basic sends the password with every request, and checking it costs CPU (Argon2id, memoryviz.hashers: about 20
+ms; Django's default PBKDF2 took about 0.2 s). A successful check is remembered for a few minutes in this process's
+memory, under a keyed hash of the user id, the stored password hash and the password given: a later request with the
+same credentials skips the hasher, and changing the password changes the stored hash, so the remembered check no
+longer matches anything.
 """
 from __future__ import annotations
 

@@ -2,13 +2,14 @@
 
     python bench/bench_basic_auth.py [--requests 20] [--repeat 5]
 
-A fresh SQLite database in a temporary folder (migrated, one user with Django's default password hasher, PBKDF2),
-then, in this process through Django's test client, ``GET /api/`` (the API root: the view itself costs almost
-nothing, so the figures are the authentication's) in rounds of ``--requests`` requests:
+A fresh SQLite database in a temporary folder (migrated, one user with the project's password hasher: Argon2id,
+memoryviz.hashers; Django's default PBKDF2 before), then, in this process through Django's test client, ``GET
+/api/`` (the API root: the view itself costs almost nothing, so the figures are the authentication's) in rounds of
+``--requests`` requests:
 
 - ``session``: logged in by session cookie, the baseline;
 - ``basic, first request``: the verified-credentials cache is emptied before every request, so each one checks the
-  password (PBKDF2), as every Basic request did before the cache;
+  password, as every Basic request did before the cache;
 - ``basic, repeated``: the same credentials again, remembered after the first check.
 
 Each case runs once per repetition, in turn; the medians per request are printed, with their ratio to the session.

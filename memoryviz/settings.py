@@ -140,6 +140,15 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
 ]
 
+# Argon2id first (memoryviz.hashers: OWASP's parameters); PBKDF2 after it, so that existing hashes still verify, and
+# are made again with Argon2 at the next login.
+PASSWORD_HASHERS = [
+    "memoryviz.hashers.Argon2PasswordHasher",
+    "django.contrib.auth.hashers.PBKDF2PasswordHasher",
+    "django.contrib.auth.hashers.PBKDF2SHA1PasswordHasher",
+    "django.contrib.auth.hashers.ScryptPasswordHasher",
+]
+
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "agents:session_list"
 LOGOUT_REDIRECT_URL = "login"
@@ -231,7 +240,7 @@ CACHES = {
               "OPTIONS": {"MAX_ENTRIES": 2_000}}
     ),
     # Successful HTTP Basic checks, remembered in this process only (agents.auth), so that a script's every request
-    # does not pay PBKDF2 again. A changed password never matches a remembered check.
+    # does not pay the password hasher again. A changed password never matches a remembered check.
     # Request histories of agents.throttling's per-user rate (in this process; a database cache would share them
     # between application servers).
     "throttle": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "throttle"},

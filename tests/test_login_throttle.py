@@ -1,5 +1,6 @@
-"""Password guessing is slowed on the login pages and on HTTP Basic; Basic skips PBKDF2 for credentials it has just
-checked, and forgets them when the password changes."""
+"""Password guessing is slowed on the login pages and on HTTP Basic; Basic skips the password hasher for credentials it
+has just checked, and forgets them when the password changes. Passwords are hashed with Argon2id; a PBKDF2 hash still
+verifies and is made again with Argon2id at the next login."""
 from __future__ import annotations
 
 import base64
@@ -7,13 +8,14 @@ import datetime as dt
 from unittest import mock
 
 import pytest
-from django.contrib.auth.hashers import PBKDF2PasswordHasher
+from django.contrib.auth.hashers import make_password
 from django.core.cache import caches
 from django.test import RequestFactory, override_settings
 from django.utils import timezone
 
 from agents.auth import VERIFIED_CACHE, client_address
 from agents.models import LoginFailure
+from memoryviz.hashers import Argon2PasswordHasher
 
 LIMITS = {"MEMORYVIZ_LOGIN_FAILURES_PER_USERNAME": 3, "MEMORYVIZ_LOGIN_FAILURES_PER_ADDRESS": 5,
           "MEMORYVIZ_LOGIN_WINDOW_SECONDS": 600}
@@ -101,6 +103,16 @@ def test_it_slows_the_admin_login_too(client, alice):
     assert not _logged_in(client)
 
 
+def test_a_password_is_hashed_with_argon2id_and_a_pbkdf2_hash_is_upgraded_at_login(client, alice):
+    assert alice.password.startswith("argon2$argon2id$v=19$m=19456,t=2,p=1$")
+    alice.password = make_password("pw-alice-123", hasher="pbkdf2_sha256")
+    alice.save()
+    assert _login(client, "alice", "pw-alice-123").status_code == 302 and _logged_in(client)
+    alice.refresh_from_db()
+    assert alice.password.startswith("argon2$argon2id$v=19$m=19456,t=2,p=1$")
+    assert alice.check_password("pw-alice-123") and not alice.check_password("pw-alice-124")
+
+
 # --- HTTP Basic ------------------------------------------------------------------------------------------------------
 
 
@@ -117,8 +129,8 @@ def test_it_answers_429_with_retry_after_to_a_basic_guesser(client, alice):
 
 
 def test_it_checks_a_basic_password_once_and_remembers_it_until_it_changes(client, alice):
-    verify = PBKDF2PasswordHasher.verify
-    with mock.patch.object(PBKDF2PasswordHasher, "verify", autospec=True, side_effect=verify) as checked:
+    verify = Argon2PasswordHasher.verify
+    with mock.patch.object(Argon2PasswordHasher, "verify", autospec=True, side_effect=verify) as checked:
         for _ in range(3):
             assert client.get("/api/", HTTP_AUTHORIZATION=_basic("alice", "pw-alice-123")).status_code == 200
         assert checked.call_count == 1
