@@ -222,10 +222,10 @@ class SessionMessages:
         return self.session.message_count
 
     def __iter__(self) -> Iterator[Message]:
-        for rows in services.session_row_batches(self.session, size=PAGE_SIZE, fields=services.MESSAGE_FIELDS):
-            yield from map(services.message_to_schema, rows)
+        for messages, _counts in services.session_message_batches(self.session, size=PAGE_SIZE):
+            yield from messages
             if self.progress is not None:
-                self.progress.add(len(rows))
+                self.progress.add(len(messages))
 
 
 def _trim_session(session: models.Session, plan: ExportPlan) -> TrimResult:

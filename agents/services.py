@@ -348,8 +348,9 @@ def _json_problem(value: Any) -> str | None:
     return None
 
 
-def message_to_schema(row: models.Message) -> schema.Message:
-    """The schema Message a row stores (the inverse of ``message_from_schema``)."""
+def message_to_schema(row: models.Message | Any) -> schema.Message:
+    """The schema Message a row stores (the inverse of ``message_from_schema``): a model instance, or a named tuple
+    of ``MESSAGE_FIELDS`` (``session_message_batches``)."""
     return schema.Message(
         role=cast(schema.Role, row.role),  # the column's choices are the schema's roles
         content=row.content_parts if row.content_parts is not None else row.content,
@@ -765,14 +766,35 @@ def session_row_batches(
         last = rows[-1].seq
 
 
+def session_message_batches(
+    session: models.Session, *, size: int = SESSION_ROWS_PER_FETCH
+) -> Iterator[tuple[list[schema.Message], list[int]]]:
+    """The session's messages as schema Messages, in order, ``size`` per query (keyset, as ``session_row_batches``),
+    with the token counts stored with them: the one reader of a whole stored conversation (export, trim). Rows are
+    read as named tuples of ``MESSAGE_FIELDS``, not model instances, which cost as much again as the rest of an
+    export's reading (bench/README.md, "Logins and page views during a big import")."""
+    qs = models.Message.objects.filter(session_id=session.pk).order_by("seq").values_list(
+        "seq", *MESSAGE_FIELDS, named=True)
+    last = -1
+    while True:
+        with _gc_paused():  # many small objects, none garbage (chain._gc_paused); not held across the yield
+            rows = list(qs.filter(seq__gt=last)[:size])
+            batch = [message_to_schema(row) for row in rows], [row.token_count for row in rows]
+        if rows:
+            yield batch
+        if len(rows) < size:
+            return
+        last = rows[-1].seq
+
+
 def session_messages_with_counts(session: models.Session) -> tuple[list[schema.Message], list[int]]:
     """The session's messages in order, and the token counts stored with them (under ``session.token_counter``),
     so that a trim (lab, API, export) never recounts text."""
     messages: list[schema.Message] = []
     counts: list[int] = []
-    for rows in session_row_batches(session, fields=MESSAGE_FIELDS):
-        messages += map(message_to_schema, rows)
-        counts += (row.token_count for row in rows)
+    for batch, batch_counts in session_message_batches(session):
+        messages += batch
+        counts += batch_counts
     return messages, counts
 
 
