@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import os
 import secrets
 import shutil
 import time
@@ -29,6 +30,17 @@ from agents.memory.trimming import StrategyError, spec_from_text
 Job = models.BackgroundJob
 # Progress is written at most this often (seconds): a heartbeat, not a write per batch.
 PROGRESS_EVERY = 1.0
+
+
+def batch_priority() -> int:
+    """Give this process (an import command, a background worker) the niceness ``MEMORYVIZ_BATCH_NICE``, so that
+    the web server's requests get the CPU first and the batch work takes what they leave; returns the niceness.
+    Absolute, not a step: called again (a second import in the same process) it changes nothing, and it never
+    raises a niceness that is higher already."""
+    current = os.nice(0)
+    if current < settings.MEMORYVIZ_BATCH_NICE:
+        current = os.nice(settings.MEMORYVIZ_BATCH_NICE - current)
+    return current
 
 
 def job_dir() -> Path:

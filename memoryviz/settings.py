@@ -219,6 +219,10 @@ MEMORYVIZ_JOB_TTL_SECONDS = _env_int("MEMORYVIZ_JOB_TTL_SECONDS", 24 * 3600)
 # A running job whose worker wrote no progress for this long (or whose process on this host is gone) is queued
 # again by the next worker that looks.
 MEMORYVIZ_JOB_STALE_SECONDS = _env_int("MEMORYVIZ_JOB_STALE_SECONDS", 120)
+# The niceness (0 to 19) of batch work: `manage.py import_history` and `manage.py run_worker` take it at start
+# (agents.jobs.batch_priority), so that a big import leaves the CPU to the pages and the API first (bench/README.md,
+# "Logins and page views during a big import"). 0: the same priority as the server.
+MEMORYVIZ_BATCH_NICE = _env_int("MEMORYVIZ_BATCH_NICE", 10)
 
 # Password guessing (agents.auth): a username, or a client address, that fails this many times within the window
 # waits until enough of those failures are older than the window. Behind proxies, MEMORYVIZ_NUM_PROXIES says how

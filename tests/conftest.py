@@ -93,6 +93,14 @@ def _private_upload_dir(settings, tmp_path_factory):
 
 
 @pytest.fixture(autouse=True)
+def _test_process_priority(settings):
+    """An import command run in the test process (call_command) leaves its niceness alone: batch_priority would
+    lower the whole test process's priority for the rest of the run. tests/test_batch_priority.py runs the commands
+    in processes of their own."""
+    settings.MEMORYVIZ_BATCH_NICE = 0
+
+
+@pytest.fixture(autouse=True)
 def _private_job_dir(settings, tmp_path_factory):
     """Finished background exports go to a folder of each test's own, not into the checkout's job-files/."""
     settings.MEMORYVIZ_JOB_DIR = str(tmp_path_factory.mktemp("jobs"))

@@ -33,6 +33,7 @@ class Command(db_worker.Command):
     help = "Run background jobs (reports, exports, imports), recovering those of workers that died."
 
     def handle(self, *args: Any, **options: Any) -> None:
+        jobs.batch_priority()  # the server's requests first (MEMORYVIZ_BATCH_NICE)
         _housekeeping()
         stop = threading.Event()
 
