@@ -216,7 +216,8 @@ def main() -> None:
 
     vendor = "PostgreSQL" if drop is not None else "SQLite"
     print(f"{vendor}, {args.messages:,} messages imported in {importing['seconds']:.1f} s "
-          f"(exit {importing['rc']}), {args.clients} clients thinking {args.think:g} s, "
+          f"(exit {importing['rc']}, niceness {os.environ.get('MEMORYVIZ_BATCH_NICE', '10 (default)')}), "
+          f"{args.clients} clients thinking {args.think:g} s, "
           f"load average idle {load(idle)}, busy {load(busy)}")
     if importing["rc"] != 0:
         print(re.sub(r"\s+", " ", importing["tail"]))
