@@ -7,11 +7,15 @@
 A fresh database (a SQLite file in a temporary folder, or a new database on the PostgreSQL server that
 ``DATABASE_URL`` names) is migrated and given the demo data; gunicorn serves it as in production
 (``DEBUG=false``, 2 workers of 4 threads). After 5 s of warm-up, clients, each with a session of its own, repeat:
-open the login page, log in, open the session list, open one session. First for ``--idle`` seconds on the idle
-server (the baseline), then while ``manage.py import_history`` imports one ``--messages``-message conversation
-(bench_import.generate) into the same database. Printed per phase and request: count, errors (any answer but the
-expected one, or no answer within 30 s), median and p95 milliseconds; and the ratios busy/idle of the median
-and p95.
+open the login page, log in, open the session list, open the demo's longest session, trim it through the API
+(``GET /api/sessions/<id>/trim/?strategy=langchain_last``), export it through the API (``POST
+/api/sessions/<id>/export/``, native JSON, the whole file read). Each client waits ``--think`` seconds (default 1)
+after each answer, as a person reads a page, so that the load is a team's rather than a flood (``--think 0``: no
+pause). First for ``--idle`` seconds on the idle server (the baseline), then while ``manage.py import_history``
+imports one ``--messages``-message conversation (bench_import.generate) into the same database, at the niceness
+``MEMORYVIZ_BATCH_NICE`` as in production. Printed: the import's time, the 1-minute load average through each
+phase (median and max, sampled every 5 s), and per phase and request: count, errors (any answer but the expected
+one, or no answer within 30 s), median and p95 milliseconds; and the ratios busy/idle of the median and p95.
 """
 from __future__ import annotations
 
