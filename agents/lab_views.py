@@ -45,9 +45,15 @@ def session_lab(request: HtmxHttpRequest, session_id: int) -> HttpResponse:
 
 def _render_lab(request: HtmxHttpRequest, session_id: int, query: QueryDict, *, save_error: str = "",
                 preset_name: str = "") -> HttpResponse:
+    # ?part=replay: the replay of a long session, asked for by its lab page once the preview is shown.
+    replay_part = query.get("part") == "replay"
     context = pages.lab_page(user=request.user, session_id=session_id, query=query,
                              step=int_or_none(query.get("step")), site=request.build_absolute_uri("/").rstrip("/"),
-                             save_error=save_error, preset_name=preset_name)
+                             save_error=save_error, preset_name=preset_name, replay_part=replay_part)
+    if replay_part:
+        if context["replay"] is None:  # no valid spec: the page says why; nothing to add
+            return HttpResponse("")
+        return render(request, "agents/_lab_replay.html", context)
     # Only the result is swapped on a parameter change: the field errors travel out of band.
     context["oob_errors"] = bool(request.htmx) and request.htmx.target != "lab-main"
     template_name = "agents/lab.html"

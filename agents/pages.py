@@ -617,13 +617,18 @@ DEFAULT_STRATEGY = "buffered"
 
 def lab_page(
     *, user: services.User, session_id: int, query: QueryDict, step: int | None, site: str, save_error: str = "",
-    preset_name: str = "",
+    preset_name: str = "", replay_part: bool = False,
 ) -> dict[str, Any]:
     """The lab page's context for the session (404 when not in the user's projects) under the strategy, parameters
     and counter of ``query``, or of the preset it names (``?preset=NAME``), at call ``step`` of the replay.
     ``site``: the scheme and host that the trim API's URL to copy starts with; ``save_error``, ``preset_name``: a
-    refused "save as preset" and the name typed."""
+    refused "save as preset" and the name typed.
+
+    A session of more than ``MEMORYVIZ_LAB_REPLAY_INLINE_MESSAGES`` messages, with no step asked, is previewed
+    without its replay (``replay_deferred``): the page asks for it in a second request, ``replay_part_query``
+    (``replay_part=True``: the replay only, no preview), or ``inline_replay_query`` without JavaScript."""
     session = services.session_for_user(user, session_id)
+    asked_query = query
     query, preset, preset_error = _lab_query(query, session)
     name = query.get("strategy") or DEFAULT_STRATEGY
     strategy_error = "" if name in STRATEGIES else f"unknown strategy '{name}'"
@@ -639,14 +644,18 @@ def lab_page(
     form = strategy_params_form(strategy, None if params_for and params_for != strategy.name else query)
     asked, step = step, None
     preview = run = chart = None
+    deferred = (asked is None and not replay_part and asked_query.get("replay") != "inline"
+                and session.message_count > settings.MEMORYVIZ_LAB_REPLAY_INLINE_MESSAGES)
     # An unknown strategy (or counter) shows the default one's preview, as its message says.
     if form.spec is not None:
         replayed = services.session_replay(session=session, spec=form.spec, counter=counter,
-                                           step=asked)
+                                           step=asked, replayed=not deferred)
         run, step = replayed.replay, replayed.step
-        # At a call of the run, its input is the messages before it.
-        preview = lab.trim_preview(replayed.sent, replayed.counts[:replayed.sent_from], replayed.result)
-        chart = lab_charts.replay_chart(run.steps, chosen=step)
+        if not replay_part:
+            # At a call of the run, its input is the messages before it.
+            preview = lab.trim_preview(replayed.sent, replayed.counts[:replayed.sent_from], replayed.result)
+        if run is not None:
+            chart = lab_charts.replay_chart(run.steps, chosen=step)
     spec = form.spec or strategy_spec(strategy)
     # Opened on a preset, the lab counts with the preset's counter: compare, the diff and the Export menu take the
     # preset itself, so that they count with it too (its strategy and parameters alone count with the session's).
@@ -668,6 +677,9 @@ def lab_page(
         "counter_error": counter_error,
         "counters": sorted(COUNTERS),
         "replay": run,
+        "replay_deferred": deferred and form.spec is not None,
+        "replay_part_query": _lab_part_query(asked_query, part="replay"),
+        "inline_replay_query": _lab_part_query(asked_query, replay="inline"),
         "chart": chart,
         "step": step,
         "step_call": run.steps[step] if run is not None and step is not None else None,
@@ -691,6 +703,13 @@ def lab_page(
         "preset_save_error": save_error,
         "preset_name": preset_name,
     }
+
+
+def _lab_part_query(query: QueryDict, **extra: str) -> str:
+    """The lab's query with ``extra`` in place of any ``part``, ``replay`` or ``step`` it has."""
+    pairs = [(key, value) for key, values in query.lists() if key not in ("part", "replay", "step")
+             for value in values]
+    return urlencode([*pairs, *extra.items()])
 
 
 def _lab_query(query: QueryDict, session: models.Session) -> tuple[QueryDict, models.Preset | None, str]:

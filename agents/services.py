@@ -1109,7 +1109,7 @@ class SessionReplay:
     session: models.Session
     messages: StoredMessages
     counts: list[int]
-    replay: Replay
+    replay: Replay | None  # None: not replayed (``session_replay(replayed=False)``)
     step: int | None
     result: TrimResult
     recounted: bool
@@ -1117,7 +1117,9 @@ class SessionReplay:
     @property
     def sent_from(self) -> int:
         """How many input messages the shown result is about: the messages before the chosen call."""
-        return self.replay.steps[self.step].call if self.step is not None else len(self.messages)
+        if self.step is None or self.replay is None:
+            return len(self.messages)
+        return self.replay.steps[self.step].call
 
     @property
     def sent(self) -> StoredMessages:
@@ -1139,15 +1141,22 @@ def session_replay(
     spec: StrategySpec,
     counter: str | None = None,
     step: int | None = None,
+    replayed: bool = True,
 ) -> SessionReplay:
     """Read the session once, replay the spec on every call of the run (``memory.replay``) and trim what the
-    chosen ``step`` sent (out of range or None: the whole list, as ``session_trim``). The session's own counter
+    chosen ``step`` sent (out of range or None: the whole list, as ``session_trim``). ``replayed=False`` with no
+    ``step``: the whole list trimmed only (``session_trim``, its cache included), no replay (``replay`` None): the
+    lab's first answer for a long session, whose replay follows in a second request. The session's own counter
     uses the stored counts; another counts every message once, for the replay and the trim alike.
 
     Read as ``session_trim`` reads: outlines in keyset batches, and for a strategy that reads no text under the
     stored counts, the replay runs on the outlines and the shown trim reads the contents of the rows a page
     renders only; a strategy that reads text, or another counter, reads every message. The replay is kept in the
     trim cache per session version, counter, strategy and parameters."""
+    if not replayed and step is None:
+        trimmed = session_trim(session=session, specs=[spec], counter=counter)
+        return SessionReplay(session, trimmed.messages, trimmed.counts, None, None, trimmed.results[0],
+                             trimmed.recounted)
     counter = counter or session.token_counter
     recounted = counter != session.token_counter
     cache = caches[TRIM_CACHE]

@@ -62,6 +62,47 @@ def test_it_shows_where_the_replayed_run_first_breaks_the_protocol(alice_client,
     assert "the whole list, trimmed once" in html
 
 
+def test_a_long_sessions_preview_comes_first_and_its_replay_follows(alice_client, make_session, settings):
+    # Past MEMORYVIZ_LAB_REPLAY_INLINE_MESSAGES the lab answers with the preview and a placeholder that asks for
+    # the replay (?part=replay); the part is the replay alone, the same as the inline one of a short session.
+    session = make_session(chat(6), title="Weather")
+    query = {"strategy": "openmanus_window", "max_messages": "3"}
+    inline = alice_client.get(lab_url(session), query).content.decode()
+    assert 'id="lab-step"' in inline and 'id="replay-pending"' not in inline
+
+    settings.MEMORYVIZ_LAB_REPLAY_INLINE_MESSAGES = session.message_count - 1
+    html = alice_client.get(lab_url(session), query).content.decode()
+    assert 'id="lab-step"' not in html and "first-violation" not in html and 'class="chart-sent"' not in html
+    assert kept_in_page(html) == kept_in_page(inline)  # the same preview
+    part = re.search(r'<section class="lab-replay lab-replay-pending" id="lab-replay"[^>]*'
+                     r'hx-get="([^"]+)" hx-trigger="load" hx-swap="outerHTML"', html).group(1)
+    assert part == (f"{lab_url(session)}?strategy=openmanus_window&amp;max_messages=3&amp;part=replay")
+    assert re.search(r'<noscript><a href="\?strategy=openmanus_window&amp;max_messages=3&amp;replay=inline">', html)
+
+    answer = alice_client.get(part.replace("&amp;", "&"), HTTP_HX_REQUEST="true")
+    fragment = answer.content.decode()
+    assert answer.status_code == 200 and fragment.lstrip().startswith('<section class="lab-replay" id="lab-replay"')
+    assert "lab-stats" not in fragment and "<html" not in fragment  # the replay only, not the page again
+    replay_of = re.search(r'<section class="lab-replay" id="lab-replay".*?</section>', inline, re.S).group(0)
+    assert re.search(r'<section class="lab-replay" id="lab-replay".*?</section>', fragment, re.S).group(0) == replay_of
+
+    # Without JavaScript, ?replay=inline waits for it; a step asked for replays at once.
+    assert 'id="lab-step"' in alice_client.get(lab_url(session), {**query, "replay": "inline"}).content.decode()
+    stepped = alice_client.get(lab_url(session), {**query, "step": "2"}).content.decode()
+    assert "call 3 of " in stepped and 'id="replay-pending"' not in stepped
+    # Parameters that are not valid: no replay to add, the page says why.
+    assert alice_client.get(lab_url(session), {**query, "max_messages": "x", "part": "replay"}).content == b""
+
+
+def test_a_long_sessions_replay_part_is_scoped_to_the_users_projects(client, bob, other_project, make_session,
+                                                                     settings):
+    session = make_session(chat(3))
+    settings.MEMORYVIZ_LAB_REPLAY_INLINE_MESSAGES = 1
+    client.force_login(bob)
+    response = client.get(lab_url(session), {"strategy": "buffered", "part": "replay"})
+    assert response.status_code == 404
+
+
 def test_it_shows_what_one_call_of_the_run_sent_at_a_step(alice_client, make_session):
     session = make_session(chat(6), title="Weather")
     messages, counts = services.session_messages_with_counts(session)

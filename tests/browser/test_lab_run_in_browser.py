@@ -114,3 +114,32 @@ def test_it_steps_through_the_replayed_run_and_keeps_the_setting(logged_in_page,
     page.wait_for_selector("#step-now")
     assert page.locator("#step-now").inner_text().startswith("call 3 of 13")
     assert refused == []
+
+
+def test_a_long_sessions_replay_follows_the_preview_over_htmx(logged_in_page, live_server, make_session, settings):
+    # Past MEMORYVIZ_LAB_REPLAY_INLINE_MESSAGES the preview comes first; the page asks for the replay by itself and
+    # swaps it in, slider and all, with no page load; the slider then works as for a short session.
+    settings.MEMORYVIZ_LAB_REPLAY_INLINE_MESSAGES = 10
+    page = logged_in_page
+    refused = _watch_policy(page)
+    session = make_session(chat(6), title="Weather in six cities")
+    messages, counts = services.session_messages_with_counts(session)
+    spec = strategy_spec("openmanus_window", {"max_messages": 3})
+    run = replay(messages, spec, counter=session.token_counter, token_counts=counts)
+    whole = trim(messages, spec, counter=session.token_counter, token_counts=counts)
+
+    page.goto(f"{live_server.url}/sessions/{session.pk}/lab/?strategy=openmanus_window&max_messages=3")
+    page.evaluate("window.__same_document = true")
+    assert page.locator("#kept-count").inner_text() == str(len(whole.kept))
+    page.wait_for_selector("#lab-replay .replay-chart")
+    assert page.locator("#replay-pending").count() == 0
+    assert page.locator("#lab-step").get_attribute("max") == str(len(run.steps) - 1)
+    assert page.evaluate("window.__same_document") is True
+    assert page.url.endswith("max_messages=3")  # the part's address is not pushed
+
+    page.click("#first-violation")
+    page.wait_for_url(re.compile(r"step=2"))
+    page.wait_for_selector("#lab-replay .chart-cursor", state="attached")
+    assert page.locator("#step-now").inner_text().startswith("call 3 of 13: before message #6")
+    assert page.evaluate("window.__same_document") is True
+    assert refused == []
