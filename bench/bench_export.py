@@ -34,6 +34,35 @@ def setup_django(db: Path) -> None:
     django.setup()
 
 
+def message_rows(columns: list[str], session_id: int, n: int, *, pad: int = 0) -> Any:
+    """The rows of one session of n messages (a tool loop: user, assistant with a call, its result, an answer; 12
+    stored tokens a message), as tuples of ``columns`` (agents_message's, without its id): what ``fill`` inserts."""
+    filler = " " + "x" * (pad - 1) if pad else ""
+    turn = 0
+    for seq in range(n):
+        kind = seq % 4
+        turn += kind == 0
+        calls: list[dict[str, Any]] = []
+        values: dict[str, Any] = {
+            "session_id": session_id, "seq": seq, "role": "user", "content": f"Plan day {turn}." + filler,
+            "content_parts": None, "name": "", "tool_call_id": "", "tool_calls": "[]", "is_error": None,
+            "reasoning": "", "external_id": "", "created_at": None, "token_count": 12,
+            "token_running": 12 * (seq + 1), "usage": None,
+            "marks": "[]", "extra": "{}", "content_key": "", "has_content": True,
+        }
+        if kind == 1:
+            calls = [{"id": f"call_{seq}", "type": "function",
+                      "function": {"name": "get_weather", "arguments": json.dumps({"city": f"c{turn}"})}}]
+            values.update(role="assistant", content=None, tool_calls=json.dumps(calls), has_content=False)
+        elif kind == 2:
+            values.update(role="tool", tool_call_id=f"call_{seq - 1}",
+                          content=json.dumps({"ok": True, "items": [f"r{turn}.{k}" for k in range(3)],
+                                              "note": filler}))
+        elif kind == 3:
+            values.update(role="assistant", content=f"Day {turn}: sunny." + filler)
+        yield tuple(values[c] for c in columns)
+
+
 def fill(db: Path, n: int, *, pad: int = 0, sessions: int = 1) -> int:
     """A migrated database with one session of n messages (a tool loop), inserted with plain sqlite3; ``pad``
     characters more in each text (a user's question, a tool's result, an answer); ``sessions``: that many such
@@ -53,33 +82,10 @@ def fill(db: Path, n: int, *, pad: int = 0, sessions: int = 1) -> int:
     ]
     conn = sqlite3.connect(db)
     fields = [f for f in models.Message._meta.concrete_fields if not f.primary_key]
-    filler = " " + "x" * (pad - 1) if pad else ""
     cols = ", ".join(f.column for f in fields)
 
     def rows(session: Any) -> Any:
-        turn = 0
-        for seq in range(n):
-            kind = seq % 4
-            turn += kind == 0
-            calls: list[dict[str, Any]] = []
-            values: dict[str, Any] = {
-                "session_id": session.pk, "seq": seq, "role": "user", "content": f"Plan day {turn}." + filler,
-                "content_parts": None, "name": "", "tool_call_id": "", "tool_calls": "[]", "is_error": None,
-                "reasoning": "", "external_id": "", "created_at": None, "token_count": 12,
-                "token_running": 12 * (seq + 1), "usage": None,
-                "marks": "[]", "extra": "{}", "content_key": "", "has_content": True,
-            }
-            if kind == 1:
-                calls = [{"id": f"call_{seq}", "type": "function",
-                          "function": {"name": "get_weather", "arguments": json.dumps({"city": f"c{turn}"})}}]
-                values.update(role="assistant", content=None, tool_calls=json.dumps(calls), has_content=False)
-            elif kind == 2:
-                values.update(role="tool", tool_call_id=f"call_{seq - 1}",
-                              content=json.dumps({"ok": True, "items": [f"r{turn}.{k}" for k in range(3)],
-                                                  "note": filler}))
-            elif kind == 3:
-                values.update(role="assistant", content=f"Day {turn}: sunny." + filler)
-            yield tuple(values[f.column] for f in fields)
+        return message_rows([f.column for f in fields], session.pk, n, pad=pad)
 
     conn.execute("BEGIN")
     for session in created:

@@ -2,9 +2,13 @@
 
     python bench/bench_search.py                          # 200 sessions of 1,000 messages (200,000)
     python bench/bench_search.py --sessions 1000 --messages 1000   # 1,000,000
+    DATABASE_URL=postgres://postgres@127.0.0.1:55481/postgres python bench/bench_search.py ...   # PostgreSQL
 
 A child process fills a fresh SQLite database (bench_export.fill: tool loops, the search index kept by its
-triggers; not measured), then, as a logged-in admin of the project, times through Django's test client:
+triggers; not measured) or, with a PostgreSQL ``DATABASE_URL``, a fresh database created on that server for the
+run and dropped after (the same rows written with COPY, the pg_trgm GIN index kept as they go in, then VACUUM
+ANALYZE, as autovacuum would leave it), then, as a logged-in admin of the project, times through Django's test
+client:
 - the list searched for a word in one turn of each session (``?q=day 125.`` for 1,000 messages a session: one
   message of each session matches),
   and for a word in no message (the worst case of a scan: it reads everything);
@@ -30,12 +34,53 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 
+def is_postgres(url: str) -> bool:
+    return url.startswith(("postgres://", "postgresql://"))
+
+
+def fill_postgres(n: int, sessions: int) -> None:
+    """bench_export.fill's sessions and rows in the (fresh) PostgreSQL database of DATABASE_URL, with COPY."""
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memoryviz.settings")
+    sys.path.insert(0, str(ROOT))
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+    from django.db import connection
+
+    from bench_export import message_rows
+
+    call_command("migrate", verbosity=0)
+    from agents import models
+
+    project = models.Project.objects.create(name="Bench", slug="bench")
+    agent = models.Agent.objects.create(project=project, name="Bench", slug="bench")
+    created = [
+        models.Session.objects.create(agent=agent, external_id=f"bench-{k}", title=f"bench {k}", message_count=n,
+                                      token_total=12 * n)
+        for k in range(sessions)
+    ]
+    columns = [f.column for f in models.Message._meta.concrete_fields if not f.primary_key]
+    connection.ensure_connection()  # in autocommit: the COPY is its own transaction
+    with connection.connection.cursor() as raw, raw.copy(
+            f"COPY agents_message ({', '.join(columns)}) FROM STDIN") as copy:
+        for session in created:
+            for row in message_rows(columns, session.pk, n):
+                copy.write_row(row)
+    with connection.cursor() as cursor:
+        cursor.execute("VACUUM ANALYZE agents_message")
+        cursor.execute("VACUUM ANALYZE agents_session")
+
+
 def child(db: str, sessions: int, messages: int, repeat: int) -> dict[str, Any]:
     os.environ["MEMORYVIZ_EXPENSIVE_RATE"] = ""
-    from bench_export import fill
-
     started = time.perf_counter()
-    fill(Path(db), messages, sessions=sessions)
+    if is_postgres(os.environ.get("DATABASE_URL", "")):
+        fill_postgres(messages, sessions)
+    else:
+        from bench_export import fill
+
+        fill(Path(db), messages, sessions=sessions)
     filled = time.perf_counter() - started
     from django.conf import settings
     from django.contrib.auth.models import User
@@ -83,7 +128,47 @@ def child(db: str, sessions: int, messages: int, repeat: int) -> dict[str, Any]:
         f"list search {miss!r} (none)": timed(page(miss)),
         f"plain scan {miss!r}": timed(scan(miss)),
     }
-    return {"sessions": sessions, "messages": sessions * messages, "fill_s": round(filled, 1), "rows": rows}
+    return {"sessions": sessions, "messages": sessions * messages, "fill_s": round(filled, 1), "rows": rows,
+            "vendor": connection.vendor, "plans": plans(connection, hit) if connection.vendor == "postgresql" else {}}
+
+
+def plans(connection: Any, word: str) -> dict[str, str]:
+    """PostgreSQL's plans of the search's index lookup and of the plain scan (EXPLAIN ANALYZE), for the record."""
+    out = {}
+    queries = {
+        "index lookup": ("SELECT DISTINCT session_id FROM agents_message WHERE UPPER(content) LIKE UPPER(%s)",
+                         [f"%{word}%"]),
+        "plain scan": ("SELECT COUNT(DISTINCT session_id) FROM agents_message WHERE content LIKE %s", [f"%{word}%"]),
+    }
+    with connection.cursor() as cursor:
+        for label, (sql, params) in queries.items():
+            cursor.execute("EXPLAIN ANALYZE " + sql, params)
+            out[label] = "\n".join(row[0] for row in cursor.fetchall())
+    return out
+
+
+BENCH_DB = "memoryviz_bench_search"
+
+
+def _admin(url: str) -> Any:
+    import psycopg
+
+    return psycopg.connect(url, autocommit=True)
+
+
+def fresh_postgres(url: str) -> str:
+    """A new, empty database on the server of ``url`` (dropped first if a run left it); its URL."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    with _admin(url) as conn:
+        conn.execute(f"DROP DATABASE IF EXISTS {BENCH_DB}")
+        conn.execute(f"CREATE DATABASE {BENCH_DB}")
+    return urlunsplit(urlsplit(url)._replace(path="/" + BENCH_DB))
+
+
+def drop_postgres(url: str) -> None:
+    with _admin(url) as conn:
+        conn.execute(f"DROP DATABASE IF EXISTS {BENCH_DB}")
 
 
 def main() -> None:
@@ -97,16 +182,27 @@ def main() -> None:
         db, sessions, messages, repeat = args.child
         print(json.dumps(child(db, int(sessions), int(messages), int(repeat))))
         return
+    url = os.environ.get("DATABASE_URL", "")
     with tempfile.TemporaryDirectory(prefix="memoryviz-search-") as tmp:
         db = str(Path(tmp) / "search.sqlite3")
-        out = subprocess.run([sys.executable, __file__, "--child", db, str(args.sessions), str(args.messages),
-                              str(args.repeat)], cwd=ROOT, capture_output=True, text=True)
+        env = dict(os.environ)
+        if is_postgres(url):
+            env["DATABASE_URL"] = fresh_postgres(url)
+        try:
+            out = subprocess.run([sys.executable, __file__, "--child", db, str(args.sessions), str(args.messages),
+                                  str(args.repeat)], cwd=ROOT, capture_output=True, text=True, env=env)
+        finally:
+            if is_postgres(url):
+                drop_postgres(url)
         if out.returncode != 0:
             raise SystemExit(out.stderr[-3000:])
     result = json.loads(out.stdout.strip().splitlines()[-1])
     rows = result["rows"]
-    print(f"SQLite, {result['sessions']:,} sessions, {result['messages']:,} messages (filled in {result['fill_s']} s), "
-          f"median of {args.repeat}, load average {os.getloadavg()[0]:.1f}")
+    vendor = "PostgreSQL" if result["vendor"] == "postgresql" else "SQLite"
+    print(f"{vendor}, {result['sessions']:,} sessions, {result['messages']:,} messages "
+          f"(filled in {result['fill_s']} s), median of {args.repeat}, load average {os.getloadavg()[0]:.1f}")
+    for label, plan in result["plans"].items():
+        print(f"-- {label}:\n{plan}")
     print("| request | ms | × plain scan of the same word |")
     print("|---|---:|---:|")
     labels = list(rows)
