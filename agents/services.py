@@ -1531,7 +1531,14 @@ def _content_match(text: str, *, scope: QuerySet[models.Session]) -> Q:
     messages, as before: the same sessions either way (``tests/test_search_index.py``)."""
     if len(text) < TRIGRAM or not search_indexed():
         return Q(Exists(models.Message.objects.filter(session=OuterRef("pk"), content__icontains=text)))
-    return Q(pk__in=sessions_matching_text(text, scope=scope))
+    matched = sessions_matching_text(text, scope=scope)
+    if isinstance(matched, list) and connections[DEFAULT_DB_ALIAS].vendor == "postgresql":
+        # The ids as one parameter, an array's text, not one placeholder each: psycopg parses again, at every
+        # execution, a query too long for its cache (4 KB), Django prepares each id of an IN list for each of the
+        # list's queries, and psycopg adapts a list of ints item by item (1,000 found sessions: 30 ms of a 130 ms
+        # request).
+        return Q(pk__in=RawSQL("SELECT unnest(%s::bigint[])", ("{" + ",".join(map(str, matched)) + "}",)))
+    return Q(pk__in=matched)
 
 
 def sessions_matching_text(text: str, *, scope: QuerySet[models.Session]) -> list[int] | QuerySet[Any]:

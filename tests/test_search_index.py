@@ -13,6 +13,7 @@ from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
 
 from agents import models, services
+from agents.views import SESSIONS_PER_PAGE
 
 TEXTS = [
     "Weather in Paris?", "PARIS is sunny", "an éclair in Paris", "ÉCLAIR", "100% sure_thing", 'He said "hi"',
@@ -108,6 +109,42 @@ def test_it_reads_messages_once_per_list_request(stored, alice_client) -> None:
     assert len(reads) == 1, reads
     if connection.vendor == "sqlite":
         assert "agents_message_fts" in reads[0]
+
+
+def _list_search_parameters(client, q: str) -> int:
+    """The most parameters any one query of a list request for ``q`` carried."""
+    widest = [0]
+
+    def spy(execute, sql, params, many, context):
+        widest[0] = max(widest[0], len(params or ()))
+        return execute(sql, params, many, context)
+
+    with connection.execute_wrapper(spy):
+        response = client.get("/", {"q": q})
+    assert response.status_code == 200
+    return widest[0]
+
+
+def test_the_sessions_found_go_into_the_list_s_queries_as_one_parameter(make_session, alice, alice_client) -> None:
+    """However many sessions the index finds, the list's count and page carry them in one parameter on
+    PostgreSQL: a placeholder per id made each query one that psycopg parses again at every execution (too long
+    for its cache) and Django prepares id by id. Either way the list counts and shows the sessions found."""
+    def sightings(animal: str, count: int) -> list[models.Session]:
+        return [make_session([{"role": "user", "content": f"a {animal}, sighting {k}"}]) for k in range(count)]
+
+    few, many = sightings("quokka", SESSIONS_PER_PAGE + 2), sightings("wombat", 2 * SESSIONS_PER_PAGE)
+    make_session([{"role": "user", "content": "nothing to see"}])
+    assert sorted(found(alice, "quokka")) == sorted(s.pk for s in few)
+    assert sorted(found(alice, "wombat")) == sorted(s.pk for s in many)
+    page = alice_client.get("/", {"q": "wombat"}).content.decode()
+    assert sum(f'href="/sessions/{s.pk}/?q=wombat"' in page for s in many) == SESSIONS_PER_PAGE
+    assert f"{len(many)} sessions" in page
+    # Both pages show a full page of sessions (the widest query: the page's rows' labels); only how many were
+    # found differs.
+    with_few = _list_search_parameters(alice_client, "quokka")
+    with_many = _list_search_parameters(alice_client, "wombat")
+    if connection.vendor == "postgresql":
+        assert with_many == with_few <= SESSIONS_PER_PAGE, (with_few, with_many)
 
 
 def test_a_text_shorter_than_a_trigram_is_found_by_a_plain_scan(stored, alice, alice_client) -> None:
