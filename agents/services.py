@@ -844,12 +844,25 @@ def _outlines(rows: Iterable[tuple[Any, ...]]) -> tuple[list[schema.Message], li
     """The outlines of rows read by ``_session_outline_rows`` and their stored counts."""
     outlines: list[schema.Message] = []
     counts: list[int] = []
+    # A message with no call and no call id has nothing of its own in its outline: those of the same role, name,
+    # error flag and text-or-not are one shared outline (outlines are never changed; a strategy's edit is a copy),
+    # which saves building and holding most of a long session's.
+    shared: dict[tuple[Any, ...], schema.Message] = {}
+    append, count = outlines.append, counts.append
     # Many small objects, none garbage: without the pause, CPython's full collections rescan the growing heap and
     # building a 50,000-message session's outlines took twice as long (bench/README.md).
     with _gc_paused():
         for row in rows:
-            outlines.append(_outline(row))
-            counts.append(row[7])
+            _, role, name, tool_call_id, tool_calls, is_error, has_text, tokens = row[:8]
+            if tool_call_id or (tool_calls and tool_calls != "[]"):
+                append(_outline(row))
+            else:
+                key = (role, name, is_error, has_text)
+                made = shared.get(key)
+                if made is None:
+                    made = shared[key] = _outline(row)
+                append(made)
+            count(tokens)
     return outlines, counts
 
 

@@ -17,9 +17,10 @@
    per size a child fills a fresh SQLite database (bench_export.fill: a tool loop, rows written with plain sqlite3)
    and another child serves, through Django's test client as a logged-in member, the session page (the baseline),
    the lab's preview (langchain_last at a tenth of the tokens; cold: nothing of the session cached; and again,
-   cached), compare of four strategies, and the trim API (the result; with its messages). Each request's time
-   (median of ``--repeat``) as a multiple of the session page's, and its peak memory growth (tracemalloc, one
-   more run of each).
+   cached; past MEMORYVIZ_LAB_REPLAY_INLINE_MESSAGES without its replay, and the replay that the page then asks
+   for, ``?part=replay``), compare of four strategies, and the trim API (the result; with its messages). Each
+   request's time (median of ``--repeat``) as a multiple of the session page's, and its peak memory growth
+   (tracemalloc, one more run of each).
 """
 from __future__ import annotations
 
@@ -101,6 +102,10 @@ def pages_child(db: str, session_id: int, n: int, repeat: int) -> dict[str, Any]
         "lab preview, langchain_last (cold)": (f"{base}lab/?strategy=langchain_last&max_tokens={budget}", True),
         "lab preview, langchain_last (cached)": (f"{base}lab/?strategy=langchain_last&max_tokens={budget}", False),
         "lab preview, buffered (cold)": (f"{base}lab/?strategy=buffered&buffer_size=40", True),
+        # Past MEMORYVIZ_LAB_REPLAY_INLINE_MESSAGES the preview comes without its replay, which the page then asks
+        # for by itself: this request (at or under it, the preview includes the replay already).
+        "lab replay part, langchain_last (cold)": (
+            f"{base}lab/?strategy=langchain_last&max_tokens={budget}&part=replay", True),
         "compare, 4 strategies (cold)": (
             f"{base}lab/compare/?s=buffered:buffer_size=40&s=langchain_last:max_tokens={budget}"
             f"&s=safe_token_budget:max_tokens={budget}&s=token_limited:token_limit={budget}", True),

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from itertools import groupby
 from typing import Any
 
 from agents.memory.schema import Message
@@ -134,9 +135,11 @@ def _column_marks(messages: Sequence[Message], result: TrimResult) -> tuple[list
     n = len(messages)
     kinds = [DROPPED] * n
     reasons = ["dropped"] * n
-    for d in result.dropped:
-        if 0 <= d.index < n:
-            reasons[d.index] = d.reason
+    # The drops as runs (a long session's are a few): a slice each, not a ``Dropped`` per message.
+    for run in result.dropped_runs():
+        start, stop = max(0, run["from"]), min(n, run["to"] + 1)
+        if start < stop:
+            reasons[start:stop] = [run["reason"]] * (stop - start)
     for i in result.kept:
         if 0 <= i < n:
             kinds[i] = KEPT
@@ -178,9 +181,9 @@ def column_summary(
         tokens_before=result.tokens_before,
         errors=sum(1 for v in result.violations if v.severity == "error"),
         question_kept=None if newest_user is None else newest_user in sent,
-        kept=sum(1 for k in kinds if k == KEPT),
-        dropped=sum(1 for k in kinds if k == DROPPED),
-        edited=sum(1 for k in kinds if k == EDITED),
+        kept=kinds.count(KEPT),
+        dropped=kinds.count(DROPPED),
+        edited=kinds.count(EDITED),
         inserted=len(result.inserted),
         budget_exceeded=result.budget_exceeded,
     )
@@ -235,13 +238,17 @@ def compare_aligned(
         else:
             items.extend(Row(i, marks, disagree) for i in range(a, b + 1))
 
+    # A run ends before an anchor of inserted rows, at the end, or where any column's mark changes: only those
+    # places are visited, found per column by groupby (C-level), not by comparing every message in Python.
+    cuts = {n, *anchors}
+    for kinds, reasons in columns:
+        at = 0
+        for _, same in groupby(zip(kinds, reasons, strict=True)):
+            at += len(list(same))
+            cuts.add(at)
     run_start = 0
-    for i in range(n + 1):
-        # A run ends before an anchor of inserted rows, at the end, or where any column's mark changes.
-        boundary = i == n or (next_anchor < len(anchors) and anchors[next_anchor] == i)
-        if not boundary and i > run_start:
-            boundary = any(kinds[i] != kinds[i - 1] or reasons[i] != reasons[i - 1] for kinds, reasons in columns)
-        if boundary and i > run_start:
+    for i in sorted(cuts):
+        if i > run_start:
             emit_run(run_start, i - 1)
             row_count += i - run_start
             run_start = i

@@ -264,9 +264,10 @@ def _token_limited(view: View, p: TokenLimitedParams) -> Outcome:
     notes: list[str] = []
     reasons: dict[int, str] = {}
     limit = f"{p.token_limit:,} tokens"
+    middle = f"removed from the middle to fit {limit} (AutoGen pops the middle message until the list fits)"
     for u in units[left:right]:
         for i in u:
-            reasons[i] = f"removed from the middle to fit {limit} (AutoGen pops the middle message until the list fits)"
+            reasons[i] = middle
     window = units[:left] + units[right:]
     if window and _is_ferm(view, window[0]):
         u = window.pop(0)

@@ -250,12 +250,21 @@ def outcome(
     """Keep ``kept`` (view positions, any order) and drop every other position for ``drop_reason``: one text for
     all (held as runs, nothing built per message), or a function of the position."""
     ordered = sorted(set(kept))
+    gaps = gaps_of(spans_of(ordered), len(view))
     if isinstance(drop_reason, str):
-        dropped: dict[int, str] | ReasonRuns = ReasonRuns.over(gaps_of(spans_of(ordered), len(view)), drop_reason)
-    else:
-        kept_set = set(ordered)
-        dropped = {i: drop_reason(i) for i in range(len(view)) if i not in kept_set}
-    return Outcome(kept=ordered, dropped=dropped, kept_reason=kept_reason)
+        return Outcome(kept=ordered, dropped=ReasonRuns.over(gaps, drop_reason), kept_reason=kept_reason)
+    # A reason per position, held as runs of the same reason: a long session's drops are a few runs, not an entry
+    # (and, in the result, a ``Dropped``) per message.
+    runs: list[tuple[int, int, str]] = []
+    for start, stop in gaps:
+        run_start, why = start, drop_reason(start)
+        for i in range(start + 1, stop):
+            reason = drop_reason(i)
+            if reason != why:
+                runs.append((run_start, i, why))
+                run_start, why = i, reason
+        runs.append((run_start, stop, why))
+    return Outcome(kept=ordered, dropped=ReasonRuns(runs), kept_reason=kept_reason)
 
 
 # ---------------------------------------------------------------------------------------------------------------

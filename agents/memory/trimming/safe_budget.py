@@ -62,22 +62,24 @@ def _is_empty_assistant(m: Message) -> bool:
     return not (m.content or "").strip()
 
 
-def _safe_units(msgs: Sequence[Message]) -> list[list[int]]:
+def _safe_units(msgs: Sequence[Message]) -> list[range]:
     """Every message in exactly one candidate unit, in order: a call message with the tool messages right after
-    it, or one message alone (a tool message alone is a result without its call)."""
-    units: list[list[int]] = []
+    it, or one message alone (a tool message alone is a result without its call). Ranges: nothing per message."""
+    units: list[range] = []
     i = 0
     while i < len(msgs):
         j = i + 1
         if is_call(msgs[i]):
             while j < len(msgs) and msgs[j].role == "tool":
                 j += 1
-        units.append(list(range(i, j)))
+        units.append(range(i, j))
         i = j
     return units
 
 
-def _check_unit(msgs: Sequence[Message], unit: list[int], newer_ids: set[str]) -> tuple[list[int], str, list[int]]:
+def _check_unit(
+    msgs: Sequence[Message], unit: Sequence[int], newer_ids: set[str]
+) -> tuple[Sequence[int], str, list[int]]:
     """(the messages the unit sends, why it cannot be sent ("" when it can), tool messages it must leave out)."""
     first = msgs[unit[0]]
     if first.role == "tool":
@@ -128,12 +130,12 @@ def _safe_token_budget(view: View, p: SafeTokenBudgetParams) -> Outcome:
     newest_user = next((i for i in range(len(msgs) - 1, -1, -1) if msgs[i].role == "user"), None)
     user_unit = next(u for u, unit in enumerate(units) if unit[0] == newest_user) if newest_user is not None else None
     reasons: dict[int, str] = {}
-    kept_units: list[list[int]] = []
+    kept_units: list[Sequence[int]] = []
     # Everything sent counts, pinned system messages included; the newest user message is always sent, so it is
     # counted first and the rest competes for what is left.
     total = view.pinned_tokens + view.per_list + (view.counts[newest_user] if newest_user is not None else 0)
     newer_ids: set[str] = set()
-    newest_kept: list[int] | None = None  # the newest unit kept besides the newest user message
+    newest_kept: Sequence[int] | None = None  # the newest unit kept besides the newest user message
     to_fit: list[int] = []  # unit numbers dropped to fit the budget
     full = False
     # From the newest unit back: keep what fits. The first unit that does not fit fills the budget: every older
