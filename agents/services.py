@@ -1566,8 +1566,30 @@ def sessions_matching_text(text: str, *, scope: QuerySet[models.Session]) -> lis
         messages = messages.filter(pk__in=candidates)
     # PostgreSQL answers icontains (UPPER(content) LIKE UPPER(...)) from its GIN index on UPPER(content).
     matching = messages.filter(content__icontains=text).order_by().values("session_id").distinct()
-    ids = list(matching.values_list("session_id", flat=True)[: MATCHED_IDS_INLINE + 1])
+    if connections[DEFAULT_DB_ALIAS].vendor == "postgresql":
+        ids = _postgresql_sessions_matching(text, scope=scope)
+    else:
+        ids = list(matching.values_list("session_id", flat=True)[: MATCHED_IDS_INLINE + 1])
     return ids if len(ids) <= MATCHED_IDS_INLINE else matching
+
+
+def _postgresql_sessions_matching(text: str, *, scope: QuerySet[models.Session]) -> list[int]:
+    """Up to MATCHED_IDS_INLINE + 1 ids of the sessions in ``scope`` with a message containing ``text``: the
+    matching messages found first, by themselves (a materialized CTE, planned alone: from the trigram index, or a
+    scan when most rows match), then kept to the scope. Joined in one query, the planner could take the other
+    order on a low guess of the scope's size and a high one of the text's matches (pg_trgm's guess moves with each
+    ANALYZE): for each session in scope, every one of its messages read by the session's index and tested, 1.6 s
+    instead of 15 ms at 1,000,000 messages."""
+    hits = models.Message.objects.filter(content__icontains=text).order_by().values("session_id")
+    hits_sql, hits_params = hits.query.sql_with_params()
+    scope_sql, scope_params = scope.order_by().values("pk").query.sql_with_params()
+    with connections[DEFAULT_DB_ALIAS].cursor() as cursor:
+        cursor.execute(
+            f"WITH hits AS MATERIALIZED ({hits_sql}) "
+            f"SELECT DISTINCT session_id FROM hits WHERE session_id IN ({scope_sql}) LIMIT %s",
+            [*hits_params, *scope_params, MATCHED_IDS_INLINE + 1],
+        )
+        return [row[0] for row in cursor.fetchall()]
 
 
 _SEARCH_INDEXED: dict[str, bool] = {}
