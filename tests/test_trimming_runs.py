@@ -59,3 +59,100 @@ def test_a_strategy_may_change_runs_like_the_dict_they_stand_for():
     runs[3] = "also gone"
     del runs[9]
     assert runs.runs() == [(0, 2, "gone"), (3, 4, "also gone"), (4, 7, "gone"), (8, 9, "gone")]
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Grouping at C speed (tool_runs), and the result's parts made when first read
+
+
+def _units(roles: list[str]) -> list[list[int]]:
+    """The grouping AutoGen and Strands hold, written plainly: a run of tool results is one unit."""
+    units: list[list[int]] = []
+    for i, role in enumerate(roles):
+        if role == "tool" and units and roles[units[-1][-1]] == "tool":
+            units[-1].append(i)
+        else:
+            units.append([i])
+    return units
+
+
+roles_lists = st.lists(st.sampled_from(["system", "developer", "user", "assistant", "tool", "tool", "tool"]),
+                       max_size=60)
+
+
+@settings(max_examples=300, deadline=None)
+@given(roles_lists, st.integers(0, 70))
+def test_tool_runs_find_what_the_plain_grouping_finds(roles: list[str], count: int):
+    from types import SimpleNamespace
+
+    from agents.memory.trimming import tool_runs
+
+    messages = [SimpleNamespace(role=r) for r in roles]
+    units = _units(roles)
+    c = tool_runs.codes(messages)
+
+    assert tool_runs.unit_count(c) == len(units)
+    assert tool_runs.unit_starts(c) == [u[0] for u in units]
+    assert tool_runs.codes(messages, 2, 9, backwards=True) == c[2:9][::-1]
+    assert tool_runs.units_end(c, count) == (units[count - 1][-1] + 1 if 0 < count <= len(units) else
+                                             0 if count == 0 else None)
+    assert tool_runs.last_units_start(messages, count) == (
+        len(roles) if count == 0 else units[-count][0] if count <= len(units) else 0)
+    assert [tool_runs.run_end(c, u[0]) for u in units] == [u[-1] + 1 for u in units]
+
+
+def test_the_last_units_are_found_past_long_runs_of_tool_results():
+    from types import SimpleNamespace
+
+    from agents.memory.trimming import tool_runs
+
+    roles = (["user", "assistant"] + ["tool"] * 50) * 20 + ["assistant"]
+    messages = [SimpleNamespace(role=r) for r in roles]
+    units = _units(roles)
+    for count in (1, 2, 3, 10, 59, 60, 61):
+        assert tool_runs.last_units_start(messages, count) == (units[-count][0] if count <= len(units) else 0)
+
+
+def test_a_result_makes_its_explanations_when_first_read_and_pickles_them_made():
+    from agents.memory.trimming.runs import Later
+
+    messages = [Message(role="system", content="Use the tools.")]
+    for k in range(200):  # each exchange answered by two tool results: AutoGen holds them as one message
+        messages += [
+            Message(role="user", content=f"Question {k}"),
+            Message.model_validate({"role": "assistant", "tool_calls": [
+                {"id": f"c{k}_{j}", "function": {"name": "f", "arguments": "{}"}} for j in range(2)]}),
+            *(Message(role="tool", tool_call_id=f"c{k}_{j}", content="ok") for j in range(2)),
+            Message(role="assistant", content=f"Answer {k}"),
+        ]
+    counts = count_messages(messages, "approx")
+    result = trim(messages, strategy_spec("buffered", {"buffer_size": 40}), counter="approx", token_counts=counts)
+    waiting = [name for name, value in result.__dict__.items() if isinstance(value, Later)]
+    assert {"kept", "kept_reasons", "sources", "tokens_before", "tokens_after", "notes"} <= set(waiting)
+    assert isinstance(result.messages, list)  # the trimmed list itself is made by trim
+
+    copy = pickle.loads(pickle.dumps(result))
+    assert not any(isinstance(value, Later) for value in copy.__dict__.values())
+    assert copy == result
+    assert result.kept == [0, *range(result.kept[1], len(messages))]  # the system prompt pinned, then the window
+    assert result.sources == result.kept and result.tokens_before == sum(counts) + 3
+    assert result.tokens_after == sum(counts[i] for i in result.kept) + 3
+    assert result.notes == ["AutoGen stores the results of one call message as one message: 1,000 messages here are "
+                            "800 AutoGen messages."]
+    assert not any(isinstance(value, Later) for value in result.__dict__.values())
+
+
+@settings(max_examples=200, deadline=None)
+@given(roles_lists.filter(bool), st.data())
+def test_strands_finds_each_of_its_messages_in_any_order_of_asking(roles: list[str], data: st.DataObject):
+    from types import SimpleNamespace
+
+    from agents.memory.trimming.strands import Units
+
+    view = SimpleNamespace(messages=[SimpleNamespace(role=r) for r in roles])
+    units = _units(roles)
+    found = Units(view)  # type: ignore[arg-type]  # only the roles are read
+    asked = data.draw(st.lists(st.integers(0, len(units) - 1), max_size=80))
+    assert [found.start(u) for u in asked] == [units[u][0] for u in asked]
+    assert [found.stop(u) for u in asked] == [units[u][-1] + 1 for u in asked]
+    assert len(found) == len(units) and found.starts == [u[0] for u in units]

@@ -5,7 +5,10 @@ explains every input message: kept or dropped, and why. A result is a view: the 
 
 Speed: strategies read per-message token counts (the stored ones when the caller passes ``token_counts``) and
 never recount text, except for the few messages a strategy creates or changes (placeholders, stripped thoughts)
-and LlamaIndex's own content-only count. Every strategy is O(n) or O(n log n) (bench/bench_trimming.py).
+and LlamaIndex's own content-only count. Every strategy is O(n) or O(n log n) (bench/bench_trimming.py). A window
+reads the roles of what it keeps, not of the whole list, where it can (tool_runs), and ``trim`` makes the trimmed
+list but leaves every other part of the result (indices, reasons, token figures, notes, violations) to be made
+when first read (runs.later_fields).
 
 One module per framework registers its strategies; ``registry`` holds what they share and ``trim``; ``spec`` reads
 a strategy and its parameters, however an interface writes them, into the ``StrategySpec`` that ``trim`` runs.

@@ -124,14 +124,15 @@ def _regroup(view: View, items: list[Item], gone: dict[int, str], replaced_calls
         runs += [(at, i, cut_reason), (i, i + 1, NO_ITEM)]
         at = i + 1
     runs.append((at, front, cut_reason))
-    out = Outcome(kept=[], dropped={}, kept_reason="kept: all its items are sent")
+    kept: list[int] = []
+    out = Outcome(kept=kept, dropped={}, kept_reason="kept: all its items are sent")
     dropped: dict[int, str] = {}
     for i in range(front, len(view)):
         if not has_items[i]:
             dropped[i] = NO_ITEM
             continue
         if i not in touched:
-            out.kept.append(i)
+            kept.append(i)
             continue
         m = view.messages[i]
         own = by_message[i]
@@ -139,7 +140,7 @@ def _regroup(view: View, items: list[Item], gone: dict[int, str], replaced_calls
         if len(lost) == len(own):
             dropped[i] = gone_at(lost[0][0])
             continue
-        out.kept.append(i)
+        kept.append(i)
         changed = [(k, item) for k, item in own if (item.message, item.call) in replaced_calls and k not in gone]
         if not lost and not changed:
             continue

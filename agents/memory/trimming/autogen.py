@@ -25,7 +25,8 @@ from agents.memory.trimming.registry import (
     register,
     split_exchanges,
 )
-from agents.memory.trimming.runs import ReasonRuns
+from agents.memory.trimming.runs import Positions, ReasonRuns
+from agents.memory.trimming.tool_runs import TOOL, codes, last_units_start, run_end, unit_count, units_end
 
 
 class BufferedParams(StrategyParams):
@@ -71,47 +72,8 @@ def _autogen_units(view: View) -> list[list[int]]:
 
 
 def _unit_count(view: View) -> int:
-    """``len(_autogen_units(view))`` without building them: every message but a tool result right after another."""
-    count = 0
-    after_tool = False
-    for m in view.messages:
-        tool = m.role == "tool"
-        if not (tool and after_tool):
-            count += 1
-        after_tool = tool
-    return count
-
-
-def _head_units(view: View, count: int) -> list[list[int]]:
-    """The first ``count`` of ``_autogen_units(view)``, read from the front only."""
-    messages, n = view.messages, len(view.messages)
-    units: list[list[int]] = []
-    i = 0
-    while i < n and len(units) < count:
-        j = i + 1
-        if messages[i].role == "tool":
-            while j < n and messages[j].role == "tool":
-                j += 1
-        units.append(list(range(i, j)))
-        i = j
-    return units
-
-
-def _tail_units(view: View, count: int) -> list[list[int]]:
-    """The last ``count`` of ``_autogen_units(view)``, read from the end only (a run of tool results is one unit
-    whichever end it is read from)."""
-    messages = view.messages
-    units: list[list[int]] = []
-    i = len(messages)
-    while i > 0 and len(units) < count:
-        j = i - 1
-        if messages[j].role == "tool":
-            while j > 0 and messages[j - 1].role == "tool":
-                j -= 1
-        units.append(list(range(j, i)))
-        i = j
-    units.reverse()
-    return units
+    """``len(_autogen_units(view))`` without building them (every role read, at C speed: tool_runs)."""
+    return unit_count(codes(view.messages))
 
 
 def _is_ferm(view: View, unit: list[int]) -> bool:
@@ -145,24 +107,27 @@ def _unbounded(view: View, p: NoParams) -> Outcome:
     reads_text=False,
 )
 def _buffered(view: View, p: BufferedParams) -> Outcome:
-    size = p.buffer_size
-    window = _tail_units(view, size)  # AutoGen slices its list: only the window is read
-    start = window[0][0] if window else len(view)
+    size, n = p.buffer_size, len(view)
+    # AutoGen slices its list: only the window's roles are read (tool_runs.last_units_start).
+    start = last_units_start(view.messages, size)
     runs = [(0, start, f"outside the last {plural(size, 'message')} of AutoGen's buffer")]
     notes: list[str] = []
-    if window and _is_ferm(view, window[0]):
-        head = window.pop(0)
-        runs.append((head[0], head[-1] + 1, (
+    first = start
+    if start < n and view.messages[start].role == "tool":
+        first = start + 1
+        while first < n and view.messages[first].role == "tool":
+            first += 1
+        runs.append((start, first, (
             "leading tool result removed, as AutoGen removes one"
-            + (" (AutoGen holds these results as one message)" if len(head) > 1 else "")
+            + (" (AutoGen holds these results as one message)" if first - start > 1 else "")
         )))
-        if not window:
+        if first == n:
             notes.append("AutoGen returns an empty context: its buffer held only a tool result, which it removes.")
-    kept = [i for u in window for i in u]
-    notes = _unit_count_note(view, _unit_count(view), kept) + notes
+    kept = range(first, n)
     out = Outcome(kept=kept, dropped=ReasonRuns(runs),
                   kept_reason=f"within the last {plural(size, 'message')} of AutoGen's buffer")
-    out.notes = notes
+    # The note counts AutoGen's messages over the whole list: made when the notes are first read.
+    out.later_notes = lambda: _unit_count_note(view, _unit_count(view), kept) + notes
     return out
 
 
@@ -173,35 +138,41 @@ def _buffered(view: View, p: BufferedParams) -> Outcome:
     reads_text=False,
 )
 def _head_and_tail(view: View, p: HeadAndTailParams) -> Outcome:
-    units = _unit_count(view)
+    # AutoGen's placeholder says how many of its messages it skipped: every role is read to count them (at C speed,
+    # tool_runs), where AutoGen takes the length of its already grouped list.
+    c = codes(view.messages)
+    units = unit_count(c)
     h, t = p.head_size, p.tail_size
     num_skipped = units - h - t
     if num_skipped <= 0:
         # AutoGen returns the whole history, without applying its boundary guards.
         return keep_all(view, f"AutoGen keeps everything: at most {h} + {t} messages")
+    n = len(view)
+    head_end = units_end(c, h)
+    tail_start = n - (units_end(c[::-1], t) or 0)
+    assert head_end is not None and head_end < tail_start  # more than h + t units
     notes: list[str] = []
-    head, tail = _head_units(view, h), _tail_units(view, t)  # AutoGen slices its list: only these are read
-    runs = [(head[-1][-1] + 1, tail[0][0], f"skipped in the middle: AutoGen keeps the first {h} and the last {t} "
+    runs = [(head_end, tail_start, f"skipped in the middle: AutoGen keeps the first {h} and the last {t} "
              "messages")]
     guarded = 0
-    if head and is_call(view.messages[head[-1][0]]):
-        u = head.pop()
+    head_keep, tail_keep = head_end, tail_start
+    # The head's last unit is one message unless it is a run of tool results (then no call).
+    if c[head_end - 1] != TOOL and is_call(view.messages[head_end - 1]):
+        head_keep -= 1
         guarded += 1
-        runs.insert(0, (u[0], u[-1] + 1, (
+        runs.insert(0, (head_keep, head_end, (
             "tool call at the end of the head removed, as AutoGen removes one (its results are not in the head)"
         )))
-    if tail and _is_ferm(view, tail[0]):
-        u = tail.pop(0)
+    if c[tail_start] == TOOL:
+        tail_keep = run_end(c, tail_start)
         guarded += 1
-        runs.append((u[0], u[-1] + 1, "leading tool result of the tail removed, as AutoGen removes one" + (
-            " (AutoGen holds these results as one message)" if len(u) > 1 else ""
+        runs.append((tail_start, tail_keep, "leading tool result of the tail removed, as AutoGen removes one" + (
+            " (AutoGen holds these results as one message)" if tail_keep - tail_start > 1 else ""
         )))
-    kept_head = [i for u in head for i in u]
-    kept_tail = [i for u in tail for i in u]
     text = f"Skipped {num_skipped} messages."
     placeholder = Message(role="user", name="System", content=text)
     omitted_units = num_skipped + guarded
-    omitted_messages = len(view) - len(kept_head) - len(kept_tail)
+    omitted_messages = n - head_keep - (n - tail_keep)
     reason = f"AutoGen's placeholder for the skipped middle: a user message from 'System' saying '{text}'"
     if guarded:
         notes.append(
@@ -211,11 +182,12 @@ def _head_and_tail(view: View, p: HeadAndTailParams) -> Outcome:
         )
     if omitted_messages != omitted_units:
         notes.append(f"In OpenAI messages, {plural(omitted_messages, 'message')} were left out.")
-    notes = _unit_count_note(view, units, kept_head + kept_tail) + notes
-    out = Outcome(kept=kept_head + kept_tail, dropped=ReasonRuns(runs), kept_reason="")
-    out.kept_reasons = {i: f"in the first {plural(h, 'message')}" for i in kept_head}
-    out.kept_reasons.update({i: f"in the last {plural(t, 'message')}" for i in kept_tail})
-    out.inserted = [(len(kept_head), placeholder, reason)]
+    kept = Positions([(0, head_keep), (tail_keep, n)])
+    notes = _unit_count_note(view, units, kept) + notes
+    out = Outcome(kept=kept, dropped=ReasonRuns(runs), kept_reason="")
+    out.kept_reasons = ReasonRuns([(0, head_keep, f"in the first {plural(h, 'message')}"),
+                                   (tail_keep, n, f"in the last {plural(t, 'message')}")])
+    out.inserted = [(head_keep, placeholder, reason)]
     out.notes = notes
     return out
 

@@ -169,7 +169,7 @@ def _langchain_first(view: View, p: LangChainFirstParams) -> Outcome:
         (kept_n, fit, f"dropped so the list ends on a {_lc_types_text(p.end_on or [])} message (end_on)"),
         (fit, len(view), f"beyond the oldest messages that fit {budget}"),
     ]
-    out = Outcome(kept=list(range(kept_n)), dropped=ReasonRuns(runs),
-                  kept_reason=f"among the oldest messages that fit {budget}")
-    out.notes = _lc_orphan_notes(view, out.kept)
+    kept = list(range(kept_n))
+    out = Outcome(kept=kept, dropped=ReasonRuns(runs), kept_reason=f"among the oldest messages that fit {budget}")
+    out.notes = _lc_orphan_notes(view, kept)
     return out

@@ -16,7 +16,19 @@ from agents.memory.chain import Violation, _gc_paused, find_violations
 from agents.memory.schema import SYSTEM_ROLES, Message
 from agents.memory.stored import StoredMessages, TrimmedMessages, outlines_of
 from agents.memory.tokens import DEFAULT_COUNTER, TokenCounter, count_messages, get_counter
-from agents.memory.trimming.runs import DroppedRuns, ReadLater, ReasonRuns, gaps_of, merged, spans_of
+from agents.memory.trimming.runs import (
+    DroppedRuns,
+    ReadLater,
+    ReasonRuns,
+    Span,
+    gaps_of,
+    later,
+    later_fields,
+    merged,
+    once,
+    spans_of,
+    spans_of_kept,
+)
 
 
 class ParamProblem(NamedTuple):
@@ -81,6 +93,14 @@ class Edited(NamedTuple):
     reason: str  # what was changed and why
 
 
+# What ``trim`` leaves to be made when first read (runs.later_fields): everything but the trimmed list itself (what a
+# framework returns), the dropped runs and the notes a strategy wrote out. A window of 10,000 messages costs AutoGen
+# a slice; building the indices, reasons, sources and token lists of every kept message cost ours ten times that.
+LATER_FIELDS = ("kept", "inserted", "tokens_before", "tokens_after", "notes", "kept_reasons", "sources",
+                "message_tokens")
+
+
+@later_fields(*LATER_FIELDS)
 @dataclass
 class TrimResult:
     strategy: str
@@ -222,26 +242,31 @@ class Insert(NamedTuple):
     position: int  # in the strategy's output (its kept messages with the inserts)
     message: Message
     reason: str
-    summarizes: tuple[int, ...] = ()  # view positions a summary stands for
+    summarizes: Sequence[int] = ()  # view positions a summary stands for (a tuple, or a range)
     tokens: int | None = None  # its count when not the counter's: a placeholder summary counts summary_tokens
 
 
 @dataclass
 class Outcome:
-    kept: list[int]  # view positions, ascending
+    # View positions, ascending: a list, a range, or spans (runs.Positions) when a few ranges are kept.
+    kept: Sequence[int]
     # view position -> reason, for every position not kept: a dict, or the same held as runs (runs.ReasonRuns),
     # which a strategy that drops whole ranges builds with nothing per message
     dropped: dict[int, str] | ReasonRuns
     kept_reason: str
-    kept_reasons: dict[int, str] = field(default_factory=dict)  # for an edited message: what changed and why
+    # Kept messages with a reason of their own (an edited message: what changed and why); ReasonRuns for ranges.
+    kept_reasons: dict[int, str] | ReasonRuns = field(default_factory=dict)
     inserted: list[Insert | tuple[int, Message, str]] = field(default_factory=list)
     replaced: dict[int, Message] = field(default_factory=dict)  # view position -> changed copy (an edit)
     notes: list[str] = field(default_factory=list)
     budget_exceeded: bool = False
+    # When set, the notes are ``later_notes()``, made the first time the result's notes are read (``notes`` is not
+    # used): for a note that needs what deciding did not read (AutoGen's count of its messages over the whole list).
+    later_notes: Callable[[], list[str]] | None = None
 
 
 def keep_all(view: View, reason: str) -> Outcome:
-    return Outcome(kept=list(range(len(view))), dropped={}, kept_reason=reason)
+    return Outcome(kept=range(len(view)), dropped={}, kept_reason=reason)
 
 
 def outcome(
@@ -415,7 +440,11 @@ def trim(
 ) -> TrimResult:
     """``pinned``: for a caller that knows what the framework holds outside its memory (replay.py, whose later
     calls trim what was kept): when the strategy pins, exactly the first ``pinned`` messages are set aside (all
-    system or developer messages), rather than whatever system messages lead the list."""
+    system or developer messages), rather than whatever system messages lead the list.
+
+    The strategy decides and the trimmed list is made here; the rest of the result (``LATER_FIELDS`` and the
+    violations) is made the first time it is read, from copies taken here (of the list and the counts), so a
+    caller changing its list afterwards changes nothing in the result."""
     strat, resolved = spec.strategy, spec.params
     tc = get_counter(counter)
     counts = list(token_counts) if token_counts is not None else count_messages(messages, tc)
@@ -434,9 +463,10 @@ def trim(
     elif resolved.pin_system:
         while n_pinned < len(source) and source[n_pinned].role in SYSTEM_ROLES:
             n_pinned += 1
+    rest = source[n_pinned:]  # a list's slice is a copy already
     view = View(
-        messages=list(source[n_pinned:]),
-        counts=counts[n_pinned:],
+        messages=rest if isinstance(rest, list) else list(rest),
+        counts=counts[n_pinned:] if n_pinned else counts,
         per_list=tc.per_list,
         pinned_tokens=sum(counts[:n_pinned]),
         counter=tc,
@@ -447,83 +477,137 @@ def trim(
         out = strat.run(view, resolved)
         if outlines is not None and out.replaced:  # it edited a text it says it does not read: decide on the texts
             return trim(list(messages), spec, counter=counter, token_counts=counts, pinned=pinned)
-
-        # (Written for speed: a window keeps thousands of messages, and this runs once per kept message.)
-        # A window keeps one contiguous range (out.kept is ascending): sliced, not gathered message by message.
-        span = (out.kept[0], out.kept[-1] + 1) if out.kept and out.kept[-1] - out.kept[0] + 1 == len(out.kept) else None
-        if span is not None:
-            kept = list(range(n_pinned)) + list(range(n_pinned + span[0], n_pinned + span[1]))
-        else:
-            kept = list(range(n_pinned)) + ([n_pinned + i for i in out.kept] if n_pinned else list(out.kept))
-        pinned_reason = "pinned system message: set aside before trimming and put back in front"
-        kept_reasons = dict.fromkeys(range(n_pinned), pinned_reason)
-        kept_reasons.update(dict.fromkeys(kept[n_pinned:], out.kept_reason))
-        for i, why in out.kept_reasons.items():
-            if n_pinned + i in kept_reasons:
-                kept_reasons[n_pinned + i] = why
-        dropped: Sequence[Dropped]
-        if isinstance(out.dropped, ReasonRuns):
-            dropped = DroppedRuns([(n_pinned + a, n_pinned + b, why) for a, b, why in out.dropped.runs()], Dropped)
-        else:
-            dropped = [Dropped(n_pinned + i, reason) for i, reason in sorted(out.dropped.items())]
-
-        # Assemble: pinned, then the strategy's kept messages with its placeholders at their positions.
-        if out.replaced:
-            body: list[Message] = [out.replaced.get(i, view.messages[i]) for i in out.kept]
-            body_tokens = [
-                view.counter.count(out.replaced[i]) if i in out.replaced else view.counts[i] for i in out.kept
-            ]
-        elif span is not None:
-            body = view.messages[span[0]:span[1]]
-            body_tokens = view.counts[span[0]:span[1]]
-        else:
-            body = list(map(view.messages.__getitem__, out.kept))
-            body_tokens = list(map(view.counts.__getitem__, out.kept))
-        inserted: list[Inserted] = []
-        for item in sorted(out.inserted, key=lambda x: x[0]):
-            x = Insert(*item)
-            body.insert(x.position, x.message)
-            tokens = tc.count(x.message) if x.tokens is None else x.tokens
-            body_tokens.insert(x.position, tokens)
-            summarizes = tuple(map(n_pinned.__add__, x.summarizes)) if n_pinned else tuple(x.summarizes)
-            inserted.append(Inserted(n_pinned + x.position, x.message, x.reason, summarizes, tokens))
+        trimmed, inserts = _trimmed_list(view, out, source[:n_pinned])
+        parts = _Parts(view, out, inserts, counts, n_pinned)
         # An edit that changes nothing (arguments already {}, a result already the placeholder) is not an edit.
         edited = [
-            Edited(n_pinned + i, kept_reasons[n_pinned + i])
+            Edited(n_pinned + i, parts.kept_reasons()[n_pinned + i])
             for i in out.kept if i in out.replaced and out.replaced[i] != view.messages[i]
         ] if out.replaced else []
-        trimmed: Sequence[Message] = list(source[:n_pinned]) + body
-        sources: list[int | None] = list(kept)
-        for placed in inserted:
-            sources.insert(placed.position, None)
         # The trimmed list is what gets sent, so a call still waiting for its result is an error here. Checked when
         # first read (the outlines of a stored list are what is checked, as before).
-        checked = trimmed
+        checked, sources = trimmed, parts.sources
         violations = ReadLater(
-            lambda: [_in_input_terms(v, sources) for v in find_violations(checked, pending_severity="error")]
+            lambda: [_in_input_terms(v, sources()) for v in find_violations(checked, pending_severity="error")]
         )
+        sent: Sequence[Message] = trimmed
         if outlines is not None:
             assert isinstance(messages, StoredMessages)
-            trimmed = TrimmedMessages(messages, sources, {x.position: x.message for x in inserted})
+            sent = TrimmedMessages(messages, sources(), {n_pinned + x.position: x.message for x in inserts})
 
+    per_list = tc.per_list
+    later_notes = out.later_notes
     return TrimResult(
         strategy=strat.name,
         params=resolved.model_dump(),
         counter=tc.name,
-        kept=kept,
-        dropped=dropped,
-        inserted=inserted,
-        messages=trimmed,
-        tokens_before=sum(counts) + tc.per_list,
-        tokens_after=view.pinned_tokens + sum(body_tokens) + tc.per_list,
+        kept=later(parts.kept),
+        dropped=parts.dropped(),
+        inserted=later(parts.inserted),
+        messages=sent,
+        tokens_before=later(lambda: sum(counts) + per_list),
+        tokens_after=later(lambda: view.pinned_tokens + sum(parts.body_tokens()) + per_list),
         violations=violations,
-        notes=out.notes,
+        notes=out.notes if later_notes is None else later(later_notes),
         budget_exceeded=out.budget_exceeded,
-        kept_reasons=kept_reasons,
-        sources=sources,
+        kept_reasons=later(parts.kept_reasons),
+        sources=later(sources),
         edited=edited,
-        message_tokens=list(counts[:n_pinned]) + body_tokens,
+        message_tokens=later(lambda: counts[:n_pinned] + parts.body_tokens()),
     )
+
+
+def _trimmed_list(view: View, out: Outcome, pinned: Sequence[Message]) -> tuple[list[Message], list[Insert]]:
+    """The trimmed list (pinned, then the kept messages with the strategy's inserts at their positions): what a
+    framework returns, made now; a window's kept ranges are sliced, not gathered message by message."""
+    inserts = [Insert(*item) for item in sorted(out.inserted, key=lambda x: x[0])]
+    if not pinned and not inserts and not out.replaced and len(out.kept) == len(view):
+        return view.messages, inserts  # everything kept: the view is trim's own copy already
+    body: list[Message] = list(pinned)
+    if out.replaced:
+        get = out.replaced.get
+        body += [get(i, view.messages[i]) for i in out.kept]
+    else:
+        for a, b in spans_of_kept(out.kept):
+            body += view.messages[a:b]
+    for x in inserts:
+        body.insert(len(pinned) + x.position, x.message)
+    return body, inserts
+
+
+class _Parts:
+    """What ``trim`` explains about each kept message, made the first time each is read (every one at most once)."""
+
+    def __init__(self, view: View, out: Outcome, inserts: list[Insert], counts: list[int], n_pinned: int) -> None:
+        self.view, self.out, self.inserts, self.counts, self.n_pinned = view, out, inserts, counts, n_pinned
+        self.spans: list[Span] | None = None if out.replaced else spans_of_kept(out.kept)
+        self.kept = once(self._kept)
+        self.inserted = once(self._inserted)
+        self.kept_reasons = once(self._kept_reasons)
+        self.sources = once(self._sources)
+        self.body_tokens = once(self._body_tokens)
+
+    def dropped(self) -> Sequence[Dropped]:
+        n_pinned, dropped = self.n_pinned, self.out.dropped
+        if isinstance(dropped, ReasonRuns):
+            return DroppedRuns([(n_pinned + a, n_pinned + b, why) for a, b, why in dropped.runs()], Dropped)
+        return [Dropped(n_pinned + i, reason) for i, reason in sorted(dropped.items())]
+
+    def _kept(self) -> list[int]:
+        n_pinned = self.n_pinned
+        kept = list(range(n_pinned))
+        if self.spans is None:
+            kept += [n_pinned + i for i in self.out.kept] if n_pinned else self.out.kept
+        else:
+            for a, b in self.spans:
+                kept += range(n_pinned + a, n_pinned + b)
+        return kept
+
+    def _kept_reasons(self) -> dict[int, str]:
+        n_pinned, out = self.n_pinned, self.out
+        kept = self.kept()
+        kept_reasons = dict.fromkeys(range(n_pinned), "pinned system message: set aside before trimming and put back "
+                                     "in front")
+        kept_reasons.update(dict.fromkeys(kept[n_pinned:], out.kept_reason))
+        own = out.kept_reasons
+        if isinstance(own, ReasonRuns):
+            for a, b, why in own.runs():
+                kept_reasons.update(dict.fromkeys(range(n_pinned + a, n_pinned + b), why))
+        else:
+            for i, why in own.items():
+                if n_pinned + i in kept_reasons:
+                    kept_reasons[n_pinned + i] = why
+        return kept_reasons
+
+    def _inserted(self) -> list[Inserted]:
+        n_pinned, tc = self.n_pinned, self.view.counter
+        inserted: list[Inserted] = []
+        for x in self.inserts:
+            tokens = tc.count(x.message) if x.tokens is None else x.tokens
+            summarizes = tuple(map(n_pinned.__add__, x.summarizes)) if n_pinned else tuple(x.summarizes)
+            inserted.append(Inserted(n_pinned + x.position, x.message, x.reason, summarizes, tokens))
+        return inserted
+
+    def _sources(self) -> list[int | None]:
+        sources: list[int | None] = list(self.kept())
+        for placed in self.inserted():
+            sources.insert(placed.position, None)
+        return sources
+
+    def _body_tokens(self) -> list[int]:
+        view, out = self.view, self.out
+        if out.replaced:
+            body_tokens = [
+                view.counter.count(out.replaced[i]) if i in out.replaced else view.counts[i] for i in out.kept
+            ]
+        else:
+            body_tokens = []
+            assert self.spans is not None
+            for a, b in self.spans:
+                body_tokens += view.counts[a:b]
+        for x, placed in zip(self.inserts, self.inserted(), strict=True):
+            body_tokens.insert(x.position, placed.tokens if placed.tokens is not None else 0)
+        return body_tokens
 
 
 _MESSAGE_AT = re.compile(r"\b([Mm]essage) (\d+)\b")

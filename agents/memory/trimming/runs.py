@@ -10,10 +10,12 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from collections.abc import Callable, Iterable, Iterator, MutableMapping, Sequence
-from typing import Any, NamedTuple, overload
+from typing import Any, NamedTuple, TypeVar, cast, overload
 
 Run = tuple[int, int, str]  # start, stop (excluded), reason
 Span = tuple[int, int]  # start, stop (excluded)
+T = TypeVar("T")
+C = TypeVar("C")
 
 
 def spans_of(positions: Sequence[int]) -> list[Span]:
@@ -238,3 +240,138 @@ class ReadLater(Sequence[Any]):
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (list, (self._list(),))
+
+
+class Positions(Sequence[int]):
+    """Sorted, distinct positions held as spans (``Outcome.kept`` of a strategy that keeps a few ranges: the head and
+    the tail of head_and_tail), a list of them made only when read one by one."""
+
+    __slots__ = ("_spans", "_items")
+
+    def __init__(self, spans: Iterable[Span]) -> None:
+        self._spans: list[Span] = [(a, b) for a, b in spans if a < b]
+        self._items: list[int] | None = None
+
+    def spans(self) -> list[Span]:
+        return self._spans
+
+    def _list(self) -> list[int]:
+        if self._items is None:
+            items: list[int] = []
+            for a, b in self._spans:
+                items.extend(range(a, b))
+            self._items = items
+        return self._items
+
+    def __len__(self) -> int:
+        return sum(b - a for a, b in self._spans)
+
+    @overload
+    def __getitem__(self, index: int) -> int: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[int]: ...
+
+    def __getitem__(self, index: int | slice) -> int | list[int]:
+        if isinstance(index, int) and self._spans:
+            if index == 0:
+                return self._spans[0][0]
+            if index == -1:
+                return self._spans[-1][1] - 1
+        return self._list()[index]
+
+    def __iter__(self) -> Iterator[int]:
+        return (i for a, b in self._spans for i in range(a, b))
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Positions):
+            return self._spans == other._spans
+        if isinstance(other, list | range):
+            return self._list() == list(other)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        raise TypeError("unhashable type: 'Positions'")
+
+    def __repr__(self) -> str:
+        return f"Positions({self._spans!r})"
+
+
+def spans_of_kept(kept: Sequence[int]) -> list[Span]:
+    """``spans_of(kept)``, read from what ``kept`` already is when it is spans or a range."""
+    if isinstance(kept, Positions):
+        return kept.spans()
+    return spans_of(kept)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Fields computed when first read
+
+
+class Later:
+    """A field's value still to be made: ``make()`` gives it, the first time the field is read (``later_fields``)."""
+
+    __slots__ = ("make",)
+
+    def __init__(self, make: Callable[[], Any]) -> None:
+        self.make = make
+
+    def __repr__(self) -> str:
+        return "Later(...)"
+
+
+def later(make: Callable[[], T]) -> T:
+    """A field value made by ``make()`` when the field is first read, on a class with ``later_fields``. Typed as the
+    value it stands for: whoever reads the field gets that value, never this."""
+    return cast(T, Later(make))
+
+
+class _LaterField:
+    """A data descriptor over the instance's ``__dict__``: what was set is returned, except a ``Later``, which is made
+    then, kept in its place and returned."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __get__(self, obj: Any, owner: Any = None) -> Any:
+        if obj is None:
+            raise AttributeError(self.name)
+        d = obj.__dict__
+        value = d[self.name]
+        if type(value) is Later:
+            value = d[self.name] = value.make()
+        return value
+
+    def __set__(self, obj: Any, value: Any) -> None:
+        obj.__dict__[self.name] = value
+
+
+def later_fields(*names: str) -> Callable[[type[C]], type[C]]:
+    """A class decorator (put above ``@dataclass``): each named field may be set to ``later(make)``, and is made the
+    first time it is read; pickling an instance makes them all (its state holds values, never functions)."""
+
+    def wrap(cls: type[C]) -> type[C]:
+        for name in names:
+            setattr(cls, name, _LaterField(name))
+
+        def __getstate__(self: Any) -> dict[str, Any]:
+            return {name: getattr(self, name) if name in names else value for name, value in self.__dict__.items()}
+
+        cls.__getstate__ = __getstate__  # type: ignore[method-assign]
+        return cls
+
+    return wrap
+
+
+def once(make: Callable[[], T]) -> Callable[[], T]:
+    """``make`` called the first time only; later calls return what it returned."""
+    box: list[T] = []
+
+    def get() -> T:
+        if not box:
+            box.append(make())
+        return box[0]
+
+    return get

@@ -24,7 +24,7 @@ from agents.memory.trimming.registry import (
     plural,
     register,
 )
-from agents.memory.trimming.runs import ReasonRuns, gaps_of, spans_of
+from agents.memory.trimming.runs import Positions, ReasonRuns, gaps_of, spans_of
 from agents.memory.trimming.summaries import (
     SummarizeWith,
     summarize_with_field,
@@ -32,6 +32,7 @@ from agents.memory.trimming.summaries import (
     summary_text,
     summary_tokens_field,
 )
+from agents.memory.trimming.tool_runs import ASSISTANT, TOOL, codes, run_end, unit_count, unit_starts, units_end
 
 UNABLE = "Unable to trim conversation context!"
 ONE_RUN = ("The preview is one run on the stored list; Strands runs its window after every invocation, so a history "
@@ -104,44 +105,74 @@ class Members(Sequence[range]):
 
 
 class Units:
-    """The view in Strands messages: ``members[u]`` are the view positions of Strands message u."""
+    """The view in Strands messages: ``members[u]`` are the view positions of Strands message u.
+
+    Strands gets its list already grouped; here every role is read once, at C speed, into a string of one
+    character per message (tool_runs.codes), and a Strands message's start is found in it when asked for (the
+    whole list of starts only when something needs them all)."""
 
     def __init__(self, view: View) -> None:
         self.view = view
-        starts: list[int] = []  # the view position where each Strands message starts
-        add = starts.append
-        after_tool = False  # a tool message right after another joins its Strands message
-        for i, m in enumerate(view.messages):
-            if m.role == "tool":
-                if after_tool:
-                    continue
-                after_tool = True
-            else:
-                after_tool = False
-            add(i)
-        self.starts = starts
-        self.members = Members(starts, len(view.messages))
+        self.codes = codes(view.messages)
+        self.count = unit_count(self.codes)
+        self._starts: list[int] | None = None
+        self._found = {0: 0}  # unit -> position, of the units start() found
+
+    @property
+    def starts(self) -> list[int]:
+        """The view position where each Strands message starts."""
+        if self._starts is None:
+            self._starts = unit_starts(self.codes)
+        return self._starts
+
+    @property
+    def members(self) -> Members:
+        return Members(self.starts, len(self.view.messages))
 
     def __len__(self) -> int:
-        return len(self.starts)
+        return self.count
+
+    def start(self, u: int) -> int:
+        """Where Strands message u starts: read on from the nearest one found before it (a window asks for a few,
+        near its cut), or, once many were asked for, from the list of all of them."""
+        if self._starts is not None:
+            return self._starts[u]
+        if not 0 <= u < self.count:
+            raise IndexError(u)
+        found = self._found
+        at = found.get(u)
+        if at is None:
+            if len(found) > 32:  # asked for many: all of them at once (C speed) rather than one scan each
+                return self.starts[u]
+            v = max(w for w in found if w < u)  # read on from the nearest unit found before it
+            end = units_end(self.codes, u - v, found[v])
+            assert end is not None  # u < count
+            at = found[u] = end
+        return at
+
+    def stop(self, u: int) -> int:
+        """Where Strands message u ends (the position after its last message)."""
+        if u + 1 in self._found or (self._starts is not None and u + 1 < self.count):
+            return self.start(u + 1)
+        return len(self.codes) if u == self.count - 1 else run_end(self.codes, self.start(u))
 
     def first(self, u: int) -> Message:
-        return self.view.messages[self.starts[u]]
+        return self.view.messages[self.start(u)]
 
     def has_results(self, u: int) -> bool:
-        return self.first(u).role == "tool"
+        return self.codes[self.start(u)] == TOOL
 
     def has_calls(self, u: int) -> bool:
-        m = self.first(u)
-        return m.role == "assistant" and bool(m.tool_calls)
+        i = self.start(u)
+        return self.codes[i] == ASSISTANT and bool(self.view.messages[i].tool_calls)
 
     def is_user(self, u: int) -> bool:
-        return self.first(u).role != "assistant"  # results, user, and system/developer left in the view
+        return self.codes[self.start(u)] != ASSISTANT  # results, user, and system/developer left in the view
 
     def ids(self, u: int) -> set[str]:
         m = self.first(u)
         if m.role == "tool":
-            return {self.view.messages[i].tool_call_id or "" for i in self.members[u]} - {""}
+            return {self.view.messages[i].tool_call_id or "" for i in range(self.start(u), self.stop(u))} - {""}
         return {tc.id for tc in m.tool_calls if tc.id}
 
     def pinned(self, pin_first: int | None) -> list[bool]:
@@ -156,10 +187,12 @@ class Units:
             out[u] = bool(mine) and any(0 <= v < n and flagged[v] and mine & self.ids(v) for v in (u - 1, u + 1))
         return out
 
-    def positions(self, units: Sequence[int]) -> list[int]:
+    def positions(self, units: Sequence[int]) -> Sequence[int]:
         """The view positions of ``units`` (ascending): a contiguous run of units is one range of positions."""
-        if units and units[-1] - units[0] + 1 == len(units):
-            return list(range(self.starts[units[0]], self.members[units[-1]].stop))
+        if not units:
+            return []
+        if units[-1] - units[0] + 1 == len(units):
+            return range(self.start(units[0]), self.stop(units[-1]))
         return [i for u in units for i in self.members[u]]
 
 
@@ -378,7 +411,9 @@ def _strands_summarizing(view: View, p: StrandsSummarizingParams) -> Outcome:
     pinned = units.pinned(p.pin_first)
     edge = min(k, (p.pin_first or 0) + 1)  # pinned: the first pin_first, and at most the one after them
     protected = [u for u in range(edge) if pinned[u]]
-    summarized_units = [u for u in range(edge) if not pinned[u]] + list(range(edge, k))
+    summarized_units: Sequence[int] = (
+        [u for u in range(edge) if not pinned[u]] + list(range(edge, k)) if protected else range(k)
+    )
     if not summarized_units:
         return _error(view, "Cannot summarize: all messages in summarize range are pinned",
                       "every message in the summarized range is pinned")
@@ -390,16 +425,17 @@ def _strands_summarizing(view: View, p: StrandsSummarizingParams) -> Outcome:
     )
     if summary.note:
         notes.append(summary.note)
-    kept = units.positions(protected) + units.positions(range(k, n))
+    protected_at = units.positions(protected)
+    kept = Positions([*spans_of(protected_at), *spans_of(units.positions(range(k, n)))])
     reason = (f"summarized: among the oldest {plural(k, 'Strands message')} (summary_ratio={ratio:g} of "
               f"{plural(n, 'message')}, split moved past tool pairs)" if k != first_k else
               f"summarized: among the oldest {plural(k, 'Strands message')} (summary_ratio={ratio:g} of "
               f"{plural(n, 'message')})")
     out = Outcome(kept=kept, dropped=ReasonRuns.over(spans_of(covers), reason), kept_reason="kept after the summary")
-    for i in units.positions(protected):
+    for i in protected_at:
         out.kept_reasons[i] = "pinned (pin_first): kept in front of the summary"
     out.inserted = [summary_insert(
-        view, p, position=len(units.positions(protected)), role="user", summary=summary, covers=covers,
+        view, p, position=len(protected_at), role="user", summary=summary, covers=covers,
         reason=f"Strands' summary of {plural(len(covers), 'message')}: a user message (Strands re-roles the model's "
                "reply, PR #698)",
     )]

@@ -180,5 +180,6 @@ def summary_insert(
     summary what the counter says."""
     message = Message(role=role, content=summary.text)
     tokens = params.summary_tokens if summary.placeholder and view.counter.name != "messages" else None
-    return Insert(position, message, reason, tuple(covers), tokens)
+    # A range stays one (a summary of 30,000 messages): trim makes the tuple when the result's inserts are read.
+    return Insert(position, message, reason, covers if isinstance(covers, range) else tuple(covers), tokens)
 
