@@ -46,6 +46,25 @@ def test_it_previews_in_the_lab_with_as_many_queries_at_any_length(alice_client,
     assert n <= 7  # the outlines, and the texts of the rows shown: two reads of messages
 
 
+@pytest.mark.parametrize("part", ["", "replay"])
+def test_a_long_sessions_preview_and_replay_part_take_as_many_queries_at_any_length(alice_client, make_session,
+                                                                                     settings, part):
+    # Past MEMORYVIZ_LAB_REPLAY_INLINE_MESSAGES: the preview without its replay, then the replay alone.
+    settings.MEMORYVIZ_LAB_REPLAY_INLINE_MESSAGES = 5  # both sessions are longer
+    query = {"strategy": "langchain_last", "max_tokens": "120", **({"part": part} if part else {})}
+    n = same_count_short_and_long(make_session, lambda s: alice_client.get(f"/sessions/{s.pk}/lab/", query))
+    assert n <= 7
+    session = make_session(chat(LONG))
+    read, light = text_rows_read(lambda: alice_client.get(f"/sessions/{session.pk}/lab/", query))
+    assert len(light) == 1  # the outlines, once
+    response = alice_client.get(f"/sessions/{session.pk}/lab/", query)
+    if part:
+        assert read == 0 and response.context["replay"].total_calls > 1  # the replay renders no message
+    else:
+        assert response.context["replay"] is None and response.context["replay_deferred"]
+        assert read == shown_rows(response) < session.message_count // 4
+
+
 def test_it_refreshes_a_lab_preview_over_htmx_with_as_many_queries_at_any_length(alice_client, make_session):
     n = same_count_short_and_long(
         make_session,
