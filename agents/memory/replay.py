@@ -224,12 +224,14 @@ class SliceViolations:
             next_non_tool[i] = next_non_tool[i + 1] if role == "tool" else i
 
         self.pairs: list[tuple[int, int, int]] = []  # (x, y, weight): counted when s <= x and y < e
-        self.results: list[tuple[int, int]] = []  # (call message, result) of every result whose id was called
+        # Every result whose id was called: its call's number and its own index, as machine integers (a long run
+        # has one per tool message; ``call_results`` is made from them when first asked).
+        self.result_calls = _ints(0, 0)
+        self.result_at = _ints(0, 0)
         latest: dict[str, int] = {}  # id -> number of its latest call
         call_message: list[int] = []  # call number -> message index
         first_result: list[int | None] = []
-        self.call_results: list[list[int]] = []  # call number -> the results that pair with it, in order
-        self.message_calls: dict[int, list[int]] = {}  # message index -> its call numbers
+        self._call_results: list[list[int]] | None = None
         self.unique_ids = True  # no call id is used by calls of two messages
         for i, m in enumerate(messages):
             own = has_no_call = 0
@@ -240,8 +242,8 @@ class SliceViolations:
                 if number is None:
                     has_no_call = 1
                 else:
-                    self.results.append((call_message[number], i))
-                    self.call_results[number].append(i)
+                    self.result_calls.append(number)
+                    self.result_at.append(i)
                     if first_result[number] is None:
                         first_result[number] = i
                     else:  # a second result for a call that has one
@@ -261,10 +263,8 @@ class SliceViolations:
                         self.pairs.append((call_message[earlier], i, 1))
                         self.unique_ids = False
                     latest[tc.id] = len(call_message)
-                    self.message_calls.setdefault(i, []).append(len(call_message))
                     call_message.append(i)
                     first_result.append(None)
-                    self.call_results.append([])
                     n_calls += 1
             intrinsic[i + 1] = intrinsic[i] + own
             tools[i + 1] = tools[i] + (m.role == "tool")
@@ -299,7 +299,9 @@ class SliceViolations:
         # machine-integer array: a long run has one slice per call).
         answers = _ints(0, 3 * len(slices))
         trees = (_Fenwick(self.n + 1), _Fenwick(self.n + 1))
-        points = (sorted(self.pairs), sorted((x, y, 1) for x, y in self.results))
+        call_message = self.call_message
+        results = zip(self.result_calls, self.result_at, strict=True)
+        points = (sorted(self.pairs), sorted((call_message[number], y, 1) for number, y in results))
         next_point = [0, 0]
         for q in sorted(range(len(slices)), key=lambda q: slices[q][0]):
             s, e = slices[q]
@@ -346,12 +348,23 @@ class SliceViolations:
             out.append(total)
         return out
 
+    @property
+    def call_results(self) -> list[list[int]]:
+        """Call number -> the results that pair with it, in order."""
+        if self._call_results is None:
+            made: list[list[int]] = [[] for _ in self.call_message]
+            for number, i in zip(self.result_calls, self.result_at, strict=True):
+                made[number].append(i)
+            self._call_results = made
+        return self._call_results
+
     def _answered_across(self, a0: int, a1: int, b0: int, b1: int, separated: bool) -> Iterator[int]:
         """For each call of A whose first result in A + B is in B: 1 if it comes late there, else 0."""
         candidates: set[int] = set()
         x = self.last_non_tool[a1]  # the exchange still open at the end of A
-        if x >= a0:
-            candidates.update(self.message_calls.get(x, ()))
+        if x >= a0:  # its calls: numbered in message order, so a run of call_message
+            calls = self.call_message
+            candidates.update(range(bisect.bisect_left(calls, x), bisect.bisect_right(calls, x)))
         lo = bisect.bisect_left(self.late_calls, (a0, -1))
         hi = bisect.bisect_left(self.late_calls, (a1, -1))
         candidates.update(number for _, number in self.late_calls[lo:hi])
@@ -1077,6 +1090,7 @@ def _windows_to_steps(run: _Run, windows: list[_Window]) -> tuple[list[ReplaySte
             # The system messages sent before change no count (SliceViolations), so they are left out.
             sent = list(msgs[w.start : w.end]) + ([w.between] if w.between is not None else [])
             errors[q] = _errors(sent + list(msgs[w.start2 : w.end2]))
+    del slices  # its per-message arrays and pairs go before the steps are made: a long run's peak
     steps = []
     for k, w, e in zip(run.calls, windows, errors, strict=True):
         if w.tokens is not None:
