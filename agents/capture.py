@@ -53,6 +53,11 @@ _SQLITE_WRITER = threading.Lock()
 ATTEMPTS = 3
 
 
+class SessionMoved(Exception):
+    """The session a batch was writing to went while it waited for its lock: a concurrent batch named the trace's
+    session and moved the calls there (``_move_trace_session``). Tried again, the batch finds the named one."""
+
+
 def otlp_ingest(*, api_key: models.ApiKey, batch: Batch) -> IngestResult:
     """Store what one decoded OTLP request says about model calls, in the key's project."""
     extraction = extract(batch)
@@ -62,8 +67,9 @@ def otlp_ingest(*, api_key: models.ApiKey, batch: Batch) -> IngestResult:
                 return _ingest(api_key.project, extraction)
         except Exception as exc:
             _CHECKERS.clear()  # they may hold what the rolled-back transaction fed them
-            # Tried again: a lost race for a new row, or PostgreSQL breaking a deadlock (rolled back whole).
-            if not isinstance(exc, IntegrityError | OperationalError) or attempt == ATTEMPTS - 1:
+            # Tried again: a lost race for a new row, a session moved away meanwhile, or PostgreSQL breaking a
+            # deadlock (rolled back whole).
+            if not isinstance(exc, IntegrityError | OperationalError | SessionMoved) or attempt == ATTEMPTS - 1:
                 raise
     raise AssertionError("unreachable")
 
@@ -152,7 +158,10 @@ def _session(
     # One writer per session at a time: concurrent batches of one agent queue here (a no-op on SQLite, which
     # serialises writers anyway).
     # of=("self",): only the session row; locking its agent too (the join) deadlocks two batches of one agent.
-    session = models.Session.objects.select_for_update(of=("self",)).select_related("agent").get(pk=session.pk)
+    try:
+        session = models.Session.objects.select_for_update(of=("self",)).select_related("agent").get(pk=session.pk)
+    except models.Session.DoesNotExist:
+        raise SessionMoved(f"session {external_id!r} went while this batch waited for it") from None
     _key_stored_messages(session)
     return session
 

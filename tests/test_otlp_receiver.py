@@ -160,6 +160,44 @@ def test_it_answers_partial_success_for_spans_it_could_not_read_and_keeps_the_ot
     assert session.agent.name == "OpenTelemetry"  # no agent name and no service.name
 
 
+def test_a_batch_whose_session_goes_while_it_waits_for_it_is_tried_again(client, project, key, monkeypatch):
+    # Two requests of one agent at once on PostgreSQL: one (traces) names the trace's session and moves the calls
+    # of "trace:<id>" there, deleting it, while the other (logs) waits for that session's lock. The waiting one
+    # got no row, a 500 (seen in CI): it is tried again now, and finds the named session.
+    from agents import capture
+
+    waiting = models.Session.objects.create(agent=models.Agent.objects.create(project=project, name="Bot", slug="bot"),
+                                            external_id="trace:" + "ab" * 16)
+    real = models.Session.objects.select_for_update
+
+    def after_a_move(*args, **kwargs):  # the other request's move, committed while this one waited
+        models.Session.objects.filter(pk=waiting.pk).delete()
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(models.Session.objects, "select_for_update", after_a_move)
+    with pytest.raises(capture.SessionMoved):
+        capture._session(project, waiting.external_id, "Bot", [])
+    monkeypatch.undo()
+
+    ingest, attempts = capture._ingest, []
+
+    def moved_once(*args, **kwargs):
+        attempts.append(1)
+        if len(attempts) == 1:
+            raise capture.SessionMoved("gone")
+        return ingest(*args, **kwargs)
+
+    monkeypatch.setattr(capture, "_ingest", moved_once)
+    span = genai_span("03" * 8, {
+        "gen_ai.operation.name": "chat", "session.id": "s3",
+        "gen_ai.input.messages": json.dumps([{"role": "user", "parts": [{"type": "text", "content": "Hi"}]}]),
+    })
+    body = {"resourceSpans": [{"resource": {}, "scopeSpans": [{"spans": [span]}]}]}
+    response = post(client, json.dumps(body).encode(), key, content_type="application/json")
+    assert response.status_code == 200 and len(attempts) == 2
+    assert [m.content for m in services.session_messages(models.Session.objects.get(external_id="s3"))] == ["Hi"]
+
+
 def test_it_answers_protobuf_with_an_empty_response_when_everything_was_used(client, project, key):
     request = ExportTraceServiceRequest()
     request.resource_spans.add().resource.attributes.add(key="service.name").value.string_value = "idle"
