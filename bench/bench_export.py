@@ -63,11 +63,9 @@ def message_rows(columns: list[str], session_id: int, n: int, *, pad: int = 0) -
         yield tuple(values[c] for c in columns)
 
 
-def fill(db: Path, n: int, *, pad: int = 0, sessions: int = 1) -> int:
-    """A migrated database with one session of n messages (a tool loop), inserted with plain sqlite3; ``pad``
-    characters more in each text (a user's question, a tool's result, an answer); ``sessions``: that many such
-    sessions. Returns the (first) session's id."""
-    setup_django(db)
+def bench_sessions(n: int, sessions: int) -> list[Any]:
+    """Migrate the configured database and create ``sessions`` empty sessions said to hold n messages each (their
+    rows are written by the caller), in one project and agent: bench_export's fill and bench_search's."""
     from django.core.management import call_command
 
     call_command("migrate", verbosity=0)
@@ -75,11 +73,21 @@ def fill(db: Path, n: int, *, pad: int = 0, sessions: int = 1) -> int:
 
     project = models.Project.objects.create(name="Bench", slug="bench")
     agent = models.Agent.objects.create(project=project, name="Bench", slug="bench")
-    created = [
+    return [
         models.Session.objects.create(agent=agent, external_id=f"bench-{k}", title=f"bench {k}", message_count=n,
                                       token_total=12 * n)
         for k in range(sessions)
     ]
+
+
+def fill(db: Path, n: int, *, pad: int = 0, sessions: int = 1) -> int:
+    """A migrated database with one session of n messages (a tool loop), inserted with plain sqlite3; ``pad``
+    characters more in each text (a user's question, a tool's result, an answer); ``sessions``: that many such
+    sessions. Returns the (first) session's id."""
+    setup_django(db)
+    from agents import models
+
+    created = bench_sessions(n, sessions)
     conn = sqlite3.connect(db)
     fields = [f for f in models.Message._meta.concrete_fields if not f.primary_key]
     cols = ", ".join(f.column for f in fields)

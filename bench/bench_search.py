@@ -45,21 +45,12 @@ def fill_postgres(n: int, sessions: int) -> None:
     import django
 
     django.setup()
-    from django.core.management import call_command
     from django.db import connection
 
-    from bench_export import message_rows
-
-    call_command("migrate", verbosity=0)
     from agents import models
+    from bench_export import bench_sessions, message_rows
 
-    project = models.Project.objects.create(name="Bench", slug="bench")
-    agent = models.Agent.objects.create(project=project, name="Bench", slug="bench")
-    created = [
-        models.Session.objects.create(agent=agent, external_id=f"bench-{k}", title=f"bench {k}", message_count=n,
-                                      token_total=12 * n)
-        for k in range(sessions)
-    ]
+    created = bench_sessions(n, sessions)
     columns = [f.column for f in models.Message._meta.concrete_fields if not f.primary_key]
     connection.ensure_connection()  # in autocommit: the COPY is its own transaction
     with connection.connection.cursor() as raw, raw.copy(
