@@ -814,6 +814,14 @@ _IS_ERROR_AT = MessageRow._fields.index("is_error")
 _CREATED_AT = MessageRow._fields.index("created_at")
 
 
+def _json_value(value: Any) -> Any:
+    """A JSON column's value as ``_plain_rows`` reads it: its text, decoded (an empty list or object without the
+    decoder: most are), or what a driver that decodes it gave."""
+    if not isinstance(value, str):
+        return value
+    return [] if value == "[]" else {} if value == "{}" else json.loads(value)
+
+
 def _message_rows(qs: QuerySet[Any]) -> list[MessageRow]:
     """The rows of a ``values_list("seq", *MESSAGE_FIELDS)`` query, read as the driver returns them
     (``_plain_rows``) and converted here as Django's fields would: most JSON values are an empty list or object,
@@ -824,9 +832,7 @@ def _message_rows(qs: QuerySet[Any]) -> list[MessageRow]:
     for raw in _plain_rows(qs):
         values = list(raw)
         for k in _JSON_AT:
-            value = values[k]
-            if isinstance(value, str):  # the JSON's text (a driver that decodes it gives the value)
-                values[k] = [] if value == "[]" else {} if value == "{}" else json.loads(value)
+            values[k] = _json_value(values[k])
         is_error = values[_IS_ERROR_AT]
         if is_error is not None:
             values[_IS_ERROR_AT] = bool(is_error)
@@ -869,10 +875,8 @@ def _outline(row: tuple[Any, ...]) -> schema.Message:
     """The outline of a row of ``OUTLINE_FIELDS`` (after one leading column) as ``_plain_rows`` reads it: the
     tool calls as their JSON text (or already decoded), the booleans as the driver gives them."""
     role, name, tool_call_id, tool_calls, is_error, has_text = row[1:7]
-    if isinstance(tool_calls, str):
-        tool_calls = json.loads(tool_calls) if tool_calls != "[]" else ()
     return outline(role=_ROLES.get(role, role), has_text=bool(has_text), name=name, tool_call_id=tool_call_id,
-                   tool_calls=tool_calls or (), is_error=None if is_error is None else bool(is_error))
+                   tool_calls=_json_value(tool_calls) or (), is_error=None if is_error is None else bool(is_error))
 
 
 def _plain_rows(qs: QuerySet[Any]) -> list[tuple[Any, ...]]:
