@@ -55,6 +55,7 @@ from agents.memory.trimming import (
     strategy_spec,
     trim,
 )
+from agents.memory.trimming.tool_runs import Grouped
 
 
 class KeyUser:
@@ -889,7 +890,7 @@ def _plain_rows(qs: QuerySet[Any]) -> list[tuple[Any, ...]]:
         return list(cursor.fetchall())
 
 
-def session_stored_messages(session: models.Session) -> tuple[StoredMessages, list[int]]:
+def session_stored_messages(session: models.Session) -> tuple[StoredMessages, Sequence[int]]:
     """The session as a trim reads it: each message's outline and stored count, read in keyset batches without a
     text column, and its whole messages read by seq only where they are read (the kept ones of a trimmed list a
     page shows or a writer writes, or all of them for a strategy that reads text)."""
@@ -897,8 +898,11 @@ def session_stored_messages(session: models.Session) -> tuple[StoredMessages, li
     return StoredMessages(outlines, session_message_loader(session.pk)), counts
 
 
-def _outlines(rows: Iterable[tuple[Any, ...]]) -> tuple[list[schema.Message], list[int]]:
-    """The outlines of rows read by ``_session_outline_rows`` and their stored counts."""
+def _outlines(rows: Iterable[tuple[Any, ...]]) -> tuple[Grouped, tuple[int, ...]]:
+    """The outlines of rows read by ``_session_outline_rows`` and their stored counts. Both are held immutable, the
+    outlines Grouped (tool_runs): their units are found once here, and every trim of them (a compare's columns, the
+    report's strategies) shares them and the counts, uncopied, and finds AutoGen's and Strands' messages without
+    reading a role."""
     outlines: list[schema.Message] = []
     counts: list[int] = []
     # A message with no call and no call id has nothing of its own in its outline: those of the same role, name,
@@ -920,7 +924,7 @@ def _outlines(rows: Iterable[tuple[Any, ...]]) -> tuple[list[schema.Message], li
                     made = shared[key] = _outline(row)
                 append(made)
             count(tokens)
-    return outlines, counts
+        return Grouped(outlines), tuple(counts)
 
 
 def _session_outline_rows(session: models.Session) -> Iterator[list[tuple[Any, ...]]]:
@@ -958,7 +962,7 @@ SESSIONS_ROWS_PER_QUERY = 20_000
 
 def sessions_stored_messages(
     sessions: Sequence[models.Session],
-) -> Iterator[tuple[models.Session, StoredMessages, list[int]]]:
+) -> Iterator[tuple[models.Session, StoredMessages, Sequence[int]]]:
     """Each session with its outlines and stored counts (``session_stored_messages``), several sessions' outlines
     per query."""
     for batch in batches_by_messages(sessions, lambda s: s.message_count, most=SESSIONS_ROWS_PER_QUERY):
@@ -982,7 +986,7 @@ def batches_by_messages(
         yield batch
 
 
-def _sessions_batch(batch: list[models.Session]) -> Iterator[tuple[models.Session, StoredMessages, list[int]]]:
+def _sessions_batch(batch: list[models.Session]) -> Iterator[tuple[models.Session, StoredMessages, Sequence[int]]]:
     rows = _plain_rows(
         models.Message.objects.filter(session__in=[s.pk for s in batch])
         .order_by("session_id", "seq")
@@ -1004,7 +1008,7 @@ class SessionTrim:
 
     session: models.Session
     messages: StoredMessages  # outlines, and whole messages read when read (memory/stored.py)
-    counts: list[int]  # under the trim's counter: the stored ones, or each message counted again (``recounted``)
+    counts: Sequence[int]  # under the trim's counter: the stored ones, or each message counted again (``recounted``)
     results: list[TrimResult]
     recounted: bool  # another counter than the session's: every message was counted again
 
@@ -1014,7 +1018,7 @@ def session_trim(
     session: models.Session,
     specs: Sequence[StrategySpec],
     counter: str | None = None,
-    read: tuple[StoredMessages, list[int]] | None = None,
+    read: tuple[StoredMessages, Sequence[int]] | None = None,
 ) -> SessionTrim:
     """Read the session with its stored token counts, then trim it with each spec: the lab's pages, the trim API
     and trimmed exports. The session's own counter (the default) trims with the stored counts, so nothing is
@@ -1120,7 +1124,7 @@ TRIM_CACHE_MAX_OUTLINES = 20_000
 _TRIM_CACHE_FORMAT = 4  # bumped when what is cached changes shape
 
 
-def _session_outlines(session: models.Session, *, cached: bool = True) -> tuple[StoredMessages, list[int]]:
+def _session_outlines(session: models.Session, *, cached: bool = True) -> tuple[StoredMessages, Sequence[int]]:
     """``session_stored_messages``, its outlines and counts kept in the trim cache (sessions up to
     ``TRIM_CACHE_MAX_OUTLINES`` messages); ``cached=False``: read them (and keep them) without asking the cache."""
     cache = caches[TRIM_CACHE]
@@ -1178,7 +1182,7 @@ class SessionReplay:
 
     session: models.Session
     messages: StoredMessages
-    counts: list[int]
+    counts: Sequence[int]
     replay: Replay | None  # None: not replayed (``session_replay(replayed=False)``)
     step: int | None
     result: TrimResult

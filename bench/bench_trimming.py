@@ -22,7 +22,12 @@
    of the trimmed list, the kept indices, reasons, sources, token figures, notes) is made when first read, and
    the column "+ all read" is ``trim`` with every part read (``read_all``; before those parts were made when
    read, only the violations were, and the column was "+ violations"). Neither side includes process start-up
-   or the conversion of the input. Times are CPU time of the process (``time.process_time``): the machine is shared.
+   or the conversion of the input. Each side holds the history as it does in use: AutoGen its list of messages
+   (a call's results grouped into one message when they are added), LangChain and the others their lists, and
+   memoryviz a stored session as services reads it (``services._outlines``): a ``Grouped`` tuple, whose roles
+   are read and units found once when the session is read (what AutoGen does when messages are added), and a
+   tuple of counts; ``trim`` shares both instead of copying them. Times are CPU time of the process
+   (``time.process_time``): the machine is shared.
    ``--strategies`` compares only those (some frameworks are quadratic: Microsoft Agent Framework's tool result
    compaction takes over three minutes at 10,000 messages).
 2. Every strategy on a ``--scale`` history, and at a quarter and half of it, per message: the cost per message
@@ -58,6 +63,7 @@ from agents.memory.tokens import count_messages  # noqa: E402
 from agents.memory.trimming import STRATEGIES, strategy_spec, trim  # noqa: E402
 from agents.memory.trimming.catalog import strategy_entry  # noqa: E402
 from agents.memory.trimming.registry import LATER_FIELDS  # noqa: E402
+from agents.memory.trimming.tool_runs import Grouped  # noqa: E402
 from bench_chain import build_history  # noqa: E402
 from tests.reference.harness import case, mismatch, oracle  # noqa: E402
 from tests.test_trimming_reference import CountingClient, to_autogen, to_langchain  # noqa: E402
@@ -142,9 +148,11 @@ def compare_here(n: int, repeat: int, only: set[str]) -> list[dict[str, Any]]:
             return [i for m in out if id(m) in where for i in where[id(m)]]
         return [int(m.id) for m in out]
 
+    held, held_counts = Grouped(history), tuple(counts)  # as services holds a stored session (below)
+
     def ours(name: str) -> Callable[[], Any]:
         spec = strategy_spec(name, {**params[name], "pin_system": False})  # read once, as an interface does
-        return lambda: trim(history, spec, counter="cl100k", token_counts=counts)
+        return lambda: trim(held, spec, counter="cl100k", token_counts=held_counts)
 
     rows = []
     for name, library in (*((k, "autogen-core 0.7.5") for k in contexts), ("langchain_last", "langchain-core 1.8.3"),
@@ -179,7 +187,7 @@ def compare_2026(n: int, repeat: int, only: set[str]) -> list[dict[str, Any]]:
     rows = []
     for (name, params), c, answer in zip(specs.items(), cases, answers, strict=True):
         spec = strategy_spec(name, params)
-        run = partial(trim, history, spec, counter="approx", token_counts=counts)
+        run = partial(trim, Grouped(history), spec, counter="approx", token_counts=tuple(counts))
         problem = mismatch(history, c, answer, run())
         assert problem is None, f"{name}: {problem[:2000]}"
         entry = strategy_entry(name)

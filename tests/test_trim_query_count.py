@@ -14,6 +14,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from agents import models
+from agents.memory.trimming.tool_runs import Grouped, codes
 from tests.conversations import chat
 
 SHORT, LONG = 2, 60  # turns: 9 and 241 messages, both within one read batch
@@ -327,7 +328,8 @@ def test_it_reads_a_sessions_outlines_as_the_structure_of_its_messages(make_sess
     read, counts = services.session_stored_messages(session)
     (_, in_batch, batch_counts), = services.sessions_stored_messages([session])
     for outlines, got in ((read.outlines, counts), (in_batch.outlines, batch_counts)):
-        assert outlines == expected and got == stored_counts
+        assert list(outlines) == expected and list(got) == stored_counts
+        assert isinstance(outlines, Grouped) and outlines.codes == codes(expected)  # units found once
         assert [repr(o.is_error) for o in outlines] == ["None", "None", "None", "True", "False", "None"]  # not 1, 0
         assert [o.to_openai() for o in outlines] == [o.to_openai() for o in expected]
         assert [c.function.arguments for c in outlines[2].tool_calls] == ['{"a": [1, "\\u00e9"]}', "{}"]

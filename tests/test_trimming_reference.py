@@ -43,6 +43,7 @@ from langchain_core.messages import SystemMessage as LCSystemMessage
 from agents.memory.schema import SYSTEM_ROLES, FunctionCall, Message, ToolCall
 from agents.memory.tokens import count_messages, get_counter
 from agents.memory.trimming import strategy_spec, trim
+from agents.memory.trimming.tool_runs import Grouped
 from tests.strategies_messages import conversations
 
 SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -146,35 +147,41 @@ def run_autogen(messages: Sequence[Message], pin: bool, make_context: Any) -> tu
     return kept, placeholders
 
 
-def ours(messages: Sequence[Message], strategy: str, params: dict[str, Any], counter: str = "messages") -> Any:
-    return trim(messages, strategy_spec(strategy, params), counter=counter)
+def ours(messages: Sequence[Message], strategy: str, params: dict[str, Any], counter: str = "messages",
+         *, grouped: bool = False) -> Any:
+    """Our trim of a plain list, or, ``grouped``, of the messages held as a Grouped history (its units found once,
+    as AutoGen holds its list grouped): the AutoGen windows find their ends in its unit starts."""
+    return trim(Grouped(messages) if grouped else messages, strategy_spec(strategy, params), counter=counter)
 
 
 @SETTINGS
-@given(conversations, st.integers(1, 12), st.booleans())
-def test_it_keeps_what_autogen_buffered_context_keeps(messages: list[Message], size: int, pin: bool) -> None:
+@given(conversations, st.integers(1, 12), st.booleans(), st.booleans())
+def test_it_keeps_what_autogen_buffered_context_keeps(
+    messages: list[Message], size: int, pin: bool, grouped: bool
+) -> None:
     expected, _ = run_autogen(messages, pin, lambda stored, _w: BufferedChatCompletionContext(size, stored))
-    result = ours(messages, "buffered", {"buffer_size": size, "pin_system": pin})
+    result = ours(messages, "buffered", {"buffer_size": size, "pin_system": pin}, grouped=grouped)
     assert result.kept == expected
     assert not result.inserted
 
 
 @SETTINGS
-@given(conversations, st.integers(1, 5), st.integers(1, 8), st.booleans())
+@given(conversations, st.integers(1, 5), st.integers(1, 8), st.booleans(), st.booleans())
 def test_it_keeps_what_autogen_head_and_tail_context_keeps(
-    messages: list[Message], head: int, tail: int, pin: bool
+    messages: list[Message], head: int, tail: int, pin: bool, grouped: bool
 ) -> None:
     expected, placeholders = run_autogen(
         messages, pin, lambda stored, _w: HeadAndTailChatCompletionContext(head, tail, stored)
     )
-    result = ours(messages, "head_and_tail", {"head_size": head, "tail_size": tail, "pin_system": pin})
+    result = ours(messages, "head_and_tail", {"head_size": head, "tail_size": tail, "pin_system": pin},
+                  grouped=grouped)
     assert result.kept == expected
     assert [x.message.content for x in result.inserted] == placeholders
     if result.inserted:
         # The placeholder sits where AutoGen puts it: right after the head.
         position = result.inserted[0].position
         assert result.messages[position].name == "System"
-        assert result.messages[:position] == [messages[i] for i in result.kept[:position]]
+        assert list(result.messages[:position]) == [messages[i] for i in result.kept[:position]]
 
 
 @SETTINGS
@@ -202,6 +209,9 @@ def test_it_keeps_what_autogen_token_limited_context_keeps(
 def test_it_keeps_what_autogen_unbounded_context_keeps(messages: list[Message]) -> None:
     expected, _ = run_autogen(messages, False, lambda stored, _w: UnboundedChatCompletionContext(stored))
     assert ours(messages, "unbounded", {}).kept == expected
+    held = Grouped(messages)
+    # A tuple is shared, as AutoGen returns the list it holds.
+    assert ours(held, "unbounded", {"pin_system": False}).messages is held
 
 
 def test_it_keeps_what_autogen_token_limited_keeps_on_a_long_conversation() -> None:

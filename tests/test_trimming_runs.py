@@ -100,6 +100,65 @@ def test_tool_runs_find_what_the_plain_grouping_finds(roles: list[str], count: i
         len(roles) if count == 0 else units[-count][0] if count <= len(units) else 0)
     assert [tool_runs.run_end(c, u[0]) for u in units] == [u[-1] + 1 for u in units]
 
+    # A Grouped list holds the same grouping, found once; the codes of a part are sliced from it.
+    grouped = tool_runs.Grouped(messages)
+    assert grouped.codes == c and list(grouped.starts) == [u[0] for u in units]
+    assert tool_runs.codes(grouped, 2, 9, backwards=True) == c[2:9][::-1]
+    assert tool_runs.codes(grouped, 3) == c[3:] and tuple(grouped) == tuple(messages)
+    assert tool_runs.last_units_start(c, count) == tool_runs.last_units_start(messages, count)
+    copy = pickle.loads(pickle.dumps(tool_runs.Grouped(Message(role=r, content="x") if r != "tool" else
+                                                       Message(role="tool", tool_call_id="c", content="x")
+                                                       for r in roles)))
+    assert copy.codes == c and list(copy.starts) == [u[0] for u in units]
+
+
+@settings(max_examples=300, deadline=None)
+@given(roles_lists, st.integers(0, 8), st.integers(0, 70))
+def test_a_view_finds_its_units_in_a_grouped_list_past_the_pinned_messages(roles: list[str], lead: int, count: int):
+    """The view of a Grouped input (after ``lead`` pinned system messages) finds the same units in the list's
+    starts as in the roles of its own messages."""
+    from types import SimpleNamespace
+
+    from agents.memory.tokens import get_counter
+    from agents.memory.trimming import tool_runs
+    from agents.memory.trimming.registry import View
+
+    everything = tool_runs.Grouped(SimpleNamespace(role=r) for r in ["system"] * lead + roles)
+    body = list(everything[lead:])
+
+    def view(**known: object) -> View:
+        return View(messages=body, counts=[0] * len(body), per_list=0, pinned_tokens=0,
+                    counter=get_counter("messages"), offset=lead, **known)  # type: ignore[arg-type]
+
+    grouped, plain = view(known_codes=everything.codes[lead:], known_starts=everything.starts), view()
+    units = _units(roles)
+    assert grouped.unit_count() == plain.unit_count() == len(units)
+    assert grouped.units_end(count) == plain.units_end(count)
+    assert grouped.last_units_start(count) == plain.last_units_start(count) == (
+        len(roles) if count == 0 else units[-count][0] if count <= len(units) else 0)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_a_grouped_history_trims_as_the_same_list(data: st.DataObject):
+    """Every strategy keeps, drops, inserts and explains the same for a Grouped history (a tuple, its units found
+    once) with a tuple of counts, which trim shares, as for the same messages in a list, which it copies."""
+    from agents.memory.trimming.tool_runs import Grouped
+    from tests.strategies_messages import strategy_and_params
+
+    messages = data.draw(conversations)
+    counts = count_messages(messages, "approx")
+    name, params = data.draw(strategy_and_params(sum(counts)))
+    spec = strategy_spec(name, params)
+    plain = trim(list(messages), spec, counter="approx", token_counts=list(counts))
+    grouped = trim(Grouped(messages), spec, counter="approx", token_counts=tuple(counts))
+    assert (grouped.kept, list(grouped.dropped), grouped.inserted, grouped.notes, grouped.kept_reasons) == (
+        plain.kept, list(plain.dropped), plain.inserted, plain.notes, plain.kept_reasons)
+    assert list(grouped.messages) == list(plain.messages)
+    assert (grouped.tokens_before, grouped.tokens_after, grouped.message_tokens, grouped.sources) == (
+        plain.tokens_before, plain.tokens_after, plain.message_tokens, plain.sources)
+    assert grouped.violations == plain.violations
+
 
 def test_the_last_units_are_found_past_long_runs_of_tool_results():
     from types import SimpleNamespace
@@ -147,11 +206,14 @@ def test_a_result_makes_its_explanations_when_first_read_and_pickles_them_made()
 def test_strands_finds_each_of_its_messages_in_any_order_of_asking(roles: list[str], data: st.DataObject):
     from types import SimpleNamespace
 
+    from agents.memory.tokens import get_counter
+    from agents.memory.trimming.registry import View
     from agents.memory.trimming.strands import Units
 
-    view = SimpleNamespace(messages=[SimpleNamespace(role=r) for r in roles])
+    view = View(messages=[SimpleNamespace(role=r) for r in roles], counts=[0] * len(roles),  # type: ignore[misc]
+                per_list=0, pinned_tokens=0, counter=get_counter("messages"))  # only the roles are read
     units = _units(roles)
-    found = Units(view)  # type: ignore[arg-type]  # only the roles are read
+    found = Units(view)
     asked = data.draw(st.lists(st.integers(0, len(units) - 1), max_size=80))
     assert [found.start(u) for u in asked] == [units[u][0] for u in asked]
     assert [found.stop(u) for u in asked] == [units[u][-1] + 1 for u in asked]

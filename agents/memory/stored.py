@@ -171,7 +171,7 @@ class StoredMessages(Sequence[Message]):
     returns the whole messages at those indices. Reading an item loads it, with the ``LOAD_BATCH`` that follow
     (a trimmed list is read in order); ``prefetch`` loads a known set at once. Loaded messages are kept."""
 
-    def __init__(self, outlines: list[Message], load: Loader, *, batch: int = LOAD_BATCH) -> None:
+    def __init__(self, outlines: Sequence[Message], load: Loader, *, batch: int = LOAD_BATCH) -> None:
         self.outlines = outlines
         self._load = load
         self._batch = batch
@@ -289,6 +289,6 @@ class DetachedTrim(NamedTuple):
         return TrimmedMessages(base, self.sources, self.own)
 
 
-def outlines_of(messages: Sequence[Message]) -> list[Message] | None:
+def outlines_of(messages: Sequence[Message]) -> Sequence[Message] | None:
     """The outlines of ``messages`` when it is a stored list (None for a plain list)."""
     return messages.outlines if isinstance(messages, StoredMessages) else None

@@ -26,7 +26,6 @@ from agents.memory.trimming.registry import (
     split_exchanges,
 )
 from agents.memory.trimming.runs import Positions, ReasonRuns
-from agents.memory.trimming.tool_runs import TOOL, codes, last_units_start, run_end, unit_count, units_end
 
 
 class BufferedParams(StrategyParams):
@@ -73,7 +72,7 @@ def _autogen_units(view: View) -> list[list[int]]:
 
 def _unit_count(view: View) -> int:
     """``len(_autogen_units(view))`` without building them (every role read, at C speed: tool_runs)."""
-    return unit_count(codes(view.messages))
+    return view.unit_count()
 
 
 def _is_ferm(view: View, unit: list[int]) -> bool:
@@ -108,8 +107,9 @@ def _unbounded(view: View, p: NoParams) -> Outcome:
 )
 def _buffered(view: View, p: BufferedParams) -> Outcome:
     size, n = p.buffer_size, len(view)
-    # AutoGen slices its list: only the window's roles are read (tool_runs.last_units_start).
-    start = last_units_start(view.messages, size)
+    # AutoGen slices its list: the window is found in a Grouped list's unit starts, or else only the window's roles
+    # are read (tool_runs.last_units_start).
+    start = view.last_units_start(size)
     runs = [(0, start, f"outside the last {plural(size, 'message')} of AutoGen's buffer")]
     notes: list[str] = []
     first = start
@@ -138,18 +138,17 @@ def _buffered(view: View, p: BufferedParams) -> Outcome:
     reads_text=False,
 )
 def _head_and_tail(view: View, p: HeadAndTailParams) -> Outcome:
-    # AutoGen's placeholder says how many of its messages it skipped: every role is read to count them (at C speed,
-    # tool_runs), where AutoGen takes the length of its already grouped list.
-    c = codes(view.messages)
-    units = unit_count(c)
+    # AutoGen's placeholder says how many of its messages it skipped: the length of its grouped list. A Grouped
+    # list knows its units; a plain list's roles are all read to count them (at C speed, tool_runs).
+    units = view.unit_count()
     h, t = p.head_size, p.tail_size
     num_skipped = units - h - t
     if num_skipped <= 0:
         # AutoGen returns the whole history, without applying its boundary guards.
         return keep_all(view, f"AutoGen keeps everything: at most {h} + {t} messages")
     n = len(view)
-    head_end = units_end(c, h)
-    tail_start = n - (units_end(c[::-1], t) or 0)
+    head_end = view.units_end(h)
+    tail_start = view.last_units_start(t)
     assert head_end is not None and head_end < tail_start  # more than h + t units
     notes: list[str] = []
     runs = [(head_end, tail_start, f"skipped in the middle: AutoGen keeps the first {h} and the last {t} "
@@ -157,14 +156,16 @@ def _head_and_tail(view: View, p: HeadAndTailParams) -> Outcome:
     guarded = 0
     head_keep, tail_keep = head_end, tail_start
     # The head's last unit is one message unless it is a run of tool results (then no call).
-    if c[head_end - 1] != TOOL and is_call(view.messages[head_end - 1]):
+    if view.messages[head_end - 1].role != "tool" and is_call(view.messages[head_end - 1]):
         head_keep -= 1
         guarded += 1
         runs.insert(0, (head_keep, head_end, (
             "tool call at the end of the head removed, as AutoGen removes one (its results are not in the head)"
         )))
-    if c[tail_start] == TOOL:
-        tail_keep = run_end(c, tail_start)
+    if view.messages[tail_start].role == "tool":
+        tail_keep = tail_start + 1  # past the run of tool results (one AutoGen message)
+        while tail_keep < n and view.messages[tail_keep].role == "tool":
+            tail_keep += 1
         guarded += 1
         runs.append((tail_start, tail_keep, "leading tool result of the tail removed, as AutoGen removes one" + (
             " (AutoGen holds these results as one message)" if tail_keep - tail_start > 1 else ""

@@ -29,6 +29,7 @@ from agents.memory.trimming.runs import (
     spans_of,
     spans_of_kept,
 )
+from agents.memory.trimming.tool_runs import Grouped, codes, last_units_start, unit_count, units_end
 
 
 class ParamProblem(NamedTuple):
@@ -225,15 +226,55 @@ class TrimResult:
 class View:
     """The part of the list a strategy runs on (pinned system messages set aside), with its token counts."""
 
-    messages: list[Message]
-    counts: list[int]
+    messages: Sequence[Message]  # a list, or a tuple trim shares (immutable: the input itself when nothing is pinned)
+    counts: Sequence[int]
     per_list: int
     pinned_tokens: int  # tokens of the pinned messages (only safe_token_budget counts them)
     counter: TokenCounter
     offset: int = 0  # input index of the view's first message (the number of pinned messages)
+    # One character per message (tool_runs.codes): given by a Grouped input, else read when first asked for.
+    known_codes: str | None = None
 
     def __len__(self) -> int:
         return len(self.messages)
+
+    # The input's unit starts when it is Grouped (its units past the pinned ones: the pinned messages are system or
+    # developer messages, one unit each, so the view's unit u is the input's unit offset + u).
+    known_starts: Sequence[int] | None = None
+
+    def codes(self) -> str:
+        """The roles of the view's messages, one character each (tool_runs.codes), read at most once."""
+        if self.known_codes is None:
+            self.known_codes = codes(self.messages)
+        return self.known_codes
+
+    # AutoGen's and Strands' units (a run of tool results is one): found in a Grouped input's starts without reading
+    # a role, else in the roles' codes at C speed (tool_runs).
+
+    def unit_count(self) -> int:
+        if self.known_starts is not None:
+            return len(self.known_starts) - self.offset
+        return unit_count(self.codes())
+
+    def units_end(self, count: int) -> int | None:
+        """Where the view's first ``count`` units end (None: it has fewer)."""
+        starts = self.known_starts
+        if starts is None:
+            return units_end(self.codes(), count)
+        at = self.offset + count
+        if at < len(starts):
+            return starts[at] - self.offset
+        return len(self) if at == len(starts) else None
+
+    def last_units_start(self, count: int) -> int:
+        """Where the view's last ``count`` units start (0 when it has fewer)."""
+        starts = self.known_starts
+        if starts is None:
+            return last_units_start(self.known_codes or self.messages, count)
+        if count <= 0:
+            return len(self)
+        at = max(self.offset, len(starts) - count)
+        return starts[at] - self.offset if at < len(starts) else 0  # an empty view
 
 
 class Insert(NamedTuple):
@@ -447,7 +488,11 @@ def trim(
     caller changing its list afterwards changes nothing in the result."""
     strat, resolved = spec.strategy, spec.params
     tc = get_counter(counter)
-    counts = list(token_counts) if token_counts is not None else count_messages(messages, tc)
+    # A tuple of counts (like a Grouped list) is shared as it is: nothing can change it afterwards.
+    counts: Sequence[int] = (
+        token_counts if isinstance(token_counts, tuple)
+        else list(token_counts) if token_counts is not None else count_messages(messages, tc)
+    )
     if len(counts) != len(messages):
         raise ValueError(f"token_counts has {len(counts)} entries for {len(messages)} messages")
     # A stored list whose counts are given, under a strategy that reads no text: decide on the outlines, and read
@@ -463,14 +508,15 @@ def trim(
     elif resolved.pin_system:
         while n_pinned < len(source) and source[n_pinned].role in SYSTEM_ROLES:
             n_pinned += 1
-    rest = source[n_pinned:]  # a list's slice is a copy already
     view = View(
-        messages=rest if isinstance(rest, list) else list(rest),
+        messages=_own_copy(source, n_pinned),
         counts=counts[n_pinned:] if n_pinned else counts,
         per_list=tc.per_list,
         pinned_tokens=sum(counts[:n_pinned]),
         counter=tc,
         offset=n_pinned,
+        known_codes=source.codes[n_pinned:] if isinstance(source, Grouped) else None,
+        known_starts=source.starts if isinstance(source, Grouped) else None,
     )
     # Like chain.py's whole-list passes: many small objects, none garbage; full collections would rescan the heap.
     with _gc_paused():
@@ -513,11 +559,21 @@ def trim(
         kept_reasons=later(parts.kept_reasons),
         sources=later(sources),
         edited=edited,
-        message_tokens=later(lambda: counts[:n_pinned] + parts.body_tokens()),
+        message_tokens=later(lambda: [*counts[:n_pinned], *parts.body_tokens()]),
     )
 
 
-def _trimmed_list(view: View, out: Outcome, pinned: Sequence[Message]) -> tuple[list[Message], list[Insert]]:
+def _own_copy(source: Sequence[Message], n_pinned: int) -> Sequence[Message]:
+    """What follows the pinned messages, as trim's own: a tuple is immutable, so when nothing is pinned it is
+    shared as it is (a long Grouped session is not copied per strategy); anything else is copied (a list's slice
+    is a copy already)."""
+    if isinstance(source, tuple) and not n_pinned:
+        return source
+    rest = source[n_pinned:]
+    return rest if isinstance(rest, (list, tuple)) else list(rest)
+
+
+def _trimmed_list(view: View, out: Outcome, pinned: Sequence[Message]) -> tuple[Sequence[Message], list[Insert]]:
     """The trimmed list (pinned, then the kept messages with the strategy's inserts at their positions): what a
     framework returns, made now; a window's kept ranges are sliced, not gathered message by message."""
     inserts = [Insert(*item) for item in sorted(out.inserted, key=lambda x: x[0])]
@@ -538,7 +594,7 @@ def _trimmed_list(view: View, out: Outcome, pinned: Sequence[Message]) -> tuple[
 class _Parts:
     """What ``trim`` explains about each kept message, made the first time each is read (every one at most once)."""
 
-    def __init__(self, view: View, out: Outcome, inserts: list[Insert], counts: list[int], n_pinned: int) -> None:
+    def __init__(self, view: View, out: Outcome, inserts: list[Insert], counts: Sequence[int], n_pinned: int) -> None:
         self.view, self.out, self.inserts, self.counts, self.n_pinned = view, out, inserts, counts, n_pinned
         self.spans: list[Span] | None = None if out.replaced else spans_of_kept(out.kept)
         self.kept = once(self._kept)

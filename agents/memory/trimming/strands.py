@@ -32,7 +32,7 @@ from agents.memory.trimming.summaries import (
     summary_text,
     summary_tokens_field,
 )
-from agents.memory.trimming.tool_runs import ASSISTANT, TOOL, codes, run_end, unit_count, unit_starts, units_end
+from agents.memory.trimming.tool_runs import ASSISTANT, TOOL, run_end, unit_count, unit_starts, units_end
 
 UNABLE = "Unable to trim conversation context!"
 ONE_RUN = ("The preview is one run on the stored list; Strands runs its window after every invocation, so a history "
@@ -113,7 +113,7 @@ class Units:
 
     def __init__(self, view: View) -> None:
         self.view = view
-        self.codes = codes(view.messages)
+        self.codes = view.codes()
         self.count = unit_count(self.codes)
         self._starts: list[int] | None = None
         self._found = {0: 0}  # unit -> position, of the units start() found

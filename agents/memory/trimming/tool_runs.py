@@ -11,7 +11,8 @@ nothing runs per message in Python.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from array import array
+from collections.abc import Iterable, Sequence
 from functools import lru_cache
 from itertools import compress, islice, repeat
 from operator import attrgetter, itemgetter, ne
@@ -23,12 +24,33 @@ TOOL = "l"  # tool
 ASSISTANT = "t"  # assistant (system: m, developer and user: r)
 
 
+class Grouped(tuple[Any, ...]):
+    """Messages held grouped: a history as AutoGen and Strands hold theirs, whose grouping is known before any trim
+    runs (AutoGen groups a call's results into one message when they are added). Its roles are read once
+    (``codes``) and its units found once (``starts``: where each unit starts), so a window finds its ends without
+    reading a role. It is a tuple, so neither goes stale, and ``trim`` shares it instead of copying it. A stored
+    session's outlines are held so (stored.StoredMessages): the strategies of a compare, a report or the lab then
+    read the session's grouping once, not once each."""
+
+    codes: str
+    starts: array[int]
+
+    def __new__(cls, messages: Iterable[Any]) -> Grouped:
+        self = super().__new__(cls, messages)
+        self.codes = _read_codes(self)
+        self.starts = array("q", _unit_starts(self.codes))
+        return self
+
+
 def codes(messages: Sequence[Any], start: int = 0, stop: int | None = None, *, backwards: bool = False) -> str:
     """One character per message of ``messages[start:stop]`` (TOOL, ASSISTANT, or another letter), in order or,
-    ``backwards``, from the last to the first."""
+    ``backwards``, from the last to the first. A ``Grouped`` list's are sliced from the ones it holds."""
     n = len(messages)
     stop = n if stop is None else min(stop, n)
     start = max(0, min(start, stop))
+    if isinstance(messages, Grouped):
+        part_codes = messages.codes[start:stop]
+        return part_codes[::-1] if backwards else part_codes
     if backwards:
         if stop == n and isinstance(messages, list):
             part: Any = islice(reversed(messages), stop - start)
@@ -38,7 +60,11 @@ def codes(messages: Sequence[Any], start: int = 0, stop: int | None = None, *, b
         part = messages
     else:
         part = messages[start:stop]
-    return "".join(map(_LAST, map(_ROLE, part)))
+    return _read_codes(part)
+
+
+def _read_codes(messages: Iterable[Any]) -> str:
+    return "".join(map(_LAST, map(_ROLE, messages)))
 
 
 def unit_count(c: str) -> int:
@@ -74,14 +100,15 @@ _TOOL_RUN = re.compile("l+")
 
 def last_units_start(messages: Sequence[Any], count: int) -> int:
     """Where the last ``count`` units of ``messages`` start (0 when it has fewer), reading the roles of the end of
-    the list only: a little more than the window, then twice as much until the window is found."""
+    the list only: a little more than the window, then twice as much until the window is found. ``messages`` may
+    be a list's codes already (a str)."""
     n = len(messages)
     if count <= 0:
         return n
     take = count + count // 4 + 8
     while True:
         lo = max(0, n - take)
-        back = codes(messages, lo, n, backwards=True)
+        back = messages[lo:n][::-1] if isinstance(messages, str) else codes(messages, lo, n, backwards=True)
         end = units_end(back, count)
         if end is not None and (end < len(back) or lo == 0 or back[-1] != "l"):
             return n - end  # a run of tool results cut by the read would have reached the end of what was read
@@ -92,8 +119,12 @@ def last_units_start(messages: Sequence[Any], count: int) -> int:
 
 def unit_starts(c: str) -> list[int]:
     """The position where each unit of ``c`` starts (a whole list's codes)."""
+    return list(_unit_starts(c))
+
+
+def _unit_starts(c: str) -> Iterable[int]:
     marked = _CONTINUED.sub("x", c)  # a tool result right after another continues its unit
-    return list(compress(range(len(c)), map(ne, marked, repeat("x"))))
+    return compress(range(len(c)), map(ne, marked, repeat("x")))
 
 
 _CONTINUED = re.compile("(?<=l)l")
