@@ -39,6 +39,7 @@ from agents.memory.trimming import (
     strategy_spec,
 )
 from agents.memory.trimming.catalog import strategies_by_framework, strategy_entry
+from agents.message_html import message_html
 from agents.safe_markdown import markdown_to_safe_html
 
 # --- the session page -------------------------------------------------------------------------------------------
@@ -73,6 +74,7 @@ class MessageView:
     annotations: list[models.Annotation] = field(default_factory=list)  # reviewers' labels and comments on it
     usage: list[tuple[str, str]] = field(default_factory=list)  # the token usage the provider reported, as stored
     markdown: str = ""  # an assistant's text as sanitised Markdown (safe_markdown), "" for others
+    html: str = ""  # the whole message as the page shows it (message_html), once everything above is set
 
 
 
@@ -151,6 +153,12 @@ def session_page(
         "last_seq": page.rows[-1].seq if page.rows else (page.after if page.after is not None else -1),
         **_review_context(user, session, messages, annotate=annotate, queue=queue),
     }
+    found = context["find"]
+    current = place if found is not None and found.here else None
+    window = session.agent.context_window
+    annotate = bool(context["can"]["annotate"])
+    for m in messages:
+        m.html = message_html(m, q=q, current=current, annotate=annotate, window=window)
     address = ""
     if fragment and page.rows:
         # "Load more": the address follows to the page loaded, so a reload or a shared link comes back here.
@@ -372,6 +380,11 @@ def _message_views(session: models.Session, chain: services.ChainPage) -> list[M
     for violation in session.violations or []:
         by_seq.setdefault(violation.get("seq", violation.get("index", -1)), []).append(violation)
     window = max(session.agent.context_window, 1)
+    url = session.get_absolute_url()  # once: reverse() per message cost more than the rest of the loop
+
+    def link(seq: int) -> str:  # find.permalink, without reversing the URL again
+        return f"{url}?at={seq}#m-{seq}"
+
     out: list[MessageView] = []
     for row in chain.page.rows:
         running = row.token_running  # stored at import: this message and all before it
@@ -380,7 +393,7 @@ def _message_views(session: models.Session, chain: services.ChainPage) -> list[M
         out.append(
             MessageView(
                 row=row,
-                permalink=permalink(session, row.seq),
+                permalink=link(row.seq),
                 running_total=running,
                 window_percent=round(min(running / window, 1.0) * 100, 1),
                 over_window=running > window,
@@ -388,7 +401,7 @@ def _message_views(session: models.Session, chain: services.ChainPage) -> list[M
                 in_exchange=place is not None and place.in_exchange,
                 call_name=place.call_name if place is not None else "",
                 # A late result, or one whose call is on another page: a link to the call.
-                call_href=permalink(session, place.call_index) if place and place.call_index is not None else "",
+                call_href=link(place.call_index) if place and place.call_index is not None else "",
                 calls=[call_view(tc) for tc in row.tool_calls],
                 text=text,
                 is_json=is_json,

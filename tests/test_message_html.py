@@ -1,0 +1,95 @@
+"""The session page's messages, built in Python (agents/message_html.py) instead of a template partial: agent content
+stays escaped everywhere it goes, and the figures and times read as the template's filters wrote them."""
+from __future__ import annotations
+
+import datetime as dt
+import json
+
+from django.contrib.humanize.templatetags.humanize import intcomma
+from django.db import connection
+from django.template import Context, Template
+from django.test.utils import CaptureQueriesContext
+
+from agents import models, services
+from agents.message_html import _time, number
+
+EVIL = "<x-agent onload=alert(1)>&"
+ESCAPED = "&lt;x-agent onload=alert(1)&gt;&amp;"
+
+EVERYWHERE = [
+    {"role": "system", "content": EVIL},
+    {"role": "user", "name": EVIL, "content": f"**{EVIL}**"},
+    {
+        "role": "assistant",
+        "content": f"Calling *now* {EVIL}",
+        "reasoning": EVIL,
+        "usage": {EVIL: EVIL, "prompt_tokens": 12345},
+        "tool_calls": [
+            {"id": EVIL, "type": "function", "function": {"name": EVIL, "arguments": json.dumps({"q": EVIL})}},
+            {"id": "call_2", "type": "function", "function": {"name": "broken", "arguments": f"{{{EVIL}"}},
+        ],
+    },
+    {"role": "tool", "tool_call_id": EVIL, "content": json.dumps({"found": EVIL})},
+    {"role": "tool", "tool_call_id": "call_2", "content": EVIL * 200},
+]
+
+
+def _messages_part(content: str) -> str:
+    return content[content.index('id="messages"'):content.index('id="keys-help"')]
+
+
+def test_agent_content_is_escaped_wherever_a_message_shows_it(alice_client, make_session):
+    session = make_session(EVERYWHERE)
+    for query in ({}, {"q": "x-agent", "at": 0}):
+        part = _messages_part(alice_client.get(session.get_absolute_url(), query).content.decode())
+        assert "<x-agent" not in part
+        # The name, the reasoning, the usage key and value, both calls' ids, names and arguments, both results'
+        # ids and texts: each shows the text escaped (some twice: raw and Markdown views, previews).
+        assert part.count("x-agent") >= 12
+        assert "&lt;x-agent" in part
+    html = _messages_part(alice_client.get(session.get_absolute_url()).content.decode())
+    assert f'<span class="name">{ESCAPED}</span>' in html
+    assert f'<span class="mono">{ESCAPED}</span> {ESCAPED}</span>' in html  # a usage key and its value
+    assert '<span class="badge badge-violation">arguments are not JSON</span>' in html
+    assert "<strong>" in html  # the Markdown view is the sanitiser's HTML, not escaped twice
+
+
+def test_a_search_marks_hits_inside_escaped_text(alice_client, make_session):
+    session = make_session(EVERYWHERE)
+    html = _messages_part(alice_client.get(session.get_absolute_url(), {"q": "onload", "at": 0}).content.decode())
+    assert '&lt;x-agent <mark class="hit">onload</mark>=alert(1)&gt;&amp;' in html
+    assert 'aria-current="true"' in html  # the hit the page stands on
+
+
+def test_figures_read_as_the_intcomma_filter_writes_them():
+    for value in (0, 7, 999, 1000, 12345, 1_000_000, 128_000, -4321):
+        assert number(value) == intcomma(value)
+
+
+def test_times_read_as_the_date_filter_writes_them():
+    template = Template("{{ t|date:'c' }}|{{ t|date:'Y-m-d H:i:s' }}|{{ t|date:'H:i:s' }}")
+    for value in (dt.datetime(2026, 3, 4, 5, 6, 7, 890, tzinfo=dt.UTC),
+                  dt.datetime(2026, 12, 31, 23, 59, 59, tzinfo=dt.timezone(dt.timedelta(hours=5)))):
+        assert "|".join(_time(value)) == template.render(Context({"t": value}))
+
+
+def test_annotations_on_many_messages_cost_no_query_per_message(alice_client, alice, make_session):
+    session = make_session([{"role": "user", "content": f"m{i}"} for i in range(60)])
+    url = session.get_absolute_url()
+    with CaptureQueriesContext(connection) as bare:
+        assert alice_client.get(url).status_code == 200
+    label = models.Label.objects.create(project=session.agent.project, name="odd", color="#123456")
+    for row in session.messages.filter(seq__lt=40):
+        models.Annotation.objects.create(session=session, message=row, author=alice, label=label,
+                                         comment=f"<b>note</b> {row.seq}")
+    with CaptureQueriesContext(connection) as annotated:
+        content = alice_client.get(url).content.decode()
+    assert content.count('<div class="msg-annotation">') == 40
+    assert "&lt;b&gt;note&lt;/b&gt; 39" in content
+    assert len(annotated.captured_queries) <= len(bare.captured_queries) + 2
+
+
+def test_the_first_page_shows_a_full_page_of_messages(alice_client, make_session):
+    session = make_session([{"role": "user", "content": f"m{i}"} for i in range(services.MESSAGE_PAGE_SIZE + 5)])
+    content = alice_client.get(session.get_absolute_url()).content.decode()
+    assert content.count('<article id="m-') == services.MESSAGE_PAGE_SIZE
