@@ -227,6 +227,14 @@ class SessionMessages:
             if self.progress is not None:
                 self.progress.add(len(messages))
 
+    def json_dicts(self) -> Iterator[dict[str, Any]]:
+        """The messages as ``model_dump(mode="json")`` gives them, straight from the rows (the native writer asks
+        for these: ``formats.native.write``)."""
+        for batch in services.session_message_json_batches(self.session, size=PAGE_SIZE):
+            yield from batch
+            if self.progress is not None:
+                self.progress.add(len(batch))
+
 
 def _trim_session(session: models.Session, plan: ExportPlan) -> TrimResult:
     assert plan.spec is not None

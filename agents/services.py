@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import groupby, islice
-from typing import Any, NamedTuple, TypeVar, cast
+from typing import Any, NamedTuple, TypeVar
 
 from django.conf import settings
 from django.contrib.auth.models import AnonymousUser
@@ -34,6 +34,7 @@ from django.http import Http404
 from django.shortcuts import get_object_or_404
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
+from pydantic import BaseModel
 
 from agents import models
 from agents.find import NO_FILTER, ChainFilter
@@ -353,21 +354,100 @@ def _json_problem(value: Any) -> str | None:
 
 def message_to_schema(row: models.Message | Any) -> schema.Message:
     """The schema Message a row stores (the inverse of ``message_from_schema``): a model instance, or a named tuple
-    of ``MESSAGE_FIELDS`` (``session_message_batches``)."""
-    return schema.Message(
-        role=cast(schema.Role, row.role),  # the column's choices are the schema's roles
-        content=row.content_parts if row.content_parts is not None else row.content,
-        name=row.name or None,
-        tool_calls=row.tool_calls or [],
-        tool_call_id=row.tool_call_id or None,
-        external_id=row.external_id or None,
-        created_at=row.created_at,
-        is_error=row.is_error,
-        reasoning=row.reasoning or None,
-        usage=row.usage,
-        marks=row.marks or [],
-        extra=row.extra or {},
-    )
+    of ``MESSAGE_FIELDS`` (``session_message_batches``).
+
+    Built without validation (``_trusted``, what ``model_construct`` leaves): the row was validated as a schema
+    Message when it was stored. The object is the one validation gives (the same values, the same nested ToolCall
+    models, the same fields set: tests/test_export_service.py). A row that does not hold what
+    ``message_from_schema`` stores (an unknown role, tool calls of another shape) is validated, and refused, as
+    before."""
+    calls = _stored_calls(row.tool_calls or [])
+    fields = _message_fields(row)
+    if calls is None or row.role not in _ROLES:
+        fields["tool_calls"] = row.tool_calls or []
+        return schema.Message(**fields)
+    fields["tool_calls"] = [
+        _trusted(schema.ToolCall, {"id": call_id, "type": "function",
+                                   "function": _trusted(schema.FunctionCall, {"name": name, "arguments": arguments})})
+        for call_id, name, arguments in calls
+    ]
+    return _trusted(schema.Message, fields)
+
+
+def message_json(row: models.Message | Any) -> dict[str, Any]:
+    """``message_to_schema(row).model_dump(mode="json")``, made from the row without the model: what the native
+    export writes of each message (a third of its CPU went to building the model and dumping it again). The same
+    dict, key for key: the time as pydantic writes it (ISO 8601, "Z" for UTC), the tool calls with their keys in
+    the model's order; a row this does not cover (another time zone, tool calls of another shape, an unknown role)
+    goes through the model."""
+    created = row.created_at
+    calls = _stored_calls(row.tool_calls or [])
+    if calls is None or row.role not in _ROLES:
+        return message_to_schema(row).model_dump(mode="json")
+    fields = _message_fields(row)
+    if created is not None:
+        offset = created.utcoffset()
+        if offset is None:
+            fields["created_at"] = created.isoformat()
+        elif not offset:
+            fields["created_at"] = created.isoformat()[:-6] + "Z"  # "+00:00"
+        else:
+            return message_to_schema(row).model_dump(mode="json")
+    fields["tool_calls"] = [{"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}
+                            for call_id, name, arguments in calls]
+    return fields
+
+
+def _message_fields(row: models.Message | Any) -> dict[str, Any]:
+    """A row's schema fields, in the model's order (``tool_calls`` for the caller to fill)."""
+    return {
+        "role": row.role,
+        "content": row.content_parts if row.content_parts is not None else row.content,
+        "name": row.name or None,
+        "tool_calls": None,
+        "tool_call_id": row.tool_call_id or None,
+        "external_id": row.external_id or None,
+        "created_at": row.created_at,
+        "is_error": row.is_error,
+        "reasoning": row.reasoning or None,
+        "usage": row.usage,
+        "marks": row.marks or [],
+        "extra": row.extra or {},
+    }
+
+
+def _stored_calls(stored: list[Any]) -> list[tuple[str, str, str]] | None:
+    """The (id, name, arguments) of a row's tool calls as ``message_from_schema`` stores them (``model_dump()`` of
+    each ToolCall); None when one is not in that shape (the caller validates)."""
+    calls = []
+    for call in stored:
+        if type(call) is not dict or call.keys() != _TOOL_CALL_KEYS or call["type"] != "function":
+            return None
+        function, call_id = call["function"], call["id"]
+        if type(function) is not dict or function.keys() != _FUNCTION_KEYS or type(call_id) is not str:
+            return None
+        name, arguments = function["name"], function["arguments"]
+        if type(name) is not str or type(arguments) is not str:
+            return None
+        calls.append((call_id, name, arguments))
+    return calls
+
+
+_TOOL_CALL_KEYS = {"id", "type", "function"}
+_FUNCTION_KEYS = {"name", "arguments"}
+_Model = TypeVar("_Model", bound=BaseModel)
+
+
+def _trusted(cls: type[_Model], values: dict[str, Any]) -> _Model:
+    """``cls.model_construct(**values)`` for ``values`` that name every field, in the fields' order: what
+    model_construct leaves in the instance, without its loop over the fields' aliases and defaults (which costs
+    twice the validation it saves)."""
+    model = cls.__new__(cls)
+    object.__setattr__(model, "__dict__", values)
+    object.__setattr__(model, "__pydantic_fields_set__", set(values))
+    object.__setattr__(model, "__pydantic_extra__", None)
+    object.__setattr__(model, "__pydantic_private__", None)
+    return model
 
 
 def message_rows(
@@ -776,14 +856,31 @@ def session_message_batches(
     with the token counts stored with them: the one reader of a whole stored conversation (export, trim). Rows are
     read as named tuples of ``MESSAGE_FIELDS``, not model instances, which cost as much again as the rest of an
     export's reading (bench/README.md, "Logins and page views during a big import")."""
+    for rows in _session_message_rows(session, size=size):
+        with _gc_paused():
+            batch = [message_to_schema(row) for row in rows], [row.token_count for row in rows]
+        yield batch
+
+
+def session_message_json_batches(
+    session: models.Session, *, size: int = SESSION_ROWS_PER_FETCH
+) -> Iterator[list[dict[str, Any]]]:
+    """The session's messages as ``model_dump(mode="json")`` gives them (``message_json``), in order, ``size`` per
+    query: what the native export writes, without building a schema Message per row."""
+    for rows in _session_message_rows(session, size=size):
+        with _gc_paused():
+            batch = [message_json(row) for row in rows]
+        yield batch
+
+
+def _session_message_rows(session: models.Session, *, size: int) -> Iterator[list[MessageRow]]:
     qs = models.Message.objects.filter(session_id=session.pk).order_by("seq").values_list("seq", *MESSAGE_FIELDS)
     last = -1
     while True:
         with _gc_paused():  # many small objects, none garbage (chain._gc_paused); not held across the yield
             rows = _message_rows(qs.filter(seq__gt=last)[:size])
-            batch = [message_to_schema(row) for row in rows], [row.token_count for row in rows]
         if rows:
-            yield batch
+            yield rows
         if len(rows) < size:
             return
         last = rows[-1].seq

@@ -236,3 +236,69 @@ def test_native_round_trip_is_byte_stable_for_any_conversations(
     assert report.sessions_imported == len(convs)
     second, _ = export_text(models.Session.objects.all(), "native")
     assert second == first
+
+
+# --- rows read without validation (services.message_to_schema, message_json): the same objects, the same bytes ---
+
+def _rich_messages() -> list[Message]:
+    import datetime as dt
+
+    return weather() + [
+        Message(role="user", name="Zoë", content="ünïcødé ✓ 日本語 🚀 \u2028 \\ \" '", created_at=dt.datetime(
+            2026, 1, 2, 3, 4, 5, 678901, tzinfo=dt.UTC), extra={"k": [1, {"z": "ß"}], "n": None}),
+        Message(role="developer", content="", created_at=dt.datetime(2026, 1, 2, 3, 4, 6, tzinfo=dt.UTC)),
+        Message.model_validate({"role": "assistant", "content": "", "tool_calls": [
+            {"id": "c3", "type": "function", "function": {"name": "broken", "arguments": "{not json"}}],
+            "usage": {"nested": {"a": 1.5, "b": None}, "list": [1, "x"]}, "is_error": False}),
+        Message(role="tool", tool_call_id="c3", content='{"ok": false}', is_error=True, external_id="r-3"),
+    ]
+
+
+def _validated(row: Any) -> Message:
+    """What message_to_schema gave before it skipped validation."""
+    return Message(
+        role=row.role, content=row.content_parts if row.content_parts is not None else row.content,
+        name=row.name or None, tool_calls=row.tool_calls or [], tool_call_id=row.tool_call_id or None,
+        external_id=row.external_id or None, created_at=row.created_at, is_error=row.is_error,
+        reasoning=row.reasoning or None, usage=row.usage, marks=row.marks or [], extra=row.extra or {},
+    )
+
+
+def test_rows_read_without_validation_are_the_validated_messages(agent: models.Agent) -> None:
+    session = store(agent, "rich", _rich_messages())
+    tuples = [row for rows in services._session_message_rows(session, size=4) for row in rows]
+    instances = list(session.messages.order_by("seq"))
+    assert len(tuples) == len(instances) == len(_rich_messages())
+    for row in tuples + instances:
+        built, validated = services.message_to_schema(row), _validated(row)
+        assert built == validated
+        assert built.model_fields_set == validated.model_fields_set
+        assert [c.model_fields_set for c in built.tool_calls] == [c.model_fields_set for c in validated.tool_calls]
+        assert built.model_dump_json() == validated.model_dump_json()
+        assert services.message_json(row) == validated.model_dump(mode="json")
+        assert json.dumps(services.message_json(row)) == json.dumps(validated.model_dump(mode="json"))
+
+
+def test_rows_of_another_shape_are_still_validated(agent: models.Agent) -> None:
+    import datetime as dt
+
+    session = store(agent, "odd", weather())
+    row = session.messages.get(seq=2)
+    row.tool_calls = [{"id": "call_1", "function": {"name": "get_weather", "arguments": "{}"}}]  # no "type"
+    assert services.message_to_schema(row).tool_calls[0].type == "function"  # the model's default, validated
+    assert services.message_json(row) == services.message_to_schema(row).model_dump(mode="json")
+    row.created_at = dt.datetime(2026, 1, 2, 3, 4, 5, tzinfo=dt.timezone(dt.timedelta(hours=2)))
+    assert services.message_json(row)["created_at"] == "2026-01-02T03:04:05+02:00"
+    row.role = "robot"
+    with pytest.raises(ValueError):
+        services.message_to_schema(row)
+
+
+def test_native_export_writes_the_bytes_of_the_validated_messages(agent: models.Agent) -> None:
+    session = store(agent, "rich", _rich_messages(), title="Rich ✓")
+    text, _ = export_text(models.Session.objects.filter(pk=session.pk), "native")
+    # The same session written from validated Message objects, as the export did before reading rows without them.
+    meta = exports._session_meta(session)
+    meta.messages = [_validated(row) for row in session.messages.order_by("seq")]
+    assert text == formats.dumps([meta], "native")[0]
+    assert "ünïcødé ✓ 日本語 🚀" in text and '"created_at": "2026-01-02T03:04:05.678901Z"' in text

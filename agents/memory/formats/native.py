@@ -182,6 +182,19 @@ def _messages(events: Events, place: str, fields: dict[str, Any], conversation: 
 
 # --- writing ----------------------------------------------------------------------------------------------------
 
+# json.dumps(value, ensure_ascii=False) makes an encoder per call; one shared encoder writes the same text.
+_dumps = json.JSONEncoder(ensure_ascii=False).encode
+
+
+def _message_dicts(messages: Iterable[Message]) -> Iterator[dict[str, Any]]:
+    """Each message's ``model_dump(mode="json")``, or what the sequence gives as those (``json_dicts()``: a
+    stored session's messages read from their rows, which need no model in between)."""
+    made = getattr(messages, "json_dicts", None)
+    if callable(made):
+        return iter(made())
+    return (message.model_dump(mode="json") for message in messages)
+
+
 def write(conversations: Iterable[Conversation], report: WriteReport) -> Iterator[str]:
     yield f'{{"format": "memoryviz", "version": {VERSION}, "sessions": ['
     count = 0
@@ -190,8 +203,8 @@ def write(conversations: Iterable[Conversation], report: WriteReport) -> Iterato
         text = json.dumps({k: head[k] for k in HEAD_KEYS}, ensure_ascii=False)
         yield ("\n  " if count == 0 else ",\n  ") + text[:-1] + ', "messages": ['
         n = 0
-        for message in conversation.messages:
-            yield ("\n    " if n == 0 else ",\n    ") + json.dumps(message.model_dump(mode="json"), ensure_ascii=False)
+        for message in _message_dicts(conversation.messages):
+            yield ("\n    " if n == 0 else ",\n    ") + _dumps(message)
             n += 1
         yield "\n  ]" if n else "]"
         if conversation.annotations:
