@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from agents.memory.replay import ReplayStep
+from agents.memory.replay import ReplayStep, step_column
 
 WIDTH = 600
 HEIGHT = 120
@@ -68,19 +68,23 @@ def _points(values: Sequence[int], top: int) -> str:
 
 def replay_chart(steps: Sequence[ReplayStep], *, chosen: int | None = None) -> ReplayChart:
     n = len(steps)
-    top = max((max(s.tokens, s.tokens_input) for s in steps), default=0)
+    # Read by column (a long run's steps are held so: replay.Steps); a step is made only for a mark.
+    sent, untrimmed, errors, lost, calls = (
+        step_column(steps, name) for name in ("tokens", "tokens_input", "errors", "question_lost", "call")
+    )
+    top = max(max(sent, default=0), max(untrimmed, default=0))
     marks: list[Mark] = []
-    for k, s in enumerate(steps):
+    for k in range(n):
         if len(marks) >= MAX_MARKS:
             break
-        kind = "violation" if s.errors else "question" if s.question_kept is False else ""
+        kind = "violation" if errors[k] else "question" if lost[k] else ""
         if kind:
-            marks.append(Mark(_x(k, n), _y(s.tokens, top), kind, k, s.call))
+            marks.append(Mark(_x(k, n), _y(sent[k], top), kind, k, calls[k]))
     return ReplayChart(
         width=WIDTH,
         height=HEIGHT,
-        sent=_points([s.tokens for s in steps], top),
-        untrimmed=_points([s.tokens_input for s in steps], top),
+        sent=_points(sent, top),
+        untrimmed=_points(untrimmed, top),
         marks=marks,
         max_tokens=top,
         calls=n,

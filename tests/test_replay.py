@@ -1,6 +1,7 @@
 """Replay: each call of a stored run trimmed as the framework trimmed it then (agents/memory/replay.py)."""
 from __future__ import annotations
 
+import pickle
 from typing import Any
 
 import pytest
@@ -14,10 +15,13 @@ from agents.memory.replay import (
     METHOD_CARRIED,
     METHOD_INCREMENTAL,
     METHOD_PER_CALL,
+    ReplayStep,
     SliceViolations,
+    Steps,
     call_positions,
     replay,
     replay_call,
+    step_column,
 )
 from agents.memory.schema import FunctionCall, Message, ToolCall
 from agents.memory.tokens import count_messages
@@ -296,7 +300,12 @@ def test_it_replays_an_empty_session_as_one_call_that_sends_nothing() -> None:
 def test_it_counts_the_errors_of_every_slice_as_the_checker_does(messages: list[Message]) -> None:
     n = len(messages)
     slices = [(s, e) for s in range(n + 1) for e in range(s, n + 1)]
-    assert SliceViolations(messages).counts(slices) == [errors(messages[s:e]) for s, e in slices]
+    expected = [errors(messages[s:e]) for s, e in slices]
+    assert SliceViolations(messages).counts(slices) == expected
+    # Where many points cross one start (long waits for results, reused ids), the Fenwick tree's sweep answers.
+    by_tree = SliceViolations(messages)
+    by_tree.CROSSING_LIMIT = 0
+    assert by_tree.counts(slices) == expected
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -381,3 +390,31 @@ def test_strands_window_lets_a_turn_grow_past_it_until_the_turn_ends() -> None:
     assert [(s.call, s.sent) for s in result.steps] == [(2, 2), (4, 4), (6, 6), (8, 8), (10, 10), (11, 3)]
     assert [m.content for m in replay_call(messages, "strands_sliding_window", {"window_size": 2}, call=11,
                                            counter="messages").messages] == ["You are a travel assistant.", "q2", "a2"]
+
+
+# --- steps held as columns -------------------------------------------------------------------------------------
+
+
+def test_a_long_runs_steps_are_columns_that_read_as_the_steps() -> None:
+    listed = [ReplayStep(1, 2, 30, 40, 0, None), ReplayStep(3, 4, 50, 60, 2, True), ReplayStep(5, 3, 20, 80, 0, False),
+              ReplayStep(7, 5, 90, 100, 1, False)]
+    steps = Steps.of(listed)
+    assert len(steps) == 4 and list(steps) == listed and steps[1] == listed[1] and steps[-1] == listed[-1]
+    assert steps[1:3] == listed[1:3] and steps == listed and steps != listed[:3]
+    assert pickle.loads(pickle.dumps(steps)) == listed
+    assert (steps.first("errors"), steps.first("question", 0)) == (1, 2)
+    assert Steps.of(listed[:1]).first("errors") is None and Steps().first("question", 0) is None
+    for name in ("tokens", "tokens_input", "errors", "call", "sent", "question_lost"):
+        assert list(step_column(steps, name)) == list(step_column(listed, name))
+    assert list(step_column(steps, "question_lost")) == [0, 0, 1, 1]
+
+
+def test_an_incremental_replay_holds_its_steps_as_columns_with_the_same_answers() -> None:
+    messages = [S(), U("q0"), A(None, "c1"), T("c1"), A("a0"), U("q1"), A(None, "c2"), U("q2"), T("c2"), A("a2"),
+                U("q3"), A("a3")]
+    run = replay(messages, "buffered", {"buffer_size": 3}, counter="messages")
+    assert run.method == METHOD_INCREMENTAL and isinstance(run.steps, Steps)
+    listed = list(run.steps)
+    assert run.first_violation == next((k for k, s in enumerate(listed) if s.errors), None) is not None
+    assert run.first_question_lost == next((k for k, s in enumerate(listed) if s.question_kept is False), None)
+    assert [s.call for s in listed] == call_positions(messages)  # every call, the next one last

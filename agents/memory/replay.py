@@ -45,13 +45,14 @@ from __future__ import annotations
 
 import bisect
 import functools
+import heapq
 import itertools
 import math
 from array import array
 from collections import deque
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, overload
 
 from agents.memory.chain import _arguments_problem, _gc_paused, _has_content, find_violations
 from agents.memory.schema import SYSTEM_ROLES, Message
@@ -108,6 +109,84 @@ class ReplayStep:
         return (ReplayStep, (self.call, self.sent, self.tokens, self.tokens_input, self.errors, self.question_kept))
 
 
+_QUESTION = {None: -1, False: 0, True: 1}
+_QUESTION_OF = (False, True, None)  # by the stored code: 0, 1, -1
+
+
+class Steps(Sequence[ReplayStep]):
+    """A run's steps as columns of machine integers, one entry per call: a long run has one step per call (100,000
+    at 200,000 messages), held and pickled (the replay is cached) at 41 bytes a step, where a ``ReplayStep`` object
+    each took about 130 and its pickling most of a cached replay's. A step is made when it is read."""
+
+    __slots__ = ("call", "sent", "tokens", "tokens_input", "errors", "question")
+
+    def __init__(self) -> None:
+        self.call, self.sent, self.tokens = array("q"), array("q"), array("q")
+        self.tokens_input, self.errors = array("q"), array("q")
+        self.question = array("b")  # question_kept: -1 None, 0 False, 1 True
+
+    @classmethod
+    def of(cls, steps: Iterable[ReplayStep]) -> Steps:
+        made = cls()
+        for step in steps:
+            made.append(step.call, step.sent, step.tokens, step.tokens_input, step.errors, step.question_kept)
+        return made
+
+    def append(self, call: int, sent: int, tokens: int, tokens_input: int, errors: int,
+               question_kept: bool | None) -> None:
+        self.call.append(call)
+        self.sent.append(sent)
+        self.tokens.append(tokens)
+        self.tokens_input.append(tokens_input)
+        self.errors.append(errors)
+        self.question.append(_QUESTION[question_kept])
+
+    def __len__(self) -> int:
+        return len(self.call)
+
+    @overload
+    def __getitem__(self, index: int) -> ReplayStep: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[ReplayStep]: ...
+
+    def __getitem__(self, index: int | slice) -> ReplayStep | list[ReplayStep]:
+        if isinstance(index, slice):
+            return [self[k] for k in range(*index.indices(len(self)))]
+        return ReplayStep(self.call[index], self.sent[index], self.tokens[index], self.tokens_input[index],
+                          self.errors[index], _QUESTION_OF[self.question[index]])
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Sequence):
+            return len(self) == len(other) and all(a == b for a, b in zip(self, other, strict=True))
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def first(self, column: str, value: int | None = None) -> int | None:
+        """The first step whose ``column`` is not 0 (``value`` None) or is ``value``: searched in the column."""
+        values: array[int] = getattr(self, column)
+        if value is None:
+            return next(itertools.compress(itertools.count(), values), None)
+        try:
+            return values.index(value)
+        except ValueError:
+            return None
+
+
+def step_column(steps: Sequence[ReplayStep], name: str) -> Sequence[int]:
+    """One field of every step (``tokens``, ``tokens_input``, ``errors``, ``call``, ``sent``; ``question_lost``: 1
+    where ``question_kept`` is False): a column of ``Steps`` as it is held, or read from each step of a list."""
+    if name == "question_lost":
+        if isinstance(steps, Steps):
+            return bytes(code == 0 for code in steps.question)
+        return [s.question_kept is False for s in steps]
+    if isinstance(steps, Steps):
+        column: Sequence[int] = getattr(steps, name)
+        return column
+    return [getattr(s, name) for s in steps]
+
+
 @dataclass
 class Replay:
     strategy: str
@@ -115,7 +194,7 @@ class Replay:
     counter: str
     memory: str  # MEMORY_KINDS: how the framework keeps what it trimmed
     method: str  # how the replay was computed (module docstring)
-    steps: list[ReplayStep]
+    steps: Sequence[ReplayStep]  # a list, or Steps (the incremental replays of long runs)
     total_calls: int  # steps of the run, the next call included (more than len(steps) when sampled)
     stride: int = 1  # 1: every call; n: every n-th call and the last (per call replays of long runs)
     notes: list[str] = field(default_factory=list)
@@ -123,11 +202,15 @@ class Replay:
     @property
     def first_violation(self) -> int | None:
         """Position in ``steps`` of the first call that sent something a provider rejects."""
+        if isinstance(self.steps, Steps):
+            return self.steps.first("errors")
         return next((k for k, s in enumerate(self.steps) if s.errors), None)
 
     @property
     def first_question_lost(self) -> int | None:
         """Position in ``steps`` of the first call whose newest user message was not sent."""
+        if isinstance(self.steps, Steps):
+            return self.steps.first("question", _QUESTION[False])
         return next((k for k, s in enumerate(self.steps) if s.question_kept is False), None)
 
     @property
@@ -294,26 +377,15 @@ class SliceViolations:
 
     def counts(self, slices: Sequence[tuple[int, int]]) -> list[int]:
         """The error count of each ``messages[s:e]``."""
-        # Each slice needs D(s, e) = sum of weights with x < s and y < e, for pairs and for results; one sweep
-        # over the slices by s, adding points by x into a tree indexed by y (three answers per slice, kept in a
-        # machine-integer array: a long run has one slice per call).
-        answers = _ints(0, 3 * len(slices))
-        trees = (_Fenwick(self.n + 1), _Fenwick(self.n + 1))
+        # Each slice needs D(s, e) = sum of weights of the points with x < s and y < e, for pairs and for results
+        # (three answers per slice, kept in a machine-integer array: a long run has one slice per call).
         call_message = self.call_message
         results = zip(self.result_calls, self.result_at, strict=True)
         points = (sorted(self.pairs), sorted((call_message[number], y, 1) for number, y in results))
-        next_point = [0, 0]
-        for q in sorted(range(len(slices)), key=lambda q: slices[q][0]):
-            s, e = slices[q]
-            for which in (0, 1):
-                pts, tree, k = points[which], trees[which], next_point[which]
-                while k < len(pts) and pts[k][0] < s:
-                    tree.add(pts[k][1], pts[k][2])
-                    k += 1
-                next_point[which] = k
-            answers[3 * q] = trees[0].below(e)
-            answers[3 * q + 1] = trees[1].below(e)
-            answers[3 * q + 2] = trees[1].below(min(self.first_dialogue[s], e))
+        order = sorted(range(len(slices)), key=lambda q: slices[q][0])
+        answers = self._crossing_sweep(slices, order, points)
+        if answers is None:
+            answers = self._tree_sweep(slices, order, points)
         out = []
         for q, (s, e) in enumerate(slices):
             if e <= s:
@@ -327,6 +399,70 @@ class SliceViolations:
                 self.intrinsic[e] - self.intrinsic[s] + leading + orphans + pairs + self.calls[e] - self.calls[s]
             )
         return out
+
+    # A point (x, y) has x <= y, and in a session nearly every point joins a call to a result a few messages on, so
+    # D(s, e) = (weights with x < s) - (weights of the points that cross s, x < s <= y, with y >= e). The points
+    # crossing s are few: the calls still waiting for a result at s, and ids reused across it.
+    CROSSING_LIMIT = 64
+
+    def _crossing_sweep(
+        self, slices: Sequence[tuple[int, int]], order: list[int], points: tuple[list[tuple[int, int, int]], ...]
+    ) -> array[int] | None:
+        """The answers from prefix sums over x and the points crossing each slice's start, kept in a heap by y as
+        the sweep moves by s (None when more than ``CROSSING_LIMIT`` cross one start: then the tree is cheaper)."""
+        answers = _ints(0, 3 * len(slices))
+        n, first_dialogue, limit = self.n, self.first_dialogue, self.CROSSING_LIMIT
+        push, pop = heapq.heappush, heapq.heappop
+        for which, pts in enumerate(points):
+            by_x = _ints(0, n + 1)
+            for x, _, w in pts:
+                by_x[x + 1] += w
+            below_x = array("q", itertools.accumulate(by_x))  # the weights of the points with x < s
+            heap: list[tuple[int, int]] = []  # (y, weight) of the points with x < s <= y
+            k, end = 0, len(pts)
+            for q in order:
+                s, e = slices[q]
+                while k < end and pts[k][0] < s:
+                    push(heap, pts[k][1:])
+                    k += 1
+                while heap and heap[0][0] < s:
+                    pop(heap)
+                below = below_x[s]
+                if not heap:
+                    if which:
+                        answers[3 * q + 1] = answers[3 * q + 2] = below
+                    else:
+                        answers[3 * q] = below
+                    continue
+                if len(heap) > limit:
+                    return None
+                if which:
+                    f = min(first_dialogue[s], e)
+                    answers[3 * q + 1] = below - sum([w for y, w in heap if y >= e])
+                    answers[3 * q + 2] = below - sum([w for y, w in heap if y >= f])
+                else:
+                    answers[3 * q] = below - sum([w for y, w in heap if y >= e])
+        return answers
+
+    def _tree_sweep(
+        self, slices: Sequence[tuple[int, int]], order: list[int], points: tuple[list[tuple[int, int, int]], ...]
+    ) -> array[int]:
+        """The answers from one sweep over the slices by s, adding points by x into a tree indexed by y."""
+        answers = _ints(0, 3 * len(slices))
+        trees = (_Fenwick(self.n + 1), _Fenwick(self.n + 1))
+        next_point = [0, 0]
+        for q in order:
+            s, e = slices[q]
+            for which in (0, 1):
+                pts, tree, k = points[which], trees[which], next_point[which]
+                while k < len(pts) and pts[k][0] < s:
+                    tree.add(pts[k][1], pts[k][2])
+                    k += 1
+                next_point[which] = k
+            answers[3 * q] = trees[0].below(e)
+            answers[3 * q + 1] = trees[1].below(e)
+            answers[3 * q + 2] = trees[1].below(min(self.first_dialogue[s], e))
+        return answers
 
     def joined_counts(self, parts: Sequence[tuple[int, int, int, int]], *, separated: bool) -> list[int]:
         """The error count of ``messages[a0:a1] + messages[b0:b1]`` for each (a0, a1, b0, b1), a1 <= b0, with a
@@ -1067,7 +1203,7 @@ def _errors(messages: Sequence[Message]) -> int:
     return sum(1 for v in find_violations(messages, pending_severity="error") if v.severity == "error")
 
 
-def _windows_to_steps(run: _Run, windows: list[_Window]) -> tuple[list[ReplayStep], bool]:
+def _windows_to_steps(run: _Run, windows: list[_Window]) -> tuple[Steps, bool]:
     """The steps, and whether every error count came from SliceViolations (False: some lists were checked
     whole, because their two parts cannot be counted apart in a session that reuses call ids)."""
     slices = SliceViolations(run.messages)
@@ -1091,7 +1227,8 @@ def _windows_to_steps(run: _Run, windows: list[_Window]) -> tuple[list[ReplaySte
             sent = list(msgs[w.start : w.end]) + ([w.between] if w.between is not None else [])
             errors[q] = _errors(sent + list(msgs[w.start2 : w.end2]))
     del slices  # its per-message arrays and pairs go before the steps are made: a long run's peak
-    steps = []
+    steps = Steps()
+    add = steps.append
     for k, w, e in zip(run.calls, windows, errors, strict=True):
         if w.tokens is not None:
             tokens = w.tokens
@@ -1101,7 +1238,7 @@ def _windows_to_steps(run: _Run, windows: list[_Window]) -> tuple[list[ReplaySte
         sent_count = w.extra + max(0, w.end - w.start) + max(0, w.end2 - w.start2) + (w.between is not None)
         u = run.last_user[k]
         question = None if u < 0 else (w.start <= u < w.end or w.start2 <= u < w.end2)
-        steps.append(ReplayStep(k, sent_count, tokens, run.g[k] + run.per_list, e, question))
+        add(k, sent_count, tokens, run.g[k] + run.per_list, e, question)
     return steps, incremental
 
 
