@@ -302,3 +302,21 @@ def test_native_export_writes_the_bytes_of_the_validated_messages(agent: models.
     meta.messages = [_validated(row) for row in session.messages.order_by("seq")]
     assert text == formats.dumps([meta], "native")[0]
     assert "ünïcødé ✓ 日本語 🚀" in text and '"created_at": "2026-01-02T03:04:05.678901Z"' in text
+
+
+def test_driver_rows_give_the_json_of_their_validated_messages(agent: models.Agent) -> None:
+    import datetime as dt
+
+    session = store(agent, "rich", _rich_messages())
+    qs = models.Message.objects.filter(session_id=session.pk).order_by("seq").values_list(
+        "seq", *services.MESSAGE_FIELDS)
+    raw = services._plain_rows(qs)
+    expected = [_validated(services._message_row(row)).model_dump(mode="json") for row in raw]
+    assert [services._raw_message_json(row) for row in raw] == expected
+    assert [d for batch in services.session_message_json_batches(session, size=3) for d in batch] == expected
+    # A driver that gives aware datetimes (PostgreSQL), or another shape of tool calls: through the model.
+    for row in raw:
+        aware = list(row)
+        aware[10] = dt.datetime(2026, 1, 2, 3, 4, 5, 6, tzinfo=dt.UTC)
+        assert services._raw_message_json(tuple(aware)) == _validated(
+            services._message_row(tuple(aware))).model_dump(mode="json")
