@@ -16,11 +16,13 @@ from typing import TYPE_CHECKING, Any
 from django.template.loader import get_template
 from django.utils.html import conditional_escape, escape
 from django.utils.safestring import SafeString, mark_safe
+from django.utils.text import Truncator
 from django.utils.timezone import is_aware, localtime
 
 from agents import find
 
 if TYPE_CHECKING:
+    from agents.lab import PreviewRow
     from agents.pages import MessageView
 
 ANNOTATIONS_PARTIAL = "agents/session_detail.html#message-annotations"
@@ -199,3 +201,73 @@ def message_html(m: MessageView, *, q: str, current: int | None, annotate: bool,
         )
     out.append("\n      </div>\n    </article>\n")
     return mark_safe("".join(out))  # noqa: S308 (every value above is escaped or already safe)
+
+
+def _calls_html(calls: list[dict[str, str]]) -> str:
+    return "".join(
+        f'<div class="call"><div class="call-head"><span class="call-arrow" aria-hidden="true">→</span> '
+        f'<span class="tool-name">{escape(c["name"])}</span> <span class="mono small call-id">{escape(c["id"])}</span>'
+        f'</div><pre class="json">{escape(Truncator(c["arguments"]).chars(2000))}</pre></div>'
+        for c in calls
+    )
+
+
+def lab_message_html(row: PreviewRow, *, session_url: str) -> SafeString:
+    """The ``<article>`` of one message of the lab's preview (kept, edited, dropped or inserted), as the template
+    partial wrote it: up to ``lab.MAX_RENDERED`` (300) of them a preview, like the session page's. Everything the
+    agent wrote, and the strategy's reason, goes through ``escape``. ``session_url``: the session page's address,
+    which each message links to."""
+    m, status, index = row.message, escape(row.status), row.index
+    role = escape(m.role)
+    out = [f'<article id="{escape(row.anchor)}" class="msg role-{role} lab-msg lab-{status}'
+           f'{" has-violation" if row.violations else ""}">\n  <div class="msg-gutter">\n    ']
+    if index is not None:
+        after = f"?after={index - 1}" if index >= 300 else ""
+        out.append(f'<a class="seq" href="{escape(session_url)}{after}#m-{index}" title="Message {index} on the '
+                   f'session page">#{index}</a>')
+    else:
+        out.append('<span class="seq">new</span>')
+    out.append(f'\n    <span class="lab-mark lab-mark-{status}">{status}</span>\n  </div>\n  <div class="msg-body">\n'
+               f'    <header class="msg-head">\n      <span class="role">{role}</span>\n      ')
+    if m.name:
+        out.append(f'<span class="name">{escape(m.name)}</span>')
+    out.append("\n      ")
+    if m.tool_call_id:
+        out.append(f'<span class="mono small call-id" title="tool_call_id">{escape(m.tool_call_id)}</span>')
+    out.append("\n      ")
+    if m.is_error:
+        out.append('<span class="badge badge-error">error</span>')
+    out.append('\n      <span class="tokens">')
+    if row.tokens is not None:
+        out.append(f"{number(row.tokens)} tok")
+        if row.original_tokens is not None and row.original_tokens != row.tokens:
+            out.append(' <span class="muted" title="Tokens of the message as stored, before the edit">(stored '
+                       f"{number(row.original_tokens)})</span>")
+    else:
+        out.append("placeholder")
+    out.append(f'</span>\n    </header>\n    <p class="lab-reason lab-reason-{status}">{escape(row.reason)}</p>\n    ')
+    for v in row.violations:
+        out.append(f'<div class="violation-note severity-{escape(v.severity)}" role="note"><strong>{escape(v.kind)}'
+                   f"</strong> {escape(v.message)}</div>")
+    out.append("\n    \n    ")
+    text = row.text
+    if text:
+        if len(text) > 600:
+            out.append(f'\n      <details class="folded"><summary><span class="preview">'
+                       f'{escape(Truncator(text).chars(160))}</span> <span class="muted small">({number(len(text))} '
+                       f'chars)</span></summary><div class="text">{escape(text)}</div></details>\n      \n    ')
+        else:
+            out.append(f'\n      <div class="text">{escape(text)}</div>\n    ')
+    elif not m.tool_calls:
+        out.append('<div class="muted small">(no content)</div>')
+    out.append("\n    \n    ")
+    for call in row.calls:
+        out.append(f"\n    {_calls_html([call])}\n    ")
+    out.append("\n    ")
+    if row.original is not None:
+        original = row.original_text
+        kept_text = f'<div class="text">{escape(Truncator(original).chars(4000))}</div>' if original else ""
+        out.append('\n    <details class="lab-original"><summary class="small">As stored (before the edit)</summary>\n'
+                   f"      {kept_text}\n      {_calls_html(row.original_calls)}\n    </details>\n    ")
+    out.append("\n  </div>\n</article>\n")
+    return mark_safe("".join(out))  # noqa: S308 (every value above is escaped, or a number)

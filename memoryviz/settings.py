@@ -206,8 +206,9 @@ MEMORYVIZ_EXPENSIVE_CONCURRENCY = _env_int("MEMORYVIZ_EXPENSIVE_CONCURRENCY", 4)
 MEMORYVIZ_BUSY_RETRY_SECONDS = _env_int("MEMORYVIZ_BUSY_RETRY_SECONDS", 5)
 
 # The lab replays every call of a session for its slider and chart: past this many messages the preview answers
-# first and the replay follows in a second request (htmx; ?replay=inline without JavaScript).
-MEMORYVIZ_LAB_REPLAY_INLINE_MESSAGES = _env_int("MEMORYVIZ_LAB_REPLAY_INLINE_MESSAGES", 20_000)
+# first and the replay follows in a second request (htmx; ?replay=inline without JavaScript). At 10,000 messages
+# the replay costs more than the rest of the preview (bench/README.md, issue 10).
+MEMORYVIZ_LAB_REPLAY_INLINE_MESSAGES = _env_int("MEMORYVIZ_LAB_REPLAY_INLINE_MESSAGES", 5_000)
 
 # Long work in the background (agents.jobs), run by `manage.py run_worker` (which `make run` starts beside the
 # server) through django-tasks' database backend: with PostgreSQL, workers on several machines share the queue.

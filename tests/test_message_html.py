@@ -93,3 +93,47 @@ def test_the_first_page_shows_a_full_page_of_messages(alice_client, make_session
     session = make_session([{"role": "user", "content": f"m{i}"} for i in range(services.MESSAGE_PAGE_SIZE + 5)])
     content = alice_client.get(session.get_absolute_url()).content.decode()
     assert content.count('<article id="m-') == services.MESSAGE_PAGE_SIZE
+
+
+# --- the lab's messages ----------------------------------------------------------------------------------------
+
+
+def _lab_messages_part(content: str) -> str:
+    return content[content.index('id="lab-messages"'):content.index("</main>")]
+
+
+def test_the_labs_messages_keep_agent_content_escaped(alice_client, make_session):
+    """Every agent value of the lab's preview, kept, dropped, edited (its original shown) and with its violations,
+    is escaped in the Python-built messages (message_html.lab_message_html)."""
+    session = make_session(EVERYWHERE + [{"role": "user", "content": "next"}])
+    client = alice_client
+    # langchain_clear_tool_uses clears the results and the calls' inputs: each edited message and its original show.
+    response = client.get(f"{session.get_absolute_url()}lab/?strategy=langchain_clear_tool_uses&trigger=1&keep=0"
+                          "&clear_tool_inputs=true")
+    assert response.status_code == 200
+    part = _lab_messages_part(response.content.decode())
+    assert "<x-agent" not in part and ESCAPED in part
+    assert part.count('class="msg role-') == len(EVERYWHERE) + 1
+    assert "lab-edited" in part and "As stored (before the edit)" in part
+    dropped = client.get(f"{session.get_absolute_url()}lab/?strategy=buffered&buffer_size=1&pin_system=false")
+    part = _lab_messages_part(dropped.content.decode())
+    assert "<x-agent" not in part and "lab-dropped" in part and ESCAPED in part
+
+
+def test_a_lab_message_reads_as_the_template_wrote_it():
+    """Figures with thousands separators, a long text folded with its first 160 characters, a message past the
+    session page's first page linked with ?after=, a placeholder without a count, the session's address escaped."""
+    from agents.lab import PreviewRow
+    from agents.memory.schema import Message
+    from agents.message_html import lab_message_html
+
+    long = Message(role="tool", tool_call_id="c1", content="word " * 200, is_error=True, name="search")
+    row = PreviewRow("kept", 1234, 3, long, 12345, "in the last 10 messages")
+    html = str(lab_message_html(row, session_url="/sessions/9/?a=<b>"))
+    assert 'href="/sessions/9/?a=&lt;b&gt;?after=1233#m-1234"' in html and "#1234</a>" in html
+    assert "12,345 tok" in html and "(1,000 chars)" in html and '<details class="folded">' in html
+    assert 'class="badge badge-error"' in html and '<span class="name">search</span>' in html
+    placeholder = PreviewRow("inserted", None, 4, Message(role="user", name="System", content="Skipped 3 messages."),
+                             None, "AutoGen's placeholder")
+    html = str(lab_message_html(placeholder, session_url="/sessions/9/"))
+    assert '<span class="seq">new</span>' in html and ">placeholder</span>" in html and 'id="lp-4"' in html
