@@ -22,7 +22,7 @@ from django.utils.timezone import is_aware, localtime
 from agents import find
 
 if TYPE_CHECKING:
-    from agents.lab import PreviewRow
+    from agents.lab import PreviewRow, StripRun
     from agents.pages import MessageView
 
 ANNOTATIONS_PARTIAL = "agents/session_detail.html#message-annotations"
@@ -270,4 +270,42 @@ def lab_message_html(row: PreviewRow, *, session_url: str) -> SafeString:
         out.append('\n    <details class="lab-original"><summary class="small">As stored (before the edit)</summary>\n'
                    f"      {kept_text}\n      {_calls_html(row.original_calls)}\n    </details>\n    ")
     out.append("\n  </div>\n</article>\n")
+    return mark_safe("".join(out))  # noqa: S308 (every value above is escaped, or a number)
+
+
+_STRIP_LEGEND = (
+    '<div class="strip-legend small muted"><span class="strip-cell strip-kept"></span> kept <span class="strip-cell '
+    'strip-edited"></span> edited <span class="strip-cell strip-dropped"></span> dropped <span class="strip-cell '
+    'strip-inserted"></span> inserted <span class="strip-cell strip-kept strip-flag"></span> violation · first '
+    "message on the left</div>"
+)
+
+
+def lab_strip_html(strip: list[StripRun], *, compact: bool = False) -> SafeString:
+    """The lab's map of the session (``lab.TrimPreview.strip``): one cell per message where the runs are short, a
+    folded run where they are long; up to ``lab.STRIP_CELLS`` cells, in each of compare's columns too. Reasons and
+    roles are escaped. ``compact``: without the legend (compare)."""
+    out = ['<div class="lab-strip-wrap">\n  <div class="lab-strip" aria-label="Each message, first on the left: kept, '
+           'edited, dropped or inserted">\n    ']
+    for run in strip:
+        status = escape(run.status)
+        if run.folded:
+            flag = " strip-flag" if run.has_violation else ""
+            href = f"#lm-{run.first}" if run.first is not None else "#lab-messages"
+            where = f"#{run.first}–#{run.last}: " if run.first is not None else ""
+            count = number(run.count)
+            text = f"… {count} dropped …" if run.status == "dropped" else f"{count} {status}"
+            out.append(f'<a class="strip-run strip-{status}{flag}" href="{href}" title="{where}{count} {status}">'
+                       f"{text}</a>")
+            continue
+        for r in run.rows:
+            cell = escape(r.status)
+            at = f"#{r.index} " if r.index is not None else ""
+            out.append(f'<a class="strip-cell strip-{cell}{" strip-flag" if r.violations else ""}" '
+                       f'href="#{escape(r.anchor)}" title="{at}{escape(r.message.role)} · {cell}: {escape(r.reason)}" '
+                       f'aria-label="{at}{cell}"></a>')
+    out.append("\n  </div>\n  ")
+    if not compact:
+        out.append(_STRIP_LEGEND)
+    out.append("\n</div>\n")
     return mark_safe("".join(out))  # noqa: S308 (every value above is escaped, or a number)

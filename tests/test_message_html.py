@@ -137,3 +137,30 @@ def test_a_lab_message_reads_as_the_template_wrote_it():
                              None, "AutoGen's placeholder")
     html = str(lab_message_html(placeholder, session_url="/sessions/9/"))
     assert '<span class="seq">new</span>' in html and ">placeholder</span>" in html and 'id="lp-4"' in html
+
+
+def test_the_labs_strip_marks_each_message_or_folds_long_runs(alice_client, make_session):
+    """The strip (message_html.lab_strip_html): a cell per message of a short session, its reason in the title,
+    escaped; compare's columns without the legend."""
+    session = make_session(EVERYWHERE + [{"role": "user", "content": "next"}])
+    url = f"{session.get_absolute_url()}lab/"
+    page = alice_client.get(url, {"strategy": "buffered", "buffer_size": 2, "pin_system": "false"}).content.decode()
+    strip = page[page.index('class="lab-strip-wrap"'):page.index('id="lab-messages"')]
+    assert strip.count('class="strip-cell strip-') == len(EVERYWHERE) + 1 + 5  # the cells, then the legend's 5
+    assert 'href="#lm-0" title="#0 system · dropped: outside the last 2 messages' in strip
+    assert "<x-agent" not in strip and "strip-legend" in strip
+    compare = alice_client.get(f"{url}compare/", {"s": ["buffered:buffer_size=2", "unbounded"]}).content.decode()
+    # Two compact strips; the page's one legend is its own.
+    assert compare.count('class="lab-strip-wrap"') == 2 and compare.count('class="strip-legend') == 1
+
+
+def test_a_long_run_of_the_strip_is_folded():
+    from agents.lab import StripRun
+    from agents.message_html import lab_strip_html
+
+    html = str(lab_strip_html([StripRun("dropped", [], 12345, 10, 12354, True, has_violation=True),
+                               StripRun("kept", [], 3, None, None, True)], compact=True))
+    assert ('<a class="strip-run strip-dropped strip-flag" href="#lm-10" title="#10–#12354: 12,345 dropped">'
+            "… 12,345 dropped …</a>") in html
+    assert '<a class="strip-run strip-kept" href="#lab-messages" title="3 kept">3 kept</a>' in html
+    assert "strip-legend" not in html

@@ -7,10 +7,10 @@ from django.utils.safestring import SafeString
 
 from agents import find, review
 from agents.forms import session_filter_pairs
-from agents.lab import PreviewRow
+from agents.lab import PreviewRow, StripRun
 from agents.memory.formats import FORMATS
 from agents.memory.trimming import STRATEGIES
-from agents.message_html import lab_message_html
+from agents.message_html import lab_message_html, lab_strip_html
 
 register = template.Library()
 
@@ -20,6 +20,12 @@ def lab_message(row: PreviewRow, session_url: str) -> SafeString:
     """A message of the lab's preview (``message_html.lab_message_html``): 300 of them through a template partial
     were most of a preview's CPU."""
     return lab_message_html(row, session_url=session_url)
+
+
+@register.filter
+def lab_strip(strip: list[StripRun], compact: bool = False) -> SafeString:
+    """The lab's map of a preview (``message_html.lab_strip_html``); ``compact``: without its legend (compare)."""
+    return lab_strip_html(strip, compact=compact)
 
 
 @register.inclusion_tag("agents/_export_menu.html", takes_context=True)
