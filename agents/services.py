@@ -374,30 +374,6 @@ def message_to_schema(row: models.Message | Any) -> schema.Message:
     return _trusted(schema.Message, fields)
 
 
-def message_json(row: models.Message | Any) -> dict[str, Any]:
-    """``message_to_schema(row).model_dump(mode="json")``, made from the row without the model: what the native
-    export writes of each message (a third of its CPU went to building the model and dumping it again). The same
-    dict, key for key: the time as pydantic writes it (ISO 8601, "Z" for UTC), the tool calls with their keys in
-    the model's order; a row this does not cover (another time zone, tool calls of another shape, an unknown role)
-    goes through the model."""
-    created = row.created_at
-    calls = _stored_calls(row.tool_calls or [])
-    if calls is None or row.role not in _ROLES:
-        return message_to_schema(row).model_dump(mode="json")
-    fields = _message_fields(row)
-    if created is not None:
-        offset = created.utcoffset()
-        if offset is None:
-            fields["created_at"] = created.isoformat()
-        elif not offset:
-            fields["created_at"] = created.isoformat()[:-6] + "Z"  # "+00:00"
-        else:
-            return message_to_schema(row).model_dump(mode="json")
-    fields["tool_calls"] = [{"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}
-                            for call_id, name, arguments in calls]
-    return fields
-
-
 def _message_fields(row: models.Message | Any) -> dict[str, Any]:
     """A row's schema fields, in the model's order (``tool_calls`` for the caller to fill)."""
     return {
@@ -866,13 +842,13 @@ def session_message_json_batches(
     session: models.Session, *, size: int = SESSION_ROWS_PER_FETCH
 ) -> Iterator[list[dict[str, Any]]]:
     """The session's messages as ``model_dump(mode="json")`` gives them (``message_json``), in order, ``size`` per
-    query: what the native export writes, made from the driver's rows (``_raw_message_json``)."""
+    query: what the native export writes, made from the driver's rows (``message_json``)."""
     qs = models.Message.objects.filter(session_id=session.pk).order_by("seq").values_list("seq", *MESSAGE_FIELDS)
     last = -1
     while True:
         with _gc_paused():
             raw = _plain_rows(qs.filter(seq__gt=last)[:size])
-            batch = [_raw_message_json(row) for row in raw]
+            batch = [message_json(row) for row in raw]
         if raw:
             yield batch
         if len(raw) < size:
@@ -880,17 +856,27 @@ def session_message_json_batches(
         last = raw[-1][0]
 
 
-def _raw_message_json(raw: tuple[Any, ...]) -> dict[str, Any]:
-    """``message_json`` of a driver's row of ``("seq", *MESSAGE_FIELDS)``, without making a ``MessageRow`` first:
-    SQLite's naive UTC datetime is written as pydantic writes it in UTC ("Z"). Any other row (PostgreSQL's aware
-    datetimes, another shape) goes the way of ``message_json``."""
+def message_json(raw: tuple[Any, ...]) -> dict[str, Any]:
+    """``message_to_schema(row).model_dump(mode="json")`` of a driver's row of ``("seq", *MESSAGE_FIELDS)``, made
+    from the row without the model: what the native export writes of each message (building the model and dumping
+    it again was a third of its CPU). The same dict, key for key: the time as pydantic writes it (ISO 8601, "Z" for
+    UTC: SQLite's naive UTC datetimes, PostgreSQL's aware ones), the tool calls with their keys in the model's
+    order. A row this does not cover (another offset, tool calls of another shape, an unknown role) goes through
+    the model."""
     _seq, role, content, parts, name, call_id, tool_calls, is_error, reasoning, external_id, created, usage, marks, \
         extra, _count = raw
-    if created is not None and not (type(created) is dt.datetime and created.tzinfo is None and settings.USE_TZ):
-        return message_json(_message_row(raw))
+    stamp = None
+    if created is not None:
+        offset = created.utcoffset() if type(created) is dt.datetime else dt.timedelta(1)
+        if offset is None:
+            stamp = created.isoformat() + ("Z" if settings.USE_TZ else "")  # naive: UTC when time zones are on
+        elif not offset:
+            stamp = created.replace(tzinfo=None).isoformat() + "Z"
+        else:
+            return _model_json(raw)
     calls = _stored_calls(_json_value(tool_calls) or [])
     if calls is None or role not in _ROLES:
-        return message_json(_message_row(raw))
+        return _model_json(raw)
     parts = _json_value(parts)
     return {
         "role": role,
@@ -899,13 +885,17 @@ def _raw_message_json(raw: tuple[Any, ...]) -> dict[str, Any]:
         "tool_calls": [{"id": i, "type": "function", "function": {"name": n, "arguments": a}} for i, n, a in calls],
         "tool_call_id": call_id or None,
         "external_id": external_id or None,
-        "created_at": None if created is None else created.isoformat() + "Z",
+        "created_at": stamp,
         "is_error": None if is_error is None else bool(is_error),
         "reasoning": reasoning or None,
         "usage": _json_value(usage),
         "marks": _json_value(marks) or [],
         "extra": _json_value(extra) or {},
     }
+
+
+def _model_json(raw: tuple[Any, ...]) -> dict[str, Any]:
+    return message_to_schema(_message_row(raw)).model_dump(mode="json")
 
 
 def _session_message_rows(session: models.Session, *, size: int) -> Iterator[list[MessageRow]]:
