@@ -83,6 +83,29 @@ def test_it_compares_four_strategies_with_as_many_queries_at_any_length(alice_cl
     assert n <= 12
 
 
+def _tool_loop(steps: int) -> list[dict[str, Any]]:
+    """One question, then an agent's long loop of tool calls: the newest user message is at the very start."""
+    messages: list[dict[str, Any]] = [{"role": "system", "content": "Use the tools."},
+                                      {"role": "user", "content": "Find it."}]
+    for k in range(steps):
+        messages += [
+            {"role": "assistant", "content": None, "tool_calls": [
+                {"id": f"c{k}", "type": "function", "function": {"name": "search", "arguments": "{}"}}]},
+            {"role": "tool", "tool_call_id": f"c{k}", "content": f"result {k}"},
+        ]
+    return messages + [{"role": "assistant", "content": "Found."}]
+
+
+def test_it_compares_a_long_tool_loop_after_one_question_with_as_many_queries(alice_client, make_session):
+    # Compare looks for the newest user message from the end: in the outlines, not message by message (which
+    # read one row per query back to the question, 5,000 queries for the demo's longest session).
+    specs = ["buffered:buffer_size=5", "langchain_last:max_tokens=200"]
+    short, long = make_session(_tool_loop(4)), make_session(_tool_loop(120))
+    request = lambda s: alice_client.get(f"/sessions/{s.pk}/lab/compare/", {"s": specs})  # noqa: E731
+    request(short)
+    assert queries_of(lambda: request(long)) == queries_of(lambda: request(short)) <= 12
+
+
 @pytest.mark.parametrize("query", [
     "strategy=buffered&buffer_size=4",
     "strategy=buffered&buffer_size=4&messages=1",

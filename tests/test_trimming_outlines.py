@@ -84,6 +84,16 @@ def test_it_reads_a_stored_list_in_batches_in_order():
     assert lazy[-1].content == "m9" and lazy[3:5] == messages[3:5]
 
 
+def test_it_reads_a_stored_list_from_the_end_back_in_batches_too():
+    messages = [Message(role="user", content=f"m{i}") for i in range(10)]
+    lazy, loads = stored(messages, batch=4)
+    calls = []
+    lazy._load = lambda indices: (calls.append(list(indices)), loads(indices))[1]  # type: ignore[method-assign]
+    assert [lazy[i].content for i in range(9, -1, -1)] == [f"m{i}" for i in range(9, -1, -1)]
+    # The last message with the batch after it (none), then each batch before the one read: 4 reads, not 10.
+    assert calls == [[9], [5, 6, 7, 8], [1, 2, 3, 4], [0]]
+
+
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(conversations, st.data())
 def test_it_replays_outlines_as_it_replays_the_messages(messages: list[Message], data: st.DataObject):

@@ -21,6 +21,7 @@ from itertools import groupby
 from typing import Any
 
 from agents.memory.schema import Message
+from agents.memory.stored import outlines_of
 from agents.memory.trimming import TrimResult
 
 KEPT = "kept"
@@ -171,7 +172,11 @@ def column_summary(
     messages: Sequence[Message], result: TrimResult, kinds: Sequence[str] | None = None
 ) -> ColumnSummary:
     """What one column sent (``kinds``: its marks, when already known)."""
-    newest_user = next((i for i in range(len(messages) - 1, -1, -1) if messages[i].role == "user"), None)
+    # Roles from a stored list's outlines: walking its whole messages back from the end read one row per query.
+    roles = outlines_of(messages)
+    if roles is None:
+        roles = messages
+    newest_user = next((i for i in range(len(roles) - 1, -1, -1) if roles[i].role == "user"), None)
     if kinds is None:
         kinds = _column_marks(messages, result)[0]
     sent = {s for s in result.sources if s is not None}

@@ -169,7 +169,8 @@ def outline(
 class StoredMessages(Sequence[Message]):
     """The messages of a stored list: ``outlines`` (one per message, in order) and ``load(indices)``, which
     returns the whole messages at those indices. Reading an item loads it, with the ``LOAD_BATCH`` that follow
-    (a trimmed list is read in order); ``prefetch`` loads a known set at once. Loaded messages are kept."""
+    (a trimmed list is read in order), or that precede it when the one after it was read (read from the end
+    back); ``prefetch`` loads a known set at once. Loaded messages are kept."""
 
     def __init__(self, outlines: Sequence[Message], load: Loader, *, batch: int = LOAD_BATCH) -> None:
         self.outlines = outlines
@@ -197,7 +198,10 @@ class StoredMessages(Sequence[Message]):
             raise IndexError(index)
         message = self._loaded.get(index)
         if message is None:
-            self.prefetch(range(index, min(index + self._batch, len(self))))
+            if index + 1 in self._loaded:  # read from the end back: the batch before it
+                self.prefetch(range(max(0, index + 1 - self._batch), index + 1))
+            else:
+                self.prefetch(range(index, min(index + self._batch, len(self))))
             message = self._loaded[index]
         return message
 
