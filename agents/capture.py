@@ -189,7 +189,11 @@ def _move_trace_session(
     project: models.Project, trace_id: str, external_id: str, agent_name: str
 ) -> models.Session | None:
     """Calls that waited in their trace's own session go to the session a span of the trace has now named."""
-    waiting = models.Session.objects.filter(agent__project=project, external_id=f"trace:{trace_id}").first()
+    # Locked before its calls are read: a concurrent batch storing calls there (it did not see the name yet) either
+    # commits first, and its calls are read and moved, or waits and then finds the session gone (SessionMoved).
+    # Read unlocked, the calls it committed meanwhile went with the session's delete.
+    waiting = (models.Session.objects.select_for_update(of=("self",)).select_related("agent")
+               .filter(agent__project=project, external_id=f"trace:{trace_id}").first())
     if waiting is None:
         return None
     calls = stored_calls(waiting)

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import gzip
 import json
+import threading
 
 import pytest
+from django.db import connection
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest, ExportLogsServiceResponse
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceRequest,
@@ -13,6 +15,8 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 )
 
 from agents import models, services
+from agents.memory import otlp
+from agents.memory.otlp import Batch
 from agents.memory.schema import parse_messages
 from agents.memory.stitch import message_key
 from tests.otel_clients.capture import OtlpCapture
@@ -196,6 +200,58 @@ def test_a_batch_whose_session_goes_while_it_waits_for_it_is_tried_again(client,
     response = post(client, json.dumps(body).encode(), key, content_type="application/json")
     assert response.status_code == 200 and len(attempts) == 2
     assert [m.content for m in services.session_messages(models.Session.objects.get(external_id="s3"))] == ["Hi"]
+
+
+def chat(span_id: str, start: int, inputs: list[tuple[str, str]], output: str) -> dict:
+    span = genai_span(span_id, {
+        "gen_ai.operation.name": "chat",
+        "gen_ai.input.messages": json.dumps(
+            [{"role": role, "parts": [{"type": "text", "content": text}]} for role, text in inputs]),
+        "gen_ai.output.messages": json.dumps([{"role": "assistant", "parts": [{"type": "text", "content": output}]}]),
+    })
+    return {**span, "parentSpanId": "aa" * 8, "startTimeUnixNano": str(start), "endTimeUnixNano": str(start + 500)}
+
+
+def spans_batch(*spans: dict) -> Batch:
+    body = {"resourceSpans": [{"resource": {}, "scopeSpans": [{"spans": list(spans)}]}]}
+    return otlp.decode(json.dumps(body).encode(), signal="traces", content_type="application/json", max_bytes=10**6)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_call_stored_while_its_trace_moves_to_its_named_session_is_moved_with_it(project, key, monkeypatch):
+    # CI, PostgreSQL: the agent's last spans (naming the session) and the log events of its last calls arrived
+    # together. The spans' request read the calls waiting in "trace:<id>", the logs' request stored two more calls
+    # there and committed, and the move deleted "trace:<id>" with them: the session lost its last five messages.
+    # Here the second request runs in another thread at that very moment, and must not be lost.
+    from agents import capture
+
+    api_key = models.ApiKey.objects.get(project=project)
+    first = chat("01" * 8, 1000, [("user", "Hi")], "Hello")
+    second = chat("02" * 8, 3000, [("user", "Hi"), ("assistant", "Hello"), ("user", "More")], "Sure")
+    named = {**genai_span("aa" * 8, {"session.id": "s9"}), "name": "invoke_agent Bot"}
+    capture.otlp_ingest(api_key=api_key, batch=spans_batch(first))
+    assert models.Session.objects.get().external_id == "trace:" + "ab" * 16
+
+    real, other = capture.stored_calls, []
+
+    def stored_calls_then_another_request(session):
+        calls = real(session)
+        if not other:  # the logs' request, while the move holds what it read
+            thread = threading.Thread(target=lambda: (capture.otlp_ingest(api_key=api_key, batch=spans_batch(second)),
+                                                      connection.close()))
+            other.append(thread)
+            thread.start()
+            thread.join(timeout=1.5)  # it stored and committed, unless it waits for the session the move holds
+        return calls
+
+    monkeypatch.setattr(capture, "stored_calls", stored_calls_then_another_request)
+    capture.otlp_ingest(api_key=api_key, batch=spans_batch(named))
+    other[0].join(timeout=30)
+    assert not other[0].is_alive()
+    session = models.Session.objects.get()
+    assert session.external_id == "s9"
+    assert [m.content for m in services.session_messages(session)] == ["Hi", "Hello", "More", "Sure"]
+    assert session.llm_calls.count() == 2 and session.message_count == 4
 
 
 def test_it_answers_protobuf_with_an_empty_response_when_everything_was_used(client, project, key):
