@@ -43,6 +43,7 @@ from agents import capture, diffs, find, imports, models, pages, review, service
 from agents.api_auth import ApiKeyAuthentication
 from agents.auth import ThrottledBasicAuthentication
 from agents.forms import AgentForm, SessionFilterForm
+from agents.http import collector_paused
 from agents.memory import schema
 from agents.memory.formats import FORMATS
 from agents.memory.tokens import COUNTERS, DEFAULT_COUNTER
@@ -458,6 +459,7 @@ def session_messages(request: Request, session_id: int) -> Response:
 )
 @api
 @expensive_api
+@collector_paused
 def session_trim(request: Request, session_id: int) -> Response:
     """``?strategy=NAME&<param>=<value>...``: the session as the strategy would trim it (the stored session is
     unchanged). A parameter given twice is a list (``end_on=human&end_on=ai``), like ``end_on=human,ai``. Without

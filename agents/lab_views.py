@@ -15,7 +15,7 @@ from django_htmx.http import HttpResponseClientRedirect, push_url
 
 from agents import jobs, lab, models, pages, services
 from agents.forms import SessionFilterForm, session_filter_pairs
-from agents.http import HtmxHttpRequest, int_or_none
+from agents.http import HtmxHttpRequest, collector_paused, int_or_none
 from agents.lab_forms import StrategyParamsForm, strategy_params_form
 from agents.memory.compare import compare_aligned
 from agents.memory.trimming import (
@@ -35,6 +35,7 @@ MAX_COLUMNS = 4
 
 @require_http_methods(["GET", "POST"])
 @expensive
+@collector_paused
 def session_lab(request: HtmxHttpRequest, session_id: int) -> HttpResponse:
     """The lab; a POST saves its setting as a preset (the form posts to the lab's own address, so that a refused
     save answers the lab itself, its links intact, with the error beside the form)."""
@@ -161,6 +162,7 @@ def _column_from_form(query: QueryDict, k: int, session: models.Session) -> Comp
 
 @require_GET
 @expensive
+@collector_paused
 def session_lab_compare(request: HtmxHttpRequest, session_id: int) -> HttpResponse:
     """Two to four columns, each a strategy with its own parameter form (or a preset). The URL names the columns
     (``?s=buffered:buffer_size=3&s=preset:NAME``); a column's form (``c2``, ``c2-KEY``) and "add" answer with that

@@ -262,6 +262,23 @@ class Message(models.Model):
             raise ValidationError({"tool_call_id": "A tool message must name the tool_call_id it answers."})
 
 
+class SessionStructure(models.Model):
+    """A session's structure in one value (``memory.structure``): each message's role, name, call ids, tool calls,
+    flags and stored count, no text. What every trim of the session reads (the lab, compare, the trim API, trimmed
+    exports) instead of one row per message; written by the first trim after the session changed
+    (``services.session_structure``), and used only while the session's ``content_version``, ``token_counter``
+    and ``message_count`` are still the ones it was read at."""
+
+    session = models.OneToOneField(Session, primary_key=True, on_delete=models.CASCADE, related_name="+")
+    content_version = models.PositiveBigIntegerField()
+    token_counter = models.CharField(max_length=40)
+    message_count = models.PositiveIntegerField()
+    value = models.BinaryField()
+
+    def __str__(self) -> str:
+        return f"structure of session {self.session_id} ({self.message_count} messages)"
+
+
 class ToolCall(models.Model):
     """One call of an assistant message, for "sessions that used tool X"."""
 

@@ -26,7 +26,7 @@ from django.contrib.auth.models import AnonymousUser
 from django.contrib.auth.models import User as AccountUser
 from django.core.cache import caches
 from django.core.exceptions import PermissionDenied
-from django.db import DEFAULT_DB_ALIAS, OperationalError, connections, transaction
+from django.db import DEFAULT_DB_ALIAS, DatabaseError, OperationalError, connections, transaction
 from django.db.models import Case, Exists, F, Model, OuterRef, Q, QuerySet, Subquery, When
 from django.db.models.expressions import RawSQL
 from django.db.models.functions import Coalesce
@@ -38,10 +38,10 @@ from pydantic import BaseModel
 
 from agents import models
 from agents.find import NO_FILTER, ChainFilter
-from agents.memory import schema
+from agents.memory import schema, structure
 from agents.memory.chain import ProtocolChecker, ResultPlace, Violation, _gc_paused, place_results
 from agents.memory.replay import Replay, replay, replay_call
-from agents.memory.stored import DetachedTrim, StoredMessages, TrimmedMessages, has_content, outline
+from agents.memory.stored import DetachedTrim, StoredMessages, TrimmedMessages, has_content
 from agents.memory.tokens import count_messages, get_counter, total_tokens
 from agents.memory.trimming import (
     FALSE_WORDS,
@@ -994,14 +994,6 @@ OUTLINE_FIELDS = ("role", "name", "tool_call_id", "tool_calls", "is_error", "has
 _ROLES = {role: role for role in schema.ROLES}
 
 
-def _outline(row: tuple[Any, ...]) -> schema.Message:
-    """The outline of a row of ``OUTLINE_FIELDS`` (after one leading column) as ``_plain_rows`` reads it: the
-    tool calls as their JSON text (or already decoded), the booleans as the driver gives them."""
-    role, name, tool_call_id, tool_calls, is_error, has_text = row[1:7]
-    return outline(role=_ROLES.get(role, role), has_text=bool(has_text), name=name, tool_call_id=tool_call_id,
-                   tool_calls=_json_value(tool_calls) or (), is_error=None if is_error is None else bool(is_error))
-
-
 def _plain_rows(qs: QuerySet[Any]) -> list[tuple[Any, ...]]:
     """The rows of a ``values_list`` query as the database driver returns them, without Django's converters: per
     row and column, they were a fifth of a long session's preview (bench/README.md). JSON columns come back as
@@ -1013,40 +1005,59 @@ def _plain_rows(qs: QuerySet[Any]) -> list[tuple[Any, ...]]:
 
 
 def session_stored_messages(session: models.Session) -> tuple[StoredMessages, Sequence[int]]:
-    """The session as a trim reads it: each message's outline and stored count, read in keyset batches without a
-    text column, and its whole messages read by seq only where they are read (the kept ones of a trimmed list a
-    page shows or a writer writes, or all of them for a strategy that reads text)."""
-    outlines, counts = _outlines(row for rows in _session_outline_rows(session) for row in rows)
+    """The session as a trim reads it: each message's outline and stored count (``session_structure``: one value,
+    or its rows read in keyset batches without a text column when that value is not up to date), and its whole
+    messages read by seq only where they are read (the kept ones of a trimmed list a page shows or a writer writes,
+    or all of them for a strategy that reads text)."""
+    outlines, counts = session_structure(session)
     return StoredMessages(outlines, session_message_loader(session.pk)), counts
 
 
 def _outlines(rows: Iterable[tuple[Any, ...]]) -> tuple[Grouped, tuple[int, ...]]:
-    """The outlines of rows read by ``_session_outline_rows`` and their stored counts. Both are held immutable, the
-    outlines Grouped (tool_runs): their units are found once here, and every trim of them (a compare's columns, the
-    report's strategies) shares them and the counts, uncopied, and finds AutoGen's and Strands' messages without
-    reading a role."""
-    outlines: list[schema.Message] = []
-    counts: list[int] = []
-    # A message with no call and no call id has nothing of its own in its outline: those of the same role, name,
-    # error flag and text-or-not are one shared outline (outlines are never changed; a strategy's edit is a copy),
-    # which saves building and holding most of a long session's.
-    shared: dict[tuple[Any, ...], schema.Message] = {}
-    append, count = outlines.append, counts.append
-    # Many small objects, none garbage: without the pause, CPython's full collections rescan the growing heap and
-    # building a 50,000-message session's outlines took twice as long (bench/README.md).
-    with _gc_paused():
-        for row in rows:
-            _, role, name, tool_call_id, tool_calls, is_error, has_text, tokens = row[:8]
-            if tool_call_id or (tool_calls and tool_calls != "[]"):
-                append(_outline(row))
-            else:
-                key = (role, name, is_error, has_text)
-                made = shared.get(key)
-                if made is None:
-                    made = shared[key] = _outline(row)
-                append(made)
-            count(tokens)
-        return Grouped(outlines), tuple(counts)
+    """The outlines of rows read by ``_session_outline_rows`` (a seq or session id first) and their stored counts,
+    as ``memory.structure`` builds them. Both are held immutable, the outlines Grouped (tool_runs): their units
+    are found once, and every trim of them (a compare's columns, the report's strategies) shares them and the
+    counts, uncopied, and finds AutoGen's and Strands' messages without reading a role."""
+    return structure.outlines(rows, skip=1)
+
+
+def session_structure(session: models.Session) -> tuple[Grouped, tuple[int, ...]]:
+    """The session's outlines and stored counts from its stored structure (``models.SessionStructure``: one row,
+    one value), when it was written at the session's current version, counter and size; else read from its rows
+    (in keyset batches, no text column) and kept for the next trim."""
+    found = (models.SessionStructure.objects
+             .filter(session_id=session.pk, content_version=session.content_version,
+                     token_counter=session.token_counter, message_count=session.message_count)
+             .values_list("value", flat=True).first())
+    if found is not None and structure.readable(found):  # else written in another format: read again, replaced
+        return structure.decode(found)
+    encoder = structure.Encoder()
+    for rows in _session_outline_rows(session):
+        encoder.add(rows, skip=1)
+    value = encoder.value()
+    del encoder
+    outlines, counts = structure.decode(value)
+    if len(counts) == session.message_count:  # the rows are the session its summaries describe: keep them
+        _structure_keep([(session, value)])
+    return outlines, counts
+
+
+def _structure_keep(read: Sequence[tuple[models.Session, bytes]]) -> None:
+    """Keep sessions' structures at their current versions, in one statement (an upsert); a request that cannot
+    (a session went meanwhile, the database is busy) leaves them to the next."""
+    if not read:
+        return
+    rows = [models.SessionStructure(session_id=session.pk, content_version=session.content_version,
+                                    token_counter=session.token_counter, message_count=session.message_count,
+                                    value=value) for session, value in read]
+    try:
+        with transaction.atomic():
+            models.SessionStructure.objects.bulk_create(
+                rows, update_conflicts=True, unique_fields=["session"],
+                update_fields=["content_version", "token_counter", "message_count", "value"],
+            )
+    except DatabaseError:
+        pass
 
 
 def _session_outline_rows(session: models.Session) -> Iterator[list[tuple[Any, ...]]]:
@@ -1109,15 +1120,32 @@ def batches_by_messages(
 
 
 def _sessions_batch(batch: list[models.Session]) -> Iterator[tuple[models.Session, StoredMessages, Sequence[int]]]:
+    # The sessions' stored structures where they are up to date (one query), the rows of the others (one more).
+    by_pk = {s.pk: s for s in batch}
+    kept: dict[int, bytes] = {}
+    stored = models.SessionStructure.objects.filter(session__in=list(by_pk)).values_list(
+        "session_id", "content_version", "token_counter", "message_count", "value")
+    for pk, version, counter, count, value in stored:
+        s = by_pk[pk]
+        if (version, counter, count) == (s.content_version, s.token_counter, s.message_count) and (
+                structure.readable(value)):
+            kept[pk] = bytes(value)
+    unread = [s.pk for s in batch if s.pk not in kept]
     rows = _plain_rows(
-        models.Message.objects.filter(session__in=[s.pk for s in batch])
+        models.Message.objects.filter(session__in=unread)
         .order_by("session_id", "seq")
         .values_list("session_id", *OUTLINE_FIELDS)
-    )
+    ) if unread else []
     by_session = {pk: list(group) for pk, group in groupby(rows, key=lambda r: r[0])}
     del rows
+    read = [(session, structure.encode(by_session.pop(session.pk, []), skip=1)) for session in batch
+            if session.pk not in kept]
+    _structure_keep([(session, value) for session, value in read
+                     if structure.size(value) == session.message_count])
+    kept.update((session.pk, value) for session, value in read)
+    del read
     for session in batch:
-        outlines, counts = _outlines(by_session.pop(session.pk, []))
+        outlines, counts = structure.decode(kept.pop(session.pk))
         yield session, StoredMessages(outlines, session_message_loader(session.pk)), counts
 
 
@@ -1156,12 +1184,7 @@ def session_trim(
     cache = caches[TRIM_CACHE]
     keys = [_trim_key(session, spec, counter) for spec in specs]
     found = cache.get_many(keys)
-    if read is not None:
-        messages, counts = read
-    elif len(found) == len(keys):
-        messages, counts = _session_outlines(session)
-    else:
-        messages, counts = _session_outlines(session, cached=False)
+    messages, counts = read if read is not None else session_stored_messages(session)
     if recounted:
         # Counted once here, the same rule as the lab's replay (``session_replay``): every message read whole.
         counts = count_messages(messages, get_counter(counter))
@@ -1239,39 +1262,16 @@ def session_trim_answer(*, user: User, session_id: int, query: Any, strategies_u
     return data
 
 # What a trim computed, per session version, counter, strategy and parameters (``session_trim``): the cache alias
-# (settings.CACHES; the database cache serves several app servers), and the largest session whose outlines are
-# kept there too, so that a preview seen again reads nothing but the texts it renders.
+# (settings.CACHES; the database cache serves several app servers). A session's outlines are not cached: they are
+# stored (``session_structure``).
 TRIM_CACHE = "trims"
-TRIM_CACHE_MAX_OUTLINES = 20_000
 _TRIM_CACHE_FORMAT = 4  # bumped when what is cached changes shape
-
-
-def _session_outlines(session: models.Session, *, cached: bool = True) -> tuple[StoredMessages, Sequence[int]]:
-    """``session_stored_messages``, its outlines and counts kept in the trim cache (sessions up to
-    ``TRIM_CACHE_MAX_OUTLINES`` messages); ``cached=False``: read them (and keep them) without asking the cache."""
-    cache = caches[TRIM_CACHE]
-    key = _outlines_key(session)
-    found = cache.get(key) if cached else None
-    if found is not None:
-        # Kept as the rows they were read from (plain tuples: the smallest pickle, the quickest to read back).
-        outlines, counts = _outlines(found)
-    elif session.message_count <= TRIM_CACHE_MAX_OUTLINES:
-        rows = [row for batch in _session_outline_rows(session) for row in batch]
-        cache.set(key, rows)
-        outlines, counts = _outlines(rows)
-    else:  # not kept: each batch of rows goes once its outlines are built
-        outlines, counts = _outlines(row for batch in _session_outline_rows(session) for row in batch)
-    return StoredMessages(outlines, session_message_loader(session.pk)), counts
 
 
 def _trim_key(session: models.Session, spec: StrategySpec, counter: str) -> str:
     what = json.dumps([spec.strategy.name, spec.params.model_dump(mode="json")], sort_keys=True)
     digest = hashlib.sha256(what.encode()).hexdigest()[:32]
     return f"trim:{_session_key(session)}:{counter}:{digest}"
-
-
-def _outlines_key(session: models.Session) -> str:
-    return f"outlines:{_session_key(session)}"
 
 
 def _session_key(session: models.Session) -> str:
@@ -1358,7 +1358,7 @@ def session_replay(
     cache = caches[TRIM_CACHE]
     key = "replay:" + _trim_key(session, spec, counter)
     run = cache.get(key)
-    messages, counts = _session_outlines(session, cached=run is not None)
+    messages, counts = session_stored_messages(session)
     base: Sequence[schema.Message] | None = None
     if run is None or recounted or spec.strategy.reads_text:
         base = replay_input(messages, spec, recounted=recounted)

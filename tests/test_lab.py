@@ -359,10 +359,14 @@ def test_it_never_cuts_a_report_to_the_messages_one_request_holds(alice_client, 
 def test_it_reports_with_a_bounded_number_of_queries(alice_client, make_session, django_assert_max_num_queries):
     for _ in range(12):
         make_session(chat(3))
-    # Login session, user, the total of messages (run here or in the background?), the sessions, their messages in
-    # one batch, the filter form's project and agent choices.
+    # Login session, user, the total of messages (run here or in the background?), the sessions, their stored
+    # structures, the filter form's project and agent choices; the first time, their messages in one batch too, and
+    # their structures kept in one upsert (in a savepoint).
+    query = {"s": ["buffered", "safe_token_budget", "langchain_last"]}
+    with django_assert_max_num_queries(11):
+        alice_client.get("/lab/report/", query)
     with django_assert_max_num_queries(7):
-        response = alice_client.get("/lab/report/", {"s": ["buffered", "safe_token_budget", "langchain_last"]})
+        response = alice_client.get("/lab/report/", query)
     assert response.status_code == 200
     assert response.content.decode().count('class="report-row"') == 12
 

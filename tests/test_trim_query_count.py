@@ -32,10 +32,16 @@ def queries_of(request: Callable[[], Any]) -> int:
 
 
 def same_count_short_and_long(make_session: Any, request: Callable[[models.Session], Any]) -> int:
+    """The queries of a request over a short and a long session, alike: the first (which reads the session's rows
+    and keeps its structure, services.session_structure) and the next (which reads the structure). The latter."""
+    request(make_session(chat(SHORT)))  # a first request: caches, ContentTypes
     short, long = make_session(chat(SHORT)), make_session(chat(LONG))
-    request(short)  # first request: caches, session, ContentTypes
+    first, first_long = queries_of(lambda: request(short)), queries_of(lambda: request(long))
+    assert first_long == first, f"first: {first} queries for {short.message_count} messages, {first_long} for more"
     few, many = queries_of(lambda: request(short)), queries_of(lambda: request(long))
     assert many == few, f"{few} queries for {short.message_count} messages, {many} for {long.message_count}"
+    # The rows in one batch, and the structure kept: a savepoint, one upsert, its release.
+    assert first == many + 4
     return many
 
 
@@ -103,6 +109,7 @@ def test_it_compares_a_long_tool_loop_after_one_question_with_as_many_queries(al
     short, long = make_session(_tool_loop(4)), make_session(_tool_loop(120))
     request = lambda s: alice_client.get(f"/sessions/{s.pk}/lab/compare/", {"s": specs})  # noqa: E731
     request(short)
+    assert queries_of(lambda: request(long)) == queries_of(lambda: request(short)) + 4  # the first: rows, kept
     assert queries_of(lambda: request(long)) == queries_of(lambda: request(short)) <= 12
 
 
@@ -139,6 +146,7 @@ def test_it_reports_with_as_many_queries_whatever_the_sessions_length(alice_clie
     models.Session.objects.all().delete()
     for _ in range(3):
         make_session(chat(LONG))
+    assert queries_of(report) == few + 4  # the first: their rows in one query, their structures in one upsert
     many = queries_of(report)
     assert many == few
     assert many <= 12
@@ -155,6 +163,7 @@ def test_it_reports_on_more_sessions_without_a_query_per_session(alice_client, m
     one = queries_of(report)
     for _ in range(9):
         make_session(chat(SHORT))
+    assert queries_of(report) == one + 4  # the first: the nine's rows in one query, their structures in one upsert
     ten = queries_of(report)
     assert ten == one
 

@@ -1,0 +1,149 @@
+"""A session's structure kept in one value (memory.structure, models.SessionStructure): what a trim reads instead of
+a row per message. It must give exactly the outlines the rows give, and never outlive the messages it describes."""
+from __future__ import annotations
+
+import gc
+import json
+import random
+
+import pytest
+from django.db import OperationalError
+
+from agents import capture, models, services
+from agents.memory import structure
+from agents.memory.schema import parse_messages
+from agents.memory.stored import outline
+from agents.memory.trimming.tool_runs import Grouped, codes
+from tests.conversations import chat
+
+ROLES = ("system", "developer", "user", "assistant", "tool", "robot")
+
+
+def random_row(rng: random.Random, k: int) -> tuple:
+    """A row as a store reads it (``structure.ROW_FIELDS`` after a seq): JSON as text or decoded, 0/1 booleans."""
+    arguments = ["{}", '{"a": [1, "\\u00e9"]}', "oops", ""]
+    calls = [{"id": f"c{k}-{j}", "type": "function",
+              "function": {"name": rng.choice(["f", "wetter", "é"]), "arguments": rng.choice(arguments)}}
+             for j in range(rng.choice([0, 0, 1, 3]))]
+    tool_calls = rng.choice([json.dumps(calls), calls]) if calls else rng.choice(["[]", [], None])
+    return (k, rng.choice(ROLES), rng.choice(["", "", "ann", None]), rng.choice(["", "", f"c{k}", None]), tool_calls,
+            rng.choice([None, 0, 1, True, False]), rng.choice([None, 0, 1]), rng.randrange(0, 5000))
+
+
+def old_outline(row: tuple) -> object:
+    """The outline a row made before the structure (services._outline, as it was)."""
+    _, role, name, tool_call_id, tool_calls, is_error, has_text, _ = row
+    calls = json.loads(tool_calls) if isinstance(tool_calls, str) else tool_calls
+    return outline(role=role, has_text=bool(has_text), name=name, tool_call_id=tool_call_id, tool_calls=calls or (),
+                   is_error=None if is_error is None else bool(is_error))
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_a_value_gives_back_the_outlines_and_counts_of_the_rows_it_was_made_from(seed):
+    rng = random.Random(seed)
+    rows = [random_row(rng, k) for k in range(rng.choice([0, 1, 7, 300]))]
+    value = structure.encode(rows, skip=1)
+    outlines, counts = structure.decode(value)
+    expected = [old_outline(r) for r in rows]
+    assert isinstance(outlines, Grouped) and list(outlines) == expected and outlines.codes == codes(expected)
+    assert [repr(o.is_error) for o in outlines] == [repr(e.is_error) for e in expected]  # None, True, False: not 0/1
+    assert [o.to_openai() for o in outlines] == [e.to_openai() for e in expected]
+    assert counts == tuple(r[-1] for r in rows) and structure.size(value) == len(rows)
+    encoder = structure.Encoder()
+    for k in range(0, len(rows), 50):  # added batch by batch, as a session's rows are read
+        encoder.add(rows[k:k + 50], skip=1)
+    assert encoder.value() == value
+
+
+def test_a_value_of_another_format_or_damaged_is_refused_by_name():
+    value = structure.encode([(0, "user", "", "", "[]", None, 1, 3)], skip=1)
+    assert structure.readable(value) and structure.readable(memoryview(value))
+    for bad in (b"", b"junk", b"MVS\x00" + value[4:], value[:-3]):
+        if structure.readable(bad):
+            with pytest.raises(structure.StructureError, match="damaged"):
+                structure.decode(bad)
+        else:
+            with pytest.raises(structure.StructureError, match="not a message structure"):
+                structure.decode(bad)
+
+
+def stored(session: models.Session) -> models.SessionStructure | None:
+    return models.SessionStructure.objects.filter(session=session).first()
+
+
+def test_the_first_trim_keeps_the_structure_and_the_next_reads_it_instead_of_the_rows(make_session,
+                                                                                      django_assert_num_queries):
+    session = make_session(chat(6))
+    first, first_counts = services.session_stored_messages(session)
+    kept = stored(session)
+    assert kept is not None and (kept.content_version, kept.token_counter, kept.message_count) == (
+        session.content_version, session.token_counter, session.message_count)
+    with django_assert_num_queries(1):  # the structure, no message row
+        again, counts = services.session_stored_messages(session)
+    assert list(again.outlines) == list(first.outlines) and counts == first_counts
+
+
+def test_a_structure_is_read_again_from_the_rows_once_the_session_changed(make_session, alice):
+    session = make_session(chat(3))
+    services.session_stored_messages(session)
+    # Appended (live capture, the write API): the row writer bumps the version.
+    capture.session_append(session=session, messages=parse_messages([{"role": "user", "content": "And now?"}]))
+    services.session_finish(session=session, message_count=session.message_count, token_counts_sum=0,
+                            has_errors=False, violations=[])
+    outlines, counts = services.session_stored_messages(session)
+    assert len(outlines) == session.message_count and outlines[-1].role == "user"
+    assert stored(session).message_count == session.message_count
+    # Counted again with another counter: the counts are the new ones.
+    services.session_recount(session=session, counter="o200k", user=alice)
+    session.refresh_from_db()
+    _, counts = services.session_stored_messages(session)
+    assert list(counts) == list(session.messages.order_by("seq").values_list("token_count", flat=True))
+    assert stored(session).token_counter == "o200k"
+
+
+def test_a_structure_of_another_format_is_replaced_and_one_that_cannot_be_kept_is_not_an_error(make_session,
+                                                                                               monkeypatch):
+    session = make_session(chat(3))
+    models.SessionStructure.objects.create(session=session, content_version=session.content_version,
+                                           token_counter=session.token_counter,
+                                           message_count=session.message_count, value=b"MVS\x63old")
+    outlines, _ = services.session_stored_messages(session)
+    assert len(outlines) == session.message_count and structure.readable(stored(session).value)
+    models.SessionStructure.objects.all().delete()
+
+    def busy(*args, **kwargs):
+        raise OperationalError("database is locked")
+
+    monkeypatch.setattr(models.SessionStructure.objects, "bulk_create", busy)
+    outlines, _ = services.session_stored_messages(session)
+    assert len(outlines) == session.message_count and stored(session) is None
+    session.delete()
+    assert not models.SessionStructure.objects.exists()
+
+
+def test_the_report_reads_kept_structures_and_keeps_the_others(make_session):
+    sessions = [make_session(chat(2)), make_session(chat(4)), make_session(chat(3))]
+    services.session_stored_messages(sessions[1])
+    models.Message.objects.filter(session=sessions[2], seq=0).update(role="developer")  # not through the writer...
+    services.session_changed(sessions[2])  # ...and said so, as every writer does
+    read = {s.pk: (list(m.outlines), list(c)) for s, m, c in services.sessions_stored_messages(sessions)}
+    assert models.SessionStructure.objects.count() == 3
+    for session in sessions:
+        rows = [(0, *r) for r in session.messages.order_by("seq").values_list(*services.OUTLINE_FIELDS)]
+        assert read[session.pk] == (list(structure.outlines(rows, skip=1)[0]), [r[-1] for r in rows])
+    assert read[sessions[2].pk][0][0].role == "developer"
+
+
+def test_the_lab_and_the_trim_api_trim_with_the_cyclic_collector_paused(alice_client, make_session, monkeypatch):
+    session = make_session(chat(3))
+    seen = []
+    real = services.session_trim
+
+    def recording(**kwargs):
+        seen.append(gc.isenabled())
+        return real(**kwargs)
+
+    monkeypatch.setattr(services, "session_trim", recording)
+    assert alice_client.get(f"/sessions/{session.pk}/lab/", {"strategy": "buffered"}).status_code == 200
+    assert alice_client.get(f"/api/sessions/{session.pk}/trim/?strategy=buffered").status_code == 200
+    assert seen and not any(seen) and gc.isenabled()
