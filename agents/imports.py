@@ -535,6 +535,8 @@ class ImportRun:
             if item.tool_names:
                 services.write_retrying(functools.partial(
                     services.tool_names_note, project_id=item.session.agent.project_id, names=item.tool_names))
+        if sum(item.outcome.added for item in self.staged) >= services.ANALYZE_AFTER_MESSAGES:
+            services.tables_analyze()
         self.staged, self.hidden = [], []
 
     def _complete(self) -> None:

@@ -674,6 +674,22 @@ def _rows_insert(
     session_changed(session)
 
 
+# Messages written at once past which the planner's statistics are brought up to date (``tables_analyze``).
+ANALYZE_AFTER_MESSAGES = 10_000
+
+
+def tables_analyze() -> None:
+    """After a bulk load on PostgreSQL (an import, the demo): the planner learns the tables' sizes now, not when
+    autovacuum next passes; until then it plans for the tables as they were (an admin page over the freshly seeded
+    demo took minutes in CI). SQLite plans without such statistics."""
+    if connections[DEFAULT_DB_ALIAS].vendor != "postgresql":
+        return
+    tables = ", ".join(m._meta.db_table for m in (
+        models.Project, models.Agent, models.Session, models.Message, models.ToolCall, models.Membership))
+    with connections[DEFAULT_DB_ALIAS].cursor() as cursor:
+        cursor.execute(f"ANALYZE {tables}")
+
+
 def session_changed(session: models.Session) -> None:
     """Say that the session's messages changed: its ``content_version`` goes up by one (in the database, whatever
     another process did meanwhile), so that what was computed from the old messages is not used again."""

@@ -16,7 +16,8 @@
 3. The pages over a stored session (``--pages``, comma-separated sizes; ``--pad``, characters added to each text):
    per size a child fills a fresh SQLite database (bench_export.fill: a tool loop, rows written with plain sqlite3)
    and another child serves, through Django's test client as a logged-in member, the session page (the baseline),
-   the lab's preview (langchain_last at a tenth of the tokens; cold: nothing of the session cached; and again,
+   the lab's preview (langchain_last at a tenth of the tokens; first: the first trim of the session, which reads its
+   rows and keeps its structure, services.session_structure; cold: no trim of the session cached; and again,
    cached; past MEMORYVIZ_LAB_REPLAY_INLINE_MESSAGES without its replay, and the replay that the page then asks
    for, ``?part=replay``), compare of four strategies, and the trim API (the result; with its messages). Each
    request's time (median of ``--repeat``) as a multiple of the session page's, and its peak memory growth
@@ -97,8 +98,12 @@ def pages_child(db: str, session_id: int, n: int, repeat: int) -> dict[str, Any]
     client.force_login(user)
     budget = session.message_count * 12 // 10  # bench_export.fill stores 12 tokens a message
     base = f"/sessions/{session.pk}/"
-    cases: dict[str, tuple[str, bool]] = {  # label: (url, whether the trims cache is cleared first)
+    # label: (url, what is cleared first: False nothing, True the trims cache, "first" the session's kept structure
+    # too, as after an import or a change: the rows are read)
+    cases: dict[str, tuple[str, bool | str]] = {
         "session page": (base, False),
+        "lab preview, langchain_last (first trim: rows read)": (
+            f"{base}lab/?strategy=langchain_last&max_tokens={budget}", "first"),
         "lab preview, langchain_last (cold)": (f"{base}lab/?strategy=langchain_last&max_tokens={budget}", True),
         "lab preview, langchain_last (cached)": (f"{base}lab/?strategy=langchain_last&max_tokens={budget}", False),
         "lab preview, buffered (cold)": (f"{base}lab/?strategy=buffered&buffer_size=40", True),
@@ -115,9 +120,11 @@ def pages_child(db: str, session_id: int, n: int, repeat: int) -> dict[str, Any]
             f"/api/sessions/{session.pk}/trim/?strategy=langchain_last&max_tokens={budget}&messages=1", True),
     }
 
-    def get(url: str, cold: bool) -> None:
+    def get(url: str, cold: bool | str) -> None:
         if cold:
             caches["trims"].clear()
+        if cold == "first":
+            models.SessionStructure.objects.all().delete()
         response = client.get(url)
         if response.status_code != 200:
             raise SystemExit(f"{url}: {response.status_code} {response.content[:300]!r}")

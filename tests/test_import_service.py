@@ -439,3 +439,27 @@ def test_it_reimports_its_own_agentscope_export_without_a_time_zone_warning(db, 
     times = [list(models.Message.objects.filter(session_id=r.session_id).order_by("seq")
                   .values_list("created_at", flat=True)) for r in (first.sessions[0], *again.sessions)]
     assert times[0] and all(t == times[0] for t in times[1:])  # the same instants, read back
+
+
+def test_a_big_import_leaves_the_planner_knowing_the_tables_on_postgresql(tmp_path, project, monkeypatch):
+    """As after the demo's bulk load (test_seed_demo.py): past ANALYZE_AFTER_MESSAGES messages imported at once,
+    PostgreSQL's statistics are brought up to date, so that the next pages are planned for the tables as they are."""
+    from django.db import connection
+
+    analyzed = []
+    real = services.tables_analyze
+    monkeypatch.setattr(services, "tables_analyze", lambda: (analyzed.append(1), real()))
+    monkeypatch.setattr(services, "ANALYZE_AFTER_MESSAGES", len(WEATHER) * 3)
+    def asked(k: int) -> list[dict[str, Any]]:
+        return [WEATHER[0], {"role": "user", "content": f"Question {k}?"}, *WEATHER[2:]]
+
+    imports.import_file(write(tmp_path, "two.json", [asked(1), asked(2)]), project=project, agent="Weather bot")
+    assert analyzed == []  # 12 messages: under the threshold
+    imports.import_file(write(tmp_path, "three.json", [asked(3), asked(4), asked(5)]), project=project, agent="Bot")
+    assert analyzed == [1]
+    if connection.vendor != "postgresql":  # SQLite plans without table statistics: nothing to refresh
+        return
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT reltuples FROM pg_class WHERE relname = %s", [models.Message._meta.db_table])
+        (estimated,) = cursor.fetchone()
+    assert estimated == models.Message.objects.count() == len(WEATHER) * 5

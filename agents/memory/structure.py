@@ -153,24 +153,38 @@ def _outlines(roles: bytes, flags: bytes, strings: list[Any]) -> list[Message]:
     numbers.frombytes(pairs)
     if numbers.itemsize != 2 or array("H", b"\x01\x00")[0] != 1:  # pragma: no cover - big-endian machines
         numbers = array("H", (r + 256 * f for r, f in zip(roles, flags, strict=True)))
+    # What a number says of its message: (role, content, is_error), and its outline when it has nothing of its own.
+    fixed: dict[int, tuple[str, str | None, bool | None]] = {}
     shared: dict[int, Message | None] = {}
     for number in set(numbers):
         code, flag = number & 255, number >> 8
+        fixed[number] = (_ROLE_OF.get(code, ""), OUTLINE_TEXT if flag & _TEXT else None,
+                         bool(flag & _ERROR) if flag & _ERROR_KNOWN else None)
         shared[number] = None if flag & _OWN else _outline(_ROLE_OF[code], flag, None, None, ())
     made: list[Any] = list(map(shared.__getitem__, numbers))
-    own = flags.translate(_OWN_MASK)
     take = iter(strings).__next__
-    for i in compress(range(n), own):
-        flag = flags[i]
-        if flag & _OWN == _CALL_ID and roles[i] != 255:  # a tool result, mostly: the common case, inline
-            made[i] = Outline(_ROLE_OF[roles[i]], OUTLINE_TEXT if flag & _TEXT else None, None, (), take(),
-                              bool(flag & _ERROR) if flag & _ERROR_KNOWN else None)
-            continue
-        role = take() if flag & _OTHER_ROLE else _ROLE_OF[roles[i]]
-        name = take() if flag & _NAME else None
-        call_id = take() if flag & _CALL_ID else None
-        calls = tuple([CallOutline(c, FunctionOutline(f, a)) for c, f, a in take()]) if flag & _CALLS else ()
-        made[i] = _outline(role, flag, name, call_id, calls)
+    for i in compress(range(n), flags.translate(_OWN_MASK)):
+        number = numbers[i]
+        own = number >> 8 & _OWN
+        role, text, is_error = fixed[number]
+        if own == _CALL_ID:  # a tool result: the commonest, inline
+            made[i] = Outline(role, text, None, (), take(), is_error)
+        elif own == _CALLS:  # an assistant message's calls, most often one
+            calls = take()
+            if len(calls) == 1:
+                (call_id, name, arguments), = calls
+                made[i] = Outline(role, text, None, (CallOutline(call_id, FunctionOutline(name, arguments)),), None,
+                                  is_error)
+            else:
+                made[i] = Outline(role, text, None, tuple([CallOutline(c, FunctionOutline(f, a)) for c, f, a in calls]),
+                                  None, is_error)
+        else:
+            flag = number >> 8
+            role = take() if flag & _OTHER_ROLE else role
+            name = take() if flag & _NAME else None
+            call_id = take() if flag & _CALL_ID else None
+            calls = tuple([CallOutline(c, FunctionOutline(f, a)) for c, f, a in take()]) if flag & _CALLS else ()
+            made[i] = _outline(role, flag, name, call_id, calls)
     return made
 
 

@@ -12,10 +12,10 @@ from typing import Any
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Permission
 from django.core.management.base import BaseCommand, CommandParser
-from django.db import connection, transaction
+from django.db import transaction
 
 from agents import demo_data, services
-from agents.models import Agent, Membership, Message, Project, Session, ToolCall
+from agents.models import Agent, Membership, Project, Session
 
 # The demo user may browse the agents app in the admin, read-only: staff (not superuser) with "view" permissions.
 ADMIN_VIEW_MODELS = ("project", "membership", "agent", "session", "message", "toolcall", "exportrecord")
@@ -69,12 +69,7 @@ class Command(BaseCommand):
                 session = services.session_store(agent=agents[demo.agent], conversation=demo.conversation)
                 stored += 1
                 messages += session.message_count
-        if connection.vendor == "postgresql":
-            # A bulk load: the planner learns the tables' sizes now, not when autovacuum next passes (until then it
-            # plans for the tables as they were: a test's admin page over the demo took minutes in CI).
-            tables = ", ".join(m._meta.db_table for m in (Project, Agent, Session, Message, ToolCall, Membership))
-            with connection.cursor() as cursor:
-                cursor.execute(f"ANALYZE {tables}")
+        services.tables_analyze()  # a bulk load
         elapsed = time.monotonic() - started
         self.stdout.write(self.style.SUCCESS(
             f"Demo data: {len(projects)} projects, {len(agents)} agents; {stored} sessions stored "
