@@ -11,6 +11,7 @@ same markup, a message costs a tenth of that. Everything the agent wrote goes th
 from __future__ import annotations
 
 import datetime as dt
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from django.template.loader import get_template
@@ -22,10 +23,37 @@ from django.utils.timezone import is_aware, localtime
 from agents import find
 
 if TYPE_CHECKING:
+    from agents import models
     from agents.lab import PreviewRow, StripRun
-    from agents.pages import MessageView
 
 ANNOTATIONS_PARTIAL = "agents/session_detail.html#message-annotations"
+
+
+@dataclass
+class MessageView:
+    """A stored message with what the page shows around it."""
+
+    row: models.Message
+    permalink: str
+    running_total: int
+    window_percent: float
+    over_window: bool
+    violations: list[dict[str, Any]]
+    in_exchange: bool  # a tool result right under the call it answers
+    call_name: str  # the called tool's name, for a result in an exchange or a result whose call is elsewhere
+    call_href: str  # a link back to the call, for a result whose call is not right above it (else "")
+    calls: list[dict[str, Any]]  # tool calls with pretty-printed arguments
+    text: str
+    is_json: bool
+    fold: bool
+    preview: str
+    llm_call: dict[str, Any] | None = None  # live capture: what the call that produced this message was sent
+    hit: bool = False  # it matches the page's search (?q=)
+    gap: str = ""  # the time since the message before it, when both have a time ("+12 s")
+    annotations: list[models.Annotation] = field(default_factory=list)  # reviewers' labels and comments on it
+    usage: list[tuple[str, str]] = field(default_factory=list)  # the token usage the provider reported, as stored
+    markdown: str = ""  # an assistant's text as sanitised Markdown (safe_markdown), "" for others
+    html: str = ""  # the whole message as the page shows it (message_html), once everything above is set
 
 
 def number(value: int) -> str:

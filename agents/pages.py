@@ -39,7 +39,7 @@ from agents.memory.trimming import (
     strategy_spec,
 )
 from agents.memory.trimming.catalog import strategies_by_framework, strategy_entry
-from agents.message_html import message_html
+from agents.message_html import MessageView, message_html
 from agents.safe_markdown import markdown_to_safe_html
 
 # --- the session page -------------------------------------------------------------------------------------------
@@ -48,34 +48,6 @@ from agents.safe_markdown import markdown_to_safe_html
 FOLD_CHARS = 1200
 FOLD_LINES = 24
 VIOLATIONS_LISTED = 200
-
-
-@dataclass
-class MessageView:
-    """A stored message with what the page shows around it."""
-
-    row: models.Message
-    permalink: str
-    running_total: int
-    window_percent: float
-    over_window: bool
-    violations: list[dict[str, Any]]
-    in_exchange: bool  # a tool result right under the call it answers
-    call_name: str  # the called tool's name, for a result in an exchange or a result whose call is elsewhere
-    call_href: str  # a link back to the call, for a result whose call is not right above it (else "")
-    calls: list[dict[str, Any]]  # tool calls with pretty-printed arguments
-    text: str
-    is_json: bool
-    fold: bool
-    preview: str
-    llm_call: dict[str, Any] | None = None  # live capture: what the call that produced this message was sent
-    hit: bool = False  # it matches the page's search (?q=)
-    gap: str = ""  # the time since the message before it, when both have a time ("+12 s")
-    annotations: list[models.Annotation] = field(default_factory=list)  # reviewers' labels and comments on it
-    usage: list[tuple[str, str]] = field(default_factory=list)  # the token usage the provider reported, as stored
-    markdown: str = ""  # an assistant's text as sanitised Markdown (safe_markdown), "" for others
-    html: str = ""  # the whole message as the page shows it (message_html), once everything above is set
-
 
 
 @dataclass
