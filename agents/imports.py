@@ -12,6 +12,7 @@ into it in that last transaction. The pages, the API, the command line and the b
 """
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import functools
 import hashlib
@@ -537,7 +538,13 @@ class ImportRun:
                     services.tool_names_note, project_id=item.session.agent.project_id, names=item.tool_names))
         if sum(item.outcome.added for item in self.staged) >= services.ANALYZE_AFTER_MESSAGES:
             services.tables_analyze()
+        written = [item.outcome.session_id for item in self.staged
+                   if item.outcome.added and item.outcome.status != "already imported"]
         self.staged, self.hidden = [], []
+        # Each session's structure, kept now: its first trim reads one value, not every row. The import is complete
+        # already: when this fails, the first trim of a session reads its rows instead.
+        with contextlib.suppress(DatabaseError):
+            services.sessions_structure_keep(list(models.Session.objects.filter(pk__in=written).order_by("pk")))
 
     def _complete(self) -> None:
         Session = models.Session

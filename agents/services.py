@@ -1047,15 +1047,44 @@ def session_structure(session: models.Session) -> tuple[Grouped, tuple[int, ...]
              .values_list("value", flat=True).first())
     if found is not None and structure.readable(found):  # else written in another format: read again, replaced
         return structure.decode(found)
+    return structure.decode(_structure_read(session))
+
+
+def _structure_read(session: models.Session) -> bytes:
+    """The session's structure read from its rows (keyset batches, no text column), and kept when the rows are
+    the session its summaries describe."""
     encoder = structure.Encoder()
     for rows in _session_outline_rows(session):
         encoder.add(rows, skip=1)
     value = encoder.value()
-    del encoder
-    outlines, counts = structure.decode(value)
-    if len(counts) == session.message_count:  # the rows are the session its summaries describe: keep them
+    if len(encoder) == session.message_count:
         _structure_keep([(session, value)])
-    return outlines, counts
+    return value
+
+
+def sessions_structure_keep(sessions: Sequence[models.Session]) -> None:
+    """Read and keep the structures of sessions just written (an import, when it completes), so that their first
+    trim reads one value: several sessions' rows per query, a long session's in keyset batches."""
+    for batch in batches_by_messages(sessions, lambda s: s.message_count, most=SESSIONS_ROWS_PER_QUERY):
+        if len(batch) == 1:
+            _structure_read(batch[0])
+        else:
+            _structures_read(batch)
+
+
+def _structures_read(batch: Sequence[models.Session]) -> dict[int, bytes]:
+    """The structures of several sessions read from their rows in one query, and kept (one upsert)."""
+    rows = _plain_rows(
+        models.Message.objects.filter(session__in=[s.pk for s in batch])
+        .order_by("session_id", "seq")
+        .values_list("session_id", *OUTLINE_FIELDS)
+    ) if batch else []
+    by_session = {pk: list(group) for pk, group in groupby(rows, key=lambda r: r[0])}
+    del rows
+    read = {session.pk: structure.encode(by_session.pop(session.pk, []), skip=1) for session in batch}
+    _structure_keep([(session, read[session.pk]) for session in batch
+                     if structure.size(read[session.pk]) == session.message_count])
+    return read
 
 
 def _structure_keep(read: Sequence[tuple[models.Session, bytes]]) -> None:
@@ -1146,20 +1175,7 @@ def _sessions_batch(batch: list[models.Session]) -> Iterator[tuple[models.Sessio
         if (version, counter, count) == (s.content_version, s.token_counter, s.message_count) and (
                 structure.readable(value)):
             kept[pk] = bytes(value)
-    unread = [s.pk for s in batch if s.pk not in kept]
-    rows = _plain_rows(
-        models.Message.objects.filter(session__in=unread)
-        .order_by("session_id", "seq")
-        .values_list("session_id", *OUTLINE_FIELDS)
-    ) if unread else []
-    by_session = {pk: list(group) for pk, group in groupby(rows, key=lambda r: r[0])}
-    del rows
-    read = [(session, structure.encode(by_session.pop(session.pk, []), skip=1)) for session in batch
-            if session.pk not in kept]
-    _structure_keep([(session, value) for session, value in read
-                     if structure.size(value) == session.message_count])
-    kept.update((session.pk, value) for session, value in read)
-    del read
+    kept.update(_structures_read([s for s in batch if s.pk not in kept]))
     for session in batch:
         outlines, counts = structure.decode(kept.pop(session.pk))
         yield session, StoredMessages(outlines, session_message_loader(session.pk)), counts

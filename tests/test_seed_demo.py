@@ -289,3 +289,13 @@ def test_the_demo_leaves_the_planner_knowing_its_tables_on_postgresql(db):
         cursor.execute("SELECT reltuples FROM pg_class WHERE relname = %s", [Message._meta.db_table])
         (estimated,) = cursor.fetchone()
     assert estimated == Message.objects.count() > 1000
+
+
+def test_the_demo_keeps_each_sessions_structure_so_its_first_trim_reads_no_row(db):
+    from agents.models import SessionStructure
+
+    _seed()
+    current = {(s.session_id, s.content_version, s.token_counter, s.message_count)
+               for s in SessionStructure.objects.all()}
+    sessions = {(s.pk, s.content_version, s.token_counter, s.message_count) for s in Session.objects.all()}
+    assert sessions and current == sessions

@@ -147,3 +147,36 @@ def test_the_lab_and_the_trim_api_trim_with_the_cyclic_collector_paused(alice_cl
     assert alice_client.get(f"/sessions/{session.pk}/lab/", {"strategy": "buffered"}).status_code == 200
     assert alice_client.get(f"/api/sessions/{session.pk}/trim/?strategy=buffered").status_code == 200
     assert seen and not any(seen) and gc.isenabled()
+
+
+def test_an_import_keeps_the_structures_of_the_sessions_it_wrote(tmp_path, project, django_assert_num_queries):
+    from agents import imports
+    from tests.test_import_service import native
+
+    def conversation(k: int, upto: int = 2) -> dict:
+        said = [{"role": "user", "content": f"Question {k}?"}, {"role": "assistant", "content": "Yes."},
+                {"role": "user", "content": "And?"}]
+        messages = [dict(m, external_id=f"m{i}") for i, m in enumerate(said)]
+        return {"external_id": f"conv-{k}", "messages": messages[:upto]}
+
+    path = tmp_path / "three.json"
+    path.write_text(json.dumps(native([conversation(k) for k in range(3)])))
+    report = imports.import_file(path, project=project, agent="Bot")
+    sessions = list(models.Session.objects.filter(pk__in=[o.session_id for o in report.sessions]).order_by("pk"))
+    assert len(sessions) == 3
+    for session in sessions:
+        kept = stored(session)
+        assert (kept.content_version, kept.token_counter, kept.message_count) == (
+            session.content_version, session.token_counter, session.message_count)
+        with django_assert_num_queries(1):  # the structure, no message row
+            outlines, counts = services.session_structure(session)
+        assert [o.role for o in outlines] == ["user", "assistant"]
+        assert list(counts) == list(session.messages.order_by("seq").values_list("token_count", flat=True))
+    # Appended by a second import: the session's structure is written again, at its new version.
+    more = tmp_path / "more.json"
+    more.write_text(json.dumps(native([conversation(0, upto=3)])))
+    assert imports.import_file(more, project=project, agent="Bot").sessions[0].status == "updated"
+    sessions[0].refresh_from_db()
+    assert sessions[0].message_count == 3 and stored(sessions[0]).message_count == 3
+    assert stored(sessions[0]).content_version == sessions[0].content_version
+    assert [o.role for o in services.session_structure(sessions[0])[0]] == ["user", "assistant", "user"]
