@@ -3,10 +3,12 @@
 Strategies decide from roles, names, call ids, tool calls, error flags, whether a message has content, and stored
 token counts (``stored.Outline``). A long session's rows are many: reading 200,000 of them and building their
 outlines was most of a lab preview's time (bench/README.md). So the same fields are kept per list as columns in
-one value (``encode``): a byte per message for its role and one for its flags, its count as a machine integer, and
-the few strings (names, call ids, tool calls) as one JSON array, the whole compressed. ``decode`` rebuilds the
-outlines (``Grouped``, their units found once) and the counts from it without a per-message query or JSON parse:
-messages with nothing of their own (no name, no call, no call id) share one outline per role and flags.
+one value (``encode``), compressed: a byte per message for its role and one for its flags, its count and its kind
+as machine integers, and each kind's own fields (the call ids of tool results, the calls of assistant messages
+that have nothing else of their own, by number of calls; the rest whole) as one JSON column per kind. ``decode``
+rebuilds the outlines (``Grouped``, their units found once) and the counts without a query or a Python loop per
+message: messages with nothing of their own share one outline per role and flags, and each other kind's outlines
+are made from its columns by ``map``.
 
 Rows come in as a store reads them (``ROW_FIELDS``): tool calls as their JSON text or already decoded, booleans
 as 0/1 or None. ``outlines(rows)`` is ``decode(encode(rows))``: one way rows become outlines, whether the caller
@@ -15,10 +17,11 @@ keeps the value or not.
 from __future__ import annotations
 
 import json
+import sys
 import zlib
 from array import array
-from collections.abc import Iterable, Sequence
-from itertools import compress
+from collections.abc import Iterable, Iterator, Sequence
+from itertools import repeat
 from typing import Any, cast
 
 from agents.memory.chain import _gc_paused
@@ -29,7 +32,7 @@ from agents.memory.trimming.tool_runs import Grouped
 # A row's fields, in order (a store may put more columns before them: ``Encoder.add(rows, skip=...)``).
 ROW_FIELDS = ("role", "name", "tool_call_id", "tool_calls", "is_error", "has_content", "token_count")
 
-FORMAT = 1  # bumped when the encoding changes: a value of another format is not read (``decode`` says so)
+FORMAT = 2  # bumped when the encoding changes: a value of another format is not read (``decode`` says so)
 _MAGIC = b"MVS"
 
 # Flags, one byte a message.
@@ -44,7 +47,6 @@ _OWN = _NAME | _CALL_ID | _CALLS | _OTHER_ROLE  # what makes an outline its own,
 
 _ROLE_CODE = {role: i for i, role in enumerate(ROLES)}
 _ROLE_OF = {i: role for i, role in enumerate(ROLES)}
-_OWN_MASK = bytes(1 if f & _OWN else 0 for f in range(256))  # flags.translate: 1 where a message has its own
 
 
 class StructureError(ValueError):
@@ -52,51 +54,97 @@ class StructureError(ValueError):
 
 
 class Encoder:
-    """Rows in, one value out: ``add`` batches of rows in order, then ``value()``."""
+    """Rows in, one value out: ``add`` batches of rows in order, then ``value()``.
+
+    Messages are sorted into kinds as they come: those with nothing of their own, by role and flags (their outline
+    is shared); tool results whose only own field is their call id, by role and flags; messages whose only own
+    field is their tool calls, by role, flags and number of calls; and the rest. A kind's own fields are kept as
+    one column, in message order, and each message holds its kind's index: ``decode`` builds a kind's outlines
+    from its columns in one pass each, and the list from the kinds' indices."""
 
     def __init__(self) -> None:
         self.roles = bytearray()
         self.flags = bytearray()
         self.counts = array("q")
-        self.strings: list[Any] = []
+        self.kinds = array("I")
+        self._kind_of: dict[tuple[str, int, int], int] = {}
+        self.described: list[list[Any]] = []  # per kind: [letter, role + 256 * flags, calls]
+        self.columns: list[list[Any]] = []  # per kind: its messages' own fields, in order
 
     def __len__(self) -> int:
         return len(self.roles)
 
+    def _kind(self, letter: str, number: int, calls: int) -> int:
+        key = (letter, number, calls)
+        kind = self._kind_of.get(key)
+        if kind is None:
+            kind = self._kind_of[key] = len(self.described)
+            self.described.append([letter, number, calls])
+            self.columns.append([])
+        return kind
+
     def add(self, rows: Iterable[Sequence[Any]], *, skip: int = 0) -> None:
         """Append rows of ``ROW_FIELDS`` (after ``skip`` leading columns: a seq, a session id)."""
-        roles, flags, counts, strings = self.roles.append, self.flags.append, self.counts.append, self.strings
+        roles, flags, counts, kinds = self.roles.append, self.flags.append, self.counts.append, self.kinds.append
+        kind_of, columns = self._kind_of, self.columns
         for row in rows:
             role, name, tool_call_id, tool_calls, is_error, has_text, tokens = row[skip:skip + 7]
             flag = _TEXT if has_text else 0
             if is_error is not None:
                 flag |= _ERROR_KNOWN | (_ERROR if is_error else 0)
             code = _ROLE_CODE.get(role)
+            own: list[Any] = []
             if code is None:
                 flag |= _OTHER_ROLE
-                strings.append(role)
+                own.append(role)
                 code = 255
             if name:
                 flag |= _NAME
-                strings.append(name)
+                own.append(name)
             if tool_call_id:
                 flag |= _CALL_ID
-                strings.append(tool_call_id)
+                own.append(tool_call_id)
+            calls: list[list[str]] = []
             if tool_calls and tool_calls != "[]":
-                calls = json.loads(tool_calls) if isinstance(tool_calls, str) else tool_calls
-                if calls:
+                decoded = json.loads(tool_calls) if isinstance(tool_calls, str) else tool_calls
+                if decoded:
                     flag |= _CALLS
-                    strings.append([[c["id"], c["function"]["name"], c["function"]["arguments"]] for c in calls])
+                    calls = [[c["id"], c["function"]["name"], c["function"]["arguments"]] for c in decoded]
+                    own.append(calls)
+            number = code + 256 * flag
+            if not own:
+                key = ("s", number, 0)
+            elif flag & _OWN == _CALL_ID:
+                key, own = ("t", number, 0), tool_call_id
+            elif flag & _OWN == _CALLS:
+                key, own = ("c", number, len(calls)), [field for call in calls for field in call]
+            else:
+                key = ("g", number, 0)
+            kind = kind_of.get(key)
+            if kind is None:
+                kind = self._kind(*key)
+            if key[0] != "s":
+                columns[kind].append(own)
             roles(code)
             flags(flag)
             counts(tokens)
+            kinds(kind)
 
     def value(self) -> bytes:
         n = len(self.roles)
-        strings = json.dumps(self.strings, ensure_ascii=False, separators=(",", ":")).encode()
+        strings = json.dumps([self.described, self.columns], ensure_ascii=False, separators=(",", ":")).encode()
         body = (n.to_bytes(8, "little") + bytes(self.roles) + bytes(self.flags) + self.counts.tobytes()
-                + strings)
+                + _little(self.kinds).tobytes() + strings)
         return _MAGIC + bytes([FORMAT]) + zlib.compress(body, 1)
+
+
+def _little(numbers: array[int]) -> array[int]:
+    """``numbers`` as little-endian machine integers (as they are stored), on any machine."""
+    if sys.byteorder == "little":
+        return numbers
+    swapped = array(numbers.typecode, numbers)  # pragma: no cover - big-endian machines
+    swapped.byteswap()  # pragma: no cover
+    return swapped  # pragma: no cover
 
 
 def encode(rows: Iterable[Sequence[Any]], *, skip: int = 0) -> bytes:
@@ -123,69 +171,69 @@ def size(value: bytes | memoryview) -> int:
 def decode(value: bytes | memoryview) -> tuple[Grouped, tuple[int, ...]]:
     """The outlines (Grouped) and counts a value holds. StructureError when it is not one of this format."""
     value = bytes(value)
-    if value[:3] != _MAGIC or value[3:4] != bytes([FORMAT]):
+    if not readable(value):
         raise StructureError("not a message structure of this format")
     try:
         body = zlib.decompress(value[4:])
         n = int.from_bytes(body[:8], "little")
-        roles = body[8:8 + n]
-        flags = body[8 + n:8 + 2 * n]
+        at = 8
+        roles, at = body[at:at + n], at + n
+        flags, at = body[at:at + n], at + n
         counts = array("q")
-        counts.frombytes(body[8 + 2 * n:8 + 10 * n])
+        counts.frombytes(body[at:at + 8 * n])
+        at += 8 * n
+        kinds = array("I")
+        kinds.frombytes(body[at:at + 4 * n])
+        at += 4 * n
+        if len(roles) != n or len(flags) != n or len(counts) != n or len(kinds) != n:
+            raise ValueError("its columns are short")
         with _gc_paused():  # many small lists, none garbage: no collection rescans them as they are made
-            strings = json.loads(body[8 + 10 * n:]) if n else []
-    except (zlib.error, ValueError) as exc:
+            described, columns = json.loads(body[at:]) if n else ([], [])
+            outlines = _outlines(_little(kinds), described, columns)
+            if len(outlines) != n:
+                raise ValueError(f"{len(outlines)} outlines for {n} messages")
+            return Grouped(outlines), tuple(_little(counts))
+    except (zlib.error, ValueError, TypeError, KeyError, IndexError) as exc:
         raise StructureError(f"a damaged message structure: {exc}") from None
-    if len(roles) != n or len(flags) != n or len(counts) != n:
-        raise StructureError("a damaged message structure: its columns are short")
-    with _gc_paused():
-        return Grouped(_outlines(roles, flags, strings)), tuple(counts)
 
 
-def _outlines(roles: bytes, flags: bytes, strings: list[Any]) -> list[Message]:
-    # Each message's role and flags as one number (role + 256 * flags), read at C speed: a message with nothing of
-    # its own takes the outline shared by its number (a list lookup, mapped in C); only the others are built here.
-    n = len(roles)
-    pairs = bytearray(2 * n)
-    pairs[0::2] = roles
-    pairs[1::2] = flags
-    numbers = array("H")
-    numbers.frombytes(pairs)
-    if numbers.itemsize != 2 or array("H", b"\x01\x00")[0] != 1:  # pragma: no cover - big-endian machines
-        numbers = array("H", (r + 256 * f for r, f in zip(roles, flags, strict=True)))
-    # What a number says of its message: (role, content, is_error), and its outline when it has nothing of its own.
-    fixed: dict[int, tuple[str, str | None, bool | None]] = {}
-    shared: dict[int, Message | None] = {}
-    for number in set(numbers):
+_NEW = tuple.__new__
+
+
+def _outlines(kinds: array[int], described: list[list[Any]], columns: list[list[Any]]) -> list[Message]:
+    # One iterator of outlines per kind, each made from its kind's columns in one pass at C speed (``map`` over
+    # ``Outline`` and the named tuples' ``tuple.__new__``); then each message takes the next of its kind's.
+    made: list[Iterator[Any]] = []
+    for (letter, number, calls), column in zip(described, columns, strict=True):
         code, flag = number & 255, number >> 8
-        fixed[number] = (_ROLE_OF.get(code, ""), OUTLINE_TEXT if flag & _TEXT else None,
-                         bool(flag & _ERROR) if flag & _ERROR_KNOWN else None)
-        shared[number] = None if flag & _OWN else _outline(_ROLE_OF[code], flag, None, None, ())
-    made: list[Any] = list(map(shared.__getitem__, numbers))
-    take = iter(strings).__next__
-    for i in compress(range(n), flags.translate(_OWN_MASK)):
-        number = numbers[i]
-        own = number >> 8 & _OWN
-        role, text, is_error = fixed[number]
-        if own == _CALL_ID:  # a tool result: the commonest, inline
-            made[i] = Outline(role, text, None, (), take(), is_error)
-        elif own == _CALLS:  # an assistant message's calls, most often one
-            calls = take()
-            if len(calls) == 1:
-                (call_id, name, arguments), = calls
-                made[i] = Outline(role, text, None, (CallOutline(call_id, FunctionOutline(name, arguments)),), None,
-                                  is_error)
-            else:
-                made[i] = Outline(role, text, None, tuple([CallOutline(c, FunctionOutline(f, a)) for c, f, a in calls]),
-                                  None, is_error)
+        role = _ROLE_OF.get(code, "")
+        text = OUTLINE_TEXT if flag & _TEXT else None
+        is_error = bool(flag & _ERROR) if flag & _ERROR_KNOWN else None
+        if letter == "s":
+            made.append(repeat(_outline(role, flag, None, None, ())))
+        elif letter == "t":
+            made.append(map(Outline, repeat(role), repeat(text), repeat(None), repeat(()), column, repeat(is_error)))
+        elif letter == "c":
+            fields = list(zip(*column, strict=True))  # the kind's calls' ids, names and arguments, by call
+            each = []
+            for j in range(calls):
+                functions = map(_NEW, repeat(FunctionOutline), zip(fields[3 * j + 1], fields[3 * j + 2], strict=True))
+                each.append(map(_NEW, repeat(CallOutline), zip(fields[3 * j], functions, repeat("function"),
+                                                               strict=False)))
+            made.append(map(Outline, repeat(role), repeat(text), repeat(None), zip(*each, strict=True), repeat(None),
+                            repeat(is_error)))
         else:
-            flag = number >> 8
-            role = take() if flag & _OTHER_ROLE else role
-            name = take() if flag & _NAME else None
-            call_id = take() if flag & _CALL_ID else None
-            calls = tuple([CallOutline(c, FunctionOutline(f, a)) for c, f, a in take()]) if flag & _CALLS else ()
-            made[i] = _outline(role, flag, name, call_id, calls)
-    return made
+            made.append(iter([_general(flag, role, own) for own in column]))
+    return list(map(next, map(made.__getitem__, kinds)))
+
+
+def _general(flag: int, role: str, own: list[Any]) -> Message:
+    take = iter(own).__next__
+    role = take() if flag & _OTHER_ROLE else role
+    name = take() if flag & _NAME else None
+    call_id = take() if flag & _CALL_ID else None
+    calls = tuple([CallOutline(c, FunctionOutline(f, a)) for c, f, a in take()]) if flag & _CALLS else ()
+    return _outline(role, flag, name, call_id, calls)
 
 
 def _outline(role: str, flag: int, name: str | None, call_id: str | None,
