@@ -28,6 +28,7 @@ from agents.memory.chain import Violation
 from agents.memory.compare import AlignedCompare, Fold, Mark, Row
 from agents.memory.schema import Message, content_text
 from agents.memory.trimming import StrategySpec, TrimResult
+from agents.memory.trimming.tool_runs import last_of_role
 
 # --- one trim as a page shows it -----------------------------------------------------------------------------
 
@@ -171,7 +172,9 @@ def trim_preview(
     pending: list[PreviewRow] = []
     before: dict[int, list[PreviewRow]] = {}
     kept_iter = iter(result.kept)
-    for position in range(len(result.messages)):
+    kept_reasons, sent, sent_counts = result.kept_reasons, result.messages, result.message_tokens
+    no_violations: list[Violation] = []  # shared by the rows that have none: never changed
+    for position in range(len(sent)):
         if position in inserted_at:
             x = inserted_at[position]
             pending.append(
@@ -181,17 +184,16 @@ def trim_preview(
         i = next(kept_iter)
         if pending:
             before[i], pending = pending, []
-        is_edited = i in edited
-        sent_tokens = counts[i]
-        if is_edited and position < len(result.message_tokens):
-            sent_tokens = result.message_tokens[position]  # the edit as counted, not the stored count
-        rows_kept[i] = PreviewRow(
-            "edited" if is_edited else "kept", i, position,
-            result.messages[position] if is_edited else outlines[i], sent_tokens,
-            result.kept_reasons.get(i, "kept"), by_position.get(position, []),
-            original=messages[i] if is_edited else None,
-            original_tokens=counts[i] if is_edited else None,
-        )
+        if i in edited:
+            # The edit as counted, not the stored count.
+            sent_tokens = sent_counts[position] if position < len(sent_counts) else counts[i]
+            rows_kept[i] = PreviewRow(
+                "edited", i, position, sent[position], sent_tokens, kept_reasons.get(i, "kept"),
+                by_position.get(position, no_violations), original=messages[i], original_tokens=counts[i],
+            )
+        else:
+            rows_kept[i] = PreviewRow("kept", i, position, outlines[i], counts[i], kept_reasons.get(i, "kept"),
+                                      by_position.get(position, no_violations))
 
     # Every input message in order (each not kept is dropped), a placeholder before the kept one it precedes.
     pieces: list[_Piece] = []
@@ -207,7 +209,7 @@ def trim_preview(
     pieces.extend(pending)
     length = len(outlines) + sum(len(rows) for rows in before.values()) + len(pending)
 
-    newest_user = next((i for i in range(len(outlines) - 1, -1, -1) if outlines[i].role == "user"), None)
+    newest_user = last_of_role(outlines, "user")
     n_out = len(result.messages)
     items = _bounded_items(pieces, dropped_row)
     if bodies and outlines is not messages:

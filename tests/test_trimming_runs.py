@@ -218,3 +218,14 @@ def test_strands_finds_each_of_its_messages_in_any_order_of_asking(roles: list[s
     assert [found.start(u) for u in asked] == [units[u][0] for u in asked]
     assert [found.stop(u) for u in asked] == [units[u][-1] + 1 for u in asked]
     assert len(found) == len(units) and found.starts == [u[0] for u in units]
+
+
+@given(st.lists(st.sampled_from(["system", "developer", "user", "assistant", "tool"]), max_size=40),
+       st.sampled_from(["system", "developer", "user", "assistant", "tool"]))
+def test_the_last_message_of_a_role_is_found_in_a_grouped_list_as_in_the_list(roles, role):
+    from agents.memory.stored import outline
+    from agents.memory.trimming.tool_runs import Grouped, last_of_role
+
+    messages = [outline(role=r, has_text=True, tool_call_id="c" if r == "tool" else None) for r in roles]
+    expected = max((i for i, r in enumerate(roles) if r == role), default=None)
+    assert last_of_role(messages, role) == last_of_role(Grouped(messages), role) == expected

@@ -23,6 +23,7 @@ from typing import Any
 from agents.memory.schema import Message
 from agents.memory.stored import outlines_of
 from agents.memory.trimming import TrimResult
+from agents.memory.trimming.tool_runs import last_of_role
 
 KEPT = "kept"
 DROPPED = "dropped"
@@ -176,7 +177,7 @@ def column_summary(
     roles = outlines_of(messages)
     if roles is None:
         roles = messages
-    newest_user = next((i for i in range(len(roles) - 1, -1, -1) if roles[i].role == "user"), None)
+    newest_user = last_of_role(roles, "user")
     if kinds is None:
         kinds = _column_marks(messages, result)[0]
     sent = {s for s in result.sources if s is not None}

@@ -63,6 +63,19 @@ def codes(messages: Sequence[Any], start: int = 0, stop: int | None = None, *, b
     return _read_codes(part)
 
 
+def last_of_role(messages: Sequence[Any], role: str) -> int | None:
+    """The index of the last message of ``messages`` with this role, or None. A ``Grouped`` list's codes are
+    searched from the end at C speed (a code stands for a role or two: each hit's role is checked)."""
+    if isinstance(messages, Grouped):
+        letter, end = role[-1:], len(messages)
+        while (at := messages.codes.rfind(letter, 0, end)) >= 0:
+            if messages[at].role == role:
+                return at
+            end = at
+        return None
+    return next((i for i in range(len(messages) - 1, -1, -1) if messages[i].role == role), None)
+
+
 def _read_codes(messages: Iterable[Any]) -> str:
     return "".join(map(_LAST, map(_ROLE, messages)))
 
