@@ -151,7 +151,9 @@ def test_the_lab_and_the_trim_api_trim_with_the_cyclic_collector_paused(alice_cl
 
 def test_an_import_keeps_the_structures_of_the_sessions_it_wrote(tmp_path, project, django_assert_num_queries):
     from agents import imports
-    from tests.test_import_service import native
+
+    def native(sessions: list[dict]) -> dict:
+        return {"format": "memoryviz", "version": 1, "sessions": sessions}
 
     def conversation(k: int, upto: int = 2) -> dict:
         said = [{"role": "user", "content": f"Question {k}?"}, {"role": "assistant", "content": "Yes."},
