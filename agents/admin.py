@@ -319,6 +319,7 @@ class SessionAdmin(ProjectScopedAdmin):
         "import_heartbeat",
         "append_to",
         "content_version",
+        "rewritten_version",
     ]
     show_full_result_count = False
 

@@ -150,6 +150,9 @@ class Session(models.Model):
     # Bumped by every change of its messages (services.session_changed: the row writer, a recount, live capture's
     # rewrite): part of the key of what a trim of it computed (services.session_trim's cache).
     content_version = models.PositiveBigIntegerField(default=0)
+    # The content_version of its last change that was not an append at the end (an edit, a recount, a rewrite): what
+    # was computed from its first messages at this version or later still holds for them (SessionStructure).
+    rewritten_version = models.PositiveBigIntegerField(default=0)
 
     class Meta:
         ordering = ["-started_at", "-id"]

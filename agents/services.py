@@ -671,7 +671,7 @@ def _rows_insert(
             for call in calls:
                 call.message_id = ids[call.message.seq]
             cursor.executemany(_TOOLCALL_INSERT.sql(db), _TOOLCALL_INSERT.param_rows(calls, db))
-    session_changed(session)
+    session_changed(session, appended=True)
 
 
 # Messages written at once past which the planner's statistics are brought up to date (``tables_analyze``).
@@ -690,10 +690,17 @@ def tables_analyze() -> None:
         cursor.execute(f"ANALYZE {tables}")
 
 
-def session_changed(session: models.Session) -> None:
+def session_changed(session: models.Session, *, appended: bool = False) -> None:
     """Say that the session's messages changed: its ``content_version`` goes up by one (in the database, whatever
-    another process did meanwhile), so that what was computed from the old messages is not used again."""
-    models.Session.objects.filter(pk=session.pk).update(content_version=F("content_version") + 1)
+    another process did meanwhile), so that what was computed from the old messages is not used again.
+    ``appended``: messages were only added at its end (the row writer), so what was computed from the messages
+    before them still holds for those; any other change sets ``rewritten_version`` to the new version."""
+    if appended:
+        models.Session.objects.filter(pk=session.pk).update(content_version=F("content_version") + 1)
+    else:
+        models.Session.objects.filter(pk=session.pk).update(
+            content_version=F("content_version") + 1, rewritten_version=F("content_version") + 1)
+        session.rewritten_version = session.content_version + 1
     session.content_version += 1
 
 
@@ -1039,22 +1046,26 @@ def _outlines(rows: Iterable[tuple[Any, ...]]) -> tuple[Grouped, tuple[int, ...]
 
 def session_structure(session: models.Session) -> tuple[Grouped, tuple[int, ...]]:
     """The session's outlines and stored counts from its stored structure (``models.SessionStructure``: one row,
-    one value), when it was written at the session's current version, counter and size; else read from its rows
-    (in keyset batches, no text column) and kept for the next trim."""
-    found = (models.SessionStructure.objects
-             .filter(session_id=session.pk, content_version=session.content_version,
-                     token_counter=session.token_counter, message_count=session.message_count)
-             .values_list("value", flat=True).first())
-    if found is not None and structure.readable(found):  # else written in another format: read again, replaced
-        return structure.decode(found)
-    return structure.decode(_structure_read(session))
+    one value), when it was written at the session's current version, counter and size. One written before
+    messages were only appended (no rewrite since: ``Session.rewritten_version``) is extended with the rows after
+    it; else the structure is read from all the rows (keyset batches, no text column). Either is kept for the next
+    trim."""
+    found = (models.SessionStructure.objects.filter(session_id=session.pk)
+             .values_list("content_version", "token_counter", "message_count", "value", "session__rewritten_version")
+             .first())
+    if found is not None and structure.readable(found[3]):  # else written in another format: read again, replaced
+        version, counter, count, value, rewritten = found
+        if (version, counter, count) == (session.content_version, session.token_counter, session.message_count):
+            return structure.decode(value)
+        if counter == session.token_counter and version >= rewritten and count < session.message_count:
+            return structure.decode(_structure_read(session, structure.Encoder.resume(value)))
+    return structure.decode(_structure_read(session, structure.Encoder()))
 
 
-def _structure_read(session: models.Session) -> bytes:
-    """The session's structure read from its rows (keyset batches, no text column), and kept when the rows are
-    the session its summaries describe."""
-    encoder = structure.Encoder()
-    for rows in _session_outline_rows(session):
+def _structure_read(session: models.Session, encoder: structure.Encoder) -> bytes:
+    """The session's structure: ``encoder``'s messages and the rows after them (keyset batches, no text column),
+    kept when they are the session its summaries describe."""
+    for rows in _session_outline_rows(session, after=len(encoder) - 1):
         encoder.add(rows, skip=1)
     value = encoder.value()
     if len(encoder) == session.message_count:
@@ -1067,7 +1078,7 @@ def sessions_structure_keep(sessions: Sequence[models.Session]) -> None:
     trim reads one value: several sessions' rows per query, a long session's in keyset batches."""
     for batch in batches_by_messages(sessions, lambda s: s.message_count, most=SESSIONS_ROWS_PER_QUERY):
         if len(batch) == 1:
-            _structure_read(batch[0])
+            _structure_read(batch[0], structure.Encoder())
         else:
             _structures_read(batch)
 
@@ -1105,10 +1116,11 @@ def _structure_keep(read: Sequence[tuple[models.Session, bytes]]) -> None:
         pass
 
 
-def _session_outline_rows(session: models.Session) -> Iterator[list[tuple[Any, ...]]]:
-    """The session's rows of ``OUTLINE_FIELDS`` (after its seq) in keyset batches, as ``_plain_rows`` reads them."""
+def _session_outline_rows(session: models.Session, *, after: int = -1) -> Iterator[list[tuple[Any, ...]]]:
+    """The session's rows of ``OUTLINE_FIELDS`` (after its seq) in keyset batches, as ``_plain_rows`` reads them:
+    those after the seq ``after``."""
     qs = models.Message.objects.filter(session_id=session.pk).order_by("seq").values_list("seq", *OUTLINE_FIELDS)
-    last = -1
+    last = after
     while True:
         rows = _plain_rows(qs.filter(seq__gt=last)[:SESSION_ROWS_PER_FETCH])
         yield rows

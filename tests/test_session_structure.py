@@ -182,3 +182,61 @@ def test_an_import_keeps_the_structures_of_the_sessions_it_wrote(tmp_path, proje
     assert sessions[0].message_count == 3 and stored(sessions[0]).message_count == 3
     assert stored(sessions[0]).content_version == sessions[0].content_version
     assert [o.role for o in services.session_structure(sessions[0])[0]] == ["user", "assistant", "user"]
+
+
+def outline_reads(ctx) -> list[str]:
+    """The message rows' SELECTs of the outline fields that ran in ``ctx`` (no text column)."""
+    return [q["sql"] for q in ctx.captured_queries
+            if q["sql"].startswith("SELECT") and 'FROM "agents_message"' in q["sql"] and '"has_content"' in q["sql"]]
+
+
+def whole(session: models.Session) -> tuple[list, list]:
+    rows = [(0, *r) for r in session.messages.order_by("seq").values_list(*services.OUTLINE_FIELDS)]
+    outlines, counts = structure.outlines(rows, skip=1)
+    return list(outlines), list(counts)
+
+
+def test_a_structure_is_extended_with_the_messages_appended_since_and_read_whole_after_a_rewrite(make_session):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    session = make_session(chat(3))
+    services.session_stored_messages(session)
+    before = session.message_count
+
+    def append(text: str) -> None:
+        capture.session_append(session=session, messages=parse_messages([{"role": "user", "content": text}]))
+        services.session_finish(session=session, message_count=session.message_count, token_counts_sum=0,
+                                has_errors=False, violations=[])
+
+    append("And now?")  # live capture appends: the row writer says so
+    with CaptureQueriesContext(connection) as ctx:
+        outlines, counts = services.session_structure(session)
+    (read,) = outline_reads(ctx)
+    assert f'"seq" > {before - 1}' in read  # only the appended rows
+    assert (list(outlines), list(counts)) == whole(session)
+    assert stored(session).message_count == session.message_count == before + 1
+
+    # A rewrite (live capture rolling a session back, an edit in the admin): read whole, then appended again.
+    models.Message.objects.filter(session=session, seq=1).update(role="developer")
+    services.session_changed(session)
+    session.refresh_from_db()
+    assert session.rewritten_version == session.content_version
+    append("Again?")
+    with CaptureQueriesContext(connection) as ctx:
+        outlines, counts = services.session_structure(session)
+    (read,) = outline_reads(ctx)
+    assert '"seq" >' not in read  # every row
+    assert (list(outlines), list(counts)) == whole(session) and outlines[1].role == "developer"
+
+
+def test_sessions_stored_before_count_as_rewritten_at_their_current_version(make_session):
+    from importlib import import_module
+
+    from django.apps import apps
+
+    session = make_session(chat(2))
+    models.Session.objects.filter(pk=session.pk).update(content_version=7, rewritten_version=0)
+    import_module("agents.migrations.0018_session_rewritten_version").since_now(apps, None)
+    session.refresh_from_db()
+    assert session.rewritten_version == session.content_version == 7

@@ -22,7 +22,7 @@ import zlib
 from array import array
 from collections.abc import Iterable, Iterator, Sequence
 from itertools import repeat
-from typing import Any, cast
+from typing import Any, NamedTuple, cast
 
 from agents.memory.chain import _gc_paused
 from agents.memory.schema import ROLES, Message
@@ -73,6 +73,17 @@ class Encoder:
 
     def __len__(self) -> int:
         return len(self.roles)
+
+    @classmethod
+    def resume(cls, value: bytes | memoryview) -> Encoder:
+        """An encoder holding what ``value`` holds, to which more rows are added (a list that grew at its end)."""
+        parts = _parts(value)
+        encoder = cls()
+        encoder.roles, encoder.flags = bytearray(parts.roles), bytearray(parts.flags)
+        encoder.counts, encoder.kinds = parts.counts, parts.kinds
+        encoder.described, encoder.columns = parts.described, parts.columns
+        encoder._kind_of = {(letter, number, calls): k for k, (letter, number, calls) in enumerate(parts.described)}
+        return encoder
 
     def _kind(self, letter: str, number: int, calls: int) -> int:
         key = (letter, number, calls)
@@ -133,7 +144,7 @@ class Encoder:
     def value(self) -> bytes:
         n = len(self.roles)
         strings = json.dumps([self.described, self.columns], ensure_ascii=False, separators=(",", ":")).encode()
-        body = (n.to_bytes(8, "little") + bytes(self.roles) + bytes(self.flags) + self.counts.tobytes()
+        body = (n.to_bytes(8, "little") + bytes(self.roles) + bytes(self.flags) + _little(self.counts).tobytes()
                 + _little(self.kinds).tobytes() + strings)
         return _MAGIC + bytes([FORMAT]) + zlib.compress(body, 1)
 
@@ -170,6 +181,29 @@ def size(value: bytes | memoryview) -> int:
 
 def decode(value: bytes | memoryview) -> tuple[Grouped, tuple[int, ...]]:
     """The outlines (Grouped) and counts a value holds. StructureError when it is not one of this format."""
+    with _gc_paused():  # many small lists and outlines, none garbage: no collection rescans them as they are made
+        parts = _parts(value)
+        try:
+            outlines = _outlines(parts.kinds, parts.described, parts.columns)
+        except (ValueError, TypeError, KeyError, IndexError) as exc:
+            raise StructureError(f"a damaged message structure: {exc}") from None
+        if len(outlines) != len(parts.roles):
+            raise StructureError(f"a damaged message structure: {len(outlines)} outlines for {len(parts.roles)} "
+                                 "messages")
+        return Grouped(outlines), tuple(parts.counts)
+
+
+class _Parts(NamedTuple):
+    roles: bytes
+    flags: bytes
+    counts: array[int]
+    kinds: array[int]
+    described: list[list[Any]]
+    columns: list[list[Any]]
+
+
+def _parts(value: bytes | memoryview) -> _Parts:
+    """A value's columns, as machine integers of this machine's order."""
     value = bytes(value)
     if not readable(value):
         raise StructureError("not a message structure of this format")
@@ -187,14 +221,12 @@ def decode(value: bytes | memoryview) -> tuple[Grouped, tuple[int, ...]]:
         at += 4 * n
         if len(roles) != n or len(flags) != n or len(counts) != n or len(kinds) != n:
             raise ValueError("its columns are short")
-        with _gc_paused():  # many small lists, none garbage: no collection rescans them as they are made
-            described, columns = json.loads(body[at:]) if n else ([], [])
-            outlines = _outlines(_little(kinds), described, columns)
-            if len(outlines) != n:
-                raise ValueError(f"{len(outlines)} outlines for {n} messages")
-            return Grouped(outlines), tuple(_little(counts))
-    except (zlib.error, ValueError, TypeError, KeyError, IndexError) as exc:
+        described, columns = json.loads(body[at:]) if n else ([], [])
+        if len(described) != len(columns):
+            raise ValueError("its kinds and their columns differ in number")
+    except (zlib.error, ValueError, TypeError) as exc:
         raise StructureError(f"a damaged message structure: {exc}") from None
+    return _Parts(roles, flags, _little(counts), _little(kinds), described, columns)
 
 
 _NEW = tuple.__new__
