@@ -1055,11 +1055,16 @@ def session_structure(session: models.Session) -> tuple[Grouped, tuple[int, ...]
              .first())
     if found is not None and structure.readable(found[3]):  # else written in another format: read again, replaced
         version, counter, count, value, rewritten = found
-        if (version, counter, count) == (session.content_version, session.token_counter, session.message_count):
+        if (version, counter, count) == _structure_stamp(session):
             return structure.decode(value)
         if counter == session.token_counter and version >= rewritten and count < session.message_count:
             return structure.decode(_structure_read(session, structure.Encoder.resume(value)))
     return structure.decode(_structure_read(session, structure.Encoder()))
+
+
+def _structure_stamp(session: models.Session) -> tuple[int, str, int]:
+    """What a stored structure must have been written at to be the session's (``SessionStructure``'s fields)."""
+    return session.content_version, session.token_counter, session.message_count
 
 
 def _structure_read(session: models.Session, encoder: structure.Encoder) -> bytes:
@@ -1103,9 +1108,11 @@ def _structure_keep(read: Sequence[tuple[models.Session, bytes]]) -> None:
     (a session went meanwhile, the database is busy) leaves them to the next."""
     if not read:
         return
-    rows = [models.SessionStructure(session_id=session.pk, content_version=session.content_version,
-                                    token_counter=session.token_counter, message_count=session.message_count,
-                                    value=value) for session, value in read]
+    rows = []
+    for session, value in read:
+        version, counter, count = _structure_stamp(session)
+        rows.append(models.SessionStructure(session_id=session.pk, content_version=version, token_counter=counter,
+                                            message_count=count, value=value))
     try:
         with transaction.atomic():
             models.SessionStructure.objects.bulk_create(
@@ -1183,9 +1190,7 @@ def _sessions_batch(batch: list[models.Session]) -> Iterator[tuple[models.Sessio
     stored = models.SessionStructure.objects.filter(session__in=list(by_pk)).values_list(
         "session_id", "content_version", "token_counter", "message_count", "value")
     for pk, version, counter, count, value in stored:
-        s = by_pk[pk]
-        if (version, counter, count) == (s.content_version, s.token_counter, s.message_count) and (
-                structure.readable(value)):
+        if (version, counter, count) == _structure_stamp(by_pk[pk]) and structure.readable(value):
             kept[pk] = bytes(value)
     kept.update(_structures_read([s for s in batch if s.pk not in kept]))
     for session in batch:

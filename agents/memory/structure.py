@@ -3,8 +3,8 @@
 Strategies decide from roles, names, call ids, tool calls, error flags, whether a message has content, and stored
 token counts (``stored.Outline``). A long session's rows are many: reading 200,000 of them and building their
 outlines was most of a lab preview's time (bench/README.md). So the same fields are kept per list as columns in
-one value (``encode``), compressed: a byte per message for its role and one for its flags, its count and its kind
-as machine integers, and each kind's own fields (the call ids of tool results, the calls of assistant messages
+one value (``encode``), compressed: each message's count and its kind as machine integers (a kind says the role
+and flags of its messages), and each kind's own fields (the call ids of tool results, the calls of assistant messages
 that have nothing else of their own, by number of calls; the rest whole) as one JSON column per kind. ``decode``
 rebuilds the outlines (``Grouped``, their units found once) and the counts without a query or a Python loop per
 message: messages with nothing of their own share one outline per role and flags, and each other kind's outlines
@@ -32,7 +32,7 @@ from agents.memory.trimming.tool_runs import Grouped
 # A row's fields, in order (a store may put more columns before them: ``Encoder.add(rows, skip=...)``).
 ROW_FIELDS = ("role", "name", "tool_call_id", "tool_calls", "is_error", "has_content", "token_count")
 
-FORMAT = 2  # bumped when the encoding changes: a value of another format is not read (``decode`` says so)
+FORMAT = 3  # bumped when the encoding changes: a value of another format is not read (``decode`` says so)
 _MAGIC = b"MVS"
 
 # Flags, one byte a message.
@@ -63,8 +63,6 @@ class Encoder:
     from its columns in one pass each, and the list from the kinds' indices."""
 
     def __init__(self) -> None:
-        self.roles = bytearray()
-        self.flags = bytearray()
         self.counts = array("q")
         self.kinds = array("I")
         self._kind_of: dict[tuple[str, int, int], int] = {}
@@ -72,14 +70,13 @@ class Encoder:
         self.columns: list[list[Any]] = []  # per kind: its messages' own fields, in order
 
     def __len__(self) -> int:
-        return len(self.roles)
+        return len(self.kinds)
 
     @classmethod
     def resume(cls, value: bytes | memoryview) -> Encoder:
         """An encoder holding what ``value`` holds, to which more rows are added (a list that grew at its end)."""
         parts = _parts(value)
         encoder = cls()
-        encoder.roles, encoder.flags = bytearray(parts.roles), bytearray(parts.flags)
         encoder.counts, encoder.kinds = parts.counts, parts.kinds
         encoder.described, encoder.columns = parts.described, parts.columns
         encoder._kind_of = {(letter, number, calls): k for k, (letter, number, calls) in enumerate(parts.described)}
@@ -96,7 +93,7 @@ class Encoder:
 
     def add(self, rows: Iterable[Sequence[Any]], *, skip: int = 0) -> None:
         """Append rows of ``ROW_FIELDS`` (after ``skip`` leading columns: a seq, a session id)."""
-        roles, flags, counts, kinds = self.roles.append, self.flags.append, self.counts.append, self.kinds.append
+        counts, kinds = self.counts.append, self.kinds.append
         kind_of, columns = self._kind_of, self.columns
         for row in rows:
             role, name, tool_call_id, tool_calls, is_error, has_text, tokens = row[skip:skip + 7]
@@ -136,16 +133,13 @@ class Encoder:
                 kind = self._kind(*key)
             if key[0] != "s":
                 columns[kind].append(own)
-            roles(code)
-            flags(flag)
             counts(tokens)
             kinds(kind)
 
     def value(self) -> bytes:
-        n = len(self.roles)
+        n = len(self.kinds)
         strings = json.dumps([self.described, self.columns], ensure_ascii=False, separators=(",", ":")).encode()
-        body = (n.to_bytes(8, "little") + bytes(self.roles) + bytes(self.flags) + _little(self.counts).tobytes()
-                + _little(self.kinds).tobytes() + strings)
+        body = n.to_bytes(8, "little") + _little(self.counts).tobytes() + _little(self.kinds).tobytes() + strings
         return _MAGIC + bytes([FORMAT]) + zlib.compress(body, 1)
 
 
@@ -187,15 +181,13 @@ def decode(value: bytes | memoryview) -> tuple[Grouped, tuple[int, ...]]:
             outlines = _outlines(parts.kinds, parts.described, parts.columns)
         except (ValueError, TypeError, KeyError, IndexError) as exc:
             raise StructureError(f"a damaged message structure: {exc}") from None
-        if len(outlines) != len(parts.roles):
-            raise StructureError(f"a damaged message structure: {len(outlines)} outlines for {len(parts.roles)} "
+        if len(outlines) != len(parts.kinds):
+            raise StructureError(f"a damaged message structure: {len(outlines)} outlines for {len(parts.kinds)} "
                                  "messages")
         return Grouped(outlines), tuple(parts.counts)
 
 
 class _Parts(NamedTuple):
-    roles: bytes
-    flags: bytes
     counts: array[int]
     kinds: array[int]
     described: list[list[Any]]
@@ -211,22 +203,20 @@ def _parts(value: bytes | memoryview) -> _Parts:
         body = zlib.decompress(value[4:])
         n = int.from_bytes(body[:8], "little")
         at = 8
-        roles, at = body[at:at + n], at + n
-        flags, at = body[at:at + n], at + n
         counts = array("q")
         counts.frombytes(body[at:at + 8 * n])
         at += 8 * n
         kinds = array("I")
         kinds.frombytes(body[at:at + 4 * n])
         at += 4 * n
-        if len(roles) != n or len(flags) != n or len(counts) != n or len(kinds) != n:
+        if len(counts) != n or len(kinds) != n:
             raise ValueError("its columns are short")
         described, columns = json.loads(body[at:]) if n else ([], [])
         if len(described) != len(columns):
             raise ValueError("its kinds and their columns differ in number")
     except (zlib.error, ValueError, TypeError) as exc:
         raise StructureError(f"a damaged message structure: {exc}") from None
-    return _Parts(roles, flags, _little(counts), _little(kinds), described, columns)
+    return _Parts(_little(counts), _little(kinds), described, columns)
 
 
 _NEW = tuple.__new__
