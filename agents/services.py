@@ -1053,12 +1053,15 @@ def session_structure(session: models.Session) -> tuple[Grouped, tuple[int, ...]
     found = (models.SessionStructure.objects.filter(session_id=session.pk)
              .values_list("content_version", "token_counter", "message_count", "value", "session__rewritten_version")
              .first())
-    if found is not None and structure.readable(found[3]):  # else written in another format: read again, replaced
+    if found is not None:
         version, counter, count, value, rewritten = found
-        if (version, counter, count) == _structure_stamp(session):
-            return structure.decode(value)
-        if counter == session.token_counter and version >= rewritten and count < session.message_count:
-            return structure.decode(_structure_read(session, structure.Encoder.resume(value)))
+        try:
+            if (version, counter, count) == _structure_stamp(session):
+                return structure.decode(value)
+            if counter == session.token_counter and version >= rewritten and count < session.message_count:
+                return structure.decode(_structure_read(session, structure.Encoder.resume(value)))
+        except structure.StructureError:
+            pass  # written in another format, or damaged: read again from the rows, and replaced
     return structure.decode(_structure_read(session, structure.Encoder()))
 
 
@@ -1194,7 +1197,10 @@ def _sessions_batch(batch: list[models.Session]) -> Iterator[tuple[models.Sessio
             kept[pk] = bytes(value)
     kept.update(_structures_read([s for s in batch if s.pk not in kept]))
     for session in batch:
-        outlines, counts = structure.decode(kept.pop(session.pk))
+        try:
+            outlines, counts = structure.decode(kept.pop(session.pk))
+        except structure.StructureError:  # a damaged value: read again from the rows, and replaced
+            outlines, counts = structure.decode(_structures_read([session])[session.pk])
         yield session, StoredMessages(outlines, session_message_loader(session.pk)), counts
 
 

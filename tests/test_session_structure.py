@@ -240,3 +240,20 @@ def test_sessions_stored_before_count_as_rewritten_at_their_current_version(make
     import_module("agents.migrations.0018_session_rewritten_version").since_now(apps, None)
     session.refresh_from_db()
     assert session.rewritten_version == session.content_version == 7
+
+
+def test_a_damaged_structure_is_read_again_from_the_rows_by_the_lab_and_the_report(alice_client, make_session, agent):
+    sessions = [make_session(chat(3)), make_session(chat(2))]
+    for session in sessions:
+        good = structure.encode([(0, *r) for r in session.messages.order_by("seq")
+                                 .values_list(*services.OUTLINE_FIELDS)], skip=1)
+        models.SessionStructure.objects.update_or_create(session=session, defaults={
+            "content_version": session.content_version, "token_counter": session.token_counter,
+            "message_count": session.message_count, "value": good[:-5]})  # its header intact, its body cut
+        assert structure.readable(good[:-5])
+    response = alice_client.get(f"/sessions/{sessions[0].pk}/lab/", {"strategy": "buffered"})
+    assert response.status_code == 200 and response.context["preview"].total == sessions[0].message_count
+    report = alice_client.get("/lab/report/", {"s": ["buffered"], "agent": agent.pk})
+    assert report.status_code == 200 and report.content.decode().count('class="report-row"') == 2
+    for session in sessions:
+        assert list(structure.decode(stored(session).value)[1]) == whole(session)[1]  # replaced by a whole one
