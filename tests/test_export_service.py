@@ -12,8 +12,6 @@ from agents.memory import formats
 from agents.memory.schema import Conversation, Message
 from agents.memory.trimming import strategy_spec, trim
 
-SAMPLES = Path(__file__).resolve().parents[2] / "shared" / "samples"
-
 
 def weather(suffix: str = "") -> list[Message]:
     return [

@@ -11,6 +11,7 @@ import pytest
 from django.core.management import call_command
 
 from agents.memory.formats import FormatError, detect_format, read_data, read_input
+from tests.paths import SAMPLES
 
 ROLES_TEXT = "expected one of system, developer, user, assistant, tool"
 
@@ -159,7 +160,7 @@ def test_lint_names_messages_0_role_for_an_unknown_role(tmp_path: Path) -> None:
 
 # --- the file name (QA #12) -------------------------------------------------------------------------------------
 
-JSONL_SAMPLE = Path(__file__).resolve().parents[2] / "shared" / "samples" / "openai_jsonl" / "travel.jsonl"
+JSONL_SAMPLE = SAMPLES / "openai_jsonl" / "travel.jsonl"
 
 
 def test_it_reads_a_one_line_jsonl_file_by_its_name_given_as_a_hint() -> None:

@@ -11,9 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from agents.memory.formats import FORMATS, FormatError, dumps, read_data, read_input
-
-# The shared samples live next to the repository: ../shared/samples.
-SAMPLES_DIR = Path(__file__).resolve().parents[2] / "shared" / "samples"
+from tests.paths import SAMPLES as SAMPLES_DIR
 
 PROFILE = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 SAMPLES = [p for p in sorted(SAMPLES_DIR.glob("*/travel.json"))]

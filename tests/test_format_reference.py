@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import json
 import typing
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -15,10 +14,8 @@ from pydantic import TypeAdapter
 
 from agents.memory.formats import dumps, read_input
 from agents.memory.schema import Conversation, Message
+from tests.paths import SAMPLES as SAMPLES_DIR
 from tests.strategies_messages import valid_conversations
-
-# The shared samples live next to the repository: ../shared/samples.
-SAMPLES_DIR = Path(__file__).resolve().parents[2] / "shared" / "samples"
 
 SAMPLES = SAMPLES_DIR
 SAMPLE_FILES = sorted(p for p in SAMPLES.glob("*/travel.json*"))

@@ -1,18 +1,15 @@
-"""Every sample in ../shared/samples/ is the same conversation: each reads into the same messages, and each
+"""Every sample in tests/samples/ is the same conversation: each reads into the same messages, and each
 written back in its own format is the file it came from."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from agents.memory.formats import FORMATS, detect_format, dumps, read_input
 from agents.memory.schema import Conversation
-
-# The shared samples live next to the repository: ../shared/samples.
-SAMPLES_DIR = Path(__file__).resolve().parents[2] / "shared" / "samples"
+from tests.paths import SAMPLES as SAMPLES_DIR
 
 SAMPLES = SAMPLES_DIR
 SAMPLE_FILES = {

@@ -21,9 +21,7 @@ from agents.memory.formats import (
     read_data,
     read_input,
 )
-
-# The shared samples live next to the repository: ../shared/samples.
-SAMPLES_DIR = Path(__file__).resolve().parents[2] / "shared" / "samples"
+from tests.paths import SAMPLES as SAMPLES_DIR
 
 SAMPLES = sorted(SAMPLES_DIR.glob("*/travel.json*"))
 

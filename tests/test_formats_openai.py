@@ -2,14 +2,11 @@ from __future__ import annotations
 
 import io
 import json
-from pathlib import Path
 
 import pytest
 
 from agents.memory.formats import FormatError, detect_format, dumps, read_data, read_input
-
-# The shared samples live next to the repository: ../shared/samples.
-SAMPLES_DIR = Path(__file__).resolve().parents[2] / "shared" / "samples"
+from tests.paths import SAMPLES as SAMPLES_DIR
 
 SAMPLES = SAMPLES_DIR
 

@@ -14,9 +14,7 @@ import pytest
 
 from agents.memory.formats import FORMATS, FormatError, dumps, read_data, read_input, write_conversations
 from agents.memory.schema import Conversation, FunctionCall, Message, ToolCall
-
-# The shared samples live next to the repository: ../shared/samples.
-SAMPLES_DIR = Path(__file__).resolve().parents[2] / "shared" / "samples"
+from tests.paths import SAMPLES as SAMPLES_DIR
 
 OPENAI_SAMPLE = SAMPLES_DIR / "openai/travel.json"
 

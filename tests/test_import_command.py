@@ -12,7 +12,6 @@ from django.core.management import call_command
 from agents import models
 
 ROOT = Path(__file__).resolve().parents[1]
-SAMPLES = ROOT.parent / "shared" / "samples"
 CHAT = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]
 
 

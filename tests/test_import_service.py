@@ -10,8 +10,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from agents import imports, models, services
+from tests.paths import SAMPLES
 
-SAMPLES = Path(__file__).resolve().parents[2] / "shared" / "samples"
 SAMPLE_FILES = sorted(p for p in SAMPLES.glob("*/*") if p.suffix in {".json", ".jsonl"})
 
 WEATHER: list[dict[str, Any]] = [

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import random
 import threading
 
 import pytest
@@ -386,3 +387,92 @@ def test_it_stores_a_key_s_calls_only_in_its_own_project(client, project, other_
     }
     post(client, json.dumps(body).encode(), other_key, content_type="application/json")
     assert models.Session.objects.get().agent.project == other_project
+
+
+# --- the older GenAI log events, in batches that arrive out of order and repeated ----------------------------------
+
+
+def real_log_event_requests(pythons, **options):
+    """What openai-v2 2.3 really exported for a run in its log-event mode: its span requests and its log requests,
+    each parsed (the exporter may have sent several of each)."""
+    with OtlpCapture() as capture:
+        run = run_agent(pythons, "otel-genai-events", endpoint=capture.endpoint, headers="Authorization=Bearer%20x",
+                        **options)
+    spans, logs = ExportTraceServiceRequest(), ExportLogsServiceRequest()
+    for request in capture.requests:
+        part = ExportTraceServiceRequest() if request.path.endswith("/traces") else ExportLogsServiceRequest()
+        part.ParseFromString(request.body)
+        if isinstance(part, ExportTraceServiceRequest):
+            spans.resource_spans.extend(part.resource_spans)
+        else:
+            logs.resource_logs.extend(part.resource_logs)
+    return run, spans, logs
+
+
+def log_requests_cut_at(request: ExportLogsServiceRequest, cuts: list[int]) -> list[bytes]:
+    """The log records of ``request`` re-sent as several requests, cut before each record position in ``cuts``
+    (a batch processor cuts where its timer or its size says, in the middle of a call's events as well)."""
+    records = [(rl.resource, sl.scope, record) for rl in request.resource_logs for sl in rl.scope_logs
+               for record in sl.log_records]
+    bodies = []
+    for low, high in zip([0, *cuts], [*cuts, len(records)], strict=True):
+        part = ExportLogsServiceRequest()
+        for resource, scope, record in records[low:high]:
+            rl = part.resource_logs.add()
+            rl.resource.CopyFrom(resource)
+            sl = rl.scope_logs.add()
+            sl.scope.CopyFrom(scope)
+            sl.log_records.add().CopyFrom(record)
+        bodies.append(part.SerializeToString())
+    return bodies
+
+
+@pytest.fixture(scope="module")
+def log_event_run(pythons):
+    return real_log_event_requests(pythons, args=["--session", "trip-11"])
+
+
+def log_event_arrivals(log_event_run, order: str) -> list[tuple[str, bytes]]:
+    _, spans, logs = log_event_run
+    span_bodies = [("/otlp/v1/traces", body) for _, body in one_request_per_span(spans)]
+    count = sum(len(sl.log_records) for rl in logs.resource_logs for sl in rl.scope_logs)
+    # Cut inside calls: between a call's inputs, between its last input and its choice, and on a call's edge.
+    cuts = [5, 7, 16, 25, 26, 40, 52, 60]
+    assert cuts[-1] < count
+    log_bodies = [("/otlp/v1/logs", body) for body in log_requests_cut_at(logs, cuts)]
+    if order == "logs before their spans":
+        return log_bodies + span_bodies
+    if order == "spans before their logs":
+        return span_bodies + log_bodies
+    if order == "newest first":
+        return log_bodies[::-1] + span_bodies[::-1]
+    if order == "each batch twice":
+        return [b for body in log_bodies + span_bodies for b in (body, body)]
+    if order == "everything twice":
+        return (log_bodies + span_bodies) * 2
+    shuffler = random.Random(order)
+    arrivals = log_bodies + span_bodies
+    arrivals += shuffler.sample(arrivals, 4)
+    shuffler.shuffle(arrivals)
+    return arrivals
+
+
+@pytest.mark.parametrize("order", [
+    "logs before their spans", "spans before their logs", "newest first", "each batch twice", "everything twice",
+    "shuffled 1", "shuffled 2", "shuffled 3", "shuffled 4",
+])
+def test_it_stores_the_conversation_told_by_log_events_whatever_order_and_repetition_the_batches_arrive_in(
+    log_event_run, client, project, key, order
+):
+    run = log_event_run[0]
+    for path, body in log_event_arrivals(log_event_run, order):
+        assert post(client, body, key, path=path).status_code == 200
+    session = models.Session.objects.get()
+    assert session.external_id == "trip-11"
+    stored = services.session_messages(session)
+    expected = parse_messages(run.history)
+    assert [(m.role, m.content, m.tool_call_id, [c.id for c in m.tool_calls]) for m in stored] == [
+        (m.role, m.content, m.tool_call_id, [c.id for c in m.tool_calls]) for m in expected]
+    assert_conversation_stored(session, run)
+    assert models.LlmCall.objects.count() == 7
+    assert all(call.placed and call.model == "gpt-4o-mini" and call.usage for call in session.llm_calls.all())
