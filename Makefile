@@ -8,7 +8,7 @@ REF_VENV := .venv-ref-2026
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: run test lint setup test-setup otel-clients browser-deps migrate demo bench system-deps clean
+.PHONY: run test lint setup test-setup otel-clients memory-libs browser-deps migrate demo bench system-deps clean
 
 $(VENV)/.runtime: requirements.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -57,7 +57,25 @@ $(OTEL_LEGACY_VENV)/.installed: tests/otel_clients/requirements-legacy.txt
 
 otel-clients: $(OTEL_VENV)/.installed $(OTEL_LEGACY_VENV)/.installed
 
-test-setup: $(VENV)/.test otel-clients $(REF_VENV)/.installed
+# The memory libraries whose own files the memory readers are tested on (tests/memory_libs/runner.py writes them in
+# the test setup): LangGraph, the Agents SDK, AutoGen AgentChat and mem0 2.x share one; AgentScope 1.0.21 needs
+# mem0 1.x and mcp 1.30 and gets its own.
+MEM_VENV := .venv-mem
+MEM_AGENTSCOPE_VENV := .venv-mem-agentscope
+
+$(MEM_VENV)/.installed: tests/memory_libs/requirements-mem.txt
+	rm -rf $(MEM_VENV) && $(PYTHON) -m venv $(MEM_VENV)
+	$(MEM_VENV)/bin/pip install --disable-pip-version-check -q -r $<
+	touch $@
+
+$(MEM_AGENTSCOPE_VENV)/.installed: tests/memory_libs/requirements-agentscope.txt
+	rm -rf $(MEM_AGENTSCOPE_VENV) && $(PYTHON) -m venv $(MEM_AGENTSCOPE_VENV)
+	$(MEM_AGENTSCOPE_VENV)/bin/pip install --disable-pip-version-check -q -r $<
+	touch $@
+
+memory-libs: $(MEM_VENV)/.installed $(MEM_AGENTSCOPE_VENV)/.installed
+
+test-setup: $(VENV)/.test otel-clients memory-libs $(REF_VENV)/.installed
 
 # Browser tests need Debian's chromium: installed here when missing and running as root,
 # otherwise `sudo make system-deps` once.
@@ -70,11 +88,11 @@ lint: $(VENV)/.test
 	$(VENV)/bin/ruff check
 	$(PY) -m mypy
 
-# The four virtualenvs install side by side (-j4): their downloads, not the CPU, are what takes the time. The tests
+# The six virtualenvs install side by side (-j6): their downloads, not the CPU, are what takes the time. The tests
 # run in one process per core (pytest-xdist; each has its own test database); TEST_WORKERS=0 runs them in one.
 TEST_WORKERS ?= auto
 test: browser-deps
-	@$(MAKE) --no-print-directory -j4 test-setup
+	@$(MAKE) --no-print-directory -j6 test-setup
 	@$(MAKE) --no-print-directory lint
 	$(PY) -m pytest -n $(TEST_WORKERS) $(PYTEST_ARGS)
 
@@ -87,4 +105,4 @@ bench: test-setup
 	@for script in $(sort $(wildcard bench/bench_*.py)); do echo "=== $$script"; $(PY) $$script || exit 1; done
 
 clean:
-	rm -rf $(VENV) $(OTEL_VENV) $(OTEL_LEGACY_VENV) $(REF_VENV) staticfiles .pytest_cache .hypothesis .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(OTEL_VENV) $(OTEL_LEGACY_VENV) $(REF_VENV) $(MEM_VENV) $(MEM_AGENTSCOPE_VENV) staticfiles .pytest_cache .hypothesis .mypy_cache .ruff_cache

@@ -148,3 +148,26 @@ def pytest_collection_modifyitems(config, items):
             config.hook.pytest_deselected(items=without)
             items[:] = [item for item in items if uses_database(item)]
     items.sort(key=lambda item: item.get_closest_marker("browser") is not None)
+
+
+# --- files the memory libraries write in this run (tests/memory_libs) -------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def library_files(tmp_path_factory):
+    """``library_files(venv, script)``: the folder of files that ``tests/memory_libs/<script>`` wrote with the real
+    library in ``venv`` (see tests/memory_libs/runner.py); each script runs once per test process."""
+    from tests.memory_libs.runner import ensure_venvs, run_script
+
+    made: dict[tuple[str, str], object] = {}
+
+    def files(venv: str, script: str):
+        if (venv, script) not in made:
+            if not made:
+                ensure_venvs()
+            out = tmp_path_factory.mktemp(script.removesuffix(".py"))
+            run_script(venv, script, out)
+            made[(venv, script)] = out
+        return made[(venv, script)]
+
+    return files
