@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from pydantic import TypeAdapter
 
 from agents.memory.formats import dumps, read_input
@@ -136,6 +137,21 @@ def test_it_writes_generated_conversations_that_langchain_reads(messages: list[M
 
 # --- OpenAI Chat Completions, Anthropic, Responses: the SDKs' request types -------------------------------------
 
+def sdk_validate(kind: Any, value: Any) -> Any:
+    """``value`` validated by the SDK type ``kind``, the ``Iterable`` fields included: pydantic validates those only
+    as they are consumed (a system message's content is ``Iterable[ChatCompletionContentPartTextParam]``), so every
+    one is read here."""
+    def consume(item: Any) -> Any:
+        if isinstance(item, dict):
+            return {k: consume(v) for k, v in item.items()}
+        if isinstance(item, (str, bytes, int, float, bool)) or item is None:
+            return item
+        return [consume(v) for v in item]
+
+    adapter = TypeAdapter(kind)  # kept alive while the iterators are read: they use its definitions
+    return consume(adapter.validate_python(value))
+
+
 def _keys(typed_dict: Any) -> set[str]:
     return set(typing.get_type_hints(typed_dict))
 
@@ -146,7 +162,7 @@ def check_openai(conv: Conversation) -> None:
     text, _report = dumps([conv], "openai")
     doc = json.loads(text)
     items = doc["messages"] if isinstance(doc, dict) else doc
-    TypeAdapter(list[chat.ChatCompletionMessageParam]).validate_python(items)
+    sdk_validate(list[chat.ChatCompletionMessageParam], items)
     allowed = {
         "system": _keys(chat.ChatCompletionSystemMessageParam),
         "developer": _keys(chat.ChatCompletionDeveloperMessageParam),
@@ -165,9 +181,9 @@ def check_anthropic(conv: Conversation) -> None:
 
     text, _report = dumps([conv], "anthropic")
     doc = json.loads(text)
-    TypeAdapter(list[MessageParam]).validate_python(doc["messages"])
+    sdk_validate(list[MessageParam], doc["messages"])
     if "system" in doc:
-        TypeAdapter(str | list[TextBlockParam]).validate_python(doc["system"])
+        sdk_validate(str | list[TextBlockParam], doc["system"])
     calls = {c.id: json.loads(c.function.arguments) for m in conv.messages for c in m.tool_calls}
     for message in doc["messages"]:
         blocks = message["content"] if isinstance(message["content"], list) else []
@@ -187,7 +203,7 @@ def check_responses(conv: Conversation) -> None:
 
     text, _report = dumps([conv], "openai_responses")
     doc = json.loads(text)
-    TypeAdapter(list[ResponseInputItemParam]).validate_python(doc["input"])
+    sdk_validate(list[ResponseInputItemParam], doc["input"])
     [again] = read_input_text(text)
     assert core(again, errors=False) == core(conv, errors=False)  # neither format holds is_error
 
@@ -248,3 +264,94 @@ def test_it_converts_images_to_each_sdks_own_part() -> None:
         assert items[0]["content"][1] == {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{pixel}"}} \
             or items[0]["content"][1]["image_url"]["url"].endswith(pixel)
         assert items[0]["content"][2]["image_url"]["url"] == "https://example.com/cat.jpg"
+
+
+# --- several text parts: kept as parts where the SDK type takes them ------------------------------------------
+
+SEVERAL = [{"type": "text", "text": "s"}, {"type": "text", "text": "\r\n"}, {"type": "text", "text": "t"}]
+
+
+def several_parts_on_every_role() -> Conversation:
+    from agents.memory.schema import FunctionCall, ToolCall
+
+    call = ToolCall(id="c1", function=FunctionCall(name="f", arguments="{}"))
+    return Conversation(messages=[
+        Message(role="system", content=SEVERAL),
+        Message(role="developer", content=SEVERAL),
+        Message(role="user", content=SEVERAL),
+        Message(role="assistant", content=SEVERAL, tool_calls=[call]),
+        Message(role="tool", tool_call_id="c1", content=SEVERAL),
+        Message(role="assistant", content=SEVERAL),
+    ])
+
+
+@pytest.mark.parametrize("fmt", ["openai", "openai_jsonl"])
+def test_it_keeps_several_text_parts_as_parts_on_every_chat_completions_role(fmt: str) -> None:
+    from openai.types import chat
+
+    conv = several_parts_on_every_role()
+    text, report = dumps([conv], fmt)
+    doc = json.loads(text)
+    items = doc["messages"] if isinstance(doc, dict) else doc
+    # Chat Completions takes a list of text parts on every role (the SDK's typed params say so, role by role).
+    accepted = sdk_validate(list[chat.ChatCompletionMessageParam], items)
+    assert [m["content"] for m in accepted] == [SEVERAL] * 6
+    assert report.dropped == []
+    [again] = read_input_text(text)
+    assert [m.content for m in again.messages] == [SEVERAL] * 6
+    assert dumps([again], fmt)[0] == text
+
+
+def test_it_keeps_responses_parts_where_the_sdk_takes_them_and_reports_the_assistants_join() -> None:
+    from openai.types.responses import ResponseInputItemParam
+
+    text, report = dumps([several_parts_on_every_role()], "openai_responses")
+    items = sdk_validate(list[ResponseInputItemParam], json.loads(text)["input"])
+    as_input = [{"type": "input_text", "text": p["text"]} for p in SEVERAL]
+    assert [i.get("content", i.get("output")) for i in items if i["type"] != "function_call"] == [
+        as_input, as_input, as_input, "s\n\r\n\nt", as_input, "s\n\r\n\nt"]
+    # An assistant input message refuses input_text parts and output_text needs the server's id: one string, said.
+    assert report.dropped == ["several text parts on 2 messages: an openai_responses assistant message without the "
+                              "server's id holds one string; joined into one with newlines"]
+
+
+def test_it_reports_the_text_parts_autogen_joins() -> None:
+    from autogen_core.model_context import UnboundedChatCompletionContext
+
+    conv = several_parts_on_every_role()
+    text, report = dumps([conv], "autogen")
+
+    async def load() -> list[Any]:
+        context = UnboundedChatCompletionContext()
+        await context.load_state(json.loads(text))
+        return await context.get_messages()
+
+    system, developer, user, call, results, answer = asyncio.run(load())
+    # A UserMessage takes a list of strings; the others hold one string, where the parts are joined.
+    assert user.content == ["s", "\r\n", "t"]
+    assert [system.content, developer.content, call.thought, results.content[0].content, answer.content] == [
+        "s\n\r\n\nt"] * 5
+    assert sorted(report.dropped) == [
+        "several text parts on 1 message: an autogen FunctionExecutionResult holds one string; joined into one with "
+        "newlines",
+        "several text parts on 2 messages: an autogen AssistantMessage holds one string; joined into one with newlines",
+        "several text parts on 2 messages: an autogen SystemMessage holds one string; joined into one with newlines",
+        "the developer role on 1 message: autogen has SystemMessage only; written as one",
+    ]
+
+
+@PROFILE
+@given(st.sampled_from(["system", "developer", "user", "assistant", "tool"]),
+       st.lists(st.text(), min_size=1, max_size=4))
+def test_it_writes_text_parts_that_read_back_as_written(role: str, texts: list[str]) -> None:
+    from openai.types import chat
+
+    parts = [{"type": "text", "text": t} for t in texts]
+    message = Message(role=role, content=parts, tool_call_id="c1" if role == "tool" else None)  # type: ignore[arg-type]
+    text, report = dumps([Conversation(messages=[message])], "openai")
+    [written] = json.loads(text)
+    sdk_validate(list[chat.ChatCompletionMessageParam], [written])
+    assert written["content"] == (texts[0] if len(texts) == 1 else parts)
+    [again] = read_input_text(text)
+    assert again.messages[0].content == written["content"]
+    assert report.dropped == []

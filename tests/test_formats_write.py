@@ -216,7 +216,7 @@ def test_it_puts_text_that_follows_results_into_their_anthropic_user_message() -
                                              {"type": "text", "text": "and now?"}]
 
 
-def test_it_writes_text_only_content_as_a_string_for_openai() -> None:
+def test_it_writes_one_text_part_as_a_string_and_keeps_several_as_parts_for_openai() -> None:
     conv = Conversation(messages=[
         Message(role="system", content=[{"type": "text", "text": "Be brief."}]),
         Message(role="user", content=[{"type": "input_text", "text": "Paris?"}, {"type": "text", "text": "Tokyo?"}]),
@@ -228,10 +228,58 @@ def test_it_writes_text_only_content_as_a_string_for_openai() -> None:
     for fmt in ("openai", "openai_jsonl"):
         text, _report = dumps([conv], fmt)
         messages = json.loads(text)["messages"] if fmt == "openai_jsonl" else json.loads(text)
-        assert [m["content"] for m in messages[:3]] == ["Be brief.", "Paris?\nTokyo?", "Both sunny."]
+        # Several parts stay parts (joined, the text the model reads would change), in Chat Completions' own type.
+        assert [m["content"] for m in messages[:3]] == [
+            "Be brief.", [{"type": "text", "text": "Paris?"}, {"type": "text", "text": "Tokyo?"}], "Both sunny."]
         # Parts that carry more than text stay parts.
         assert messages[3]["content"][1]["type"] == "image_url"
         assert messages[4]["content"] == [{"type": "text", "text": "cached", "cache_control": {"type": "ephemeral"}}]
+
+
+SEVERAL = [{"type": "text", "text": "s"}, {"type": "text", "text": "\r\n"}, {"type": "text", "text": "t"}]
+
+
+def several_parts_everywhere() -> Conversation:
+    call = ToolCall(id="c1", function=FunctionCall(name="f", arguments="{}"))
+    return Conversation(messages=[
+        Message(role="system", content=SEVERAL),
+        Message(role="user", content=SEVERAL),
+        Message(role="assistant", content=SEVERAL, tool_calls=[call]),
+        Message(role="tool", tool_call_id="c1", content=SEVERAL),
+        Message(role="assistant", content=SEVERAL),
+    ])
+
+
+def _texts(content: Any) -> list[str]:
+    return [p["text"] for p in content] if isinstance(content, list) else [content]
+
+
+def _joins_reported(report: Any) -> int:
+    return sum(n for (what, _unit, _reason), n in report.losses.items() if what == "several text parts")
+
+
+@pytest.mark.parametrize("fmt", sorted(FORMATS))
+def test_it_keeps_several_text_parts_apart_or_reports_that_it_joined_them(fmt: str) -> None:
+    text, report = dumps([several_parts_everywhere()], fmt)
+    [back] = read_input(io.BytesIO(text.encode()), fmt)
+    assert [m.role for m in back.messages] == ["system", "user", "assistant", "tool", "assistant"]
+    joined = [m for m in back.messages if _texts(m.content) != ["s", "\r\n", "t"]]
+    # Where a format has one string only, the parts become memoryviz's text of them, and the report says so.
+    assert all(m.content == "s\n\r\n\nt" for m in joined), [m.content for m in joined]
+    assert _joins_reported(report) == len(joined), report.dropped
+    expected = {"autogen": 4, "openai_responses": 2, "openmanus": 5}.get(fmt, 0)
+    assert len(joined) == expected
+
+
+def test_it_writes_openmanus_content_as_the_string_its_message_holds() -> None:
+    # OpenManus' Message.content is Optional[str]: a list would not load back into its Memory.
+    conv = several_parts_everywhere()
+    conv.messages.append(Message(role="user", content=[{"type": "text", "text": "one part"}]))
+    text, report = dumps([conv], "openmanus")
+    contents = [m.get("content") for m in json.loads(text)]
+    assert contents == ["s\n\r\n\nt"] * 5 + ["one part"]
+    assert report.dropped == ["several text parts on 5 messages: an openmanus message holds one string; joined into "
+                              "one with newlines"]
 
 
 def test_it_keeps_a_refusals_content_null_in_openai() -> None:

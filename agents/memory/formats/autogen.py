@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from agents.memory.schema import Conversation, Message, content_text
+from agents.memory.schema import Conversation, Message
 
 from .base import (
     CallNames,
@@ -30,6 +30,7 @@ from .base import (
     need_dict,
     need_list,
     need_str,
+    one_string,
     opt_bool,
     opt_str,
     report_conversation_losses,
@@ -203,10 +204,15 @@ def read(doc: Any, place: str = "") -> list[Conversation]:
 
 # --- writing ----------------------------------------------------------------------------------------------------
 
+# Where a message's text goes in AutoGen: each holds one string (a UserMessage alone takes a list).
+_KIND = {"system": "SystemMessage", "developer": "SystemMessage", "assistant": "AssistantMessage",
+         "tool": "FunctionExecutionResult"}
+
+
 def _text(message: Message, report: WriteReport) -> str:
     if isinstance(message.content, list) and any(p.get("type") != "text" for p in message.content):
         report.lose("non-text content parts", f"autogen {message.role} messages hold text only")
-    return content_text(message.content)
+    return one_string(message, report, f"an autogen {_KIND[message.role]} holds one string")
 
 
 def _user(message: Message, report: WriteReport) -> str | list[Any]:

@@ -10,7 +10,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from agents.memory.schema import Conversation, Message, describe_validation_error
+from agents.memory.schema import Conversation, Message, content_text, describe_validation_error
 
 
 @dataclass
@@ -254,6 +254,16 @@ def report_losses(report: WriteReport, message: Message, held: frozenset[str], n
             continue
         if field_name not in held:
             report.lose(field_name, f"{fmt} cannot hold it")
+
+
+def one_string(message: Message, report: WriteReport, reason: str) -> str:
+    """The message's content as one string, for a target with no place for parts there. Several text parts are
+    joined with newlines (as memoryviz shows them): the text the model reads changes, so the join is reported, with
+    ``reason`` saying why the target needs one string."""
+    content = message.content
+    if isinstance(content, list) and sum(isinstance(p.get("text"), str) for p in content) > 1:
+        report.lose("several text parts", f"{reason}; joined into one with newlines")
+    return content_text(content)
 
 
 CONVERSATION_FIELDS = ("external_id", "title", "started_at", "agent", "project", "tools", "annotations")

@@ -284,9 +284,9 @@ def read(data: Any, place: str = "") -> list[Conversation]:
 _TEXT_PART_TYPES = frozenset({"text", "input_text", "output_text"})
 
 
-def plain_text(parts: list[Any]) -> str | None:
-    """The text of content parts that carry nothing but text, else None (an image, a cache_control, citations...
-    stay parts). Several text parts are joined with a newline, as memoryviz joins them everywhere."""
+def text_parts(parts: list[Any]) -> list[str] | None:
+    """The texts of content parts that carry nothing but text, else None (an image, a cache_control, citations...
+    stay parts)."""
     texts: list[str] = []
     for part in parts:
         kind = part.get("type") if isinstance(part, dict) else None
@@ -295,18 +295,26 @@ def plain_text(parts: list[Any]) -> str | None:
         if set(part) - {"type", "text", "annotations"} or part.get("annotations"):
             return None
         texts.append(part["text"])
-    return "\n".join(texts) if texts else None
+    return texts
+
+
+def chat_content(parts: list[Any]) -> str | list[Any]:
+    """Content parts as Chat Completions holds them: one plain text part as its string; several stay parts (Chat
+    Completions takes a list of text parts on every role, and joining them would change the text the model reads),
+    Responses' ``input_text``/``output_text`` written as ``text``; images as ``image_url`` parts."""
+    texts = text_parts(parts)
+    if texts is not None and len(texts) == 1:
+        return texts[0]
+    if texts:
+        return [{"type": "text", "text": text} for text in texts]
+    return list(convert_parts(parts, image_url_part))
 
 
 def chat_dict(message: Message, fmt: str = NAME) -> dict[str, Any]:
-    """``Message.to_openai()`` plus what the message kept from a Chat Completions source.
-
-    Content that is text only is written as a string, the form every OpenAI-compatible server accepts on every
-    role (many refuse parts on assistant, system or tool messages); parts stay parts where they carry more."""
+    """``Message.to_openai()`` plus what the message kept from a Chat Completions source."""
     out = message.to_openai()
     if isinstance(out.get("content"), list):
-        text = plain_text(out["content"])
-        out["content"] = text if text is not None else convert_parts(out["content"], image_url_part)
+        out["content"] = chat_content(out["content"])
     memo = format_extra(message, fmt)
     if memo.get("function_role") and message.role == "tool" and message.name:
         out = {"role": "function", "name": message.name, "content": out.get("content")}

@@ -35,6 +35,7 @@ from .base import (
     need_list,
     need_parts,
     need_str,
+    one_string,
     report_conversation_losses,
     report_losses,
     responses_image_part,
@@ -306,8 +307,10 @@ def render(conversation: Conversation, report: WriteReport) -> Any:
                 content = [{"type": "output_text", "text": content, "annotations": []}]
             elif (message.role == "assistant" and isinstance(content, list) and NAME not in message.extra
                   and all(p.get("type") == "text" and isinstance(p.get("text"), str) for p in content)):
-                # An input assistant message takes text; output_text parts belong to output messages (with ids).
-                content = "\n".join(p["text"] for p in content)
+                # An input assistant message takes text (the API refuses input_text parts there); output_text
+                # parts belong to output messages, which need the server's ids.
+                content = one_string(message, report, "an openai_responses assistant message without the server's "
+                                                      "id holds one string")
             item["content"] = _parts(content, message.role, memo)
             item.update({k: v for k, v in fields.items() if k != "status"})
             items.append(item)

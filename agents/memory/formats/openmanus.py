@@ -19,6 +19,7 @@ from .base import (
     format_extra,
     make_conversation,
     need_list,
+    one_string,
     report_conversation_losses,
     report_losses,
     write_documents,
@@ -87,9 +88,12 @@ def read(doc: Any, place: str = "") -> list[Conversation]:
                               metadata={NAME: {"fields": rest}} if rest else {})]
 
 
-def message_dict(message: Message, names: CallNames) -> dict[str, Any]:
+def message_dict(message: Message, names: CallNames, report: WriteReport) -> dict[str, Any]:
     out: dict[str, Any] = {"role": message.role if message.role != "developer" else "system"}
-    content = message.content
+    content: Any = message.content
+    if isinstance(content, list) and openai.text_parts(content):
+        # OpenManus' Message.content is Optional[str]: text parts are written as the string it can load.
+        content = one_string(message, report, "an openmanus message holds one string")
     if content is None and message.role == "assistant":
         # ToolCallAgent.think() stores `response.content or ""` whether the model called tools or not.
         content = ""
@@ -123,7 +127,7 @@ def render(conversation: Conversation, report: WriteReport) -> Any:
             report_losses(report, message, HELD, names)
             names.see(message)
             report.messages += 1
-            yield message_dict(message, names)
+            yield message_dict(message, names, report)
 
     rest = (
         conversation.metadata.get(NAME, {}).get("fields") if isinstance(conversation.metadata.get(NAME), dict) else None
