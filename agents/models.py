@@ -593,3 +593,213 @@ class BackgroundJob(models.Model):
     def percent(self) -> int:
         return min(100, round(100 * self.done / self.total)) if self.total else (100 if self.finished else 0)
 
+
+
+# --- memory beyond the message list (DESIGN.md, "Memory beyond the message list") -------------------------------
+
+
+class MemoryStore(models.Model):
+    """Where an agent's (or, shared, a project's) memory records live: mem0 records, Letta blocks, an AutoGen
+    ``ListMemory``, a LangGraph store namespace, a knowledge base's chunks."""
+
+    class Kind(models.TextChoices):
+        RECORDS = "records"
+        BLOCKS = "blocks"
+        LIST = "list"
+        KNOWLEDGE = "knowledge"
+
+    class State(models.TextChoices):
+        # As Session.State: a store an import is still writing in batches is seen by no reader until it is done.
+        IMPORTING = "importing"
+        READY = "ready"
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="memory_stores")
+    agent = models.ForeignKey(Agent, null=True, blank=True, on_delete=models.CASCADE, related_name="memory_stores")
+    name = models.CharField(max_length=200)
+    kind = models.CharField(max_length=20, choices=Kind.choices)
+    source_format = models.CharField(max_length=40, blank=True)
+    scope = models.JSONField(default=dict, blank=True, help_text="user_id, agent_id, run_id, a namespace, ...")
+    # The scope as canonical JSON (sorted keys): what two files of one store share, so a second import joins it.
+    scope_key = models.CharField(max_length=500, blank=True)
+    external_id = models.CharField(max_length=255, blank=True)
+    state = models.CharField(max_length=20, choices=State.choices, default=State.READY)
+    import_owner = models.CharField(max_length=100, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    # Summaries kept on the row so that the memory page never aggregates records, versions or reads.
+    record_count = models.PositiveIntegerField(default=0)
+    version_count = models.PositiveBigIntegerField(default=0)
+    read_count = models.PositiveBigIntegerField(default=0)
+    last_write_at = models.DateTimeField(null=True, blank=True)
+    last_read_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["name", "id"]
+        constraints = [
+            models.CheckConstraint(condition=Q(kind__in=["records", "blocks", "list", "knowledge"]),
+                                   name="memorystore_kind_known"),
+        ]
+        indexes = [
+            models.Index(fields=["project", "agent"], name="memorystore_project_agent"),
+            models.Index(fields=["project", "source_format", "scope_key"], name="memorystore_project_scope"),
+            models.Index(fields=["agent", "name"], name="memorystore_agent_name"),
+            models.Index(fields=["state", "import_owner"], name="memorystore_state_owner"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.kind})"
+
+
+class MemoryRecord(models.Model):
+    """One item of a store as it stands now; its history is its versions."""
+
+    class State(models.TextChoices):
+        ACTIVE = "active"
+        DELETED = "deleted"
+        INVALIDATED = "invalidated"
+
+    store = models.ForeignKey(MemoryStore, on_delete=models.CASCADE, related_name="records")
+    external_id = models.CharField(max_length=255, help_text="The record's id in the library.")
+    text = models.TextField(blank=True, help_text="The text the model reads.")
+    value = models.JSONField(null=True, blank=True, help_text="The raw value, where the library keeps more.")
+    metadata = models.JSONField(default=dict, blank=True)
+    state = models.CharField(max_length=20, choices=State.choices, default=State.ACTIVE)
+    content_hash = models.CharField(max_length=32, blank=True, help_text="md5 of the text, as mem0's hash.")
+    char_limit = models.PositiveIntegerField(null=True, blank=True, help_text="A block's limit in characters.")
+    created_at = models.DateTimeField(null=True, blank=True)
+    updated_at = models.DateTimeField(null=True, blank=True)
+    version_count = models.PositiveIntegerField(default=0)
+    read_count = models.PositiveIntegerField(default=0)
+    last_read_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["store", "external_id"]
+        constraints = [
+            models.UniqueConstraint(fields=["store", "external_id"], name="memoryrecord_unique_store_external_id"),
+            models.CheckConstraint(condition=Q(state__in=["active", "deleted", "invalidated"]),
+                                   name="memoryrecord_state_known"),
+        ]
+        indexes = [
+            models.Index(fields=["store", "state", "id"], name="memoryrecord_store_state"),
+            models.Index(fields=["store", "-updated_at", "-id"], name="memoryrecord_store_updated"),
+            models.Index(fields=["store", "read_count", "id"], name="memoryrecord_store_reads"),
+            models.Index(fields=["store", "content_hash"], name="memoryrecord_store_hash"),
+        ]
+
+    def __str__(self) -> str:
+        return self.external_id
+
+
+class RecordVersion(models.Model):
+    """One write of a record, with its whole new body (a diff is derived from two versions, never stored)."""
+
+    record = models.ForeignKey(MemoryRecord, on_delete=models.CASCADE, related_name="versions")
+    number = models.PositiveIntegerField(help_text="1 for the first write.")
+    op = models.CharField(max_length=40, help_text="As the library wrote it: ADD, UPDATE, DELETE, NONE, ...")
+    text = models.TextField(null=True, blank=True)  # noqa: DJ001 (None: the write left no text, a delete)
+    value = models.JSONField(null=True, blank=True)
+    at = models.DateTimeField(null=True, blank=True)
+    actor = models.CharField(max_length=255, blank=True)
+    session = models.ForeignKey(Session, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    seq = models.PositiveIntegerField(null=True, blank=True, help_text="The message that caused it.")
+    llm_call = models.ForeignKey(LlmCall, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    # The library's id of the event (mem0's history row) or a client's id (the write API): a retry never duplicates.
+    external_id = models.CharField(max_length=255, blank=True)
+
+    class Meta:
+        ordering = ["record", "number"]
+        constraints = [
+            models.UniqueConstraint(fields=["record", "number"], name="recordversion_unique_record_number"),
+        ]
+        indexes = [
+            models.Index(fields=["session", "seq"], name="recordversion_session_seq"),
+            models.Index(fields=["record", "external_id"], name="recordversion_record_external"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.record_id} v{self.number} {self.op}"
+
+
+class Recall(models.Model):
+    """One read of a store that fed a model call: the query, the items, and where their text was put."""
+
+    class Placement(models.TextChoices):
+        MESSAGE = "message"
+        SYSTEM = "system"
+        TOOL_RESULT = "tool_result", "tool result"
+
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="recalls")
+    seq = models.PositiveIntegerField(null=True, blank=True, help_text="The message carrying the recalled text.")
+    llm_call = models.ForeignKey(LlmCall, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    store = models.ForeignKey(MemoryStore, null=True, blank=True, on_delete=models.SET_NULL, related_name="recalls")
+    query = models.TextField(blank=True)
+    params = models.JSONField(default=dict, blank=True)
+    placement = models.CharField(max_length=20, choices=Placement.choices, default=Placement.MESSAGE)
+    persisted = models.BooleanField(default=False, help_text="The carrying message stays and is sent again later.")
+    at = models.DateTimeField(null=True, blank=True)
+    item_count = models.PositiveIntegerField(default=0)
+    external_id = models.CharField(max_length=255, blank=True)
+
+    class Meta:
+        ordering = ["session", "seq", "id"]
+        constraints = [
+            models.CheckConstraint(condition=Q(placement__in=["message", "system", "tool_result"]),
+                                   name="recall_placement_known"),
+        ]
+        indexes = [
+            models.Index(fields=["session", "seq", "id"], name="recall_session_seq"),
+            models.Index(fields=["store", "-id"], name="recall_store"),
+            models.Index(fields=["session", "external_id"], name="recall_session_external"),
+        ]
+
+    def __str__(self) -> str:
+        return f"recall {self.pk} at {self.session_id}#{self.seq}"
+
+
+class RecallItem(models.Model):
+    recall = models.ForeignKey(Recall, on_delete=models.CASCADE, related_name="items")
+    record = models.ForeignKey(MemoryRecord, null=True, blank=True, on_delete=models.SET_NULL, related_name="reads")
+    version = models.PositiveIntegerField(null=True, blank=True, help_text="The record's version current then.")
+    rank = models.PositiveIntegerField()
+    score = models.FloatField(null=True, blank=True)
+    text = models.TextField(blank=True, help_text="The text as sent.")
+    # What identifies the item in the library: {"id": ...}, or a chunk's {"doc_id": ..., "chunk_id": ...}.
+    ref = models.JSONField(default=dict, blank=True)
+
+    class Meta:
+        ordering = ["recall", "rank"]
+        indexes = [
+            models.Index(fields=["record", "-recall"], name="recallitem_record_recall"),
+            models.Index(fields=["recall", "rank"], name="recallitem_recall_rank"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.recall_id}#{self.rank}"
+
+
+class Snapshot(models.Model):
+    """One whole-agent state, kept verbatim (an AgentScope state_dict, a LangGraph checkpoint, a Letta agent)."""
+
+    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="snapshots")
+    session = models.ForeignKey(Session, null=True, blank=True, on_delete=models.SET_NULL, related_name="snapshots")
+    seq = models.PositiveIntegerField(null=True, blank=True, help_text="The last message of the session it holds.")
+    external_id = models.CharField(max_length=255)
+    parent = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL, related_name="children")
+    step = models.IntegerField(null=True, blank=True)
+    taken_at = models.DateTimeField(null=True, blank=True)
+    source_format = models.CharField(max_length=40, blank=True)
+    format_version = models.CharField(max_length=40, blank=True)
+    value = models.JSONField(null=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["agent", "taken_at", "id"]
+        constraints = [
+            models.UniqueConstraint(fields=["agent", "external_id"], name="snapshot_unique_agent_external_id"),
+        ]
+        indexes = [
+            models.Index(fields=["agent", "taken_at", "id"], name="snapshot_agent_taken"),
+            models.Index(fields=["session", "seq"], name="snapshot_session_seq"),
+        ]
+
+    def __str__(self) -> str:
+        return f"snapshot {self.external_id}"
