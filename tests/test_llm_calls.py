@@ -5,11 +5,13 @@ packages themselves); these tests pin the edges the scripted conversation does n
 """
 from __future__ import annotations
 
+import datetime as dt
 import json
+from dataclasses import replace
 
 import pytest
 
-from agents.memory.llm_calls import SpanLink, call_from_span, extract, merge_calls, resolve
+from agents.memory.llm_calls import SpanLink, call_from_events, call_from_span, extract, merge_calls, resolve
 from agents.memory.otlp import Batch, LogRecord, Span
 
 TRACE = "ab" * 16
@@ -226,6 +228,46 @@ def test_it_reads_the_older_genai_log_events_in_the_order_they_were_emitted_and_
         ]
         assert openai(call.outputs) == [{"role": "assistant", "content": "24°C."}]
     assert from_logs[0].observed_ns == 100
+
+
+def test_it_joins_the_parts_of_a_call_s_log_events_each_once_however_often_and_in_whatever_form_they_come():
+    """An exporter cuts a call's events into batches where its timer says; a batch may come twice; a part already
+    stored comes back from the store with what storing added (a stamp, a token count). Each event counts once."""
+    def record(n: int, name: str, body: dict, time_ns: int | None = None) -> LogRecord:
+        return LogRecord(trace_id=TRACE, span_id="01" * 8, time_ns=time_ns or 100 + n, event_name=name, body=body,
+                         attributes={}, resource={"service.name": "travel-agent"}, scope="x", order=n)
+
+    tool_call = {"id": "c1", "type": "function", "function": {"name": "w", "arguments": '{"city": "Rome"}'}}
+    events = [
+        record(0, "gen_ai.user.message", {"content": "Weather?"}),
+        record(1, "gen_ai.assistant.message", {"tool_calls": [tool_call]}),
+        record(2, "gen_ai.tool.message", {"content": "24°C", "id": "c1"}),
+        # The user said it twice, and the clock could not tell the two apart.
+        record(3, "gen_ai.user.message", {"content": "Thanks!"}, time_ns=200),
+        record(4, "gen_ai.user.message", {"content": "Thanks!"}, time_ns=200),
+        record(5, "gen_ai.choice", {"index": 0, "message": {"content": "Welcome!"}}),
+    ]
+    whole = call_from_events(TRACE, "01" * 8, events)
+    first, second = call_from_events(TRACE, "01" * 8, events[:2]), call_from_events(TRACE, "01" * 8, events[2:])
+
+    def stored(call):  # as the store gives a placed call back: stamped, counted
+        return replace(call, inputs=[m.model_copy(update={"created_at": dt.datetime(2026, 1, 1, tzinfo=dt.UTC),
+                                                          "token_count": 5}) for m in call.inputs])
+
+    def texts(call):
+        return [(m.role, m.text, m.tool_call_id) for m in call.inputs]
+
+    assert texts(whole)[-2:] == [("user", "Thanks!", None), ("user", "Thanks!", None)]
+    for joined in (
+        first.merged(second), second.merged(first), first.merged(second).merged(second),
+        stored(first).merged(second), stored(first.merged(second)).merged(second),
+        stored(first.merged(second)).merged(first).merged(second), second.merged(stored(second)).merged(first),
+        stored(second).merged(first).merged(stored(first)),
+    ):
+        assert texts(joined) == texts(whole) and joined.input_times == whole.input_times
+    for joined in (first.merged(first), stored(first).merged(first), first.merged(stored(first))):
+        assert texts(joined) == texts(first) and joined.input_times == first.input_times
+    assert openai(whole.outputs) == [{"role": "assistant", "content": "Welcome!"}]
 
 
 def test_it_does_not_take_an_agent_or_tool_span_for_a_model_call():

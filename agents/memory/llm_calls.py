@@ -20,8 +20,9 @@ arrive later, so ancestry is kept apart in ``SpanLink``), or on the resource; el
 """
 from __future__ import annotations
 
+import hashlib
 import json
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -103,11 +104,8 @@ class CapturedCall:
             and self.inputs is not None
             and other.inputs is not None
         ):
-            timed = {
-                (t, m.model_dump_json()): (t, m)
-                for t, m in zip(self.input_times + other.input_times, self.inputs + other.inputs, strict=True)
-            }
-            joined = sorted(timed.values(), key=lambda pair: pair[0])
+            joined = _joined_events(list(zip(self.input_times, self.inputs, strict=True)),
+                                    list(zip(other.input_times, other.inputs, strict=True)))
             fields["input_times"] = [t for t, _ in joined]
             fields["inputs"] = [m for _, m in joined]
         if self.observed_ns and other.observed_ns:
@@ -115,6 +113,56 @@ class CapturedCall:
         if self.convention and other.convention and self.convention != other.convention:
             fields["convention"] = "+".join(sorted({self.convention, other.convention}))
         return replace(self, **fields)
+
+
+def _joined_events(mine: list[tuple[int, Message]], theirs: list[tuple[int, Message]]) -> list[tuple[int, Message]]:
+    """The input events of one call, seen in two parts or twice, each once and in the order emitted.
+
+    An event is its time and its message's key (``message_key``), not the whole message: a part read back from
+    the stored session carries what storing added (``created_at``, ...), and is the same event all the same. The
+    two are joined as multisets: an event of ``theirs`` is new unless ``mine`` already has as many of it, so a
+    part seen twice adds nothing, and two equal events of one part (a clock too coarse to tell them apart) stay
+    two."""
+    have = Counter((t, message_key(m)) for t, m in mine)
+    seen: Counter[tuple[int, str]] = Counter()
+    joined = list(mine)
+    for t, m in theirs:
+        event = (t, message_key(m))
+        seen[event] += 1
+        if seen[event] > have[event]:
+            joined.append((t, m))
+    return sorted(joined, key=lambda pair: pair[0])  # stable: events of one time keep the order they came in
+
+
+def message_key(message: Message) -> str:
+    """What makes two messages the same message resent: 32 hex digits. Role, content (text parts read as their
+    text), tool calls (arguments compared as JSON) and tool call id; not ids, timestamps or usage, which a
+    framework does not resend and the store adds."""
+    canonical = [
+        message.role,
+        _content_key(message.content),
+        message.tool_call_id or "",
+        [[call.id, call.function.name, _arguments_key(call.function.arguments)] for call in message.tool_calls],
+    ]
+    raw = json.dumps(canonical, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
+    return hashlib.blake2b(raw.encode(), digest_size=16).hexdigest()
+
+
+def _content_key(content: str | list[dict[str, Any]] | None) -> Any:
+    if not content:
+        return ""
+    if isinstance(content, str):
+        return content
+    if all(isinstance(p, dict) and p.get("type") == "text" for p in content):
+        return "\n".join(str(p.get("text") or "") for p in content)
+    return content
+
+
+def _arguments_key(arguments: str) -> Any:
+    try:
+        return json.loads(arguments) if arguments.strip() else {}
+    except json.JSONDecodeError:
+        return arguments
 
 
 @dataclass

@@ -30,43 +30,13 @@ the chain is the same whatever the order of arrival (``Stitcher``).
 from __future__ import annotations
 
 import bisect
-import hashlib
-import json
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Protocol
 
 from .llm_calls import CapturedCall, merge_calls
+from .llm_calls import message_key as message_key  # what "identical" means here (it joins log events too)
 from .schema import SYSTEM_ROLES, Message
-
-
-def message_key(message: Message) -> str:
-    """What makes two messages the same message resent: 32 hex digits."""
-    canonical = [
-        message.role,
-        _content_key(message.content),
-        message.tool_call_id or "",
-        [[call.id, call.function.name, _arguments_key(call.function.arguments)] for call in message.tool_calls],
-    ]
-    raw = json.dumps(canonical, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
-    return hashlib.blake2b(raw.encode(), digest_size=16).hexdigest()
-
-
-def _content_key(content: str | list[dict[str, Any]] | None) -> Any:
-    if not content:
-        return ""
-    if isinstance(content, str):
-        return content
-    if all(isinstance(p, dict) and p.get("type") == "text" for p in content):
-        return "\n".join(str(p.get("text") or "") for p in content)
-    return content
-
-
-def _arguments_key(arguments: str) -> Any:
-    try:
-        return json.loads(arguments) if arguments.strip() else {}
-    except json.JSONDecodeError:
-        return arguments
 
 
 class ChainIndex(Protocol):
