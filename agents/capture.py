@@ -23,7 +23,7 @@ from django.utils.text import slugify
 from agents import models, services
 from agents.memory import schema
 from agents.memory.chain import ProtocolChecker
-from agents.memory.llm_calls import CapturedCall, Extraction, SpanLink, extract, merge_calls
+from agents.memory.llm_calls import CapturedCall, Extraction, SpanLink, extract, merge_calls, told_by_span
 from agents.memory.otlp import Batch
 from agents.memory.stitch import call_order, message_key, place_call
 
@@ -152,8 +152,7 @@ def _session(
     if session is None:
         session = models.Session.objects.create(
             agent=agent, external_id=external_id[:255], source_format=SOURCE_FORMAT, token_counter=agent.counter,
-            started_at=min((when for c in calls if (when := _when(c)) is not None), default=None),
-            title=_title(calls),
+            started_at=_started(calls), title=_title(calls),
         )
     # One writer per session at a time: concurrent batches of one agent queue here (a no-op on SQLite, which
     # serialises writers anyway).
@@ -163,7 +162,24 @@ def _session(
     except models.Session.DoesNotExist:
         raise SessionMoved(f"session {external_id!r} went while this batch waited for it") from None
     _key_stored_messages(session)
+    _complete_summary(session, calls)
     return session
+
+
+def _complete_summary(session: models.Session, calls: Sequence[CapturedCall]) -> None:
+    """What the session's first batch could not say: its title when that batch held spans without their content
+    (the log events came later), its start when a call that began earlier came late or its span came after its
+    log events. The session is then the same whatever the order its batches came in."""
+    changed = []
+    started = _started(calls)
+    if started is not None and (session.started_at is None or started < session.started_at):
+        session.started_at = started
+        changed.append("started_at")
+    if not session.title and (title := _title(calls)):
+        session.title = title
+        changed.append("title")
+    if changed:
+        session.save(update_fields=changed)
 
 
 def _key_stored_messages(session: models.Session) -> None:
@@ -175,6 +191,10 @@ def _key_stored_messages(session: models.Session) -> None:
     for row in rows:
         row.content_key = message_key(services.message_to_schema(row))
     models.Message.objects.bulk_update(rows, ["content_key"], batch_size=services.BULK_BATCH)
+
+
+def _started(calls: Sequence[CapturedCall]) -> dt.datetime | None:
+    return min((when for c in calls if (when := _when(c)) is not None), default=None)
 
 
 def _title(calls: Sequence[CapturedCall]) -> str:
@@ -251,6 +271,8 @@ def call_capture(*, session: models.Session, call: CapturedCall) -> bool:
         before = call_from_row(row, services.session_message_loader(session.pk)(sorted(set(_seqs_of(row)))))
         merged = before.merged(call)
         if (_keys(merged.inputs), _keys(merged.outputs)) == (_keys(before.inputs), _keys(before.outputs)):
+            if row.placed:
+                _restamp(session, row, before, merged)
             _write_metadata(row, merged)
             row.save()
             return False
@@ -338,10 +360,24 @@ def sent_violations(inputs: Sequence[schema.Message], sent: Sequence[int]) -> li
 
 
 def _stamped(message: schema.Message, call: CapturedCall, is_reply: bool) -> schema.Message:
+    """A message a call brings is stamped with the call's start, its reply with its end. Always: no convention
+    gives a message a time of its own, so a stamp it carries was put there by an earlier placement of the same
+    call (read back from the store), when less was known of it."""
     when = _when(call, end=is_reply)
-    if message.created_at is None and when is not None:
+    if when is not None and message.created_at != when:
         return message.model_copy(update={"created_at": when})
     return message
+
+
+def _restamp(session: models.Session, row: models.LlmCall, before: CapturedCall, after: CapturedCall) -> None:
+    """The messages a call brought were stamped with the times known when it was placed: until its span comes,
+    when its first log event was emitted. Stamped again with the span's start and end, as if it had come first."""
+    brought = [s for s in row.sent if s >= row.chain_start]  # what it resent lies before where it started
+    replies = [row.reply_seq] if row.reply_seq is not None else []
+    for seqs, old, new in ((brought, _when(before), _when(after)),
+                           (replies, _when(before, end=True), _when(after, end=True))):
+        if seqs and new is not None and old != new:
+            models.Message.objects.filter(session=session, seq__in=seqs).update(created_at=new)
 
 
 def _truncate(session: models.Session, start: int, call_pks: Sequence[int]) -> None:
@@ -360,13 +396,17 @@ def _seqs_of(row: models.LlmCall) -> list[int]:
 def call_from_row(row: models.LlmCall, messages: Mapping[int, schema.Message]) -> CapturedCall:
     """The call a stored row stands for, its messages read back from the chain (what it was sent, its reply)."""
     placed = row.placed
-    started = row.started_at
-    started_ns = _ns(started) if started else None
+    # The row's start is the span's or, until the span comes, when the first log event was emitted: read back as
+    # what it is, so that the span, when it comes, gives the call its start. ``order_ns`` has it to the ns.
+    started_ns = ended_ns = None
+    if row.started_at is not None and told_by_span(row.convention):
+        started_ns = row.order_ns
+        if row.duration is not None:
+            ended_ns = _ns(row.started_at + row.duration)
     return CapturedCall(
         trace_id=row.trace_id, span_id=row.span_id, parent_span_id=row.parent_span_id or None,
-        convention=row.convention, model=row.model or None, started_ns=started_ns,
-        ended_ns=started_ns + int(row.duration.total_seconds() * 1e9) if started_ns and row.duration else None,
-        observed_ns=row.order_ns if not started_ns else None,
+        convention=row.convention, model=row.model or None, started_ns=started_ns, ended_ns=ended_ns,
+        observed_ns=(row.order_ns or None) if started_ns is None else None,
         input_times=row.input_times, usage=dict(row.usage or {}),
         inputs=[messages[s] for s in row.sent] if placed else None,
         # No reply yet is None, not []: the other half of the call's log events may bring it.
@@ -386,7 +426,8 @@ def _write_metadata(row: models.LlmCall, call: CapturedCall) -> None:
     row.convention = call.convention[:40]
     row.model = (call.model or "")[:200]
     row.started_at = _when(call)
-    row.duration = (dt.timedelta(microseconds=(call.ended_ns - call.started_ns) / 1000)
+    # The end as the reply's stamp has it (to the microsecond), so that a call read back stamps it the same.
+    row.duration = (_at(call.ended_ns) - _at(call.started_ns)
                     if call.started_ns and call.ended_ns and call.ended_ns >= call.started_ns else None)
     row.usage = dict(call.usage)
     row.error = call.error or ""
@@ -400,11 +441,21 @@ def _keys(messages: Sequence[schema.Message] | None) -> list[str] | None:
 
 def _when(call: CapturedCall, *, end: bool = False) -> dt.datetime | None:
     ns = (call.ended_ns if end else None) or call.started_ns or call.observed_ns
-    return dt.datetime.fromtimestamp(ns / 1e9, tz=dt.UTC) if ns else None
+    return _at(ns) if ns else None
+
+
+_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
+_MICROSECOND = dt.timedelta(microseconds=1)
+
+
+def _at(ns: int) -> dt.datetime:
+    """A time in ns since the epoch, to the microsecond as the database keeps it (integer arithmetic: a float of
+    the seconds would round some ns differently from the same time read back)."""
+    return _EPOCH + ns // 1000 * _MICROSECOND
 
 
 def _ns(when: dt.datetime) -> int:
-    return int(when.timestamp() * 1_000_000) * 1000
+    return (when - _EPOCH) // _MICROSECOND * 1000
 
 
 # --- summaries ------------------------------------------------------------------------------------------------

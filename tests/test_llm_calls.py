@@ -268,6 +268,8 @@ def test_it_joins_the_parts_of_a_call_s_log_events_each_once_however_often_and_i
     for joined in (first.merged(first), stored(first).merged(first), first.merged(stored(first))):
         assert texts(joined) == texts(first) and joined.input_times == first.input_times
     assert openai(whole.outputs) == [{"role": "assistant", "content": "Welcome!"}]
+    chat = call_from_span(span(attributes={"gen_ai.operation.name": "chat", "gen_ai.request.model": "gpt-4o"}))
+    assert whole.merged(chat).merged(whole).merged(chat).convention == "genai+genai_events"
 
 
 def test_it_does_not_take_an_agent_or_tool_span_for_a_model_call():

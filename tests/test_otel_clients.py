@@ -9,12 +9,13 @@ from __future__ import annotations
 import random
 
 import pytest
+from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
 
 from agents.memory.llm_calls import extract, merge_calls, resolve
 from agents.memory.otlp import decode
 from agents.memory.schema import parse_messages
 from agents.memory.stitch import Stitcher, message_key, stitch
-from tests.otel_clients.capture import OtlpCapture
+from tests.otel_clients.capture import OtlpCapture, log_requests_cut_at
 from tests.otel_clients.runner import ensure_venvs, run_agent
 
 
@@ -109,3 +110,35 @@ def test_it_gives_the_same_chain_whatever_order_and_repetition_the_spans_arrive_
         for call in arrivals:
             incremental.add(call)
         assert keys(incremental.messages) == expected == keys(parse_messages(run.history))
+
+
+def test_it_gives_the_same_chain_whatever_order_and_repetition_the_log_event_batches_arrive_in(pythons):
+    # openai-v2 2.3 tells each call in log events, one per message, apart from its span; an exporter's batches cut
+    # a call's events where its timer says, and a batch may be sent again.
+    with OtlpCapture() as capture:
+        run = run_agent(pythons, "otel-genai-events", endpoint=capture.endpoint, args=["--session", "trip-11"])
+    batches = []
+    for request in capture.requests:
+        if request.path.endswith("/logs"):
+            logs = ExportLogsServiceRequest()
+            logs.ParseFromString(request.body)
+            batches += [("logs", body) for body in log_requests_cut_at(logs, [5, 7, 16, 25, 26])]
+        else:
+            batches.append(("traces", request.body))
+    calls = [extract(decode(body, signal=signal, content_type="application/x-protobuf")).calls
+             for signal, body in batches]
+    expected = keys(parse_messages(run.history))
+    shuffler = random.Random(12)
+    for _ in range(8):
+        arrivals = calls + shuffler.sample(calls, 3)
+        shuffler.shuffle(arrivals)
+        incremental = Stitcher()
+        for batch in arrivals:
+            for call in batch:
+                incremental.add(call)
+        assert keys(incremental.messages) == expected
+        assert len(incremental.calls) == len(run.requests) == 7
+        for placed, request in zip(incremental.calls, run.requests, strict=True):
+            assert keys(incremental.messages[i] for i in placed.placement.sent) == keys(
+                parse_messages(request["messages"]))
+            assert placed.call.model == "gpt-4o-mini" and placed.call.convention == "genai+genai_events"

@@ -2,6 +2,7 @@
 the conversation, once, whatever the span order; refused requests store nothing."""
 from __future__ import annotations
 
+import datetime as dt
 import gzip
 import json
 import random
@@ -20,7 +21,7 @@ from agents.memory import otlp
 from agents.memory.otlp import Batch
 from agents.memory.schema import parse_messages
 from agents.memory.stitch import message_key
-from tests.otel_clients.capture import OtlpCapture
+from tests.otel_clients.capture import OtlpCapture, log_requests_cut_at
 from tests.otel_clients.runner import ensure_venvs, run_agent
 
 
@@ -409,24 +410,6 @@ def real_log_event_requests(pythons, **options):
     return run, spans, logs
 
 
-def log_requests_cut_at(request: ExportLogsServiceRequest, cuts: list[int]) -> list[bytes]:
-    """The log records of ``request`` re-sent as several requests, cut before each record position in ``cuts``
-    (a batch processor cuts where its timer or its size says, in the middle of a call's events as well)."""
-    records = [(rl.resource, sl.scope, record) for rl in request.resource_logs for sl in rl.scope_logs
-               for record in sl.log_records]
-    bodies = []
-    for low, high in zip([0, *cuts], [*cuts, len(records)], strict=True):
-        part = ExportLogsServiceRequest()
-        for resource, scope, record in records[low:high]:
-            rl = part.resource_logs.add()
-            rl.resource.CopyFrom(resource)
-            sl = rl.scope_logs.add()
-            sl.scope.CopyFrom(scope)
-            sl.log_records.add().CopyFrom(record)
-        bodies.append(part.SerializeToString())
-    return bodies
-
-
 @pytest.fixture(scope="module")
 def log_event_run(pythons):
     return real_log_event_requests(pythons, args=["--session", "trip-11"])
@@ -474,5 +457,25 @@ def test_it_stores_the_conversation_told_by_log_events_whatever_order_and_repeti
     assert [(m.role, m.content, m.tool_call_id, [c.id for c in m.tool_calls]) for m in stored] == [
         (m.role, m.content, m.tool_call_id, [c.id for c in m.tool_calls]) for m in expected]
     assert_conversation_stored(session, run)
-    assert models.LlmCall.objects.count() == 7
-    assert all(call.placed and call.model == "gpt-4o-mini" and call.usage for call in session.llm_calls.all())
+    # Each call once, described as it was whatever came first: its span's times, its messages stamped with them.
+    chat_spans = {span.span_id: span for span in otlp.decode(log_event_run[1].SerializeToString(), signal="traces",
+                                                             content_type=otlp.PROTOBUF).spans
+                  if span.name.startswith("chat")}
+    calls = list(session.llm_calls.all())
+    assert sorted(call.span_id for call in calls) == sorted(chat_spans)
+    for call in calls:
+        span = chat_spans[call.span_id]
+        assert (call.convention, call.model, call.placed) == ("genai+genai_events", "gpt-4o-mini", True)
+        assert call.usage == {"input_tokens": span.attributes["gen_ai.usage.input_tokens"],
+                              "output_tokens": span.attributes["gen_ai.usage.output_tokens"]}
+        assert (call.started_at, call.started_at + call.duration) == (at(span.start_ns), at(span.end_ns))
+        brought = [seq for seq in call.sent if seq >= call.chain_start]
+        assert {stored[seq].created_at for seq in brought} == {call.started_at}
+        assert stored[call.reply_seq].created_at == call.started_at + call.duration
+    assert session.started_at == at(min(span.start_ns for span in chat_spans.values()))
+    assert session.title == "What's the weather in Paris and Atlantis?"
+
+
+def at(ns: int) -> dt.datetime:
+    """A time in ns as the database keeps it, to the microsecond."""
+    return dt.datetime(1970, 1, 1, tzinfo=dt.UTC) + dt.timedelta(microseconds=ns // 1000)

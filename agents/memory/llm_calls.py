@@ -43,12 +43,19 @@ EVENT_ROLES = {
     "gen_ai.tool.message": "tool",
 }
 CHOICE_EVENT = "gen_ai.choice"
+EVENTS_CONVENTION = "genai_events"  # a call told by log events; "genai+genai_events" once its span came too
 _MODEL_KEYS = ("gen_ai.response.model", "gen_ai.request.model", "llm.model_name")
 _USAGE_KEYS = {
     "input_tokens": ("gen_ai.usage.input_tokens", "gen_ai.usage.prompt_tokens", "llm.token_count.prompt"),
     "output_tokens": ("gen_ai.usage.output_tokens", "gen_ai.usage.completion_tokens", "llm.token_count.completion"),
     "total_tokens": ("gen_ai.usage.total_tokens", "llm.usage.total_tokens", "llm.token_count.total"),
 }
+
+
+def told_by_span(convention: str) -> bool:
+    """Whether a call described as ``convention`` came in its span, not only in log events: those have no start
+    (``observed_ns``, when the first was emitted, stands in for it until the span comes)."""
+    return any(part != EVENTS_CONVENTION for part in convention.split("+"))
 
 
 @dataclass(frozen=True)
@@ -110,8 +117,8 @@ class CapturedCall:
             fields["inputs"] = [m for _, m in joined]
         if self.observed_ns and other.observed_ns:
             fields["observed_ns"] = min(self.observed_ns, other.observed_ns)
-        if self.convention and other.convention and self.convention != other.convention:
-            fields["convention"] = "+".join(sorted({self.convention, other.convention}))
+        if self.convention and other.convention:
+            fields["convention"] = "+".join(sorted({*self.convention.split("+"), *other.convention.split("+")}))
         return replace(self, **fields)
 
 
@@ -270,7 +277,7 @@ def call_from_events(trace_id: str, span_id: str, records: Iterable[LogRecord]) 
     outputs = [m for _, m in sorted(choices, key=lambda c: c[0])][:1]
     input_records = [r for r in ordered if r.event_name != CHOICE_EVENT]
     return CapturedCall(
-        trace_id=trace_id, span_id=span_id, convention="genai_events",
+        trace_id=trace_id, span_id=span_id, convention=EVENTS_CONVENTION,
         # None, not empty, for a half that an exporter sent apart from the other: the other half fills it in.
         inputs=inputs or None, outputs=outputs or None, input_times=[r.time_ns for r in input_records] or None,
         observed_ns=min((r.time_ns for r in ordered if r.time_ns), default=None),

@@ -6,6 +6,8 @@ import threading
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
+
 
 @dataclass
 class Captured:
@@ -49,3 +51,21 @@ class OtlpCapture:
     def __exit__(self, *exc: object) -> None:
         self._server.shutdown()
         self._server.server_close()
+
+
+def log_requests_cut_at(request: ExportLogsServiceRequest, cuts: list[int]) -> list[bytes]:
+    """The log records of ``request`` re-sent as several requests, cut before each record position in ``cuts``
+    (a batch processor cuts where its timer or its size says, in the middle of a call's events as well)."""
+    records = [(rl.resource, sl.scope, record) for rl in request.resource_logs for sl in rl.scope_logs
+               for record in sl.log_records]
+    bodies = []
+    for low, high in zip([0, *cuts], [*cuts, len(records)], strict=True):
+        part = ExportLogsServiceRequest()
+        for resource, scope, record in records[low:high]:
+            rl = part.resource_logs.add()
+            rl.resource.CopyFrom(resource)
+            sl = rl.scope_logs.add()
+            sl.scope.CopyFrom(scope)
+            sl.log_records.add().CopyFrom(record)
+        bodies.append(part.SerializeToString())
+    return bodies
