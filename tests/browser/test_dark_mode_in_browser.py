@@ -101,3 +101,124 @@ def test_the_pages_follow_the_system_colour_scheme_with_readable_text(browser, l
             page.set_viewport_size({"width": 1440, "height": 900})
     finally:
         context.close()
+
+
+
+# Every colour an element paints, by property: its text, background (and gradient), the borders and outline it draws,
+# its shadow, the line through a struck text, a shape's fill and stroke. A colour it does not show (a border of width
+# 0, a transparent background, no outline) is left out, and so is one that only repeats its text's (a border in
+# currentColor): what is left is what the stylesheet chose. Elements are named by their path from <main>, the same in
+# both schemes.
+PAINTED = """(root) => {
+  const out = [];
+  const shapes = new Set(["path", "rect", "circle", "ellipse", "line", "polyline", "polygon", "text"]);
+  const shown = (c) => c && c !== "none" && c !== "transparent" && !/^rgba\\(.*,\\s*0\\)$/.test(c);
+  const nodes = [...document.querySelectorAll(root)].flatMap((r) => [r, ...r.querySelectorAll("*")]);
+  for (const e of nodes) {
+    const box = e.getBoundingClientRect();
+    if (!box.width || !box.height) continue;
+    const s = getComputedStyle(e);
+    const colours = {};
+    if (shown(s.backgroundColor)) colours.background = s.backgroundColor;
+    if (/(rgb|#)/.test(s.backgroundImage)) colours.gradient = s.backgroundImage;
+    if ([...e.childNodes].some((n) => n.nodeType === 3 && n.textContent.trim())) colours.color = s.color;
+    for (const side of ["Top", "Right", "Bottom", "Left"]) {
+      const c = s[`border${side}Color`];
+      if (parseFloat(s[`border${side}Width`]) > 0 && s[`border${side}Style`] !== "none" && shown(c) && c !== s.color) {
+        colours[`border-${side.toLowerCase()}`] = c;
+      }
+    }
+    if (s.outlineStyle !== "none" && parseFloat(s.outlineWidth) > 0 && shown(s.outlineColor)
+        && s.outlineColor !== s.color) colours.outline = s.outlineColor;
+    if (s.boxShadow !== "none") colours.shadow = s.boxShadow;
+    if (s.textDecorationLine !== "none" && shown(s.textDecorationColor) && s.textDecorationColor !== s.color) {
+      colours.decoration = s.textDecorationColor;
+    }
+    if (shapes.has(e.tagName.toLowerCase())) {
+      if (shown(s.fill) && s.fill !== s.color) colours.fill = s.fill;
+      if (shown(s.stroke) && s.stroke !== s.color) colours.stroke = s.stroke;
+    }
+    if (!Object.keys(colours).length) continue;
+    const path = [];
+    for (let p = e; p && p !== document.body; p = p.parentElement) {
+      const at = p.parentElement ? [...p.parentElement.children].indexOf(p) : 0;
+      path.unshift(`${p.tagName.toLowerCase()}${[...p.classList].map((c) => `.${c}`).join("")}:${at}`);
+    }
+    out.push([path.join(" > "), colours]);
+  }
+  return out;
+}"""
+
+# What keeps its colour in both schemes on purpose: a label's chip is drawn in the colour its project chose.
+SAME_ON_PURPOSE = (".label-chip",)
+
+
+def test_no_colour_of_the_lab_the_diff_or_the_review_stays_as_it_is_in_light_mode(browser, live_server, alice, project,
+                                                                                  make_session):
+    """The places that once kept a light colour in dark mode (the lab's strip, the diff's outlines and word marks, the
+    review's badges and queue bar) and the rest of their pages: every colour painted in dark mode differs from the
+    same element's in light mode, and every text stays readable. A colour written into a rule, or a custom property
+    the dark block forgets, fails here by the element that shows it."""
+    from agents import models
+    from tests.browser.test_diff_in_browser import runs
+
+    first, second = runs()
+    a = make_session(first, title="Trip planner, run 1")
+    b = make_session(second, title="Trip planner, run 2")
+    done = make_session(TRAVEL, title="Lima run")
+    broken = make_session([{"role": "user", "content": "hi"}, {"role": "tool", "tool_call_id": "x", "content": "x"}],
+                          title="Broken orphan")
+    models.Session.objects.filter(pk=b.pk).update(review_status=models.ReviewStatus.IN_REVIEW, assignee=alice)
+    # The queue opens the first run, the one unreviewed session.
+    models.Session.objects.filter(pk__in=[done.pk, broken.pk]).update(review_status=models.ReviewStatus.DONE)
+    label = models.Label.objects.create(project=project, name="hallucination", color="#dc2626")
+    models.Annotation.objects.create(session=a, label=label, comment="made up", author=alice)
+    models.Annotation.objects.create(session=a, message=a.messages.get(seq=5), comment="check the city", author=alice)
+    pages = {
+        # kept, dropped and inserted in the strip and the messages
+        "lab": (f"/sessions/{a.pk}/lab/?strategy=head_and_tail&head_size=2&tail_size=4",
+                [".strip-cell.strip-kept", ".strip-cell.strip-dropped", ".strip-cell.strip-inserted",
+                 ".msg.lab-inserted", ".msg.lab-dropped"]),
+        # edited messages, and what they were before the edit
+        "lab-edited": (f"/sessions/{a.pk}/lab/?strategy=langchain_clear_tool_uses&trigger=0&keep=1"
+                       "&clear_tool_inputs=true", [".strip-cell.strip-edited", ".msg.lab-edited"]),
+        "diff": (f"/sessions/{a.pk}/diff/?with={b.pk}", [".diff-cell", ".del", ".ins"]),
+        "diff-trimmed": (f"/sessions/{a.pk}/diff/?trim=head_and_tail:head_size=2,tail_size=4", [".diff-cell"]),
+        "review-list": ("/", [".badge-status.status-unreviewed", ".badge-status.status-in_review",
+                              ".badge-status.status-done"]),
+        "review-queue": ("/review/next/", [".queue-bar", ".annotation", ".msg-annotation", "kbd"]),
+    }
+    painted: dict[tuple[str, str], dict[str, dict[str, str]]] = {}
+    unreadable: list[str] = []
+    for scheme in ("light", "dark"):
+        context = browser.new_context(viewport={"width": 1440, "height": 900}, color_scheme=scheme)
+        try:
+            page = context.new_page()
+            page.goto(f"{live_server.url}/login/")
+            page.fill("input[name=username]", "alice")
+            page.fill("input[name=password]", "pw-alice-123")
+            page.click("button[type=submit]")
+            page.wait_for_selector("#session-table")
+            for name, (path, shown) in pages.items():
+                page.goto(f"{live_server.url}{path}")
+                page.wait_for_load_state("networkidle")
+                for selector in shown:  # the places this is about are on the page, so compared
+                    assert page.locator(f"main {selector}").count(), (name, selector)
+                painted[(scheme, name)] = dict(page.evaluate(PAINTED, "main"))
+                if scheme == "dark":
+                    unreadable += [f"{name}: {found}" for found in page.evaluate(UNREADABLE, "main")]
+                    screenshot(page, f"dark-colours-{name}")
+        finally:
+            context.close()
+    fixed = []
+    for name in pages:
+        light, dark = painted[("light", name)], painted[("dark", name)]
+        assert light.keys() == dark.keys(), name  # the same elements drawn in both schemes
+        assert len(light) > 50, name
+        for element, colours in light.items():
+            if any(f"{cls}" in element.replace(":", " ").replace(" > ", " ") for cls in SAME_ON_PURPOSE):
+                continue
+            for prop, value in colours.items():
+                if dark[element].get(prop) == value:
+                    fixed.append(f"{name}: {element.split(' > ', 2)[-1]} {prop} {value}")
+    assert fixed == [] and unreadable == [], "\n".join(fixed + unreadable)
