@@ -346,8 +346,14 @@ def render_with_index(conversation: Conversation, report: WriteReport, conversat
     counter = iter(range(1 << 62))
 
     def step(message: Message, entries: list[list[Any]]) -> None:
-        i = next(counter)
         memo = format_extra(message, NAME)
+        if memo.get("sys_prompt"):
+            # A session file's agent prompt (agentscope_session), which AgentScope keeps in the agent: written into
+            # the memory, the agent would send it twice.
+            report.lose("the agent's system prompt", "AgentScope keeps it in the agent (_sys_prompt), not in its "
+                                                     "memory; not written")
+            return
+        i = next(counter)
         report_losses(report, message, HELD, names)
         names.see(message)
         report.messages += 1
