@@ -126,6 +126,14 @@ def _sortable(when: datetime | None) -> float:
     return when.timestamp() if when.tzinfo else when.replace(tzinfo=UTC).timestamp()
 
 
+def parse_time(text: str) -> datetime:
+    """A time as the libraries write it: ISO 8601 (mem0's ``2026-12-06T00:48:20.493510+00:00``, ``...Z``) or
+    SQLite's ``CURRENT_TIMESTAMP`` (``2026-12-06 00:53:01``, the Agents SDK's). A time without a zone is UTC, as
+    SQLite's is. ``ValueError`` when it is none of these."""
+    when = datetime.fromisoformat(text.strip())
+    return when if when.tzinfo else when.replace(tzinfo=UTC)
+
+
 class StoreIn(BaseModel):
     """A memory store: where records live. ``key`` names it inside the document (recalls point to it)."""
 
