@@ -1,6 +1,8 @@
 from __future__ import annotations
 
 import datetime as dt
+import html
+import re
 
 import pytest
 from django.urls import reverse
@@ -129,6 +131,18 @@ def test_it_sends_the_filter_errors_with_the_table_htmx_swaps_in(alice_client, s
     # A valid request sends the box empty, so that the errors of the last one go away.
     content = alice_client.get(URL, {"min_tokens": "5"}, headers={"HX-Request": "true"}).content.decode()
     assert '<div id="filter-errors" hx-swap-oob="true"></div>' in content
+
+
+def test_it_keeps_the_url_filters_errors_in_the_sidebar_when_a_sort_link_swaps_the_table(alice_client, sessions):
+    # The whole page of /?min_tokens=abc&date_from=yesterday says both errors; its sort links keep the URL's filters,
+    # and the table they swap in over htmx sends the same errors to the sidebar (out of band), not an empty box.
+    page = alice_client.get(URL, {"min_tokens": "abc", "date_from": "yesterday"}).content.decode()
+    sort_link = re.search(r'hx-get="([^"]*sort=-tokens)"', page)
+    assert sort_link and "min_tokens=abc" in sort_link.group(1) and "date_from=yesterday" in sort_link.group(1)
+    fragment = alice_client.get(html.unescape(sort_link.group(1)), headers={"HX-Request": "true"}).content.decode()
+    assert '<aside class="sidebar"' not in fragment  # the table alone
+    errors = fragment.split('<div id="filter-errors" hx-swap-oob="true">', 1)[1].split("</div>", 1)[0]
+    assert "From: Enter a valid date." in errors and "Min tokens: Enter a whole number." in errors
 
 
 def test_it_shows_the_filter_errors_in_the_sidebar_of_the_whole_page(alice_client, sessions):

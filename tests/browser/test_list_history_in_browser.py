@@ -125,3 +125,36 @@ def test_it_shows_the_errors_of_the_filters_the_swapped_table_was_asked_for(logg
     htmx_idle(page)
     assert errors.inner_text() == ""
     screenshot(page, "session-list-filter-errors-cleared")
+
+
+def test_it_keeps_the_errors_of_the_urls_filters_when_a_sort_header_swaps_the_table(logged_in_page, live_server,
+                                                                                     make_session):
+    page = logged_in_page
+    problems: list[str] = []
+    page.on("console", lambda m: problems.append(m.text) if m.type == "error" else None)
+    make_session(TRAVEL, title="Paris and Tokyo")
+    make_session(ORPHAN, title="Broken orphan")
+    # A link someone shared, with a bad number and a bad date: the page says both beside the form.
+    page.goto(f"{live_server.url}/?min_tokens=abc&date_from=yesterday")
+    errors = page.locator("#filter-errors")
+    both = "From: Enter a valid date.\n\nMin tokens: Enter a whole number."
+    assert errors.inner_text() == both
+    page.evaluate("() => { window.__samePage = true; }")
+    # A sort header keeps the URL's filters and swaps the table only (htmx): the sidebar still says why they are
+    # ignored, in the same page.
+    page.click("#session-table th a:has-text('Tokens')")
+    page.wait_for_url(re.compile(r"sort=-tokens"))
+    htmx_idle(page)
+    assert page.evaluate("() => window.__samePage === true")
+    assert errors.is_visible() and errors.inner_text() == both
+    assert _titles(page) == {"Paris and Tokyo", "Broken orphan"}
+    screenshot(page, "session-list-url-filter-errors-after-sort")
+    # A change in the form asks without them (the number and date fields cannot hold such values): the errors go
+    # with the filters they were about, the sort stays.
+    page.check("input[name=violations]")
+    page.wait_for_url(_at(ONE))
+    htmx_idle(page)
+    assert "min_tokens" not in page.url and "date_from" not in page.url and "sort=-tokens" in page.url
+    assert errors.inner_text() == ""
+    assert _titles(page) == {"Broken orphan"}
+    assert problems == []
