@@ -60,8 +60,8 @@ class SessionFilterForm(forms.Form):
     # A field named like Form.errors: Django's form metaclass takes declared fields off the class, so .errors stays
     # the ErrorDict, which mypy cannot see.
     errors: ErrorDict = forms.BooleanField(required=False, label="Has tool errors")  # type: ignore[assignment]
-    date_from = forms.DateField(required=False, label="From", widget=forms.DateInput(attrs={"type": "date"}))
-    date_to = forms.DateField(required=False, label="To", widget=forms.DateInput(attrs={"type": "date"}))
+    date_from = forms.DateField(required=False, label="Started from", widget=forms.DateInput(attrs={"type": "date"}))
+    date_to = forms.DateField(required=False, label="Started until", widget=forms.DateInput(attrs={"type": "date"}))
     min_tokens = forms.IntegerField(required=False, min_value=0, label="Min tokens")
     max_tokens = forms.IntegerField(required=False, min_value=0, label="Max tokens")
     label = forms.CharField(required=False, max_length=60, label="Label", strip=True)

@@ -142,7 +142,7 @@ def test_it_keeps_the_url_filters_errors_in_the_sidebar_when_a_sort_link_swaps_t
     fragment = alice_client.get(html.unescape(sort_link.group(1)), headers={"HX-Request": "true"}).content.decode()
     assert '<aside class="sidebar"' not in fragment  # the table alone
     errors = fragment.split('<div id="filter-errors" hx-swap-oob="true">', 1)[1].split("</div>", 1)[0]
-    assert "From: Enter a valid date." in errors and "Min tokens: Enter a whole number." in errors
+    assert "Started from: Enter a valid date." in errors and "Min tokens: Enter a whole number." in errors
 
 
 def test_it_shows_the_filter_errors_in_the_sidebar_of_the_whole_page(alice_client, sessions):

@@ -137,7 +137,7 @@ def test_it_keeps_the_errors_of_the_urls_filters_when_a_sort_header_swaps_the_ta
     # A link someone shared, with a bad number and a bad date: the page says both beside the form.
     page.goto(f"{live_server.url}/?min_tokens=abc&date_from=yesterday")
     errors = page.locator("#filter-errors")
-    both = "From: Enter a valid date.\n\nMin tokens: Enter a whole number."
+    both = "Started from: Enter a valid date.\n\nMin tokens: Enter a whole number."
     assert errors.inner_text() == both
     page.evaluate("() => { window.__samePage = true; }")
     # A sort header keeps the URL's filters and swaps the table only (htmx): the sidebar still says why they are
