@@ -59,9 +59,10 @@ otel-clients: $(OTEL_VENV)/.installed $(OTEL_LEGACY_VENV)/.installed
 
 # The memory libraries whose own files the memory readers are tested on (tests/memory_libs/runner.py writes them in
 # the test setup): LangGraph, the Agents SDK, AutoGen AgentChat and mem0 2.x share one; AgentScope 1.0.21 needs
-# mem0 1.x and mcp 1.30 and gets its own.
+# mem0 1.x and mcp 1.30 and gets its own; AgentScope 2.0.11 (a rewrite, mcp 2.x) another.
 MEM_VENV := .venv-mem
 MEM_AGENTSCOPE_VENV := .venv-mem-agentscope
+MEM_AGENTSCOPE2_VENV := .venv-mem-agentscope2
 
 $(MEM_VENV)/.installed: tests/memory_libs/requirements-mem.txt
 	rm -rf $(MEM_VENV) && $(PYTHON) -m venv $(MEM_VENV)
@@ -73,7 +74,12 @@ $(MEM_AGENTSCOPE_VENV)/.installed: tests/memory_libs/requirements-agentscope.txt
 	$(MEM_AGENTSCOPE_VENV)/bin/pip install --disable-pip-version-check -q -r $<
 	touch $@
 
-memory-libs: $(MEM_VENV)/.installed $(MEM_AGENTSCOPE_VENV)/.installed
+$(MEM_AGENTSCOPE2_VENV)/.installed: tests/memory_libs/requirements-agentscope2.txt
+	rm -rf $(MEM_AGENTSCOPE2_VENV) && $(PYTHON) -m venv $(MEM_AGENTSCOPE2_VENV)
+	$(MEM_AGENTSCOPE2_VENV)/bin/pip install --disable-pip-version-check -q -r $<
+	touch $@
+
+memory-libs: $(MEM_VENV)/.installed $(MEM_AGENTSCOPE_VENV)/.installed $(MEM_AGENTSCOPE2_VENV)/.installed
 
 test-setup: $(VENV)/.test otel-clients memory-libs $(REF_VENV)/.installed
 
@@ -88,11 +94,11 @@ lint: $(VENV)/.test
 	$(VENV)/bin/ruff check
 	$(PY) -m mypy
 
-# The six virtualenvs install side by side (-j6): their downloads, not the CPU, are what takes the time. The tests
+# The seven virtualenvs install side by side (-j7): their downloads, not the CPU, are what takes the time. The tests
 # run in one process per core (pytest-xdist; each has its own test database); TEST_WORKERS=0 runs them in one.
 TEST_WORKERS ?= auto
 test: browser-deps
-	@$(MAKE) --no-print-directory -j6 test-setup
+	@$(MAKE) --no-print-directory -j7 test-setup
 	@$(MAKE) --no-print-directory lint
 	$(PY) -m pytest -n $(TEST_WORKERS) $(PYTEST_ARGS)
 

@@ -345,3 +345,72 @@ def test_it_gives_the_two_saves_of_a_session_one_conversation_and_two_snapshots(
         s1 = next(s for s in one.snapshots if s.agent == agent)
         s2 = next(s for s in two.snapshots if s.agent == agent)
         assert s1.external_id != s2.external_id and s1.session == s2.session and s1.seq < s2.seq  # type: ignore[operator]
+
+
+# --- AgentScope 2.0.11's AgentState, dumped in this run (tests/memory_libs/agentscope2_files.py) -------------------
+
+@pytest.fixture
+def as2(library_files: Any) -> Path:
+    out: Path = library_files("agentscope2", "agentscope2_files.py")
+    return out
+
+
+def state_of(out: Path, turn: int) -> Any:
+    return json.loads((out / f"state_turn{turn}.json").read_text(encoding="utf-8"))
+
+
+def test_it_reads_a_2x_agent_state_as_the_chain_its_formatter_sends(as2: Path) -> None:
+    api = api_of(as2)
+    state = state_of(as2, 2)
+    assert agentscope_session.detect(state)
+    doc = agentscope_session.read(state)
+    [conv] = doc.conversations
+    assert (conv.external_id, conv.agent, doc.agent) == (state["session_id"], "Friday", "Friday")
+    # the last call: AgentScope's OpenAIChatFormatter over the system prompt (not in the state) and the context;
+    # the conversation's last message is that call's reply
+    sent = api["calls"][-1]["messages"][1:]
+    mine = [m.to_openai() for m in conv.messages[:-1]]
+    assert [(m["role"], _text(m["content"]), m.get("tool_call_id"), [c["id"] for c in m.get("tool_calls", [])])
+            for m in sent] == [(m["role"], _text(m["content"]), m.get("tool_call_id"),
+                                [c["id"] for c in m.get("tool_calls", [])]) for m in mine]
+    assert [m.tool_calls[0].function.arguments for m in conv.messages if m.tool_calls] == ['{"city": "Hangzhou"}']
+    # a reply is one Msg in the state: its pieces keep its id, numbered
+    reply = api["context"]["turn2"][1]["id"]
+    assert [m.external_id for m in conv.messages[1:5]] == [reply, f"{reply}:1", f"{reply}:2", f"{reply}:3"]
+    [snapshot] = doc.snapshots
+    assert (snapshot.value, snapshot.session, snapshot.seq, snapshot.format_version, snapshot.agent) == (
+        state, state["session_id"], len(conv.messages) - 1, "2", "Friday")
+
+
+def test_it_appends_a_later_2x_state_to_the_same_session(as2: Path) -> None:
+    one = agentscope_session.read(state_of(as2, 1))
+    two = agentscope_session.read(state_of(as2, 2))
+    c1, c2 = one.conversations[0], two.conversations[0]
+    assert c1.external_id == c2.external_id
+    assert [m.external_id for m in c2.messages][:len(c1.messages)] == [m.external_id for m in c1.messages]
+    assert len(c2.messages) == len(c1.messages) + 2
+    assert one.snapshots[0].external_id != two.snapshots[0].external_id
+    assert one.snapshots[0].seq == len(c1.messages) - 1
+
+
+def test_it_keeps_a_2x_summary(as2: Path) -> None:
+    state = state_of(as2, 2)
+    state["summary"] = "The user plans a trip to Hangzhou."
+    assert agentscope_session.read(state).conversations[0].metadata["summary"] == state["summary"]
+    state["summary"] = [{"type": "text", "text": "Part one.", "id": "s1"}, {"type": "text", "text": "Part two."}]
+    assert agentscope_session.read(state).conversations[0].metadata["summary"] == "Part one.\nPart two."
+
+
+@pytest.mark.parametrize(("mutate", "place"), [
+    (lambda s: s["context"][1]["content"][2].update(input={"city": "x"}), "context[1].content[2].input"),
+    (lambda s: s["context"][0].update(role="robot"), "context[0].role"),
+    (lambda s: s["context"][1]["content"][3].update(output=3), "context[1].content[3].output"),
+    (lambda s: s["context"][1]["content"].append({"type": "video"}), "context[1].content[5].type"),
+    (lambda s: s.update(summary=3), "summary"),
+])
+def test_it_names_the_place_in_a_bad_2x_state(as2: Path, mutate: Any, place: str) -> None:
+    state = state_of(as2, 2)
+    mutate(state)
+    with pytest.raises(FormatError) as caught:
+        agentscope_session.read(state)
+    assert caught.value.place == place

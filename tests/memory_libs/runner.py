@@ -16,7 +16,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
-VENVS = {"mem": ROOT / ".venv-mem", "agentscope": ROOT / ".venv-mem-agentscope"}
+VENVS = {"mem": ROOT / ".venv-mem", "agentscope": ROOT / ".venv-mem-agentscope",
+         "agentscope2": ROOT / ".venv-mem-agentscope2"}
 
 
 class LibraryFailed(AssertionError):

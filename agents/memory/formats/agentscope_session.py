@@ -424,21 +424,27 @@ def _v1_msgs(msg: dict[str, Any], place: str) -> list[dict[str, Any]]:
                           else need_list(raw_content, cplace))
     out: list[dict[str, Any]] = []
     pending: list[dict[str, Any]] = []
+    # Each piece takes the time of its first block (a reply's blocks are written as it goes), else the message's.
+    pending_stamp: list[str | None] = []
 
-    def emit(item_role: Any, item_name: Any, blocks: list[dict[str, Any]]) -> None:
+    def emit(item_role: Any, item_name: Any, blocks: list[dict[str, Any]], when: str | None) -> None:
         piece_id = msg_id if not out else f"{msg_id}:{len(out)}"
         out.append({"id": piece_id, "name": item_name, "role": item_role, "content": blocks,
-                    "metadata": metadata if not out else {}, "timestamp": stamp})
+                    "metadata": metadata if not out else {}, "timestamp": when or stamp})
 
     def flush() -> None:
         if pending:
-            emit(role, name, list(pending))
+            emit(role, name, list(pending), pending_stamp[0])
             pending.clear()
+            pending_stamp.clear()
 
     for i, block in enumerate(content):
         bplace = at(cplace, i)
         need_dict(block, bplace)
         kind = block.get("type")
+        when = opt_str(block.get("created_at"), at(bplace, "created_at"))
+        if kind in ("text", "thinking", "tool_call", "data"):
+            pending_stamp.append(when)
         if kind == "text":
             pending.append({"type": "text", "text": need_str(block.get("text"), at(bplace, "text"))})
         elif kind == "thinking":
@@ -458,7 +464,7 @@ def _v1_msgs(msg: dict[str, Any], place: str) -> list[dict[str, Any]]:
             parts = ([{"type": "text", "text": hint}] if isinstance(hint, str)
                      else [_v1_part(b, at(at(bplace, "hint"), k)) for k, b in
                            enumerate(need_list(hint, at(bplace, "hint")))])
-            emit("user", None, parts)
+            emit("user", None, parts, when)
         elif kind == "tool_result":
             flush()
             output = block.get("output")
@@ -470,7 +476,8 @@ def _v1_msgs(msg: dict[str, Any], place: str) -> list[dict[str, Any]]:
             elif not isinstance(output, str):
                 raise FormatError(at(bplace, "output"), f"expected a string or an array, got {json_type(output)}")
             emit("system", "system", [{"type": "tool_result", "id": need_str(block.get("id"), at(bplace, "id")),
-                                       "name": need_str(block.get("name"), at(bplace, "name")), "output": output}])
+                                       "name": need_str(block.get("name"), at(bplace, "name")), "output": output}],
+                 when)
         elif kind == "data":
             pending.append(_v1_part(block, bplace))
         else:
