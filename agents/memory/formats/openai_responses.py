@@ -9,7 +9,8 @@ in place."""
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
+from datetime import datetime
 from typing import Any
 
 from agents.memory.schema import SYSTEM_ROLES, Conversation, Message
@@ -123,7 +124,11 @@ def _rest(item: dict[str, Any], known: set[str]) -> dict[str, Any]:
     return {k: v for k, v in item.items() if k not in known}
 
 
-def read(doc: Any, place: str = "") -> list[Conversation]:
+def read(doc: Any, place: str = "", *, item_places: Sequence[str] | None = None,
+         item_times: Sequence[datetime | None] | None = None) -> list[Conversation]:
+    """``item_places`` and ``item_times``, for a list of items read from rows (the Agents SDK's session database):
+    the place each item's errors name, and the time of each item; a message takes the time of the item that opens
+    it."""
     meta: dict[str, Any] = {}
     builders: list[dict[str, Any]] = []
     tools = None
@@ -155,7 +160,7 @@ def read(doc: Any, place: str = "") -> list[Conversation]:
     pending: list[dict[str, Any]] = []
     open_assistant: dict[str, Any] | None = None  # the message that function calls right after it join
     for i, item in enumerate(items):
-        p = at(iplace, i)
+        p = item_places[i] if item_places is not None else at(iplace, i)
         need_dict(item, p)
         kind = item.get("type", "message" if "role" in item else None)
         if kind == "message":
@@ -176,7 +181,8 @@ def read(doc: Any, place: str = "") -> list[Conversation]:
             if ext is not None:
                 need_str(ext, at(p, "id"))
                 memo["id"] = True
-            b = {"place": p, "role": role, "content": content, "external_id": ext, "memo": memo, "calls": []}
+            b = {"place": p, "role": role, "content": content, "external_id": ext, "memo": memo, "calls": [],
+                 "first": i}
             if pending:
                 memo["before"], pending = pending, []
             builders.append(b)
@@ -192,7 +198,8 @@ def read(doc: Any, place: str = "") -> list[Conversation]:
             call = {"id": call_id, "function": {"name": name, "arguments": args}}
             call_memo = _rest(item, {"type", "call_id", "name", "arguments"})
             if open_assistant is None or pending:
-                open_assistant = {"place": p, "role": "assistant", "content": None, "memo": {}, "calls": []}
+                open_assistant = {"place": p, "role": "assistant", "content": None, "memo": {}, "calls": [],
+                                  "first": i}
                 if pending:
                     open_assistant["memo"]["before"], pending = pending, []
                 builders.append(open_assistant)
@@ -209,7 +216,8 @@ def read(doc: Any, place: str = "") -> list[Conversation]:
                 memo["fields"] = rest
             if pending:
                 memo["before"], pending = pending, []
-            builders.append({"place": p, "role": "tool", "content": output, "tool_call_id": call_id, "memo": memo})
+            builders.append({"place": p, "role": "tool", "content": output, "tool_call_id": call_id, "memo": memo,
+                             "first": i})
             open_assistant = None
         elif isinstance(kind, str):
             pending.append(item)  # reasoning, and item types with no message of their own
@@ -224,9 +232,11 @@ def read(doc: Any, place: str = "") -> list[Conversation]:
         memo = b["memo"]
         if not any(memo.get("call_items", [])):
             memo.pop("call_items", None)
+        first = b.get("first")
         messages.append(make_message(
             b["place"], role=b["role"], content=b["content"], tool_calls=b.get("calls", []),
             tool_call_id=b.get("tool_call_id"), external_id=b.get("external_id"),
+            created_at=item_times[first] if item_times is not None and first is not None else None,
             reasoning=_reasoning_text(memo.get("before", [])), extra={NAME: memo} if memo else {}))
     return [make_conversation(place or "input", messages=messages, tools=tools, source_format=NAME,
                               metadata={NAME: meta} if meta else {})]
