@@ -260,8 +260,8 @@ def test_it_names_the_place_of_wrong_shapes(data: Any, place: str, detail: str) 
         ),
         (
             "native",
-            {"format": "memoryviz", "version": 3, "sessions": []},
-            "version: version 3 is not supported; this memoryviz reads versions 1 and 2",
+            {"format": "memoryviz", "version": 4, "sessions": []},
+            "version: version 4 is not supported; this memoryviz reads versions 1, 2 and 3",
         ),
         (
             "native",

@@ -219,6 +219,15 @@ class MemoryDocument:
                 yield store.key, record
         yield from self.records
 
+    def materialized(self) -> MemoryDocument:
+        """The document with every record in its store's list (``records`` read to the end): for callers that keep
+        it after the file it streams from is closed."""
+        stores = {store.key: store.model_copy(update={"records": [*store.records]}) for store in self.stores}
+        for key, record in self.records:
+            stores[key].records.append(record)
+        return MemoryDocument(format=self.format, conversations=self.conversations, stores=list(stores.values()),
+                              recalls=self.recalls, snapshots=self.snapshots, agent=self.agent, notes=self.notes)
+
     def is_empty(self) -> bool:
         return not (self.conversations or self.stores or self.recalls or self.snapshots)
 

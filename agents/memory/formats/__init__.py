@@ -21,6 +21,13 @@ Public API (the commands, views, API and importer all call these):
   ``write_conversations(conversations, format, out, ...)`` writes them into a file object, ``dumps(...)`` into a
   string; both return the report.
 
+- ``open_layers(source, format=None, *, name=None)``: every layer a file holds (a context manager giving ``Layers``):
+  its conversations, streamed as ``open_stream`` streams them, then, once they are read, its memory layers
+  (``Layers.memory()``, a ``ledger.MemoryDocument``): what a memory format holds (``memory_files``: mem0, Letta,
+  LangGraph, ... and SQLite databases), native's ``memory`` section, and the recalls a message format carries in its
+  messages (AutoGen's ListMemory message in a ``save_state``, AgentScope's ``<long_term_memory>`` messages). The one
+  path every import takes (the command line, the upload page, the API, the benchmarks).
+
 Small inputs (up to 8 MB) are parsed whole, so that a JSON syntax error names its line and column; bigger ones
 are parsed with ijson, and detection looks at their first megabyte.
 
@@ -53,15 +60,31 @@ look like chat messages (a ``role`` key, whatever its value, or only Chat Comple
 """
 from __future__ import annotations
 
+import contextlib
 import io
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
 from types import ModuleType
 from typing import IO, Any
 
+from agents.memory.ledger import MemoryDocument, RecallIn
 from agents.memory.schema import Conversation
 
-from . import agentscope, anthropic, autogen, langchain, native, openai, openai_jsonl, openai_responses, openmanus
+from . import (
+    agentscope,
+    agentscope_session,
+    anthropic,
+    autogen,
+    autogen_memory,
+    langchain,
+    memory_files,
+    native,
+    openai,
+    openai_jsonl,
+    openai_responses,
+    openmanus,
+)
 from .base import ConversationStream, FormatError, FormatSpec, SkippedConversation, WriteReport, json_type
 from .json_input import (
     PREVIEW_BYTES,
@@ -81,15 +104,19 @@ from .json_input import (
 )
 
 __all__ = [
+    "ALL_FORMATS",
     "FORMATS",
+    "MEMORY_FORMATS",
     "ConversationStream",
     "FormatError",
     "FormatSpec",
+    "Layers",
     "SkippedConversation",
     "WriteReport",
     "detect_format",
     "dumps",
     "iter_conversations",
+    "open_layers",
     "open_stream",
     "read_data",
     "read_input",
@@ -103,12 +130,17 @@ _CODECS: dict[str, ModuleType] = {
     for module in (native, openai, openai_jsonl, openai_responses, anthropic, autogen, agentscope, langchain, openmanus)
 }
 FORMATS: dict[str, FormatSpec] = {name: module.SPEC for name, module in _CODECS.items()}
+MEMORY_FORMATS: dict[str, FormatSpec] = memory_files.MEMORY_FORMATS
+# Every format a file may be read as: the message formats, then the memory formats.
+ALL_FORMATS: dict[str, FormatSpec] = {**FORMATS, **MEMORY_FORMATS}
 
 
 def _codec(name: str) -> ModuleType:
     try:
         return _CODECS[name]
     except KeyError:
+        if name in MEMORY_FORMATS:
+            raise FormatError("format", f"{name} holds memory layers: read it with open_layers") from None
         raise FormatError("format", f"unknown format {name!r}; valid: {', '.join(sorted(_CODECS))}") from None
 
 
@@ -222,10 +254,12 @@ def iter_conversations(
 
 
 def open_stream(
-    source: str | os.PathLike[str] | IO[bytes], format: str | None = None, *, name: str | None = None
+    source: str | os.PathLike[str] | IO[bytes], format: str | None = None, *, name: str | None = None,
+    sink: MemorySink | None = None,
 ) -> Iterator[ConversationStream]:
     """``name``: the file name detection goes by (``.jsonl`` is JSON Lines) when ``source`` does not carry it,
-    e.g. an upload stored under another name or pasted text that came from a file; only the name is used."""
+    e.g. an upload stored under another name or pasted text that came from a file; only the name is used.
+    ``sink``: where a native file's memory section goes, and the format the file was read as (``open_layers``)."""
     if format is not None:
         _codec(format)
     src = open_source(source)
@@ -236,7 +270,7 @@ def open_stream(
         if not head.strip():
             raise FormatError("input", "empty input: expected JSON or JSONL")
         if len(head) <= SMALL_INPUT:
-            yield from _small(head, src.name, format)
+            yield from _small(head, src.name, format, sink)
         else:
             if text_encoding(head[:4]) != "utf-8":
                 raise FormatError("input", "UTF-16 text bigger than 8 MB: save it as UTF-8 to import it")
@@ -245,20 +279,27 @@ def open_stream(
             if len(head) < PREVIEW_BYTES:
                 head += read_head(src.stream, PREVIEW_BYTES - len(head))
             stream = io.BufferedReader(PrefixedStream(head, src.stream), 1 << 16)
-            yield from _large(head, stream, src.name, format)
+            yield from _large(head, stream, src.name, format, sink)
     finally:
         if src.close:
             src.stream.close()
 
 
-def _small(head: bytes, name: str, format: str | None) -> Iterator[ConversationStream]:
+def _small(head: bytes, name: str, format: str | None, sink: MemorySink | None = None) -> Iterator[ConversationStream]:
     text = decode(head)
     if looks_like_jsonl(text, name):
         # Only "\n" ends a JSON line: str.splitlines would also split inside strings at U+0085, U+2028, ...
         yield from _jsonl(iter_jsonl(iter(text.split("\n"))), format)
         return
     # One JSON document (for openai_jsonl: one row, or an array of rows).
-    for conv in read_data(parse_json(text), format):
+    data = parse_json(text)
+    if sink is not None:
+        check_depth(data, "input")
+        format = format or detect_format(data)
+        sink.format = format
+        if format == "native" and isinstance(data, dict):
+            sink.native_memory = data.get("memory")
+    for conv in read_data(data, format):
         yield ConversationStream.whole(conv)
 
 
@@ -283,7 +324,8 @@ def _jsonl(rows: Iterator[tuple[int, Any]], format: str | None) -> Iterator[Conv
         raise FormatError("input", "empty input: no JSON lines")
 
 
-def _large(head: bytes, stream: IO[bytes], name: str, format: str | None) -> Iterator[ConversationStream]:
+def _large(head: bytes, stream: IO[bytes], name: str, format: str | None,
+           sink: MemorySink | None = None) -> Iterator[ConversationStream]:
     """``head`` is what was read to tell small from big; ``stream`` gives it again, followed by the rest."""
     head_text = head[:PREVIEW_BYTES].decode("utf-8", errors="ignore")
     if format == "openai_jsonl" or looks_like_jsonl(head_text, name):
@@ -298,11 +340,16 @@ def _large(head: bytes, stream: IO[bytes], name: str, format: str | None) -> Ite
                                        "message is bigger than that); name the format", choose_format=True)
         format = detect_format(doc)
     codec = _codec(format)
+    if sink is not None:
+        sink.format = format
     # Long strings go round ijson (whose parser is quadratic in a token's length) and come back as values.
     lifted = LiftedStrings(stream)
     events = Events(io.BufferedReader(lifted, 1 << 16), lifted.values)
     if hasattr(codec, "stream"):
-        yield from codec.stream(events)
+        if format == "native" and sink is not None:
+            yield from native.stream(events, sink.keep_native_memory)
+        else:
+            yield from codec.stream(events)
         return
     first = events.next_or_none()
     if first is None:
@@ -331,19 +378,183 @@ def _nothing_whole(doc: Any) -> bool:
     return False
 
 
+# --- every layer of a file -------------------------------------------------------------------------------------
+
+@dataclass
+class MemorySink:
+    """What reading a file's conversations learns for its memory layers: the format it was read as, and a native
+    file's ``memory`` section (read after its sessions, so kept until they are consumed)."""
+
+    format: str | None = None
+    native_memory: Any = None
+
+    def keep_native_memory(self, value: Any) -> None:
+        self.native_memory = value
+
+
+# The message formats whose messages carry recalls (a framework put what it recalled into the list).
+_RECALLS_IN_MESSAGES: dict[str, Callable[[Conversation], list[RecallIn]]] = {
+    "autogen": autogen_memory.recalls_of,
+    "agentscope": agentscope_session.recalls_of,
+}
+
+
+@dataclass
+class Layers:
+    """Every layer one file holds. Read ``streams`` first (conversations, streamed), then ``memory()``.
+
+    Recalls, versions and snapshots name their conversation by ``external_id``, or as ``"#N"``: the N-th
+    conversation of the file (0-based), for one that has no id of its own."""
+
+    sink: MemorySink
+    streams: Iterator[ConversationStream]
+    _memory: Callable[[], MemoryDocument]
+    _document: MemoryDocument | None = field(default=None, init=False)
+
+    @property
+    def format(self) -> str | None:
+        """The file's format, known once its first conversation is read (or at once, for a memory format)."""
+        return self.sink.format
+
+    def memory(self) -> MemoryDocument:
+        if self._document is None:
+            self._document = self._memory()
+        return self._document
+
+
+@contextlib.contextmanager
+def open_layers(
+    source: str | os.PathLike[str] | IO[bytes], format: str | None = None, *, name: str | None = None
+) -> Iterator[Layers]:
+    """Every layer of one file (see ``Layers``). ``format``: any of ``ALL_FORMATS``, or None to detect it (a SQLite
+    database by its tables, a memory format's JSON by its shape, else as ``open_stream`` detects)."""
+    if format is not None and format not in ALL_FORMATS:
+        raise FormatError("format", f"unknown format {format!r}; valid: {', '.join(sorted(ALL_FORMATS))}")
+    src = open_source(source)
+    if name:
+        src.name = name
+    try:
+        head = read_head(src.stream, SMALL_INPUT + 1)
+        if memory_files.is_sqlite(head):
+            with _database_layers(source, src.stream, head, format) as layers:
+                yield layers
+        elif format in MEMORY_FORMATS or (format is None and len(head) <= SMALL_INPUT and _memory_json(head)):
+            yield _memory_layers(head, src.stream, format, src.name)
+        else:
+            yield _message_layers(head, src.stream, format, src.name)
+    finally:
+        if src.close:
+            src.stream.close()
+
+
+def _document_layers(document: MemoryDocument) -> Layers:
+    return Layers(MemorySink(format=document.format),
+                  (ConversationStream.whole(c) for c in document.conversations), lambda: document)
+
+
+@contextlib.contextmanager
+def _database_layers(source: Any, stream: IO[bytes], head: bytes, format: str | None) -> Iterator[Layers]:
+    """The database stays open (and a stream's copy on disk) while the layers are read: a big store's records
+    are read from it as they are consumed."""
+    if format is not None and format not in MEMORY_FORMATS:
+        raise FormatError("input", f"a SQLite database, not a {format} file")
+    with contextlib.ExitStack() as stack:
+        if isinstance(source, (str, os.PathLike)) and str(source) != "-":
+            path: str | os.PathLike[str] = source
+        else:
+            path = stack.enter_context(memory_files.database_file(stream, head))
+        db = stack.enter_context(memory_files.open_database(path))
+        yield _document_layers(memory_files.read_opened(db, format))
+
+
+def _memory_json(head: bytes) -> bool:
+    """Whether a small input is one of the memory formats' JSON (detected by its shape)."""
+    text = decode(head)
+    if looks_like_jsonl(text, ""):
+        return False
+    try:
+        data = parse_json(text)
+    except FormatError:
+        return False  # the message path reads it again and names the syntax error
+    return bool(memory_files.detect_memory(data))
+
+
+def _memory_layers(head: bytes, stream: IO[bytes], format: str | None, name: str) -> Layers:
+    if len(head) > SMALL_INPUT:
+        # A memory format's JSON is read whole; beyond the small size, through the streaming parser, whose memory
+        # is bounded by the values it builds rather than by the text.
+        lifted = LiftedStrings(io.BufferedReader(PrefixedStream(head, stream), 1 << 16))
+        events = Events(io.BufferedReader(lifted, 1 << 16), lifted.values)
+        first = events.next_or_none()
+        if first is None:
+            raise FormatError("input", "empty input: expected JSON")
+        data = events.value(first[1], first[2])
+        events.expect_end()
+    else:
+        data = parse_json(decode(head))
+    check_depth(data, "input")
+    if format is None:
+        found = memory_files.detect_memory(data)
+        if len(found) != 1:
+            raise FormatError("input", f"ambiguous format: it reads as {' or '.join(found)}; name the format",
+                              choose_format=True)
+        format = found[0]
+    try:
+        return _document_layers(memory_files.read_memory_data(data, format, name=os.path.basename(name)))
+    except RecursionError:
+        raise FormatError("input", "nested too deeply") from None
+
+
+def _message_layers(head: bytes, stream: IO[bytes], format: str | None, name: str) -> Layers:
+    sink = MemorySink(format=format)
+    source = io.BufferedReader(PrefixedStream(head, stream), 1 << 16)
+    streams = open_stream(source, format, name=name, sink=sink)
+    found: list[RecallIn] = []
+
+    def conversations() -> Iterator[ConversationStream]:
+        for index, stream in enumerate(streams):
+            finder = _RECALLS_IN_MESSAGES.get(sink.format or "")
+            if finder is None:
+                yield stream
+                continue
+            # The framework's recalls are found in the messages as they go by: the conversation is kept whole
+            # only for the formats that carry them (AutoGen's and AgentScope's files, read whole anyway).
+            messages = list(stream.messages)
+            conversation = stream.conversation.model_copy(update={"messages": messages})
+            key = conversation.external_id or f"#{index}"
+            found.extend(r.model_copy(update={"session": key}) for r in finder(conversation))
+            yield ConversationStream(stream.conversation, iter(messages))
+
+    def memory() -> MemoryDocument:
+        document = MemoryDocument(format=sink.format or format or "")
+        if sink.native_memory is not None:
+            document = native.read_memory(sink.native_memory, "memory")
+        document.recalls.extend(found)
+        return document
+
+    return Layers(sink, conversations(), memory)
+
+
 # --- writing ----------------------------------------------------------------------------------------------------
 
 def write_chunks(
-    conversations: Iterable[Conversation], format: str, report: WriteReport, *, on_invalid: str = "skip"
+    conversations: Iterable[Conversation], format: str, report: WriteReport, *, on_invalid: str = "skip",
+    memory: MemoryDocument | None = None,
 ) -> Iterator[str]:
     """The conversations in a format, as pieces of text produced while they are consumed (each conversation's
     messages are iterated once, in order, so a lazy sequence from the database streams through in bounded memory).
     ``report`` (a ``WriteReport`` of this format) fills in as they go: what the format could not hold and, for
     ``openai_jsonl``, which conversations were skipped for breaking the protocol (``on_invalid="stop"`` raises
-    FormatError at the first one instead)."""
+    FormatError at the first one instead). ``memory``: the memory layers that go with them, which ``native``
+    writes after the sessions and every other format reports as not held."""
     codec = _codec(format)
+    if memory is not None and not memory.is_empty() and format != "native":
+        _report_memory_dropped(report, memory)
+    if format == "native":
+        chunks: Iterator[str] = native.write(conversations, report, memory)
+        return chunks
     if format != "openai_jsonl":
-        chunks: Iterator[str] = codec.write(conversations, report)
+        chunks = codec.write(conversations, report)
         return chunks
     if on_invalid not in {"skip", "stop"}:
         raise FormatError("on_invalid", f"expected 'skip' or 'stop', got {on_invalid!r}")
@@ -351,16 +562,26 @@ def write_chunks(
     return chunks
 
 
+def _report_memory_dropped(report: WriteReport, memory: MemoryDocument) -> None:
+    reason = f"{report.format} holds messages only; native keeps the memory layers"
+    for what, count in (("memory stores", len(memory.stores)), ("recalls", len(memory.recalls)),
+                        ("snapshots", len(memory.snapshots))):
+        if count:
+            report.lose(what, reason, unit="file", count=count)
+
+
 def write_conversations(
-    conversations: Iterable[Conversation], format: str, out: IO[str], *, on_invalid: str = "skip"
+    conversations: Iterable[Conversation], format: str, out: IO[str], *, on_invalid: str = "skip",
+    memory: MemoryDocument | None = None,
 ) -> WriteReport:
     """``write_chunks`` into a text file object; returns the report."""
     report = WriteReport(format=format)
-    for chunk in write_chunks(conversations, format, report, on_invalid=on_invalid):
+    for chunk in write_chunks(conversations, format, report, on_invalid=on_invalid, memory=memory):
         out.write(chunk)
     return report
 
 
-def dumps(conversations: Iterable[Conversation], format: str, *, on_invalid: str = "skip") -> tuple[str, WriteReport]:
+def dumps(conversations: Iterable[Conversation], format: str, *, on_invalid: str = "skip",
+          memory: MemoryDocument | None = None) -> tuple[str, WriteReport]:
     report = WriteReport(format=format)
-    return "".join(write_chunks(conversations, format, report, on_invalid=on_invalid)), report
+    return "".join(write_chunks(conversations, format, report, on_invalid=on_invalid, memory=memory)), report

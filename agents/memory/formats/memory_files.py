@@ -65,11 +65,12 @@ def detect_memory(data: Any) -> list[str]:
     return [name for name, module in MEMORY_CODECS.items() if hasattr(module, "detect") and module.detect(data)]
 
 
-def read_memory_data(data: Any, format: str) -> MemoryDocument:
+def read_memory_data(data: Any, format: str, *, name: str | None = None) -> MemoryDocument:
+    """``name``: the file's name, which some formats read (AgentScope's ``{user_id}_{session_id}.json``)."""
     module = MEMORY_CODECS[format]
     if not hasattr(module, "read"):
         raise FormatError("input", f"{format} is read from its SQLite database, not from JSON")
-    document: MemoryDocument = module.read(data)
+    document: MemoryDocument = module.read(data, name=name)
     return document
 
 
@@ -144,20 +145,27 @@ def detect_database(tables: set[str]) -> str:
 
 
 def read_database(path: str | os.PathLike[str], format: str | None = None) -> MemoryDocument:
+    """A database's layers read whole (its records listed), for callers that do not keep it open."""
     with open_database(path) as db:
-        tables = tables_of(db)
-        name = format or detect_database(tables)
-        module = MEMORY_CODECS.get(name)
-        if module is None or not hasattr(module, "read_sqlite"):
-            raise FormatError("format", f"{name} is not read from a SQLite database")
-        missing = module.TABLES - tables
-        if missing:
-            raise FormatError("input", f"not a {name} database: no table {', '.join(sorted(missing))}")
-        try:
-            document: MemoryDocument = module.read_sqlite(db)
-        except sqlite3.DatabaseError as exc:
-            raise FormatError("input", f"a damaged SQLite database: {exc}") from None
-        return document
+        return read_opened(db, format).materialized()
+
+
+def read_opened(db: sqlite3.Connection, format: str | None = None) -> MemoryDocument:
+    """A database's layers; a big store's records (``MemoryDocument.records``) are read from ``db`` as they are
+    consumed, so it must stay open until then (a damaged page met then is a FormatError too)."""
+    tables = tables_of(db)
+    name = format or detect_database(tables)
+    module = MEMORY_CODECS.get(name)
+    if module is None or not hasattr(module, "read_sqlite"):
+        raise FormatError("format", f"{name} is not read from a SQLite database")
+    missing = module.TABLES - tables
+    if missing:
+        raise FormatError("input", f"not a {name} database: no table {', '.join(sorted(missing))}")
+    try:
+        document: MemoryDocument = module.read_sqlite(db)
+    except sqlite3.DatabaseError as exc:
+        raise FormatError("input", f"a damaged SQLite database: {exc}") from None
+    return document
 
 
 @contextlib.contextmanager

@@ -7,6 +7,11 @@ what was written and writing it again gives the same bytes.
 
 Version 2 added ``annotations`` (reviewers' labels and comments, after the messages, written only when there are
 some); version 1 files, which have none, read as before.
+
+Version 3 added ``memory``, after the sessions, written only when there is some: the memory layers beyond the
+message list (agents/memory/ledger.py), ``{"stores": [StoreIn without its records], "records": [{"store": key,
+...RecordIn with its versions}], "recalls": [RecallIn], "snapshots": [SnapshotIn]}``, each item one line. Recalls,
+versions and snapshots name their session by its ``external_id``. Read back, it is the same ``MemoryDocument``.
 """
 from __future__ import annotations
 
@@ -16,6 +21,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from agents.memory.ledger import MemoryDocument, RecallIn, RecordIn, SnapshotIn, StoreIn
 from agents.memory.schema import Conversation, Message
 
 from .base import (
@@ -40,12 +46,13 @@ SPEC = FormatSpec(
     extension="json",
     media_type="application/json",
 )
-VERSION = 2
-READS_VERSIONS = (1, 2)
+VERSION = 3
+READS_VERSIONS = (1, 2, 3)
 # What is written before the messages; annotations come after the messages they point at.
 HEAD_KEYS = ("external_id", "title", "source_format", "started_at", "agent", "project", "tools", "metadata")
 SESSION_KEYS = (*HEAD_KEYS, "annotations")
-_TOP_KEYS = {"format", "version", "sessions"}
+_TOP_KEYS = {"format", "version", "sessions", "memory"}
+MEMORY_KEYS = ("stores", "records", "recalls", "snapshots")
 
 
 def detect(doc: Any) -> bool:
@@ -60,7 +67,7 @@ def _check_header(doc: dict[str, Any], place: str) -> None:
         raise FormatError(
             at(place, "version"),
             f"version {json.dumps(version)[:20]} is not supported; this memoryviz reads versions "
-            f"{' and '.join(map(str, READS_VERSIONS))}",
+            f"{', '.join(map(str, READS_VERSIONS[:-1]))} and {READS_VERSIONS[-1]}",
         )
     unknown = sorted(set(doc) - _TOP_KEYS)
     if unknown:
@@ -110,7 +117,47 @@ def read(doc: Any, place: str = "") -> list[Conversation]:
 
 # --- streaming --------------------------------------------------------------------------------------------------
 
-def stream(events: Events) -> Iterator[ConversationStream]:
+def read_memory(value: Any, place: str = "memory") -> MemoryDocument:
+    """A version 3 file's ``memory`` section."""
+    section = need_dict(value, place)
+    unknown = sorted(set(section) - set(MEMORY_KEYS))
+    if unknown:
+        raise FormatError(at(place, unknown[0]), f"unknown key; valid: {', '.join(MEMORY_KEYS)}")
+    document = MemoryDocument(format=NAME)
+    stores = {}
+    for i, item in enumerate(need_list(section.get("stores", []), at(place, "stores"))):
+        store = _item(StoreIn, item, at(at(place, "stores"), i))
+        if store.key in stores:
+            raise FormatError(at(at(at(place, "stores"), i), "key"), f"a second store keyed {store.key!r}")
+        stores[store.key] = store
+        document.stores.append(store)
+    for i, item in enumerate(need_list(section.get("records", []), at(place, "records"))):
+        where = at(at(place, "records"), i)
+        fields = dict(need_dict(item, where))
+        key = fields.pop("store", None)
+        if key not in stores:
+            raise FormatError(at(where, "store"), f"no store keyed {json.dumps(key)[:60]} in this file")
+        stores[key].records.append(_item(RecordIn, fields, where))
+    document.recalls = [_item(RecallIn, item, at(at(place, "recalls"), i))
+                        for i, item in enumerate(need_list(section.get("recalls", []), at(place, "recalls")))]
+    for i, recall in enumerate(document.recalls):
+        if recall.store is not None and recall.store not in stores:
+            raise FormatError(at(at(at(place, "recalls"), i), "store"), f"no store keyed {recall.store!r}")
+    document.snapshots = [_item(SnapshotIn, item, at(at(place, "snapshots"), i))
+                          for i, item in enumerate(need_list(section.get("snapshots", []), at(place, "snapshots")))]
+    return document
+
+
+def _item(model: Any, item: Any, place: str) -> Any:
+    need_dict(item, place)
+    try:
+        return model.model_validate(item)
+    except ValidationError as exc:
+        raise validation_error(exc, place) from None
+
+
+def stream(events: Events, keep_memory: Any = None) -> Iterator[ConversationStream]:
+    """``keep_memory(value)`` is given a version 3 file's ``memory`` section when it is read (after the sessions)."""
     first = events.next_or_none()
     if first is None or first[1] != "start_map":
         raise FormatError("input", f"expected a memoryviz object, got {json_type(first[2]) if first else 'nothing'}")
@@ -127,6 +174,10 @@ def stream(events: Events) -> Iterator[ConversationStream]:
             if "format" in header:
                 _check_header({**header, "sessions": []}, "")
             yield from _sessions(events)
+        elif key == "memory":
+            value = events.value(ev, val)
+            if keep_memory is not None:
+                keep_memory(value)
         else:
             header[key] = events.value(ev, val)
     if events.next_or_none() is not None:
@@ -195,7 +246,9 @@ def _message_dicts(messages: Iterable[Message]) -> Iterator[dict[str, Any]]:
     return (message.model_dump(mode="json") for message in messages)
 
 
-def write(conversations: Iterable[Conversation], report: WriteReport) -> Iterator[str]:
+def write(conversations: Iterable[Conversation], report: WriteReport,
+          memory: MemoryDocument | None = None) -> Iterator[str]:
+    """``memory``: the memory layers, written after the sessions (records as its iterator gives them)."""
     yield f'{{"format": "memoryviz", "version": {VERSION}, "sessions": ['
     count = 0
     for conversation in conversations:
@@ -217,4 +270,28 @@ def write(conversations: Iterable[Conversation], report: WriteReport) -> Iterato
         report.messages += n
         count += 1
     report.conversations = count
-    yield "\n]}\n" if count else "]}\n"
+    yield "\n]" if count else "]"
+    if memory is not None and not memory.is_empty():
+        yield from _memory_chunks(memory)
+    yield "}\n"
+
+
+def _lines(key: str, items: Iterable[dict[str, Any]]) -> Iterator[str]:
+    yield f'"{key}": ['
+    n = 0
+    for item in items:
+        yield ("\n    " if n == 0 else ",\n    ") + _dumps(item)
+        n += 1
+    yield "\n  ]" if n else "]"
+
+
+def _memory_chunks(memory: MemoryDocument) -> Iterator[str]:
+    yield ', "memory": {\n  '
+    yield from _lines("stores", (s.model_dump(mode="json", exclude={"records"}) for s in memory.stores))
+    yield ",\n  "
+    yield from _lines("records", ({"store": key, **r.model_dump(mode="json")} for key, r in memory.all_records()))
+    yield ",\n  "
+    yield from _lines("recalls", (r.model_dump(mode="json") for r in memory.recalls))
+    yield ",\n  "
+    yield from _lines("snapshots", (s.model_dump(mode="json") for s in memory.snapshots))
+    yield "\n}"
