@@ -1,6 +1,8 @@
 """Small conversations that several test files share (OpenAI-shaped message dicts)."""
 from __future__ import annotations
 
+import copy
+
 # A question, two parallel calls (the second fails), their results and the answer.
 TRAVEL = [
     {"role": "system", "content": "You are a travel assistant."},
@@ -44,3 +46,27 @@ def chat(turns: int) -> list[dict]:
             {"role": "assistant", "content": f"It is {t}°C in city {t}."},
         ]
     return messages
+
+
+DIFF_FILLER = [
+    {"role": "user" if k % 2 == 0 else "assistant", "content": f"Small talk {k // 2}: the hotel, the trains, the food."}
+    for k in range(16)
+]
+
+
+def two_runs() -> tuple[list[dict], list[dict]]:
+    """Two runs of one task for the diff: other call ids, a changed argument, a result and a reply changed, a
+    message left out."""
+    first = TRAVEL + DIFF_FILLER + [{"role": "user", "content": "Book the 9:00 train to Lyon."},
+                                    {"role": "assistant", "content": "Booked the 9:00 train to Lyon, seat 42."}]
+    second = copy.deepcopy(first)
+    for m in second:  # another run: other call ids
+        for call in m.get("tool_calls") or []:
+            call["id"] = "r2-" + call["id"]
+        if m.get("tool_call_id"):
+            m["tool_call_id"] = "r2-" + m["tool_call_id"]
+    second[2]["tool_calls"][1]["function"]["arguments"] = '{"city": "Osaka", "units": "C"}'
+    second[5]["content"] = "Paris is 18°C; Osaka timed out."
+    second[-1]["content"] = "Booked the 10:30 train to Lyon, seat 42, window."
+    del second[8]
+    return first, second

@@ -160,9 +160,9 @@ def test_no_colour_of_the_lab_the_diff_or_the_review_stays_as_it_is_in_light_mod
     same element's in light mode, and every text stays readable. A colour written into a rule, or a custom property
     the dark block forgets, fails here by the element that shows it."""
     from agents import models
-    from tests.browser.test_diff_in_browser import runs
+    from tests.conversations import two_runs
 
-    first, second = runs()
+    first, second = two_runs()
     a = make_session(first, title="Trip planner, run 1")
     b = make_session(second, title="Trip planner, run 2")
     done = make_session(TRAVEL, title="Lima run")

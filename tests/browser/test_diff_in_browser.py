@@ -2,40 +2,17 @@
 the session page; at desktop and phone widths."""
 from __future__ import annotations
 
-import copy
-
 import pytest
 
 from tests.browser.conftest import screenshot
-from tests.conversations import TRAVEL
+from tests.conversations import two_runs
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
-
-FILLER = [
-    {"role": "user" if k % 2 == 0 else "assistant", "content": f"Small talk {k // 2}: the hotel, the trains, the food."}
-    for k in range(16)
-]
-
-
-def runs() -> tuple[list[dict], list[dict]]:
-    first = TRAVEL + FILLER + [{"role": "user", "content": "Book the 9:00 train to Lyon."},
-                               {"role": "assistant", "content": "Booked the 9:00 train to Lyon, seat 42."}]
-    second = copy.deepcopy(first)
-    for m in second:  # another run: other call ids
-        for call in m.get("tool_calls") or []:
-            call["id"] = "r2-" + call["id"]
-        if m.get("tool_call_id"):
-            m["tool_call_id"] = "r2-" + m["tool_call_id"]
-    second[2]["tool_calls"][1]["function"]["arguments"] = '{"city": "Osaka", "units": "C"}'
-    second[5]["content"] = "Paris is 18°C; Osaka timed out."
-    second[-1]["content"] = "Booked the 10:30 train to Lyon, seat 42, window."
-    del second[8]
-    return first, second
 
 
 def test_it_compares_two_ticked_sessions_and_opens_a_folded_run(logged_in_page, live_server, make_session):
     page = logged_in_page
-    first, second = runs()
+    first, second = two_runs()
     a = make_session(first, title="Trip planner, run 1")
     b = make_session(second, title="Trip planner, run 2")
 
@@ -69,7 +46,7 @@ def test_it_compares_two_ticked_sessions_and_opens_a_folded_run(logged_in_page, 
 
 def test_it_compares_a_session_with_a_trimmed_view_from_the_session_page(logged_in_page, live_server, make_session):
     page = logged_in_page
-    first, _ = runs()
+    first, _ = two_runs()
     session = make_session(first, title="Trip planner, run 1")
 
     page.goto(f"{live_server.url}/sessions/{session.pk}/")
@@ -86,7 +63,7 @@ def test_it_compares_a_session_with_a_trimmed_view_from_the_session_page(logged_
 
 
 def test_it_stacks_the_sides_on_a_phone(browser, live_server, alice, make_session):
-    first, second = runs()
+    first, second = two_runs()
     a, b = make_session(first, title="Trip planner, run 1"), make_session(second, title="Trip planner, run 2")
     context = browser.new_context(viewport={"width": 390, "height": 844})
     page = context.new_page()
