@@ -139,7 +139,11 @@ def test_it_matches_a_search_to_the_version_it_returned_when_history_is_known() 
     assert recall.query == "what should alice eat" and recall.params == {"top_k": 3, "threshold": 0.0}
     # The search ran before the update: it returned the first version's text.
     assert [(i.record, i.version) for i in recall.items][1] == (VEGAN, 1)
-    assert records_of(document)[VEGAN].text == "I am vegetarian and allergic to peanuts"  # the search's body
+    # History wrote after the search was taken: the record's text is the update's.
+    vegan = records_of(document)[VEGAN]
+    assert vegan.text == "I am vegan and allergic to peanuts"
+    assert vegan.content_hash == "fd30cf0cc567f9d8f1f14a4c5a64e5cf"
+    assert vegan.updated_at == parse_time(at("20.589266"))
 
 
 def test_it_reads_agentscope_s_mem0_records_and_their_history_by_memory_id() -> None:

@@ -23,7 +23,8 @@ without one has no time (``created_at`` is the *memory's* creation time on every
 after the row before it, never dropped. A record only history knows is read from history (state ``deleted`` when its
 last event is a DELETE); a record with no history gets one ADD version from the record itself, at its
 ``created_at``. An item with an ``event`` (an ``add`` output) gives that event, without a time, to a record that
-history does not know. When a record is listed twice (``get_all`` and ``search``), the later ``updated_at`` wins.
+history does not know. When a record is listed twice (``get_all`` and ``search``), the later ``updated_at`` wins;
+when history wrote after the listing was taken, the record's text is history's last.
 
 A search output is also a **recall**: one read of the store, each item with its rank and ``score``, matched to its
 record by id. The query is unknown unless the file gives it, and no message is known to carry it (``session`` None):
@@ -263,6 +264,11 @@ def _record(external_id: str, known: _Known) -> RecordIn:
         created_at = _time(body.get("created_at"), at(place, "created_at"))
         updated_at = known.body_time
         value: Any = {k: v for k, v in body.items() if k not in ("score", "event", "previous_memory")}
+        last = ordered[-1] if ordered else None
+        if last is not None and last.at is not None and (updated_at is None or last.at > updated_at):
+            # History wrote after the listing was taken (a search dumped before an update): its text is current.
+            text = next((v.text for v in reversed(ordered) if v.text is not None), text)
+            stored_hash, updated_at = None, last.at
     else:
         text = next((v.text for v in reversed(ordered) if v.text is not None), None) or known.deleted_text or ""
         metadata = dict(known.row_meta)
