@@ -132,3 +132,17 @@ def test_it_names_the_place_of_a_bad_native_memory_section() -> None:
     doc["memory"]["records"][0] = {"store": "elsewhere", "external_id": "r"}
     with pytest.raises(FormatError, match=r"memory\.records\[0\]\.store: no store keyed \"elsewhere\""):
         layers_of(io.BytesIO(json.dumps(doc).encode()))
+
+
+def test_it_tells_a_memory_file_bigger_than_the_small_size_by_its_first_megabyte() -> None:
+    # A mem0 history list of 40,000 rows (13 MB): its rows carry "role", which alone would read as an openai list.
+    rows = [{"id": f"h{i}", "memory_id": f"m{i % 1000}", "old_memory": None, "new_memory": "x" * 100 + str(i),
+             "event": "ADD" if i < 1000 else "UPDATE", "created_at": "2026-12-06T00:48:20+00:00",
+             "updated_at": f"2026-12-06T00:{i // 1000:02d}:{i % 60:02d}+00:00", "is_deleted": False,
+             "actor_id": None, "role": "user"} for i in range(40_000)]
+    data = json.dumps(rows).encode()
+    assert len(data) > formats.SMALL_INPUT
+    found, conversations, document = layers_of(io.BytesIO(data))
+    assert found == "mem0" and not conversations
+    records = [record for _key, record in document.all_records()]
+    assert len(records) == 1000 and sum(len(r.versions) for r in records) == 40_000

@@ -438,7 +438,7 @@ def open_layers(
         if memory_files.is_sqlite(head):
             with _database_layers(source, src.stream, head, format) as layers:
                 yield layers
-        elif format in MEMORY_FORMATS or (format is None and len(head) <= SMALL_INPUT and _memory_json(head)):
+        elif format in MEMORY_FORMATS or (format is None and _memory_json(head)):
             yield _memory_layers(head, src.stream, format, src.name)
         else:
             yield _message_layers(head, src.stream, format, src.name)
@@ -468,7 +468,12 @@ def _database_layers(source: Any, stream: IO[bytes], head: bytes, format: str | 
 
 
 def _memory_json(head: bytes) -> bool:
-    """Whether a small input is one of the memory formats' JSON (detected by its shape)."""
+    """Whether an input is one of the memory formats' JSON, by its shape: a small one parsed whole, a big one by
+    the preview of its first megabyte (as ``open_stream`` detects a big message file)."""
+    if len(head) > SMALL_INPUT:
+        if text_encoding(head[:4]) != "utf-8" or looks_like_jsonl(head[:PREVIEW_BYTES].decode("utf-8", "ignore"), ""):
+            return False
+        return bool(memory_files.detect_memory(preview(head[:PREVIEW_BYTES].removeprefix(b"\xef\xbb\xbf"))))
     text = decode(head)
     if looks_like_jsonl(text, ""):
         return False

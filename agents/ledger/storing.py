@@ -1,0 +1,479 @@
+"""A file's memory layers (a core ``MemoryDocument``) into rows, as the last part of its import.
+
+An import is all or nothing, and never holds the database's write lock for long (``agents.imports``). Its memory
+layers follow the same rules, in two steps that the import run calls:
+
+- ``stage``: before the run completes. Each store of the document is joined to the project's store of the same
+  kind, source and scope (so a mem0 export imported beside an AgentScope session, or after it, fills the store its
+  recalls point to), or created hidden (``MemoryStore.State.IMPORTING``). The records of a new store are written now,
+  in short committed batches (a store of a million versions never holds the lock); those of a joined store wait.
+- ``finish``: inside the transaction in which the run makes its sessions ready. The joined stores' records, every
+  recall (matched to records by id, then by the text's hash, where the reader could not), every snapshot (linked to
+  its parent, or to the one before it in its session), the summaries, and the new stores made ready.
+
+``discard`` removes the hidden stores of a run that failed. Importing the same file again adds nothing: a record is
+keyed by its library id, a version by its event id or its body, a recall by its place and items, a snapshot by its id.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from django.db import transaction
+from django.db.models import Count, Max, Q, Sum
+
+from agents import models
+from agents.memory import ledger as core
+from agents.memory.formats import FormatError
+
+BATCH = 2000
+
+# (the conversation's key in the file, the message's position in it, the place to name in an error)
+#   -> (the stored session, the message's seq in it)
+SessionAt = Callable[[str | None, int | None, str], tuple[models.Session | None, int | None]]
+AgentNamed = Callable[[str | None], models.Agent | None]
+
+
+@dataclass
+class MemoryOutcome:
+    """What an import did (or, previewed, would do) with a file's memory layers."""
+
+    stores: list[dict[str, Any]] = field(default_factory=list)  # {"name", "kind", "status": new | joined, ...}
+    records: int = 0  # new records
+    versions: int = 0  # new versions
+    recalls: int = 0
+    recall_items: int = 0
+    unmatched_items: int = 0
+    snapshots: int = 0
+    skipped: int = 0  # already stored: versions, recalls and snapshots that a re-import leaves as they are
+    notes: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "stores": self.stores, "records": self.records, "versions": self.versions, "recalls": self.recalls,
+            "recall_items": self.recall_items, "unmatched_items": self.unmatched_items,
+            "snapshots": self.snapshots, "skipped": self.skipped, "notes": self.notes,
+        }
+
+    @property
+    def any(self) -> bool:
+        return bool(self.stores or self.recalls or self.snapshots)
+
+
+def scope_key(scope: dict[str, Any]) -> str:
+    """The scope as canonical JSON: two files of one store say the same."""
+    text = json.dumps(scope, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
+    return text if len(text) <= 500 else "sha256:" + hashlib.sha256(text.encode()).hexdigest()
+
+
+def _aware(when: datetime | None) -> datetime | None:
+    # Libraries without a time zone (AgentScope, SQLite's CURRENT_TIMESTAMP) are read as UTC, as messages are.
+    return when.replace(tzinfo=UTC) if when is not None and when.tzinfo is None else when
+
+
+@dataclass
+class _Store:
+    given: core.StoreIn
+    row: models.MemoryStore
+    new: bool
+    # Records of a joined store, written in ``finish``.
+    waiting: list[core.RecordIn] = field(default_factory=list)
+    touched: bool = False
+
+
+class MemoryImport:
+    """One file's memory layers, for one import run."""
+
+    def __init__(self, *, project: models.Project, document: core.MemoryDocument, agent_named: AgentNamed,
+                 default_agent: models.Agent | None, owner: str) -> None:
+        self.project = project
+        self.document = document
+        self.agent_named = agent_named
+        self.default_agent = default_agent
+        self.owner = owner
+        self.outcome = MemoryOutcome(notes=list(document.notes))
+        self.stores: dict[str, _Store] = {}
+
+    # --- before the run completes ---------------------------------------------------------------------------------
+
+    def stage(self, session_at: SessionAt) -> None:
+        for i, store in enumerate(self.document.stores):
+            self.stores[store.key] = self._store_for(store, f"memory.stores[{i}]")
+        batch: list[tuple[_Store, core.RecordIn]] = []
+        for key, record in self.document.all_records():
+            target = self.stores.get(key)
+            if target is None:
+                raise FormatError("memory.records", f"a record of store {key!r}, which the file does not hold")
+            if not target.new:
+                target.waiting.append(record)
+                continue
+            batch.append((target, record))
+            if len(batch) >= BATCH:
+                self._committed(batch, session_at)
+                batch = []
+        if batch:
+            self._committed(batch, session_at)
+
+    def _store_for(self, given: core.StoreIn, place: str) -> _Store:
+        agent = self.agent_named(given.agent) if given.agent else None
+        key = scope_key(given.scope)
+        candidates = models.MemoryStore.objects.filter(
+            project=self.project, kind=given.kind, source_format=given.source_format, scope_key=key,
+            state=models.MemoryStore.State.READY,
+        ).order_by("id")
+        if agent is not None:
+            candidates = candidates.filter(Q(agent=agent) | Q(agent__isnull=True))
+        existing = candidates.first()
+        if existing is not None:
+            if existing.agent_id is None and agent is not None:
+                existing.agent = agent  # the file says whose it is
+            self.outcome.stores.append({"name": existing.name, "kind": existing.kind, "status": "joined",
+                                        "id": existing.pk})
+            return _Store(given, existing, new=False)
+        row = models.MemoryStore.objects.create(
+            project=self.project, agent=agent, name=given.name[:200], kind=given.kind,
+            source_format=given.source_format[:40], scope=given.scope, scope_key=key,
+            external_id=(given.external_id or "")[:255], state=models.MemoryStore.State.IMPORTING,
+            import_owner=self.owner,
+        )
+        self.outcome.stores.append({"name": row.name, "kind": row.kind, "status": "new", "id": row.pk})
+        return _Store(given, row, new=True)
+
+    def _committed(self, batch: list[tuple[_Store, core.RecordIn]], session_at: SessionAt) -> None:
+        with transaction.atomic():
+            self._records_write(batch, session_at)
+
+    # --- in the run's last transaction ---------------------------------------------------------------------------
+
+    def finish(self, session_at: SessionAt) -> None:
+        for store in self.stores.values():
+            if store.waiting:
+                records, store.waiting = store.waiting, []
+                for start in range(0, len(records), BATCH):
+                    self._records_write([(store, r) for r in records[start:start + BATCH]], session_at)
+        self._recalls_write(session_at)
+        self._snapshots_write(session_at)
+        for store in self.stores.values():
+            _store_summaries(store.row)
+            if store.new:
+                models.MemoryStore.objects.filter(pk=store.row.pk).update(
+                    state=models.MemoryStore.State.READY, import_owner="")
+            elif store.row.agent_id is not None:
+                models.MemoryStore.objects.filter(pk=store.row.pk, agent__isnull=True).update(agent=store.row.agent)
+
+    def discard(self) -> None:
+        for store in self.stores.values():
+            if store.new:
+                store_remove(store.row.pk)
+
+    # --- records and their versions ------------------------------------------------------------------------------
+
+    def _records_write(self, batch: Sequence[tuple[_Store, core.RecordIn]], session_at: SessionAt) -> None:
+        by_store: dict[int, list[core.RecordIn]] = {}
+        stores: dict[int, _Store] = {}
+        for store, record in batch:
+            by_store.setdefault(store.row.pk, []).append(record)
+            stores[store.row.pk] = store
+        for pk, records in by_store.items():
+            stores[pk].touched = True
+            self._store_records(stores[pk].row, records, session_at)
+
+    def _store_records(self, store: models.MemoryStore, records: list[core.RecordIn], session_at: SessionAt) -> None:
+        # One record twice in a batch (a file listing it twice) is one record: its versions are joined.
+        merged: dict[str, core.RecordIn] = {}
+        for record in records:
+            seen = merged.get(record.external_id)
+            merged[record.external_id] = record if seen is None else record.model_copy(
+                update={"versions": [*seen.versions, *record.versions]})
+        existing = {r.external_id: r for r in models.MemoryRecord.objects.filter(
+            store=store, external_id__in=list(merged))}
+        known = _known_versions(existing.values())
+        new_rows = []
+        for external_id, record in merged.items():
+            if external_id not in existing:
+                new_rows.append(_record_row(store, record.with_hash()))
+        if new_rows:
+            models.MemoryRecord.objects.bulk_create(new_rows, batch_size=BATCH)
+            self.outcome.records += len(new_rows)
+            existing |= {r.external_id: r for r in models.MemoryRecord.objects.filter(
+                store=store, external_id__in=[r.external_id for r in new_rows])}
+        versions: list[models.RecordVersion] = []
+        changed: list[models.MemoryRecord] = []
+        for external_id, record in merged.items():
+            row = existing[external_id]
+            ordered = record.ordered_versions() or [core.VersionIn(op="ADD", text=record.text, value=record.value,
+                                                                   at=record.updated_at or record.created_at)]
+            have = known.get(row.pk, (0, set()))
+            number = have[0]
+            added = 0
+            for version in ordered:
+                if _version_key(version) in have[1]:
+                    self.outcome.skipped += 1
+                    continue
+                number += 1
+                added += 1
+                session, seq = session_at(version.session, version.seq, f"records[{external_id}].versions")
+                versions.append(models.RecordVersion(
+                    record=row, number=number, op=version.op[:40], text=version.text, value=version.value,
+                    at=_aware(version.at), actor=(version.actor or "")[:255], session=session, seq=seq,
+                    external_id=(version.external_id or "")[:255],
+                ))
+            if added or row.text != record.text or row.state != record.state:
+                _record_update(row, record, number)
+                changed.append(row)
+        if versions:
+            models.RecordVersion.objects.bulk_create(versions, batch_size=BATCH)
+            self.outcome.versions += len(versions)
+        if changed:
+            models.MemoryRecord.objects.bulk_update(
+                changed, ["text", "value", "metadata", "state", "content_hash", "char_limit", "updated_at",
+                          "version_count"], batch_size=BATCH)
+
+    # --- recalls -------------------------------------------------------------------------------------------------
+
+    def _recalls_write(self, session_at: SessionAt) -> None:
+        recalls = self.document.recalls
+        matchers: dict[int, _StoreMatcher] = {}
+        for i, recall in enumerate(recalls):
+            place = f"memory.recalls[{i}]"
+            session, seq = session_at(recall.session, recall.seq, place)
+            if session is None:
+                self.outcome.notes.append(f"{place}: a read that fed no message of a conversation of the file "
+                                          "(a search output alone) is not stored as a recall")
+                continue
+            store = None
+            if recall.store is not None:
+                found = self.stores.get(recall.store)
+                if found is None:
+                    raise FormatError(f"{place}.store", f"no store keyed {recall.store!r} in the file")
+                store = found.row
+            external_id = recall.external_id or _recall_id(recall, seq)
+            if models.Recall.objects.filter(session=session, external_id=external_id).exists():
+                self.outcome.skipped += 1
+                continue
+            row = models.Recall.objects.create(
+                session=session, seq=seq, store=store, query=recall.query or "", params=recall.params,
+                placement=recall.placement, persisted=recall.persisted, at=_aware(recall.at),
+                item_count=len(recall.items), external_id=external_id[:255],
+            )
+            matcher = None
+            if store is not None:
+                matcher = matchers.get(store.pk) or matchers.setdefault(store.pk, _StoreMatcher(store))
+            items = []
+            for item in recall.items:
+                record_id, version = matcher.find(item, _aware(recall.at)) if matcher else (None, None)
+                items.append(models.RecallItem(recall=row, record_id=record_id, version=version, rank=item.rank,
+                                               score=item.score, text=item.text, ref=item.ref))
+                self.outcome.unmatched_items += record_id is None
+            models.RecallItem.objects.bulk_create(items, batch_size=BATCH)
+            self.outcome.recalls += 1
+            self.outcome.recall_items += len(items)
+        # Items recalled before their store's records came (an AgentScope session imported before its mem0 export).
+        for staged in self.stores.values():
+            if staged.touched:
+                rematch_store(staged.row)
+
+    # --- snapshots -----------------------------------------------------------------------------------------------
+
+    def _snapshots_write(self, session_at: SessionAt) -> None:
+        given = list(enumerate(self.document.snapshots))
+        # Parents before children: within a session by the message reached, then by step and time.
+        given.sort(key=lambda pair: (pair[1].session or "", pair[1].seq if pair[1].seq is not None else -1,
+                                     pair[1].step if pair[1].step is not None else -1,
+                                     pair[1].taken_at.timestamp() if pair[1].taken_at else 0.0, pair[0]))
+        for i, snapshot in given:
+            place = f"memory.snapshots[{i}]"
+            session, seq = session_at(snapshot.session, snapshot.seq, place)
+            agent = (self.agent_named(snapshot.agent) if snapshot.agent else None) or (
+                session.agent if session is not None else self.default_agent)
+            if agent is None:
+                raise FormatError(place, "a snapshot of no known agent")
+            if models.Snapshot.objects.filter(agent=agent, external_id=snapshot.external_id[:255]).exists():
+                self.outcome.skipped += 1
+                continue
+            parent = None
+            if snapshot.parent:
+                parent = models.Snapshot.objects.filter(agent=agent, external_id=snapshot.parent[:255]).first()
+            elif session is not None:
+                # Two saves of one session: the later one's parent is the one before it.
+                earlier = models.Snapshot.objects.filter(agent=agent, session=session)
+                if seq is not None:
+                    earlier = earlier.filter(seq__lte=seq)
+                parent = earlier.order_by("-seq", "-taken_at", "-id").first()
+            models.Snapshot.objects.create(
+                agent=agent, session=session, seq=seq, external_id=snapshot.external_id[:255], parent=parent,
+                step=snapshot.step, taken_at=_aware(snapshot.taken_at), source_format=snapshot.source_format[:40],
+                format_version=(snapshot.format_version or "")[:40], value=snapshot.value,
+            )
+            self.outcome.snapshots += 1
+
+
+# --- helpers -------------------------------------------------------------------------------------------------------
+
+
+def _record_row(store: models.MemoryStore, record: core.RecordIn) -> models.MemoryRecord:
+    return models.MemoryRecord(
+        store=store, external_id=record.external_id[:255], text=record.text, value=record.value,
+        metadata=record.metadata, state=record.state, content_hash=record.content_hash or "",
+        char_limit=record.char_limit, created_at=_aware(record.created_at), updated_at=_aware(record.updated_at),
+    )
+
+
+def _record_update(row: models.MemoryRecord, record: core.RecordIn, versions: int) -> None:
+    row.text = record.text
+    row.value = record.value
+    row.metadata = record.metadata or row.metadata
+    row.state = record.state
+    row.content_hash = record.content_hash or core.content_hash(record.text)
+    row.char_limit = record.char_limit if record.char_limit is not None else row.char_limit
+    row.updated_at = _aware(record.updated_at) or row.updated_at
+    row.version_count = versions
+
+
+def _version_key(version: core.VersionIn) -> str:
+    """What tells a version already stored: the library's event id, else its body and time."""
+    if version.external_id:
+        return "id:" + version.external_id
+    when = _aware(version.at)
+    return json.dumps([version.op, version.text, when.isoformat() if when else None], ensure_ascii=False)
+
+
+def _known_versions(records: Iterable[models.MemoryRecord]) -> dict[int, tuple[int, set[str]]]:
+    """For each stored record: its last version's number and the keys of its versions."""
+    ids = [r.pk for r in records if r.version_count]
+    known: dict[int, tuple[int, set[str]]] = {}
+    if not ids:
+        return known
+    for record_id, number, op, text, at, external_id in models.RecordVersion.objects.filter(
+            record_id__in=ids).order_by("record_id", "number").values_list(
+            "record_id", "number", "op", "text", "at", "external_id"):
+        last, keys = known.get(record_id, (0, set()))
+        keys.add(_version_key(core.VersionIn(op=op, text=text, at=at, external_id=external_id or None)))
+        known[record_id] = (max(last, number), keys)
+    return known
+
+
+def _recall_id(recall: core.RecallIn, seq: int | None) -> str:
+    """A recall without an id of its own is told by its place and what it returned."""
+    body = json.dumps([recall.session, seq, recall.store, recall.query, [(i.rank, i.text) for i in recall.items]],
+                      ensure_ascii=False, default=str)
+    return "sha256:" + hashlib.sha256(body.encode()).hexdigest()
+
+
+class _StoreMatcher:
+    """A store's records as recalled items are matched to them: by the record's library id, then by the hash of the
+    text (the record's now, or any version's), then by the text with its whitespace folded. Loaded lazily, for the
+    texts asked only (a store may hold a million records)."""
+
+    def __init__(self, store: models.MemoryStore) -> None:
+        self.store = store
+
+    def find(self, item: core.RecallItemIn, when: datetime | None) -> tuple[int | None, int | None]:
+        record_id = None
+        if item.record is not None:
+            record_id = self._by_external_id(item.record)
+        if record_id is None and item.ref.get("id") is not None:
+            record_id = self._by_external_id(str(item.ref["id"]))
+        by_text = None
+        if record_id is None:
+            by_text = self._by_text(item.text)
+            record_id = by_text[0] if by_text else None
+        if record_id is None:
+            return None, None
+        version = item.version
+        if version is None:
+            version = by_text[1] if by_text else _version_current(record_id, when, item.text)
+        return record_id, version
+
+    def _by_external_id(self, external_id: str) -> int | None:
+        return models.MemoryRecord.objects.filter(store=self.store, external_id=external_id).values_list(
+            "pk", flat=True).first()
+
+    def _by_text(self, text: str) -> tuple[int, int | None] | None:
+        found = models.MemoryRecord.objects.filter(store=self.store, content_hash=core.content_hash(text)).values_list(
+            "pk", "version_count").first()
+        if found is not None:
+            return found[0], found[1] or None
+        version = models.RecordVersion.objects.filter(record__store=self.store, text=text).order_by(
+            "-number").values_list("record_id", "number").first()
+        if version is not None:
+            return version[0], version[1]
+        wanted = core.folded(text)
+        if wanted != text:
+            found = models.MemoryRecord.objects.filter(
+                store=self.store, content_hash=core.content_hash(wanted)).values_list("pk", "version_count").first()
+            if found is not None:
+                return found[0], found[1] or None
+        return None
+
+
+def _version_current(record_id: int, when: datetime | None, text: str) -> int | None:
+    versions = [core.VersionIn(op=op, text=t, at=at, number=number) for number, op, t, at in
+                models.RecordVersion.objects.filter(record_id=record_id).order_by("number").values_list(
+                    "number", "op", "text", "at")]
+    return core.version_at(versions, when, text)
+
+
+def rematch_store(store: models.MemoryStore) -> int:
+    """Items recalled from ``store`` that matched no record when they were stored, matched again now that it holds
+    more records. Returns how many found one."""
+    matcher = _StoreMatcher(store)
+    found = []
+    for item in models.RecallItem.objects.filter(recall__store=store, record__isnull=True).select_related("recall"):
+        record_id, version = matcher.find(
+            core.RecallItemIn(text=item.text, rank=item.rank, ref=item.ref), item.recall.at)
+        if record_id is not None:
+            item.record_id, item.version = record_id, version
+            found.append(item)
+    if found:
+        models.RecallItem.objects.bulk_update(found, ["record", "version"], batch_size=BATCH)
+    return len(found)
+
+
+def _store_summaries(store: models.MemoryStore) -> None:
+    """The counts the memory page lists, from the rows (once per import, not per record)."""
+    records = models.MemoryRecord.objects.filter(store=store)
+    totals = records.aggregate(records=Count("id"), versions=Sum("version_count"), updated=Max("updated_at"))
+    # Reads: every item that matched a record of the store.
+    reads = models.RecallItem.objects.filter(record__store=store).values("record_id").annotate(
+        n=Count("id"), last=Max("recall__at")).values_list("record_id", "n", "last")
+    for record_id, n, last in reads:
+        models.MemoryRecord.objects.filter(pk=record_id).exclude(read_count=n).update(read_count=n, last_read_at=last)
+    recalls = models.Recall.objects.filter(store=store).aggregate(n=Count("id"), last=Max("at"))
+    models.MemoryStore.objects.filter(pk=store.pk).update(
+        record_count=totals["records"] or 0, version_count=totals["versions"] or 0,
+        read_count=recalls["n"] or 0, last_write_at=totals["updated"], last_read_at=recalls["last"],
+    )
+
+
+def store_remove(store_id: int) -> None:
+    """Delete a store and its rows a batch at a time, each a short transaction (a hidden store of a failed import)."""
+    def batch() -> bool:
+        with transaction.atomic():
+            ids = list(models.MemoryRecord.objects.filter(store_id=store_id).order_by().values_list(
+                "pk", flat=True)[:BATCH])
+            if not ids:
+                models.MemoryStore.objects.filter(pk=store_id).delete()
+                return False
+            models.RecordVersion.objects.filter(record_id__in=ids)._raw_delete(models.RecordVersion.objects.db)
+            models.RecallItem.objects.filter(record_id__in=ids).update(record=None, version=None)
+            models.MemoryRecord.objects.filter(pk__in=ids)._raw_delete(models.MemoryRecord.objects.db)
+            return True
+
+    while batch():
+        pass
+
+
+def stores_cleanup(is_gone: Callable[[str], bool]) -> list[int]:
+    """Remove the hidden stores of imports that will never complete (``is_gone(owner)``)."""
+    removed = []
+    for pk, owner in models.MemoryStore.objects.filter(state=models.MemoryStore.State.IMPORTING).values_list(
+            "pk", "import_owner"):
+        if is_gone(owner):
+            store_remove(pk)
+            removed.append(pk)
+    return removed
