@@ -124,7 +124,17 @@ def _read_entry(entry: Any, place: str) -> Message:
     need_dict(entry, place)
     kind = need_str(entry.get("type"), at(place, "type"))
     dplace = at(place, "data")
-    data = need_dict(entry.get("data"), dplace)
+    return _read_data(kind, need_dict(entry.get("data"), dplace), place, dplace)
+
+
+def message_from_dump(data: Any, place: str) -> Message:
+    """One message as ``BaseMessage.model_dump()`` gives it: the ``data`` of an envelope, its ``type`` inside. That
+    is how LangGraph keeps messages (a checkpoint's ``channel_values``, ``get_state_history`` values)."""
+    need_dict(data, place)
+    return _read_data(need_str(data.get("type"), at(place, "type")), data, place, place)
+
+
+def _read_data(kind: str, data: dict[str, Any], place: str, dplace: str) -> Message:
     role = _ROLE_OF.get(kind)
     memo: dict[str, Any] = {}
     if kind in ("chat", "ChatMessageChunk"):
