@@ -317,3 +317,26 @@ def test_it_writes_agentscope_timestamps_with_their_zone() -> None:
     assert stamps == ["2026-11-29 11:55:17.456+00:00", "2026-11-29 20:55:17.456+09:00", "2026-11-29 12:00:00.000"]
     [again] = read_data(written, "agentscope")
     assert [m.created_at for m in again.messages][:2] == [when, when]
+
+
+def test_it_gives_each_parallel_agentscope_tool_result_an_id_of_its_own_and_writes_them_as_one_msg() -> None:
+    # AgentScope keeps the results of parallel calls as one Msg of tool_result blocks. Read, they are one tool
+    # message each: after the first, without an id of their own an appending import (a later save of the same
+    # session) could not match them and would lose them.
+    msg = {"id": "r1", "name": "system", "role": "system", "metadata": {}, "timestamp": "2026-12-06 00:51:32.707",
+           "content": [{"type": "tool_result", "id": "c1", "name": "f", "output": "one"},
+                       {"type": "tool_result", "id": "c2", "name": "f", "output": "two"},
+                       {"type": "tool_result", "id": "c3", "name": "f", "output": "three"}]}
+    call = {"id": "a1", "name": "Friday", "role": "assistant", "metadata": {}, "timestamp": "2026-12-06 00:51:32.706",
+            "content": [{"type": "tool_use", "id": f"c{i}", "name": "f", "input": {}} for i in (1, 2, 3)]}
+    doc = {"_compressed_summary": "", "content": [[call, []], [msg, []]]}
+    [conv] = read_data(doc, "agentscope")
+    assert [m.external_id for m in conv.messages] == ["a1", "r1", "r1#1", "r1#2"]
+    assert json.loads(dumps([conv], "agentscope")[0]) == doc
+
+
+def test_it_leaves_out_a_stored_openmanus_extra_of_another_shape() -> None:
+    # What the file held beside its messages is kept as an object; any other value (metadata edited elsewhere) is
+    # not the format's and is not written.
+    conv = Conversation(messages=[Message(role="user", content="hi")], metadata={"openmanus": {"fields": True}})
+    assert json.loads(dumps([conv], "openmanus")[0]) == [{"role": "user", "content": "hi"}]

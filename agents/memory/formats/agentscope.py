@@ -167,10 +167,15 @@ def _read_msg(item: Any, place: str, marks: list[str]) -> list[Message]:
             brest = {k: v for k, v in block.items() if k not in {"type", "id", "name", "output"}}
             if brest:
                 bmemo["block"] = brest
+            # The results of parallel calls are one Msg; each tool message after the first gets an id of its own
+            # derived from it, so that a later save of the session (which repeats them) appends none twice and
+            # loses none (an appending import skips a message it cannot match by id). Written back, they are
+            # blocks of the first one's Msg again.
+            fields = common if i == 0 else {"external_id": f"{msg_id}#{i}" if msg_id else None,
+                                            "created_at": created_at, "marks": marks}
             out.append(make_message(bplace, role="tool", tool_call_id=call_id, content=output,
                                     name=opt_str(block.get("name"), at(bplace, "name")),
-                                    extra={NAME: bmemo} if bmemo else {},
-                                    **(common if i == 0 else {})))
+                                    extra={NAME: bmemo} if bmemo else {}, **fields))
         return out
     parts: list[dict[str, Any]] = []
     calls: list[dict[str, Any]] = []

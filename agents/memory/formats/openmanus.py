@@ -16,6 +16,7 @@ from .base import (
     Streamed,
     WriteReport,
     at,
+    dict_or_empty,
     format_extra,
     make_conversation,
     need_list,
@@ -129,9 +130,9 @@ def render(conversation: Conversation, report: WriteReport) -> Any:
             report.messages += 1
             yield message_dict(message, names, report)
 
-    rest = (
-        conversation.metadata.get(NAME, {}).get("fields") if isinstance(conversation.metadata.get(NAME), dict) else None
-    )
+    # What the file held beside its messages, as reading kept it; a stored value of another shape (metadata edited
+    # by hand, or by another tool) is not the format's and is left out.
+    rest = dict_or_empty(dict_or_empty(conversation.metadata.get(NAME)).get("fields"))
     if rest:
         return Streamed(key="messages", items=items(), tail={k: v for k, v in rest.items() if k != "messages"})
     return Streamed(items=items())
