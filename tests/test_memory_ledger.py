@@ -172,3 +172,23 @@ def test_it_names_a_file_that_is_not_a_database(tmp_path: Path) -> None:
     path.write_bytes(b"SQLite format 3\x00" + b"\x00" * 50)
     with pytest.raises(FormatError, match="SQLite database"):
         read_database(path)
+
+
+def test_it_reads_what_a_running_program_left_in_the_write_ahead_log_of_a_file_given_by_its_path(
+        tmp_path: Path) -> None:
+    path = tmp_path / "live.db"
+    writer = sqlite3.connect(path)
+    writer.execute("PRAGMA journal_mode = WAL")
+    writer.execute("PRAGMA wal_autocheckpoint = 0")  # what it writes stays in the log while it runs
+    writer.execute("CREATE TABLE history (id TEXT)")
+    writer.execute("INSERT INTO history VALUES ('in the log')")
+    writer.commit()
+    try:
+        assert (tmp_path / "live.db-wal").stat().st_size > 0
+        with open_database(path, live=True) as db:
+            assert db.execute("SELECT id FROM history").fetchall() == [("in the log",)]
+        # An upload is a copy, opened immutable: the main file alone.
+        with open_database(path) as db:
+            assert "history" not in tables_of(db)
+    finally:
+        writer.close()

@@ -459,11 +459,12 @@ def _database_layers(source: Any, stream: IO[bytes], head: bytes, format: str | 
     if format is not None and format not in MEMORY_FORMATS:
         raise FormatError("input", f"a SQLite database, not a {format} file")
     with contextlib.ExitStack() as stack:
-        if isinstance(source, (str, os.PathLike)) and str(source) != "-":
-            path: str | os.PathLike[str] = source
+        live = isinstance(source, (str, os.PathLike)) and str(source) != "-"
+        if live:
+            path: str | os.PathLike[str] = source  # a file a running agent may still write: its log is read too
         else:
             path = stack.enter_context(memory_files.database_file(stream, head))
-        db = stack.enter_context(memory_files.open_database(path))
+        db = stack.enter_context(memory_files.open_database(path, live=live))
         yield _document_layers(memory_files.read_opened(db, format))
 
 

@@ -96,15 +96,19 @@ def _authorize(action: int, arg1: str | None, arg2: str | None, db_name: str | N
 
 
 @contextlib.contextmanager
-def open_database(path: str | os.PathLike[str]) -> Iterator[sqlite3.Connection]:
+def open_database(path: str | os.PathLike[str], *, live: bool = False) -> Iterator[sqlite3.Connection]:
     """A SQLite file opened as data: read-only and immutable (nothing is written, not even a journal), extensions
     off, no database attached, the schema untrusted, and every statement checked by an authorizer that allows
-    reads of the main database and a handful of plain functions."""
-    uri = "file:" + _uri_path(os.fspath(path)) + "?mode=ro&immutable=1"
-    try:
-        db = sqlite3.connect(uri, uri=True, check_same_thread=False)
-    except sqlite3.Error as exc:
-        raise FormatError("input", f"not a readable SQLite database: {exc}") from None
+    reads of the main database and a handful of plain functions.
+
+    ``live``: a file a running program may still write (a path given on the command line, a LangGraph checkpointer
+    in use): opened read-only but not immutable, so that what its write-ahead log holds is read too; when that
+    cannot be (a folder this process may not write, for the log's index), immutable as any upload."""
+    db = _connect(path, immutable=False) if live else None
+    if db is None:
+        db = _connect(path, immutable=True)
+        if db is None:
+            raise FormatError("input", "not a readable SQLite database")
     try:
         db.execute("PRAGMA trusted_schema = OFF")
         db.execute("PRAGMA query_only = ON")
@@ -114,6 +118,22 @@ def open_database(path: str | os.PathLike[str]) -> Iterator[sqlite3.Connection]:
         yield db
     finally:
         db.close()
+
+
+def _connect(path: str | os.PathLike[str], *, immutable: bool) -> sqlite3.Connection | None:
+    uri = "file:" + _uri_path(os.fspath(path)) + ("?mode=ro&immutable=1" if immutable else "?mode=ro")
+    try:
+        db = sqlite3.connect(uri, uri=True, check_same_thread=False)
+    except sqlite3.Error:
+        return None
+    try:
+        db.execute("SELECT count(*) FROM sqlite_master").fetchone()
+    except sqlite3.DatabaseError as exc:
+        db.close()
+        if immutable and "not a database" not in str(exc) and "malformed" not in str(exc):
+            return None
+        raise FormatError("input", f"not a readable SQLite database: {exc}") from None
+    return db
 
 
 def _uri_path(path: str) -> str:
@@ -144,9 +164,9 @@ def detect_database(tables: set[str]) -> str:
                       choose_format=True)
 
 
-def read_database(path: str | os.PathLike[str], format: str | None = None) -> MemoryDocument:
+def read_database(path: str | os.PathLike[str], format: str | None = None, *, live: bool = False) -> MemoryDocument:
     """A database's layers read whole (its records listed), for callers that do not keep it open."""
-    with open_database(path) as db:
+    with open_database(path, live=live) as db:
         return read_opened(db, format).materialized()
 
 
