@@ -45,7 +45,10 @@ DEFAULT_BUDGET = 250_000
 _LOOKAHEAD = 8
 
 
-class _Budget:
+class Budget:
+    """Steps of Myers' search one diff may spend: shared by every ``align`` of it (a message list and the
+    lists inside it, or a whole snapshot)."""
+
     __slots__ = ("left", "total", "exhausted")
 
     def __init__(self, steps: int) -> None:
@@ -58,20 +61,20 @@ class _Budget:
 
 
 def align(
-    a: Sequence[Hashable], b: Sequence[Hashable], *, budget: int | _Budget = DEFAULT_BUDGET
+    a: Sequence[Hashable], b: Sequence[Hashable], *, budget: int | Budget = DEFAULT_BUDGET
 ) -> list[tuple[int, int]]:
     """The matched index pairs ``(i, j)`` with ``a[i] == b[j]``, increasing on both sides.
 
     Keys must be comparable with each other (strings, or ints): the orientation is chosen by comparing the two
-    sequences, so ``align(b, a)`` is exactly ``align(a, b)`` with each pair swapped. A ``_Budget`` passed in is
+    sequences, so ``align(b, a)`` is exactly ``align(a, b)`` with each pair swapped. A ``Budget`` passed in is
     shared with the caller's other alignments."""
-    spend = budget if isinstance(budget, _Budget) else _Budget(budget)
+    spend = budget if isinstance(budget, Budget) else Budget(budget)
     if list(a) > list(b):
         return [(i, j) for j, i in _align(b, a, spend)]
     return _align(a, b, spend)
 
 
-def _align(a: Sequence[Hashable], b: Sequence[Hashable], budget: _Budget) -> list[tuple[int, int]]:
+def _align(a: Sequence[Hashable], b: Sequence[Hashable], budget: Budget) -> list[tuple[int, int]]:
     pairs: list[tuple[int, int]] = []
     stack = [(0, len(a), 0, len(b))]
     while stack:
@@ -134,7 +137,7 @@ def _unique_anchors(
 
 
 def _myers(
-    a: Sequence[Hashable], b: Sequence[Hashable], a_lo: int, a_hi: int, b_lo: int, b_hi: int, budget: _Budget
+    a: Sequence[Hashable], b: Sequence[Hashable], a_lo: int, a_hi: int, b_lo: int, b_hi: int, budget: Budget
 ) -> list[tuple[int, int]] | None:
     """Myers' greedy O((n+m)D) diff of the stretches: the pairs of a longest common subsequence, or None when the
     search would exceed the budget (the budget is spent either way)."""
@@ -297,8 +300,54 @@ _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _MISSING = object()
 
 
-def _key_path(path: str, key: str) -> str:
+def key_path(path: str, key: str) -> str:
+    """The path of ``key`` in the object at ``path``: ``$.city``, or ``$["a key"]`` where the key is no
+    identifier (the key's JSON string)."""
     return f"{path}.{key}" if _IDENTIFIER.match(key) else f"{path}[{json.dumps(key, ensure_ascii=False)}]"
+
+
+def index_path(path: str, index: int) -> str:
+    """The path of item ``index`` of the array at ``path``: ``$.items[2]``."""
+    return f"{path}[{index}]"
+
+
+_NAME_AT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_INDEX_AT = re.compile(r"[0-9]+")
+
+
+def path_parts(path: str) -> list[str | int]:
+    """A path as ``key_path`` and ``index_path`` write it, read back: its keys (str) and indices (int) from the
+    root. ``ValueError`` for anything else."""
+    if not path.startswith("$"):
+        raise ValueError(f"not a path: {path[:80]!r}")
+    parts: list[str | int] = []
+    k = 1
+    while k < len(path):
+        if path[k] == ".":
+            found = _NAME_AT.match(path, k + 1)
+            if found is None:
+                raise ValueError(f"no key after '.' at {k} in {path[:80]!r}")
+            parts.append(found.group())
+            k = found.end()
+            continue
+        if path[k] != "[":
+            raise ValueError(f"expected '.' or '[' at {k} in {path[:80]!r}")
+        if path.startswith('"', k + 1):
+            try:
+                key, end = _DECODER.raw_decode(path, k + 1)
+            except ValueError:
+                raise ValueError(f"a key that is not a JSON string at {k} in {path[:80]!r}") from None
+            parts.append(key)
+        else:
+            found = _INDEX_AT.match(path, k + 1)
+            if found is None:
+                raise ValueError(f"no index or key after '[' at {k} in {path[:80]!r}")
+            parts.append(int(found.group()))
+            end = found.end()
+        if not path.startswith("]", end):
+            raise ValueError(f"expected ']' at {end} in {path[:80]!r}")
+        k = end + 1
+    return parts
 
 
 _CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
@@ -314,16 +363,16 @@ def json_changes(left: Any, right: Any, path: str = "$") -> list[PathChange]:
         for key in sorted(left.keys() | right.keys()):
             lv, rv = left.get(key, _MISSING), right.get(key, _MISSING)
             if lv is _MISSING:
-                out.append(PathChange(_key_path(path, key), "added", None, rv))
+                out.append(PathChange(key_path(path, key), "added", None, rv))
             elif rv is _MISSING:
-                out.append(PathChange(_key_path(path, key), "removed", lv, None))
+                out.append(PathChange(key_path(path, key), "removed", lv, None))
             else:
-                out.extend(json_changes(lv, rv, _key_path(path, key)))
+                out.extend(json_changes(lv, rv, key_path(path, key)))
         return out
     if isinstance(left, list) and isinstance(right, list):
         if len(left) == len(right):
             pairs = enumerate(zip(left, right, strict=True))
-            return [c for k, (lv, rv) in pairs for c in json_changes(lv, rv, f"{path}[{k}]")]
+            return [c for k, (lv, rv) in pairs for c in json_changes(lv, rv, index_path(path, k))]
         matched = align([_canonical_json(x) for x in left], [_canonical_json(x) for x in right])
         out = []
         i = j = 0
@@ -332,11 +381,11 @@ def json_changes(left: Any, right: Any, path: str = "$") -> list[PathChange]:
             # Within a gap, items at the same place are changed in place; the rest are removed or added.
             for k in range(max(len(gap_left), len(gap_right))):
                 if k < len(gap_left) and k < len(gap_right):
-                    out.extend(json_changes(left[gap_left[k]], right[gap_right[k]], f"{path}[{gap_left[k]}]"))
+                    out.extend(json_changes(left[gap_left[k]], right[gap_right[k]], index_path(path, gap_left[k])))
                 elif k < len(gap_left):
-                    out.append(PathChange(f"{path}[{gap_left[k]}]", "removed", left[gap_left[k]], None))
+                    out.append(PathChange(index_path(path, gap_left[k]), "removed", left[gap_left[k]], None))
                 else:
-                    out.append(PathChange(f"{path}[{gap_right[k]}]", "added", None, right[gap_right[k]]))
+                    out.append(PathChange(index_path(path, gap_right[k]), "added", None, right[gap_right[k]]))
             i, j = pi + 1, pj + 1
         return out
     # Scalars, or two values of different kinds. 1 and 1.0 are the same JSON number; True is not 1.
@@ -703,7 +752,7 @@ class MessageDiff:
 def diff_messages(left: Sequence[Message], right: Sequence[Message], *, budget: int = DEFAULT_BUDGET) -> MessageDiff:
     """Align two message lists (two runs of one task) and say, pair by pair, whether they are identical.
     ``budget`` bounds Myers' search over the whole call (both the alignment and the pairing by role)."""
-    spend = _Budget(budget)
+    spend = Budget(budget)
     with _gc_paused():
         said_left, said_right = _said(left), _said(right)
         matched = align([s.key for s in said_left], [s.key for s in said_right], budget=spend)
@@ -720,7 +769,7 @@ def diff_messages(left: Sequence[Message], right: Sequence[Message], *, budget: 
 
 
 def _gap_rows(
-    said_left: list[_Said], said_right: list[_Said], a_lo: int, a_hi: int, b_lo: int, b_hi: int, budget: _Budget
+    said_left: list[_Said], said_right: list[_Said], a_lo: int, a_hi: int, b_lo: int, b_hi: int, budget: Budget
 ) -> Iterator[Row]:
     """Messages between two matches: paired by role where the roles line up, the rest one-sided."""
     pairs = align(
