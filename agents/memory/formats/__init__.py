@@ -459,9 +459,12 @@ def _database_layers(source: Any, stream: IO[bytes], head: bytes, format: str | 
     if format is not None and format not in MEMORY_FORMATS:
         raise FormatError("input", f"a SQLite database, not a {format} file")
     with contextlib.ExitStack() as stack:
-        live = isinstance(source, (str, os.PathLike)) and str(source) != "-"
-        if live:
-            path: str | os.PathLike[str] = source  # a file a running agent may still write: its log is read too
+        given = isinstance(source, (str, os.PathLike)) and str(source) != "-"
+        # A file with a write-ahead log beside it may still be written by a running agent: its log is read too.
+        # Without one, it is opened immutable, and nothing is created beside it.
+        live = given and os.path.exists(os.fspath(source) + "-wal")
+        if given:
+            path: str | os.PathLike[str] = source
         else:
             path = stack.enter_context(memory_files.database_file(stream, head))
         db = stack.enter_context(memory_files.open_database(path, live=live))
