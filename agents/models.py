@@ -368,7 +368,7 @@ class Annotation(models.Model):
 
 
 class ExportRecord(models.Model):
-    """Who exported what and when (written by agents.exports for the pages and the command line)."""
+    """Who exported what and when (written by agents.transfer.exports for the pages and the command line)."""
 
     # NULL for the command line, which runs without a logged-in user.
     user = models.ForeignKey(

@@ -37,7 +37,6 @@ from django.utils.dateparse import parse_datetime
 from pydantic import BaseModel
 
 from agents import models
-from agents.find import NO_FILTER, ChainFilter
 from agents.memory import schema, structure
 from agents.memory.chain import ProtocolChecker, ResultPlace, Violation, _gc_paused, place_results
 from agents.memory.replay import Replay, replay, replay_call
@@ -57,6 +56,7 @@ from agents.memory.trimming import (
     trim,
 )
 from agents.memory.trimming.tool_runs import Grouped
+from agents.sessions.find import NO_FILTER, ChainFilter
 
 
 class KeyUser:

@@ -6,43 +6,50 @@ from django.contrib.auth.decorators import login_not_required
 from django.urls import path
 from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerSplitView
 
-from agents import api, capture_views, diff_views, job_views, lab_views, review_views, transfer_views, views
+from agents.api import sessions as api_sessions
+from agents.capture import views as capture_views
+from agents.diff import views as diff_views
+from agents.jobs import views as jobs_views
+from agents.lab import views as lab_views
+from agents.review import views as review_views
+from agents.sessions import views as sessions_views
+from agents.transfer import views as transfer_views
 
 app_name = "agents"
 
 urlpatterns = [
-    path("", views.session_list, name="session_list"),
-    path("sessions/<int:session_id>/", views.session_detail, name="session_detail"),
-    path("sessions/<int:session_id>/recount/", views.session_recount, name="session_recount"),
-    path("sessions/<int:session_id>/delete/", views.session_delete, name="session_delete"),
-    path("sessions/<int:session_id>/jump/", views.session_jump, name="session_jump"),
-    path("sessions/<int:session_id>/calls/<int:call_id>/", views.llm_call, name="llm_call"),
-    path("agents/<int:agent_id>/", views.agent_detail, name="agent_detail"),
-    path("favicon.ico", views.favicon, name="favicon"),
-    # Import and export (agents.transfer_views).
+    path("", sessions_views.session_list, name="session_list"),
+    path("sessions/<int:session_id>/", sessions_views.session_detail, name="session_detail"),
+    path("sessions/<int:session_id>/recount/", sessions_views.session_recount, name="session_recount"),
+    path("sessions/<int:session_id>/delete/", sessions_views.session_delete, name="session_delete"),
+    path("sessions/<int:session_id>/jump/", sessions_views.session_jump, name="session_jump"),
+    path("sessions/<int:session_id>/calls/<int:call_id>/", sessions_views.llm_call, name="llm_call"),
+    path("agents/<int:agent_id>/", sessions_views.agent_detail, name="agent_detail"),
+    path("favicon.ico", sessions_views.favicon, name="favicon"),
+    # Import and export (agents.transfer.views).
     path("import/", transfer_views.import_upload, name="import_upload"),
     path("import/confirm/", transfer_views.import_confirm, name="import_confirm"),
     path("export/", transfer_views.export_sessions, name="export_sessions"),
     path("sessions/<int:session_id>/export/", transfer_views.export_session, name="export_session"),
     path("exports/", transfer_views.export_log, name="export_log"),
-    # The trimming lab (agents.lab_views).
+    # The trimming lab (agents.lab.views).
     path("sessions/<int:session_id>/lab/", lab_views.session_lab, name="session_lab"),
     path("sessions/<int:session_id>/lab/compare/", lab_views.session_lab_compare, name="session_lab_compare"),
     path("lab/report/", lab_views.trimming_report, name="trimming_report"),
-    # Live capture (agents.capture_views): the OTLP/HTTP receiver and the project's API keys.
+    # Live capture (agents.capture.views): the OTLP/HTTP receiver and the project's API keys.
     path("otlp/v1/traces", capture_views.otlp_traces, name="otlp_traces"),
     path("otlp/v1/logs", capture_views.otlp_logs, name="otlp_logs"),
     path("projects/", capture_views.project_list, name="project_list"),
     path("projects/<slug:slug>/settings/", capture_views.project_settings, name="project_settings"),
     path("projects/<slug:slug>/api-keys/", capture_views.api_key_create, name="api_key_create"),
     path("projects/<slug:slug>/api-keys/<str:prefix>/revoke/", capture_views.api_key_revoke, name="api_key_revoke"),
-    # Diffs: two sessions, or a session against a trimmed view (agents.diff_views).
+    # Diffs: two sessions, or a session against a trimmed view (agents.diff.views).
     path("sessions/<int:session_id>/diff/", diff_views.session_diff, name="session_diff"),
     path("compare/", diff_views.session_compare, name="session_compare"),
-    # Background jobs (agents.job_views): big reports, exports and imports.
-    path("jobs/<int:job_id>/", job_views.job_detail, name="job_detail"),
-    path("jobs/<int:job_id>/download/", job_views.job_download, name="job_download"),
-    # QA review (agents.review_views): the project's members and labels, annotations, review status, the queue.
+    # Background jobs (agents.jobs.views): big reports, exports and imports.
+    path("jobs/<int:job_id>/", jobs_views.job_detail, name="job_detail"),
+    path("jobs/<int:job_id>/download/", jobs_views.job_download, name="job_download"),
+    # QA review (agents.review.views): the project's members and labels, annotations, review status, the queue.
     path("projects/<slug:slug>/members/", review_views.member_add, name="member_add"),
     path("projects/<slug:slug>/members/<int:membership_id>/role/", review_views.member_role, name="member_role"),
     path("projects/<slug:slug>/members/<int:membership_id>/remove/", review_views.member_remove,
@@ -62,24 +69,24 @@ urlpatterns = [
 
 # The JSON API (agents.api): included under /api/ with the namespace "api" (reverse("api:session_list")).
 api_urlpatterns = [
-    path("", api.api_root, name="root"),
-    path("sessions/", api.session_list, name="session_list"),
-    path("agents/", api.agent_list, name="agent_list"),
-    path("agents/<int:agent_id>/", api.agent_detail, name="agent_detail"),
-    path("sessions/<int:session_id>/", api.session_detail, name="session_detail"),
-    path("sessions/<int:session_id>/messages/", api.session_messages, name="session_messages"),
-    path("sessions/<int:session_id>/annotations/", api.session_annotations, name="session_annotations"),
-    path("sessions/<int:session_id>/annotations/<int:annotation_id>/", api.session_annotation,
+    path("", api_sessions.api_root, name="root"),
+    path("sessions/", api_sessions.session_list, name="session_list"),
+    path("agents/", api_sessions.agent_list, name="agent_list"),
+    path("agents/<int:agent_id>/", api_sessions.agent_detail, name="agent_detail"),
+    path("sessions/<int:session_id>/", api_sessions.session_detail, name="session_detail"),
+    path("sessions/<int:session_id>/messages/", api_sessions.session_messages, name="session_messages"),
+    path("sessions/<int:session_id>/annotations/", api_sessions.session_annotations, name="session_annotations"),
+    path("sessions/<int:session_id>/annotations/<int:annotation_id>/", api_sessions.session_annotation,
          name="session_annotation"),
-    path("sessions/<int:session_id>/trim/", api.session_trim, name="session_trim"),
-    path("sessions/<int:session_id>/export/", api.session_export, name="session_export"),
-    path("exports/", api.export_create, name="export_create"),
-    path("sessions/<int:session_id>/diff/", api.session_diff, name="session_diff"),
-    path("sessions/<int:session_id>/diff/<int:other_id>/", api.session_diff, name="session_diff_with"),
-    path("strategies/", api.strategy_list, name="strategy_list"),
-    path("formats/", api.format_list, name="format_list"),
-    path("presets/", api.preset_list, name="preset_list"),
-    path("import/", api.import_upload, name="import_upload"),
+    path("sessions/<int:session_id>/trim/", api_sessions.session_trim, name="session_trim"),
+    path("sessions/<int:session_id>/export/", api_sessions.session_export, name="session_export"),
+    path("exports/", api_sessions.export_create, name="export_create"),
+    path("sessions/<int:session_id>/diff/", api_sessions.session_diff, name="session_diff"),
+    path("sessions/<int:session_id>/diff/<int:other_id>/", api_sessions.session_diff, name="session_diff_with"),
+    path("strategies/", api_sessions.strategy_list, name="strategy_list"),
+    path("formats/", api_sessions.format_list, name="format_list"),
+    path("presets/", api_sessions.preset_list, name="preset_list"),
+    path("import/", api_sessions.import_upload, name="import_upload"),
     # Open to the login middleware: SPECTACULAR_SETTINGS lets in a logged-in user or an API client only.
     path("schema/", login_not_required(SpectacularAPIView.as_view()), name="schema"),
     # The split view serves its start-up script as a file (?script), not inline: the Content-Security-Policy allows

@@ -105,7 +105,8 @@ def fill(db: Path, n: int, *, pad: int = 0, sessions: int = 1) -> int:
 
 def export(db: Path, out: Path, fmt: str) -> dict[str, Any]:
     setup_django(db)
-    from agents import exports, models
+    from agents import models
+    from agents.transfer import exports
 
     rss_before = _rss_kb()
     plan = exports.export_plan(sessions=models.Session.objects.all(), format=fmt, scope="bench")

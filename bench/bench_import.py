@@ -76,9 +76,9 @@ def child(path: Path, db: Path, counter: str) -> dict[str, Any]:
     from django.core.management import call_command
 
     call_command("migrate", verbosity=0)
-    from agents import imports
     from agents.memory.schema import Message
     from agents.memory.tokens import get_counter
+    from agents.transfer import imports
 
     get_counter(counter).count(Message(role="user", content="warm up"))  # load the tokenizer before measuring
     rss_before = rss_now_kb()

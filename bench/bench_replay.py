@@ -162,7 +162,8 @@ def report_child(db: str, repeat: int) -> dict[str, Any]:
     from django.contrib.auth.models import User
     from django.test import Client
 
-    from agents import jobs, models
+    from agents import models
+    from agents.jobs import queue
 
     settings.ALLOWED_HOSTS = ["*"]
     first = models.Session.objects.order_by("pk").first()
@@ -176,7 +177,7 @@ def report_child(db: str, repeat: int) -> dict[str, Any]:
     specs = ["buffered:buffer_size=40", f"langchain_last:max_tokens={budget}",
              f"safe_token_budget:max_tokens={budget}"]
     updates: list[tuple[float, int]] = []
-    original = jobs._Progress.__call__
+    original = queue._Progress.__call__
 
     def recording(self: Any, done: int, *, force: bool = False) -> None:
         before = self.last
@@ -184,12 +185,12 @@ def report_child(db: str, repeat: int) -> dict[str, Any]:
         if self.last != before:
             updates.append((time.perf_counter() - start, done))
 
-    jobs._Progress.__call__ = recording  # type: ignore[method-assign]
+    queue._Progress.__call__ = recording  # type: ignore[method-assign]
     start = time.perf_counter()
     response = client.get("/lab/report/", {"s": specs})
     job = models.BackgroundJob.objects.get()
     assert response.status_code == 302, response.status_code
-    jobs.run_job.call(job.pk)
+    queue.run_job.call(job.pk)
     seconds = time.perf_counter() - start
     job.refresh_from_db()
     messages = sum(models.Session.objects.values_list("message_count", flat=True))

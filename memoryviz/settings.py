@@ -188,9 +188,9 @@ MEMORYVIZ_UPLOAD_BYTES_PER_USER = int(
     os.environ.get("MEMORYVIZ_UPLOAD_BYTES_PER_USER", str(2 * MEMORYVIZ_MAX_UPLOAD_BYTES))
 )
 
-# An import writes its sessions hidden (agents.imports) and commits a batch every few thousand messages; a hidden
-# session whose process is gone, or (written from another host) that committed nothing for this long, is removed
-# by `manage.py cleanup_imports` (which `make run` runs at start).
+# An import writes its sessions hidden (agents.transfer.imports) and commits a batch every few thousand messages; a
+# hidden session whose process is gone, or (written from another host) that committed nothing for this long, is
+# removed by `manage.py cleanup_imports` (which `make run` runs at start).
 MEMORYVIZ_IMPORT_STALE_SECONDS = _env_int("MEMORYVIZ_IMPORT_STALE_SECONDS", 15 * 60)
 
 # The session list's text search uses the trigram index of migration 0011 (FTS5 on SQLite, pg_trgm on PostgreSQL);
@@ -210,7 +210,7 @@ MEMORYVIZ_BUSY_RETRY_SECONDS = _env_int("MEMORYVIZ_BUSY_RETRY_SECONDS", 5)
 # the replay costs more than the rest of the preview (bench/README.md, issue 10).
 MEMORYVIZ_LAB_REPLAY_INLINE_MESSAGES = _env_int("MEMORYVIZ_LAB_REPLAY_INLINE_MESSAGES", 5_000)
 
-# Long work in the background (agents.jobs), run by `manage.py run_worker` (which `make run` starts beside the
+# Long work in the background (agents.jobs.queue), run by `manage.py run_worker` (which `make run` starts beside the
 # server) through django-tasks' database backend: with PostgreSQL, workers on several machines share the queue.
 TASKS = {"default": {"BACKEND": "django_tasks_db.DatabaseBackend", "QUEUES": ["default"]}}
 # A report over more messages than this, an export of more messages, an import of a larger file: a background job
@@ -225,8 +225,8 @@ MEMORYVIZ_JOB_TTL_SECONDS = _env_int("MEMORYVIZ_JOB_TTL_SECONDS", 24 * 3600)
 # again by the next worker that looks.
 MEMORYVIZ_JOB_STALE_SECONDS = _env_int("MEMORYVIZ_JOB_STALE_SECONDS", 120)
 # The niceness (0 to 19) of batch work: `manage.py import_history` and `manage.py run_worker` take it at start
-# (agents.jobs.batch_priority), so that a big import leaves the CPU to the pages and the API first (bench/README.md,
-# "Logins and page views during a big import"). 0: the same priority as the server.
+# (agents.jobs.queue.batch_priority), so that a big import leaves the CPU to the pages and the API first
+# (bench/README.md, "Logins and page views during a big import"). 0: the same priority as the server.
 MEMORYVIZ_BATCH_NICE = _env_int("MEMORYVIZ_BATCH_NICE", 10)
 
 # Password guessing (agents.auth): a username, or a client address, that fails this many times within the window
@@ -265,15 +265,15 @@ REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "rest_framework.authentication.SessionAuthentication",
         "agents.auth.ThrottledBasicAuthentication",
-        "agents.api_auth.ApiKeyAuthentication",
+        "agents.api.auth.ApiKeyAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
     "PAGE_SIZE": 50,
-    "EXCEPTION_HANDLER": "agents.api.exception_handler",
+    "EXCEPTION_HANDLER": "agents.api.sessions.exception_handler",
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     # The browsable API shows an endpoint's docstring with its ``literals`` as code, not as text with backticks.
-    "VIEW_DESCRIPTION_FUNCTION": "agents.api.view_description",
+    "VIEW_DESCRIPTION_FUNCTION": "agents.api.sessions.view_description",
 }
 
 SPECTACULAR_SETTINGS = {
@@ -290,7 +290,7 @@ SPECTACULAR_SETTINGS = {
     "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],
     "SERVE_AUTHENTICATION": [
         "agents.auth.ThrottledBasicAuthentication",
-        "agents.api_auth.ApiKeyAuthentication",
+        "agents.api.auth.ApiKeyAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
     "SWAGGER_UI_DIST": "SIDECAR",

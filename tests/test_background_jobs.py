@@ -14,7 +14,8 @@ from django.utils import timezone
 from django_tasks_db.management.commands.db_worker import Worker
 from django_tasks_db.models import DBTaskResult
 
-from agents import jobs, models, services
+from agents import models, services
+from agents.jobs import queue
 
 # The worker commits as it goes and closes its connection between tasks (close_old_connections), as in
 # production: the tests run on committed data, not inside a transaction it would break.
@@ -126,7 +127,7 @@ def test_a_report_over_more_sessions_than_a_request_holds_covers_them_all_with_p
     alice_client.get(REPORT)
     job = models.BackgroundJob.objects.get()
     seen: list[int] = []
-    monkeypatch.setattr(jobs, "_Progress", _recording(jobs._Progress, seen))
+    monkeypatch.setattr(queue, "_Progress", _recording(queue._Progress, seen))
     run_worker()
     job.refresh_from_db()
     assert job.status == "done" and len(job.result["rows"]) == 5 and job.done == job.total == 5 * len(TOOL_LOOP)
@@ -135,9 +136,9 @@ def test_a_report_over_more_sessions_than_a_request_holds_covers_them_all_with_p
 
 
 def test_a_report_job_tells_its_progress_every_few_thousand_messages(monkeypatch) -> None:
-    monkeypatch.setattr(jobs, "REPORT_CHUNK_MESSAGES", 100)
+    monkeypatch.setattr(queue, "REPORT_CHUNK_MESSAGES", 100)
     sizes = {1: 60, 2: 50, 3: 30, 4: 500, 5: 10}
-    assert jobs._chunks([1, 2, 3, 4, 5], sizes) == [[1], [2, 3], [4], [5]]  # a bigger session alone
+    assert queue._chunks([1, 2, 3, 4, 5], sizes) == [[1], [2, 3], [4], [5]]  # a bigger session alone
 
 
 def _recording(progress_class: type, seen: list[int]) -> type:
@@ -172,8 +173,8 @@ def test_a_background_report_survives_a_worker_restart(alice, alice_client, sess
     run_worker()  # a worker that does not look for dead ones would never run it again
     assert models.BackgroundJob.objects.get(pk=job.pk).status == "running"
     # The restarted worker looks first.
-    assert jobs.jobs_recover() == [job.pk]
-    assert jobs.jobs_recover() == []  # queued once, however many workers look
+    assert queue.jobs_recover() == [job.pk]
+    assert queue.jobs_recover() == []  # queued once, however many workers look
     run_worker()
     job.refresh_from_db()
     assert job.status == "done" and job.attempts == 2 and len(job.result["rows"]) == 3
@@ -185,8 +186,8 @@ def test_a_job_from_another_host_is_recovered_only_once_its_heartbeat_is_stale(d
     job = models.BackgroundJob.objects.create(user=alice, kind="report", title="t", status="running",
                                               worker="elsewhere:42", heartbeat=timezone.now(),
                                               params={"session_ids": [], "specs": []})
-    assert jobs.jobs_recover() == []
-    assert jobs.jobs_recover(now=timezone.now() + dt.timedelta(seconds=61)) == [job.pk]
+    assert queue.jobs_recover() == []
+    assert queue.jobs_recover(now=timezone.now() + dt.timedelta(seconds=61)) == [job.pk]
     job.refresh_from_db()
     assert job.status == "queued" and job.task_id
 
@@ -240,8 +241,8 @@ def test_a_big_import_runs_in_the_background_and_shows_its_sessions_when_done(
 
 
 def test_a_failed_job_says_why(alice, alice_client, settings, job_dir) -> None:
-    job = jobs.job_enqueue(user=alice, kind="import", title="Import of gone.json",
-                           params={"upload": "missing.upload", "label": "gone.json", "project_id": 0})
+    job = queue.job_enqueue(user=alice, kind="import", title="Import of gone.json",
+                            params={"upload": "missing.upload", "label": "gone.json", "project_id": 0})
     run_worker()
     job.refresh_from_db()
     assert job.status == "failed" and "gone.json: the uploaded file is gone" in job.message
@@ -256,6 +257,6 @@ def test_finished_jobs_expire_with_their_files(db, alice, settings, job_dir) -> 
                                               file_name="export-1", finished_at=timezone.now() - dt.timedelta(hours=2))
     fresh = models.BackgroundJob.objects.create(user=alice, kind="report", title="new", status="done",
                                                 finished_at=timezone.now())
-    assert jobs.jobs_expire() == 1
+    assert queue.jobs_expire() == 1
     assert list(models.BackgroundJob.objects.values_list("pk", flat=True)) == [fresh.pk]
     assert not (job_dir / "export-1").exists() and old.pk != fresh.pk

@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-SETUP = "import django; django.setup(); from agents.jobs import batch_priority; "
+SETUP = "import django; django.setup(); from agents.jobs.queue import batch_priority; "
 
 
 def _run(script: str, nice: str, *, start: int = 0) -> str:

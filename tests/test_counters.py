@@ -6,11 +6,11 @@ import json
 
 import pytest
 
-from agents import imports
 from agents.memory.schema import Conversation, parse_messages
 from agents.memory.tokens import count_messages, total_tokens
 from agents.models import Agent, Membership, Message
 from agents.services import session_store
+from agents.transfer import imports
 from tests.conversations import TRAVEL
 
 CJK = [{"role": "user", "content": "東京と大阪の天気を教えてください。明日は雨が降りますか？"},

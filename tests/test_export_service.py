@@ -7,10 +7,11 @@ from typing import Any
 
 import pytest
 
-from agents import exports, imports, models, services
+from agents import models, services
 from agents.memory import formats
 from agents.memory.schema import Conversation, Message
 from agents.memory.trimming import strategy_spec, trim
+from agents.transfer import exports, imports
 
 
 def weather(suffix: str = "") -> list[Message]:

@@ -15,8 +15,9 @@ from typing import Any
 import pytest
 from django.utils import timezone
 
-from agents import imports, models, services
+from agents import models, services
 from agents.memory.schema import Conversation
+from agents.transfer import imports
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -9,7 +9,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agents import imports, models, services
+from agents import models, services
+from agents.transfer import imports
 from tests.paths import SAMPLES
 
 SAMPLE_FILES = sorted(p for p in SAMPLES.glob("*/*") if p.suffix in {".json", ".jsonl"})
@@ -427,7 +428,7 @@ def test_the_preview_of_an_append_checks_the_session_as_it_will_be_stored(
 
 def test_it_reimports_its_own_agentscope_export_without_a_time_zone_warning(db, agent: models.Agent) -> None:
     # AgentScope writes local time without a zone (warned at import); memoryviz's own export writes the zone.
-    from agents import exports
+    from agents.transfer import exports
 
     first = imports.import_file(SAMPLES / "agentscope" / "travel.json", project=agent.project, agent=agent)
     assert any("without a time zone" in w for w in first.warnings)

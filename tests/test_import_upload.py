@@ -10,7 +10,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 
 from agents import models
-from agents.uploads import upload_dir
+from agents.transfer.uploads import upload_dir
 from tests.paths import SAMPLES
 
 WEATHER: list[dict[str, Any]] = [

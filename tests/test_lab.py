@@ -9,7 +9,8 @@ from django.utils.html import escape
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agents import lab, models, services
+from agents import models, services
+from agents.lab import previews
 from agents.memory.tokens import count_messages, get_counter
 from agents.memory.trimming import StrategyError, spec_from_text, strategy_spec, trim
 from tests.conversations import chat
@@ -224,9 +225,9 @@ def test_it_renders_a_long_session_compactly(alice_client, make_session):
     html = alice_client.get(lab_url(session), {"strategy": "buffered", "buffer_size": "10"}).content.decode()
     assert f"… {len(result.dropped):,} dropped …</a>" in html  # one folded run in the strip
     assert len(re.findall(r'class="strip-cell', html)) == len(result.kept) + 5  # + the legend's cells
-    assert len(re.findall(r'<article id="l[mp]-', html)) <= lab.MAX_RENDERED
+    assert len(re.findall(r'<article id="l[mp]-', html)) <= previews.MAX_RENDERED
     html = alice_client.get(lab_url(session), {"strategy": "unbounded"}).content.decode()
-    assert len(re.findall(r'<article id="l[mp]-', html)) == lab.MAX_RENDERED
+    assert len(re.findall(r'<article id="l[mp]-', html)) == previews.MAX_RENDERED
     assert "messages not shown here" in html and "5,001 kept" in html
     assert len(html) < 600_000
 
@@ -412,18 +413,18 @@ SMALL_PARAMS = {
     cut=st.sampled_from([(300, 60, 2), (6, 2, 1), (3, 1, 0)]),
 )
 def test_it_shows_every_message_once_in_order_whatever_the_caps(messages, name, cut):
-    import agents.lab as lab_module
+    from agents.lab import previews
 
     counts = count_messages(messages, get_counter("cl100k"))
     result = trim(messages, strategy_spec(name, SMALL_PARAMS[name]), counter="cl100k", token_counts=counts)
-    saved = (lab_module.MAX_RENDERED, lab_module.RENDERED_HEAD, lab_module.DROPPED_SHOWN)
-    lab_module.MAX_RENDERED, lab_module.RENDERED_HEAD, lab_module.DROPPED_SHOWN = cut
+    saved = (previews.MAX_RENDERED, previews.RENDERED_HEAD, previews.DROPPED_SHOWN)
+    previews.MAX_RENDERED, previews.RENDERED_HEAD, previews.DROPPED_SHOWN = cut
     try:
-        preview = lab.trim_preview(messages, counts, result)
+        preview = previews.trim_preview(messages, counts, result)
     finally:
-        lab_module.MAX_RENDERED, lab_module.RENDERED_HEAD, lab_module.DROPPED_SHOWN = saved
-    rows = [x for x in preview.items if isinstance(x, lab.PreviewRow)]
-    shown = sum(1 if isinstance(x, lab.PreviewRow) else x.count for x in preview.items)
+        previews.MAX_RENDERED, previews.RENDERED_HEAD, previews.DROPPED_SHOWN = saved
+    rows = [x for x in preview.items if isinstance(x, previews.PreviewRow)]
+    shown = sum(1 if isinstance(x, previews.PreviewRow) else x.count for x in preview.items)
     assert shown == len(messages) + len(result.inserted)  # rendered rows plus gaps cover the whole list
     assert len(rows) <= cut[0]  # bounded, whatever the strategy keeps
     indices = [r.index for r in rows if r.index is not None]
@@ -447,8 +448,8 @@ def test_it_draws_each_message_in_the_strip_with_the_reason_the_trim_gives(messa
     each with the reason the trim gives, and a folded run counts what it stands for."""
     counts = count_messages(messages, get_counter("cl100k"))
     result = trim(messages, strategy_spec(name, SMALL_PARAMS[name]), counter="cl100k", token_counts=counts)
-    with patch.object(lab, "STRIP_CELLS", cells), patch.object(lab, "STRIP_RUN", 2):
-        strip = lab.trim_preview(messages, counts, result).strip
+    with patch.object(previews, "STRIP_CELLS", cells), patch.object(previews, "STRIP_RUN", 2):
+        strip = previews.trim_preview(messages, counts, result).strip
 
     why = {d.index: d.reason for d in result.dropped}
     cells_drawn = [(r.index, r.reason) for run in strip for r in run.rows if r.status == "dropped"]

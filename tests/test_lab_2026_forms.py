@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from agents.lab_forms import _kind
+from agents.lab.forms import _kind
 from agents.memory.trimming import get_strategy
 from tests.reference.canonical import CANONICAL_DICTS
 

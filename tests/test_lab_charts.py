@@ -1,7 +1,7 @@
 """The lab's inline SVG charts: geometry that stays small and keeps what matters visible."""
 from __future__ import annotations
 
-from agents.lab_charts import HEIGHT, MAX_POINTS, PAD, WIDTH, replay_chart, savings_chart
+from agents.lab.charts import HEIGHT, MAX_POINTS, PAD, WIDTH, replay_chart, savings_chart
 from agents.memory.replay import ReplayStep
 
 

@@ -7,7 +7,8 @@ import json
 import pytest
 from django.utils import timezone
 
-from agents import capture, models, services
+from agents import models, services
+from agents.capture import ingest
 from agents.memory.chain import find_violations
 from agents.memory.otlp import Batch, Span
 from tests import genai_spans
@@ -49,7 +50,7 @@ def trimmed_session(project, api_key) -> models.Session:
         chat_span(2, [SYSTEM, u1, a1, r1], a2),
         chat_span(3, [SYSTEM, r1, a2, u2], a3),
     ]
-    capture.otlp_ingest(api_key=api_key, batch=Batch(spans=spans))
+    ingest.otlp_ingest(api_key=api_key, batch=Batch(spans=spans))
     return models.Session.objects.get(external_id="trip-1")
 
 
@@ -100,7 +101,7 @@ def test_a_receiving_session_has_a_live_badge_and_a_tail_that_polls_for_new_mess
         text("assistant", "You're welcome!"),
         u3,
     ]
-    capture.otlp_ingest(api_key=api_key, batch=Batch(spans=[chat_span(4, inputs, text("assistant", "Booked."))]))
+    ingest.otlp_ingest(api_key=api_key, batch=Batch(spans=[chat_span(4, inputs, text("assistant", "Booked."))]))
     tail = alice_client.get(
         trimmed_session.get_absolute_url() + "?after=6&live=1", HTTP_HX_REQUEST="true"
     ).content.decode()
@@ -153,7 +154,7 @@ def test_stored_summaries_stay_those_of_the_whole_chain_as_calls_arrive(project,
     spans = [chat_span(1, [SYSTEM, u1], a1), chat_span(2, [SYSTEM, u1, a1, r1], a2),
              chat_span(3, [SYSTEM, u1, a1, r1, a2, u2], a3), chat_span(4, [SYSTEM, a2, u2, a3, u3], a4)]
     for span in (spans[0], spans[3], spans[1], spans[2]):  # the 2nd and 3rd come late: the session is replayed
-        capture.otlp_ingest(api_key=api_key, batch=Batch(spans=[span]))
+        ingest.otlp_ingest(api_key=api_key, batch=Batch(spans=[span]))
     session = models.Session.objects.get(external_id="trip-1")
     messages = services.session_messages(session)
     assert [m.role for m in messages] == [
@@ -186,7 +187,7 @@ def test_calls_that_continue_a_session_created_by_another_path_find_its_messages
             "messages": [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Weather in Rome?"}]}
     assert client.post("/api/sessions/", data=json.dumps(body), content_type="application/json",
                        HTTP_AUTHORIZATION=f"Bearer {key}").status_code == 201
-    capture.otlp_ingest(
+    ingest.otlp_ingest(
         api_key=api_key,
         batch=Batch(spans=[chat_span(1, [SYSTEM, text("user", "Weather in Rome?")], text("assistant", "24°C."))]),
     )

@@ -11,7 +11,7 @@ from django.template import Context, Template
 from django.test.utils import CaptureQueriesContext
 
 from agents import models, services
-from agents.message_html import _time, number
+from agents.sessions.message_html import _time, lab_message_html, lab_strip_html, number
 
 EVIL = "<x-agent onload=alert(1)>&"
 ESCAPED = "&lt;x-agent onload=alert(1)&gt;&amp;"
@@ -123,9 +123,8 @@ def test_the_labs_messages_keep_agent_content_escaped(alice_client, make_session
 def test_a_lab_message_reads_as_the_template_wrote_it():
     """Figures with thousands separators, a long text folded with its first 160 characters, a message past the
     session page's first page linked with ?after=, a placeholder without a count, the session's address escaped."""
-    from agents.lab import PreviewRow
+    from agents.lab.previews import PreviewRow
     from agents.memory.schema import Message
-    from agents.message_html import lab_message_html
 
     long = Message(role="tool", tool_call_id="c1", content="word " * 200, is_error=True, name="search")
     row = PreviewRow("kept", 1234, 3, long, 12345, "in the last 10 messages")
@@ -155,8 +154,7 @@ def test_the_labs_strip_marks_each_message_or_folds_long_runs(alice_client, make
 
 
 def test_a_long_run_of_the_strip_is_folded():
-    from agents.lab import StripRun
-    from agents.message_html import lab_strip_html
+    from agents.lab.previews import StripRun
 
     html = str(lab_strip_html([StripRun("dropped", [], 12345, 10, 12354, True, has_violation=True),
                                StripRun("kept", [], 3, None, None, True)], compact=True))

@@ -170,7 +170,7 @@ def test_a_batch_whose_session_goes_while_it_waits_for_it_is_tried_again(client,
     # Two requests of one agent at once on PostgreSQL: one (traces) names the trace's session and moves the calls
     # of "trace:<id>" there, deleting it, while the other (logs) waits for that session's lock. The waiting one
     # got no row, a 500 (seen in CI): it is tried again now, and finds the named session.
-    from agents import capture
+    from agents.capture import ingest as capture_ingest
 
     waiting = models.Session.objects.create(agent=models.Agent.objects.create(project=project, name="Bot", slug="bot"),
                                             external_id="trace:" + "ab" * 16)
@@ -181,19 +181,19 @@ def test_a_batch_whose_session_goes_while_it_waits_for_it_is_tried_again(client,
         return real(*args, **kwargs)
 
     monkeypatch.setattr(models.Session.objects, "select_for_update", after_a_move)
-    with pytest.raises(capture.SessionMoved):
-        capture._session(project, waiting.external_id, "Bot", [])
+    with pytest.raises(capture_ingest.SessionMoved):
+        capture_ingest._session(project, waiting.external_id, "Bot", [])
     monkeypatch.undo()
 
-    ingest, attempts = capture._ingest, []
+    ingest, attempts = capture_ingest._ingest, []
 
     def moved_once(*args, **kwargs):
         attempts.append(1)
         if len(attempts) == 1:
-            raise capture.SessionMoved("gone")
+            raise capture_ingest.SessionMoved("gone")
         return ingest(*args, **kwargs)
 
-    monkeypatch.setattr(capture, "_ingest", moved_once)
+    monkeypatch.setattr(capture_ingest, "_ingest", moved_once)
     span = genai_span("03" * 8, {
         "gen_ai.operation.name": "chat", "session.id": "s3",
         "gen_ai.input.messages": json.dumps([{"role": "user", "parts": [{"type": "text", "content": "Hi"}]}]),
@@ -225,29 +225,29 @@ def test_a_call_stored_while_its_trace_moves_to_its_named_session_is_moved_with_
     # together. The spans' request read the calls waiting in "trace:<id>", the logs' request stored two more calls
     # there and committed, and the move deleted "trace:<id>" with them: the session lost its last five messages.
     # Here the second request runs in another thread at that very moment, and must not be lost.
-    from agents import capture
+    from agents.capture import ingest as capture_ingest
 
     api_key = models.ApiKey.objects.get(project=project)
     first = chat("01" * 8, 1000, [("user", "Hi")], "Hello")
     second = chat("02" * 8, 3000, [("user", "Hi"), ("assistant", "Hello"), ("user", "More")], "Sure")
     named = {**genai_span("aa" * 8, {"session.id": "s9"}), "name": "invoke_agent Bot"}
-    capture.otlp_ingest(api_key=api_key, batch=spans_batch(first))
+    capture_ingest.otlp_ingest(api_key=api_key, batch=spans_batch(first))
     assert models.Session.objects.get().external_id == "trace:" + "ab" * 16
 
-    real, other = capture.stored_calls, []
+    real, other = capture_ingest.stored_calls, []
 
     def stored_calls_then_another_request(session):
         calls = real(session)
         if not other:  # the logs' request, while the move holds what it read
-            thread = threading.Thread(target=lambda: (capture.otlp_ingest(api_key=api_key, batch=spans_batch(second)),
-                                                      connection.close()))
+            thread = threading.Thread(target=lambda: (
+                capture_ingest.otlp_ingest(api_key=api_key, batch=spans_batch(second)), connection.close()))
             other.append(thread)
             thread.start()
             thread.join(timeout=1.5)  # it stored and committed, unless it waits for the session the move holds
         return calls
 
-    monkeypatch.setattr(capture, "stored_calls", stored_calls_then_another_request)
-    capture.otlp_ingest(api_key=api_key, batch=spans_batch(named))
+    monkeypatch.setattr(capture_ingest, "stored_calls", stored_calls_then_another_request)
+    capture_ingest.otlp_ingest(api_key=api_key, batch=spans_batch(named))
     other[0].join(timeout=30)
     assert not other[0].is_alive()
     session = models.Session.objects.get()

@@ -235,12 +235,12 @@ def test_a_report_column_of_a_preset_counts_with_the_presets_counter(alice_clien
     # Run in the background, the column counts the same way.
     settings.MEMORYVIZ_BACKGROUND_REPORT_MESSAGES = 1
     response = alice_client.get("/lab/report/", query)
-    from agents import jobs
+    from agents.jobs import queue
     from agents.models import BackgroundJob
 
     job = BackgroundJob.objects.get()
     assert response.status_code == 302 and job.params["counters"] == ["messages", None]
-    jobs.run_job.func(job.pk)  # what a worker runs, here in the test's transaction
+    queue.run_job.func(job.pk)  # what a worker runs, here in the test's transaction
     assert json.loads(alice_client.get(f"/jobs/{job.pk}/", {"download": "json"}).content) == data
 
 

@@ -10,8 +10,9 @@ import pytest
 from django.contrib.auth.models import User
 from django.test import Client
 
-from agents import models, review
+from agents import models
 from agents.models import Membership
+from agents.review import annotating
 
 CHAIN = [
     {"role": "user", "content": "Find me a flight to Lisbon."},
@@ -155,28 +156,28 @@ def test_the_settings_page_has_members_labels_and_api_keys_on_one_page(alice_cli
 
 
 @pytest.mark.parametrize(("color", "ink"), [
-    ("#ffffff", review.INK_DARK), ("#000000", review.INK_LIGHT),
-    ("#ca8a04", review.INK_DARK),   # the offered yellow: white on it is 2.9:1
-    ("#fde047", review.INK_DARK), ("#0891b2", review.INK_DARK), ("#2563eb", review.INK_LIGHT),
-    ("#dc2626", review.INK_LIGHT), ("#6b7280", review.INK_LIGHT), ("#777777", review.INK_DARK),
+    ("#ffffff", annotating.INK_DARK), ("#000000", annotating.INK_LIGHT),
+    ("#ca8a04", annotating.INK_DARK),   # the offered yellow: white on it is 2.9:1
+    ("#fde047", annotating.INK_DARK), ("#0891b2", annotating.INK_DARK), ("#2563eb", annotating.INK_LIGHT),
+    ("#dc2626", annotating.INK_LIGHT), ("#6b7280", annotating.INK_LIGHT), ("#777777", annotating.INK_DARK),
 ])
 def test_a_label_chips_text_is_the_ink_that_contrasts_more_with_its_colour(color, ink):
-    assert review.label_ink(color) == ink
-    assert review.contrast_ratio(color, ink) >= 4.5
+    assert annotating.label_ink(color) == ink
+    assert annotating.contrast_ratio(color, ink) >= 4.5
 
 
 def test_every_colour_gets_a_label_ink_of_at_least_wcag_aa_contrast():
     steps = range(0, 256, 15)
-    worst = min(review.contrast_ratio(c, review.label_ink(c))
+    worst = min(annotating.contrast_ratio(c, annotating.label_ink(c))
                 for c in (f"#{r:02x}{g:02x}{b:02x}" for r in steps for g in steps for b in steps))
     assert 4.5 <= worst < 4.7  # the worst colours sit near 4.58:1 with both inks
-    assert review.contrast_ratio("#ffffff", "#000000") == pytest.approx(21)
+    assert annotating.contrast_ratio("#ffffff", "#000000") == pytest.approx(21)
 
 
 def test_the_pages_render_each_label_chip_with_its_ink(alice_client, alice, project, session, label):
     models.Label.objects.create(project=project, name="fine", color="#fde047")
-    review.annotation_create(user=alice, session=session, seq=2, label="fine", comment="")
-    review.annotation_create(user=alice, session=session, seq=3, label="hallucination", comment="")
+    annotating.annotation_create(user=alice, session=session, seq=2, label="fine", comment="")
+    annotating.annotation_create(user=alice, session=session, seq=3, label="hallucination", comment="")
     dark_chip = 'class="label-chip ink-dark" data-color="#fde047"'
     light_chip = 'class="label-chip ink-light" data-color="#dc2626"'
     for url in ("/projects/alpha/settings/", session.get_absolute_url(), "/"):
@@ -205,16 +206,16 @@ def test_a_bad_label_is_refused_next_to_the_form(alice_client, label, data, erro
 
 
 def test_deleting_a_label_keeps_the_comments_and_drops_bare_labels(alice, session, label):
-    bare = review.annotation_create(user=alice, session=session, seq=1, label="hallucination", comment="")
-    commented = review.annotation_create(user=alice, session=session, seq=2, label="hallucination", comment="why")
-    assert review.label_delete(user=alice, label=label) == 1
+    bare = annotating.annotation_create(user=alice, session=session, seq=1, label="hallucination", comment="")
+    commented = annotating.annotation_create(user=alice, session=session, seq=2, label="hallucination", comment="why")
+    assert annotating.label_delete(user=alice, label=label) == 1
     assert not models.Annotation.objects.filter(pk=bare.pk).exists()
     assert models.Annotation.objects.get(pk=commented.pk).label is None
 
 
 def test_removing_a_member_unassigns_their_sessions(alice, session, members):
-    review.session_review_update(user=alice, session=session, assignee="annotator-user")
-    review.member_remove(user=alice, membership=_member("annotator-user"))
+    annotating.session_review_update(user=alice, session=session, assignee="annotator-user")
+    annotating.member_remove(user=alice, membership=_member("annotator-user"))
     assert models.Session.objects.get(pk=session.pk).assignee is None
 
 
@@ -222,9 +223,9 @@ def test_removing_a_member_unassigns_their_sessions(alice, session, members):
 
 
 def test_the_session_page_shows_annotations_in_the_chain_and_the_side_list(alice_client, alice, session, label):
-    review.annotation_create(user=alice, session=session, seq=2, label="hallucination",
-                             comment="<script>alert(1)</script>")
-    review.annotation_create(user=alice, session=session, seq=None, label=None, comment="whole run")
+    annotating.annotation_create(user=alice, session=session, seq=2, label="hallucination",
+                                 comment="<script>alert(1)</script>")
+    annotating.annotation_create(user=alice, session=session, seq=None, label=None, comment="whole run")
     page = alice_client.get(session.get_absolute_url()).content.decode()
     chain_part = page[page.index('id="m-2"'):]
     assert "hallucination" in chain_part[:chain_part.index("</article>")]
@@ -235,7 +236,7 @@ def test_the_session_page_shows_annotations_in_the_chain_and_the_side_list(alice
 
 
 def test_a_viewer_sees_the_review_but_no_forms(session, members, alice, label):
-    review.annotation_create(user=alice, session=session, seq=2, label="hallucination", comment="seen")
+    annotating.annotation_create(user=alice, session=session, seq=2, label="hallucination", comment="seen")
     page = client_for(members["viewer"]).get(session.get_absolute_url()).content.decode()
     assert "seen" in page and "Unreviewed" in page.title() or "unreviewed" in page
     for form_bit in ('id="annotate"', 'name="review_status"', "annotations/", 'class="annotate-link'):
@@ -274,7 +275,7 @@ def test_the_session_page_stays_within_its_queries_with_annotations(alice_client
              for i in range(400)]
     session = make_session(chain)
     for seq in range(0, 400, 3):
-        review.annotation_create(user=alice, session=session, seq=seq, label="hallucination", comment=f"n{seq}")
+        annotating.annotation_create(user=alice, session=session, seq=seq, label="hallucination", comment=f"n{seq}")
     with django_assert_max_num_queries(20):
         page = alice_client.get(session.get_absolute_url())
     assert page.status_code == 200 and "n297" in page.content.decode()
@@ -290,9 +291,9 @@ def three(make_session, alice, members, label):
     a = make_session(CHAIN, title="A run")
     b = make_session(CHAIN, title="B run")
     c = make_session(CHAIN, title="C run")
-    review.annotation_create(user=alice, session=b, seq=2, label="hallucination", comment="")
-    review.session_review_update(user=alice, session=b, review_status="in_review", assignee="annotator-user")
-    review.session_review_update(user=alice, session=c, review_status="done", assignee="alice")
+    annotating.annotation_create(user=alice, session=b, seq=2, label="hallucination", comment="")
+    annotating.session_review_update(user=alice, session=b, review_status="in_review", assignee="annotator-user")
+    annotating.session_review_update(user=alice, session=c, review_status="done", assignee="alice")
     return a, b, c
 
 

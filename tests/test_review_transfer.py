@@ -8,10 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from agents import exports, imports, models, review, services
+from agents import models, services
 from agents.memory import formats
 from agents.memory.schema import Annotation, Conversation, Message
 from agents.memory.trimming import strategy_spec
+from agents.review import annotating
+from agents.transfer import exports, imports
 
 CHAIN = [
     Message(role="user", content="Book the 9:40 to Porto."),
@@ -26,9 +28,9 @@ CHAIN = [
 def reviewed(agent, alice) -> models.Session:
     session = services.session_store(agent=agent, conversation=Conversation(messages=CHAIN, external_id="porto-1"))
     label = models.Label.objects.create(project=agent.project, name="hallucination", color="#dc2626")
-    review.annotation_create(user=alice, session=session, seq=3, label="hallucination",
-                             comment="Says booked; the tool said <b>sold out</b>.")
-    review.annotation_create(user=alice, session=session, seq=None, label=None, comment="Whole run: no retry.")
+    annotating.annotation_create(user=alice, session=session, seq=3, label="hallucination",
+                                 comment="Says booked; the tool said <b>sold out</b>.")
+    annotating.annotation_create(user=alice, session=session, seq=None, label=None, comment="Whole run: no retry.")
     assert label.annotations.count() == 1
     return session
 

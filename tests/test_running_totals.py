@@ -16,9 +16,10 @@ from django.db import connection
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agents import imports, models, services
+from agents import models, services
 from agents.memory.schema import Conversation, parse_messages
 from agents.memory.tokens import total_tokens
+from agents.transfer import imports
 
 fill_migration = importlib.import_module("agents.migrations.0004_message_token_running")
 

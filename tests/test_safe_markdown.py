@@ -6,7 +6,7 @@ from html.parser import HTMLParser
 
 import pytest
 
-from agents.safe_markdown import MARKDOWN_MAX_CHARS, markdown_to_safe_html
+from agents.sessions.safe_markdown import MARKDOWN_MAX_CHARS, markdown_to_safe_html
 
 HOSTILE = [
     "<script>alert(1)</script>",

@@ -14,7 +14,7 @@ from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
 
 from agents import models, services
-from agents.views import SESSIONS_PER_PAGE
+from agents.sessions.views import SESSIONS_PER_PAGE
 
 TEXTS = [
     "Weather in Paris?", "PARIS is sunny", "an éclair in Paris", "ÉCLAIR", "100% sure_thing", 'He said "hi"',
@@ -220,7 +220,7 @@ def test_the_table_fragment_skips_the_filter_choices(make_session, alice_client)
 def test_an_import_that_fails_leaves_no_tool_name(db, tmp_path, agent) -> None:
     import json
 
-    from agents import imports
+    from agents.transfer import imports
 
     good = {"external_id": "a", "messages": [{"role": "assistant", "content": None, "tool_calls": [
         {"id": "c1", "type": "function", "function": {"name": "leaky_tool", "arguments": "{}"}}]},

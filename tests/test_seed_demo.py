@@ -9,7 +9,7 @@ from django.core.management import call_command
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agents import demo_data
+from agents.demo import catalog
 from agents.models import Agent, Membership, Message, Project, Session, ToolCall
 
 BROKEN_KINDS = {
@@ -104,13 +104,13 @@ def test_it_stores_the_same_data_again_after_a_reset(db):
 
 
 def test_it_generates_the_same_conversations_from_the_same_seed():
-    first, second = demo_data.demo_sessions(7), demo_data.demo_sessions(7)
+    first, second = catalog.demo_sessions(7), catalog.demo_sessions(7)
     assert [s.conversation for s in first] == [s.conversation for s in second]
-    assert [s.conversation for s in demo_data.demo_sessions(8)] != [s.conversation for s in first]
+    assert [s.conversation for s in catalog.demo_sessions(8)] != [s.conversation for s in first]
 
 
 def test_it_generates_sessions_with_unique_external_ids_per_agent():
-    keys = [(s.agent, s.conversation.external_id) for s in demo_data.demo_sessions()]
+    keys = [(s.agent, s.conversation.external_id) for s in catalog.demo_sessions()]
     assert len(keys) == len(set(keys))
 
 
@@ -156,8 +156,8 @@ def _travel(seed: int, day: int):
     import datetime as dt
     import random
 
-    start = demo_data.EPOCH + dt.timedelta(days=day)
-    return demo_data._travel_session(random.Random(seed), 1, start)
+    start = catalog.EPOCH + dt.timedelta(days=day)
+    return catalog._travel_session(random.Random(seed), 1, start)
 
 
 @settings(max_examples=150, deadline=None)
@@ -258,7 +258,7 @@ def _language(text: str) -> str:
 
 def test_it_answers_in_the_language_the_user_writes():
     languages = set()
-    for demo in demo_data.demo_sessions():
+    for demo in catalog.demo_sessions():
         messages = demo.conversation.messages
         first_user = next((m.content for m in messages if m.role == "user"), None)
         if not first_user or first_user.startswith("Summary of earlier"):
@@ -272,8 +272,8 @@ def test_it_answers_in_the_language_the_user_writes():
 
 
 def test_it_gives_every_session_its_own_title():
-    for seed in (demo_data.DEFAULT_SEED, 1, 2):
-        titles = [s.conversation.title for s in demo_data.demo_sessions(seed)]
+    for seed in (catalog.DEFAULT_SEED, 1, 2):
+        titles = [s.conversation.title for s in catalog.demo_sessions(seed)]
         assert all(titles) and len(titles) == len(set(titles)), [t for t in titles if titles.count(t) > 1]
 
 

@@ -7,7 +7,7 @@ import re
 import pytest
 from django.urls import reverse
 
-from agents import diffs
+from agents.diff import diffs
 from agents.memory.schema import parse_messages
 from agents.memory.trimming import strategy_spec, trim
 from agents.models import Membership

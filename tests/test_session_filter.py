@@ -11,7 +11,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from agents import find
+from agents.sessions import find
 
 
 def _blocks(n: int) -> list[dict]:

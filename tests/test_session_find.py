@@ -8,7 +8,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from agents import find
+from agents.sessions import find
 
 CHAIN = [
     {"role": "system", "content": "You are a helpful agent."},

@@ -9,7 +9,8 @@ import random
 import pytest
 from django.db import OperationalError
 
-from agents import capture, models, services
+from agents import models, services
+from agents.capture import ingest
 from agents.memory import structure
 from agents.memory.schema import parse_messages
 from agents.memory.stored import outline
@@ -87,7 +88,7 @@ def test_a_structure_is_read_again_from_the_rows_once_the_session_changed(make_s
     session = make_session(chat(3))
     services.session_stored_messages(session)
     # Appended (live capture, the write API): the row writer bumps the version.
-    capture.session_append(session=session, messages=parse_messages([{"role": "user", "content": "And now?"}]))
+    ingest.session_append(session=session, messages=parse_messages([{"role": "user", "content": "And now?"}]))
     services.session_finish(session=session, message_count=session.message_count, token_counts_sum=0,
                             has_errors=False, violations=[])
     outlines, counts = services.session_stored_messages(session)
@@ -150,7 +151,7 @@ def test_the_lab_and_the_trim_api_trim_with_the_cyclic_collector_paused(alice_cl
 
 
 def test_an_import_keeps_the_structures_of_the_sessions_it_wrote(tmp_path, project, django_assert_num_queries):
-    from agents import imports
+    from agents.transfer import imports
 
     def native(sessions: list[dict]) -> dict:
         return {"format": "memoryviz", "version": 1, "sessions": sessions}
@@ -205,7 +206,7 @@ def test_a_structure_is_extended_with_the_messages_appended_since_and_read_whole
     before = session.message_count
 
     def append(text: str) -> None:
-        capture.session_append(session=session, messages=parse_messages([{"role": "user", "content": text}]))
+        ingest.session_append(session=session, messages=parse_messages([{"role": "user", "content": text}]))
         services.session_finish(session=session, message_count=session.message_count, token_counts_sum=0,
                                 has_errors=False, violations=[])
 

@@ -60,7 +60,7 @@ def test_a_session_without_times_or_metadata_shows_neither(alice_client, make_se
 
 def _import(tmp_path, project, name: str, data: object) -> models.Session:
     """Through the real import (reader, detection, row writer): what the page shows is what a reader kept."""
-    from agents import imports
+    from agents.transfer import imports
 
     path = tmp_path / name
     path.write_text(json.dumps(data))

@@ -5,12 +5,13 @@ from typing import Any
 from django import template
 from django.utils.safestring import SafeString
 
-from agents import find, review
-from agents.forms import session_filter_pairs
-from agents.lab import PreviewRow, StripRun
+from agents.lab.previews import PreviewRow, StripRun
 from agents.memory.formats import FORMATS
 from agents.memory.trimming import STRATEGIES
-from agents.message_html import lab_message_html, lab_strip_html
+from agents.review import annotating
+from agents.sessions import find
+from agents.sessions.message_html import lab_message_html, lab_strip_html
+from agents.store.filters import session_filter_pairs
 
 register = template.Library()
 
@@ -65,4 +66,4 @@ def mentions(text: str | None, q: str) -> bool:
 @register.filter
 def label_ink(color: str | None) -> str:
     """The class of a label chip's text colour: ``ink-dark`` or ``ink-light``, by the chip colour's luminance."""
-    return "ink-dark" if review.label_ink(color or "") == review.INK_DARK else "ink-light"
+    return "ink-dark" if annotating.label_ink(color or "") == annotating.INK_DARK else "ink-light"

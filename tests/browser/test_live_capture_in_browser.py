@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from agents import capture, models, services
+from agents import models, services
+from agents.capture import ingest
 from agents.memory.otlp import Batch, Span
 from tests import genai_spans
 from tests.browser.conftest import screenshot
@@ -24,7 +25,7 @@ def test_a_receiving_session_shows_new_messages_within_two_seconds_without_a_rel
     api_key = services.api_key_create(project=project, name="agent").api_key
     system = {"role": "system", "parts": [{"type": "text", "content": "Be brief."}]}
     hello, hi = text("user", "Hello"), text("assistant", "Hi! How can I help?")
-    capture.otlp_ingest(api_key=api_key, batch=Batch(spans=[chat_span(1, [system, hello], hi)]))
+    ingest.otlp_ingest(api_key=api_key, batch=Batch(spans=[chat_span(1, [system, hello], hi)]))
     session = models.Session.objects.get(external_id="live-1")
     page = logged_in_page
     page.goto(f"{live_server.url}{session.get_absolute_url()}")
@@ -32,7 +33,7 @@ def test_a_receiving_session_shows_new_messages_within_two_seconds_without_a_rel
     assert page.locator(".sent-note").first.inner_text().startswith("sent with 2 of 2 messages")
     page.evaluate("window.__notReloaded = true")
     ask, answer = text("user", "Weather in Rome?"), text("assistant", "24°C and clear.")
-    capture.otlp_ingest(api_key=api_key, batch=Batch(spans=[chat_span(2, [system, ask], answer)]))  # trimmed
+    ingest.otlp_ingest(api_key=api_key, batch=Batch(spans=[chat_span(2, [system, ask], answer)]))  # trimmed
     page.wait_for_selector("#m-4", timeout=2_000)
     assert page.evaluate("window.__notReloaded") is True
     assert "24°C and clear." in page.locator("#m-4").inner_text()

@@ -14,8 +14,8 @@ from typing import Any
 
 from django.core.management.base import CommandParser
 
-from agents import imports
 from agents.management.cli import ContractCommand
+from agents.transfer import imports
 
 
 class Command(ContractCommand):

@@ -20,10 +20,11 @@ from typing import Any
 from django.core.management.base import CommandParser
 from django.db.models import QuerySet, Sum
 
-from agents import exports, models, services
+from agents import models, services
 from agents.management.cli import ContractCommand, raw_stream
 from agents.management.progress import ProgressBar
 from agents.memory import formats
+from agents.transfer import exports
 
 
 class Command(ContractCommand):

@@ -21,9 +21,11 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import CommandParser
 from django.db import DatabaseError
 
-from agents import imports, jobs, models, services
+from agents import models, services
+from agents.jobs import queue
 from agents.management.cli import CHOOSE_FORMAT, ContractCommand, raw_stream
 from agents.management.progress import ProgressBar
+from agents.transfer import imports
 
 
 class Command(ContractCommand):
@@ -51,7 +53,7 @@ class Command(ContractCommand):
         )
 
     def handle(self, *args: Any, **options: Any) -> None:
-        jobs.batch_priority()  # the server's requests first (MEMORYVIZ_BATCH_NICE)
+        queue.batch_priority()  # the server's requests first (MEMORYVIZ_BATCH_NICE)
         self.check_format(options["format"])
         if options["counter"] is not None:
             self.check_counter(options["counter"])

@@ -1,8 +1,8 @@
 """python manage.py run_worker [db_worker's options]
 
 The background worker (django-tasks' ``db_worker``) for memoryviz's long jobs, which first, and then every little
-while, queues again the jobs of workers that died (``jobs.jobs_recover``), removes what killed imports left hidden
-and expired job files (``jobs.jobs_expire``). Run one or more, on one machine or several (with PostgreSQL they share
+while, queues again the jobs of workers that died (``queue.jobs_recover``), removes what killed imports left hidden
+and expired job files (``queue.jobs_expire``). Run one or more, on one machine or several (with PostgreSQL they share
 the queue); ``make run`` starts one beside the server.
 """
 from __future__ import annotations
@@ -15,7 +15,8 @@ from django.conf import settings
 from django.db import connection
 from django_tasks_db.management.commands import db_worker
 
-from agents import imports, jobs
+from agents.jobs import queue
+from agents.transfer import imports
 
 logger = logging.getLogger(__name__)
 
@@ -23,8 +24,8 @@ logger = logging.getLogger(__name__)
 def _housekeeping() -> None:
     try:
         imports.imports_cleanup()
-        jobs.jobs_recover()
-        jobs.jobs_expire()
+        queue.jobs_recover()
+        queue.jobs_expire()
     finally:
         connection.close()
 
@@ -33,7 +34,7 @@ class Command(db_worker.Command):
     help = "Run background jobs (reports, exports, imports), recovering those of workers that died."
 
     def handle(self, *args: Any, **options: Any) -> None:
-        jobs.batch_priority()  # the server's requests first (MEMORYVIZ_BATCH_NICE)
+        queue.batch_priority()  # the server's requests first (MEMORYVIZ_BATCH_NICE)
         _housekeeping()
         stop = threading.Event()
 

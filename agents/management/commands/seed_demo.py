@@ -14,7 +14,8 @@ from django.contrib.auth.models import Permission
 from django.core.management.base import BaseCommand, CommandParser
 from django.db import transaction
 
-from agents import demo_data, services
+from agents import services
+from agents.demo import catalog
 from agents.models import Agent, Membership, Project, Session
 
 # The demo user may browse the agents app in the admin, read-only: staff (not superuser) with "view" permissions.
@@ -28,7 +29,7 @@ class Command(BaseCommand):
     help = "Create demo projects, agents, sessions (some deliberately broken) and the demo user."
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("--seed", type=int, default=demo_data.DEFAULT_SEED, help="Random seed of the generator.")
+        parser.add_argument("--seed", type=int, default=catalog.DEFAULT_SEED, help="Random seed of the generator.")
         parser.add_argument(
             "--reset", action="store_true", help="Delete the demo agents' sessions and store them again."
         )
@@ -38,7 +39,7 @@ class Command(BaseCommand):
         with transaction.atomic():
             projects = {
                 p.slug: Project.objects.update_or_create(slug=p.slug, defaults={"name": p.name})[0]
-                for p in demo_data.PROJECTS
+                for p in catalog.PROJECTS
             }
             agents = {
                 a.slug: Agent.objects.update_or_create(
@@ -47,7 +48,7 @@ class Command(BaseCommand):
                     defaults={"name": a.name, "description": a.description, "model": a.model,
                               "context_window": a.context_window},
                 )[0]
-                for a in demo_data.AGENTS
+                for a in catalog.AGENTS
             }
             user, created_user = self._demo_user()
             for project in projects.values():
@@ -62,7 +63,7 @@ class Command(BaseCommand):
             )
             skipped = messages = 0
             stored_sessions: list[Session] = []
-            for demo in demo_data.demo_sessions(seed):
+            for demo in catalog.demo_sessions(seed):
                 key = (demo.agent, demo.conversation.external_id)
                 if key in existing:
                     skipped += 1

@@ -21,10 +21,10 @@ from django.db.models import Count, Sum
 from django.http import QueryDict
 from django.urls import reverse
 
-from agents import exports, find, jobs, lab, lab_charts, models, review, services
-from agents.find import permalink
-from agents.forms import SessionFilterForm, session_filter_pairs
-from agents.lab_forms import strategy_params_form
+from agents import models, services
+from agents.jobs import queue as jobs_queue
+from agents.lab import charts, previews
+from agents.lab.forms import strategy_params_form
 from agents.memory import formats
 from agents.memory.replay import Replay
 from agents.memory.tokens import COUNTERS
@@ -39,8 +39,13 @@ from agents.memory.trimming import (
     strategy_spec,
 )
 from agents.memory.trimming.catalog import strategies_by_framework, strategy_entry
-from agents.message_html import MessageView, message_html
-from agents.safe_markdown import markdown_to_safe_html
+from agents.review import annotating
+from agents.sessions import find
+from agents.sessions.find import permalink
+from agents.sessions.message_html import MessageView, message_html
+from agents.sessions.safe_markdown import markdown_to_safe_html
+from agents.store.filters import SessionFilterForm, session_filter_pairs
+from agents.transfer import exports
 
 # --- the session page -------------------------------------------------------------------------------------------
 
@@ -280,14 +285,14 @@ def _recount_choices(user: services.User, session: models.Session) -> dict[str, 
 def _review_context(user: services.User, session: models.Session, messages: list[MessageView], *,
                     annotate: int | None, queue: str | None) -> dict[str, Any]:
     """The review panel, each message's annotations, and the queue when the page was opened from it."""
-    context = review.session_review_context(
+    context = annotating.session_review_context(
         user, session,
         first_seq=messages[0].row.seq if messages else None, last_seq=messages[-1].row.seq if messages else None,
     )
     for m in messages:
         m.annotations = context["annotations_by_seq"].get(m.row.seq, [])
     context["annotate_seq"] = annotate
-    context["queue"] = review.queue_state(user, queue)
+    context["queue"] = annotating.queue_state(user, queue)
     return context
 
 
@@ -503,8 +508,8 @@ def export_request(*, user: services.User, data: Any, download: bool, session_id
                   "spec": plan.spec.text if plan.spec is not None else None, "counter": plan.counter,
                   "on_invalid": plan.on_invalid,
                   "scope": scope, "filters": filters, "filename": filename}
-        return ExportAnswer(job=jobs.job_enqueue(user=user, kind=models.BackgroundJob.Kind.EXPORT,
-                                                 title=f"Export of {scope}", params=params, total=total))
+        return ExportAnswer(job=jobs_queue.job_enqueue(user=user, kind=models.BackgroundJob.Kind.EXPORT,
+                                                       title=f"Export of {scope}", params=params, total=total))
     format_spec = formats.FORMATS[plan.format]
     return ExportAnswer(
         chunks=exports.export_chunks(plan, user=user, interface=interface),
@@ -638,9 +643,9 @@ def lab_page(
         run, step = replayed.replay, replayed.step
         if not replay_part:
             # At a call of the run, its input is the messages before it.
-            preview = lab.trim_preview(replayed.sent, replayed.counts[:replayed.sent_from], replayed.result)
+            preview = previews.trim_preview(replayed.sent, replayed.counts[:replayed.sent_from], replayed.result)
         if run is not None:
-            chart = lab_charts.replay_chart(run.steps, chosen=step)
+            chart = charts.replay_chart(run.steps, chosen=step)
     spec = form.spec or strategy_spec(strategy)
     # Opened on a preset, the lab counts with the preset's counter: compare, the diff and the Export menu take the
     # preset itself, so that they count with it too (its strategy and parameters alone count with the session's).
@@ -676,7 +681,7 @@ def lab_page(
         "can_save_preset": services.editable_projects(user).filter(pk=session.agent.project_id).exists(),
         "spec": spec,
         "preset_fields": [(key, value) for key, values in QueryDict(spec.lab_query).lists() for value in values],
-        "equivalents": lab.equivalents(site, session, spec, counter, preset) if form.spec is not None else None,
+        "equivalents": previews.equivalents(site, session, spec, counter, preset) if form.spec is not None else None,
         "compare_query": urlencode([("s", named), ("s", other)]),
         "diff_query": urlencode({"trim": named, **({"counter": counter} if recount else {})}),
         # The Export menu of the trimmed view: the strategy and its changed parameters (``key=value,key=value``),
@@ -684,7 +689,7 @@ def lab_page(
         "export_strategy": strategy.name if named == spec.text else named,
         "export_params": spec.text.partition(":")[2] if named == spec.text else "",
         "export_counter": counter if recount else "",
-        "dropped_shown": lab.DROPPED_SHOWN,
+        "dropped_shown": previews.DROPPED_SHOWN,
         "preset_save_error": save_error,
         "preset_name": preset_name,
     }

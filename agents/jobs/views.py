@@ -7,19 +7,20 @@ from django.http import FileResponse, Http404, HttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.views.decorators.http import require_GET
 
-from agents import jobs, lab
 from agents.http import HtmxHttpRequest
+from agents.jobs import queue
+from agents.lab import previews
 
 
 @require_GET
 def job_detail(request: HtmxHttpRequest, job_id: int) -> HttpResponse:
-    job = get_object_or_404(jobs.jobs_for_user(request.user), pk=job_id)
+    job = get_object_or_404(queue.jobs_for_user(request.user), pk=job_id)
     report = None
     if job.status == job.Status.DONE and job.kind == job.Kind.REPORT and job.result:
-        report = jobs.report_from_result(request.user, job.result)
+        report = queue.report_from_result(request.user, job.result)
     # The finished report is ordered, narrowed to what a count counts and downloaded as on the report page.
     labels = ((job.result or {}).get("labels") or [spec.text for spec in report.specs]) if report else []
-    shown = lab.report_shown_context(request.GET, report, labels)
+    shown = previews.report_shown_context(request.GET, report, labels)
     if isinstance(shown, HttpResponse):
         return shown
     context = {
@@ -41,8 +42,8 @@ def job_detail(request: HtmxHttpRequest, job_id: int) -> HttpResponse:
 @require_GET
 def job_download(request: HtmxHttpRequest, job_id: int) -> FileResponse:
     """The file a finished export job wrote, for its owner only."""
-    job = get_object_or_404(jobs.jobs_for_user(request.user), pk=job_id)
-    path = jobs.job_dir() / job.file_name if job.file_name else None
+    job = get_object_or_404(queue.jobs_for_user(request.user), pk=job_id)
+    path = queue.job_dir() / job.file_name if job.file_name else None
     if job.status != job.Status.DONE or path is None or not path.exists():
         raise Http404("This export's file is not there (not finished, or expired).")
     return FileResponse(open(path, "rb"), as_attachment=True, filename=job.download_name or job.file_name)

@@ -15,9 +15,11 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import HttpResponseClientRedirect, push_url
 
-from agents import find, models, pages, review, services
-from agents.forms import AgentForm, SessionFilterForm
+from agents import models, services
 from agents.http import HtmxHttpRequest, int_or_none
+from agents.review import annotating
+from agents.sessions import find, pages
+from agents.store.filters import AgentForm, SessionFilterForm
 
 SESSIONS_PER_PAGE = 50
 
@@ -30,7 +32,7 @@ def session_list(request: HtmxHttpRequest) -> HttpResponse:
         return redirect(_list_url_without(request, form.cleared))
     sessions = services.sessions_filtered(request.user, form.filters()).select_related("assignee")
     page = Paginator(sessions, SESSIONS_PER_PAGE).get_page(request.GET.get("page"))
-    review.attach_labels(page.object_list)
+    annotating.attach_labels(page.object_list)
     query = request.GET.copy()
     for name in ["page", "queue", *form.cleared]:
         query.pop(name, None)
@@ -56,7 +58,7 @@ def session_list(request: HtmxHttpRequest) -> HttpResponse:
         template_name += "#session-table"
     else:
         context["tool_names"] = services.tool_names_for_user(request.user)
-        context |= review.list_choices(request.user)
+        context |= annotating.list_choices(request.user)
     response = render(request, template_name, context)
     if form.cleared and request.htmx:
         # The URL htmx pushes is the request's; push the one the table shows instead.

@@ -1,7 +1,8 @@
 """Import (upload page with a preview before saving) and export (downloads of a session or of the filtered list).
 
-The upload waits in ``agents.uploads`` between preview and confirm; both steps are POST forms with CSRF. Exports
-stream with bounded memory and leave an ExportRecord; the export log page shows what each export had to drop.
+The upload waits in ``agents.transfer.uploads`` between preview and confirm; both steps are POST forms with CSRF.
+Exports stream with bounded memory and leave an ExportRecord; the export log page shows what each export had to
+drop.
 """
 from __future__ import annotations
 
@@ -15,10 +16,13 @@ from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from agents import exports, imports, jobs, models, pages, services, uploads
-from agents.forms import MAX_PASTE_CHARS, ImportForm
+from agents import models, services
+from agents.jobs import queue
 from agents.memory import formats
+from agents.sessions import pages
+from agents.store.filters import MAX_PASTE_CHARS, ImportForm
 from agents.throttling import expensive
+from agents.transfer import exports, imports, uploads
 
 # The label of pasted JSON (it has no file name to read a kind from).
 PASTED_LABEL = "pasted JSON"
@@ -118,13 +122,13 @@ def _import_in_background(request: HttpRequest, path: Path, form: ImportForm, la
     page follows the import."""
     agent = form.agent_choice()
     params = {
-        "upload": jobs.job_upload_keep(path), "label": label, "name": _detection_name(label),
+        "upload": queue.job_upload_keep(path), "label": label, "name": _detection_name(label),
         "project_id": form.cleaned_data["project"].pk, "format": form.cleaned_data.get("format") or "",
         "agent_id": agent.pk if isinstance(agent, models.Agent) else None,
         "agent_name": agent if isinstance(agent, str) else None,
     }
-    job = jobs.job_enqueue(user=request.user, kind=models.BackgroundJob.Kind.IMPORT, title=f"Import of {label}",
-                           params=params, total=0, unit="messages")
+    job = queue.job_enqueue(user=request.user, kind=models.BackgroundJob.Kind.IMPORT, title=f"Import of {label}",
+                            params=params, total=0, unit="messages")
     return redirect(job)
 
 

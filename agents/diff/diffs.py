@@ -13,10 +13,11 @@ from typing import Any, Literal
 
 from django.core.paginator import Page, Paginator
 
-from agents import find, models, services
+from agents import models, services
 from agents.memory.diff import CallDiff, Fold, MessageDiff, PairDiff, Row, TextDiff, diff_messages, diff_trim
 from agents.memory.schema import Message, ToolCall
 from agents.memory.trimming import StrategySpec, TrimResult
+from agents.sessions import find
 
 # Blocks (a row, or a folded run of identical rows) per page, and rows shown when a fold is opened.
 BLOCKS_PER_PAGE = 200

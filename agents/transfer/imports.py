@@ -30,11 +30,12 @@ from django.db import DatabaseError, IntegrityError, transaction
 from django.utils import timezone
 from django.utils.text import slugify
 
-from agents import models, review, services
+from agents import models, services
 from agents.memory import formats
 from agents.memory.chain import ProtocolChecker, Violation
 from agents.memory.schema import Conversation, Message
 from agents.memory.tokens import DEFAULT_COUNTER, get_counter
+from agents.review import annotating
 
 # Where neither the caller nor the file names a project, sessions go to this one (created when missing).
 DEFAULT_PROJECT_SLUG = "imported"
@@ -413,7 +414,7 @@ def _store(
     services.write_retrying(lambda: _summaries_write(session, stored, accepted))
     try:
         annotations = services.write_retrying(
-            lambda: review.annotations_import(session=session, items=read.annotations)
+            lambda: annotating.annotations_import(session=session, items=read.annotations)
         )
     except ValueError as exc:
         raise ImportFailed(f"conversation {outcome.index + 1}: {exc}") from None

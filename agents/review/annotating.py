@@ -21,9 +21,9 @@ from django.http import Http404, QueryDict
 from django.utils import timezone
 
 from agents import models, services
-from agents.forms import SessionFilterForm
 from agents.memory import schema
 from agents.services import User
+from agents.store.filters import SessionFilterForm
 
 COMMENT_MAX = 10_000
 LABEL_NAME_MAX = 60

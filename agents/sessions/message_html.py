@@ -20,11 +20,11 @@ from django.utils.safestring import SafeString, mark_safe
 from django.utils.text import Truncator
 from django.utils.timezone import is_aware, localtime
 
-from agents import find
+from agents.sessions import find
 
 if TYPE_CHECKING:
     from agents import models
-    from agents.lab import PreviewRow, StripRun
+    from agents.lab.previews import PreviewRow, StripRun
 
 ANNOTATIONS_PARTIAL = "agents/session_detail.html#message-annotations"
 

@@ -15,8 +15,9 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
-from agents import models, review, services
+from agents import models, services
 from agents.http import HtmxHttpRequest
+from agents.review import annotating
 
 # --- project settings: members and labels ---------------------------------------------------------------------
 
@@ -34,7 +35,7 @@ def _settings_region(request: HtmxHttpRequest, project: models.Project, region: 
     next to the form (200)."""
     if not request.htmx and not error:
         return redirect(reverse("agents:project_settings", args=[project.slug]) + f"#{region}")
-    context: dict[str, Any] = {"project": project, f"{region}_error": error, **review.settings_context(project)}
+    context: dict[str, Any] = {"project": project, f"{region}_error": error, **annotating.settings_context(project)}
     template = "agents/project_settings.html"
     if request.htmx:
         template += f"#{region}"
@@ -51,8 +52,8 @@ def _settings_region(request: HtmxHttpRequest, project: models.Project, region: 
 def member_add(request: HtmxHttpRequest, slug: str) -> HttpResponse:
     project = _project(request, slug)
     try:
-        review.member_add(user=request.user, project=project, username=request.POST.get("username", ""),
-                          role=request.POST.get("role", ""))
+        annotating.member_add(user=request.user, project=project, username=request.POST.get("username", ""),
+                              role=request.POST.get("role", ""))
     except ValueError as exc:
         return _settings_region(request, project, "members", str(exc))
     return _settings_region(request, project, "members")
@@ -63,7 +64,7 @@ def member_role(request: HtmxHttpRequest, slug: str, membership_id: int) -> Http
     project = _project(request, slug)
     membership = _membership(project, membership_id)
     try:
-        review.member_set_role(user=request.user, membership=membership, role=request.POST.get("role", ""))
+        annotating.member_set_role(user=request.user, membership=membership, role=request.POST.get("role", ""))
     except ValueError as exc:
         return _settings_region(request, project, "members", str(exc))
     return _settings_region(request, project, "members")
@@ -74,7 +75,7 @@ def member_remove(request: HtmxHttpRequest, slug: str, membership_id: int) -> Ht
     project = _project(request, slug)
     membership = _membership(project, membership_id)
     try:
-        review.member_remove(user=request.user, membership=membership)
+        annotating.member_remove(user=request.user, membership=membership)
     except ValueError as exc:
         return _settings_region(request, project, "members", str(exc))
     return _settings_region(request, project, "members")
@@ -84,8 +85,8 @@ def member_remove(request: HtmxHttpRequest, slug: str, membership_id: int) -> Ht
 def label_create(request: HtmxHttpRequest, slug: str) -> HttpResponse:
     project = _project(request, slug)
     try:
-        review.label_create(user=request.user, project=project, name=request.POST.get("name", ""),
-                            color=request.POST.get("color", review.LABEL_COLORS[-1]))
+        annotating.label_create(user=request.user, project=project, name=request.POST.get("name", ""),
+                                color=request.POST.get("color", annotating.LABEL_COLORS[-1]))
     except ValueError as exc:
         return _settings_region(request, project, "labels", str(exc))
     return _settings_region(request, project, "labels")
@@ -96,8 +97,8 @@ def label_update(request: HtmxHttpRequest, slug: str, label_id: int) -> HttpResp
     project = _project(request, slug)
     label = get_object_or_404(models.Label.objects.select_related("project"), project=project, pk=label_id)
     try:
-        review.label_update(user=request.user, label=label, name=request.POST.get("name", ""),
-                            color=request.POST.get("color", label.color))
+        annotating.label_update(user=request.user, label=label, name=request.POST.get("name", ""),
+                                color=request.POST.get("color", label.color))
     except ValueError as exc:
         return _settings_region(request, project, "labels", str(exc))
     return _settings_region(request, project, "labels")
@@ -107,7 +108,7 @@ def label_update(request: HtmxHttpRequest, slug: str, label_id: int) -> HttpResp
 def label_delete(request: HtmxHttpRequest, slug: str, label_id: int) -> HttpResponse:
     project = _project(request, slug)
     label = get_object_or_404(models.Label.objects.select_related("project"), project=project, pk=label_id)
-    review.label_delete(user=request.user, label=label)
+    annotating.label_delete(user=request.user, label=label)
     return _settings_region(request, project, "labels")
 
 
@@ -125,11 +126,11 @@ def _session_region(request: HtmxHttpRequest, session: models.Session, *, error:
             return render(request, "agents/review_error.html", {"session": session, "error": error})
         params: dict[str, Any] = {"at": seq} if seq is not None else {}
         if queue_view is not None:
-            params["queue"] = review.queue_query(queue_view)
+            params["queue"] = annotating.queue_query(queue_view)
         target = (f"?{urlencode(params)}" if params else "") + (f"#m-{seq}" if seq is not None else anchor)
         return redirect(session.get_absolute_url() + target)
-    context = review.session_review_context(request.user, session, first_seq=seq, last_seq=seq)
-    context |= {"session": session, "review_error": error, "queue": review.queue_state(request.user, queue_view)}
+    context = annotating.session_review_context(request.user, session, first_seq=seq, last_seq=seq)
+    context |= {"session": session, "review_error": error, "queue": annotating.queue_state(request.user, queue_view)}
     response = render(request, "agents/session_detail.html#review-panel", context)  # errors too: see above
     if seq is not None:
         oob = render(request, "agents/session_detail.html#message-annotations",
@@ -154,8 +155,8 @@ def annotation_create(request: HtmxHttpRequest, session_id: int) -> HttpResponse
     seq = None
     try:
         seq = _seq(request.POST.get("seq"))
-        review.annotation_create(user=request.user, session=session, seq=seq, label=request.POST.get("label") or None,
-                                 comment=request.POST.get("comment", ""))
+        annotating.annotation_create(user=request.user, session=session, seq=seq,
+                                     label=request.POST.get("label") or None, comment=request.POST.get("comment", ""))
     except ValueError as exc:
         return _session_region(request, session, error=str(exc))
     return _session_region(request, session, seq=seq)
@@ -163,11 +164,11 @@ def annotation_create(request: HtmxHttpRequest, session_id: int) -> HttpResponse
 
 @require_POST
 def annotation_update(request: HtmxHttpRequest, session_id: int, annotation_id: int) -> HttpResponse:
-    session, annotation = review.annotation_for_user(request.user, session_id, annotation_id)
+    session, annotation = annotating.annotation_for_user(request.user, session_id, annotation_id)
     seq = annotation.message.seq if annotation.message else None
     try:
-        review.annotation_update(user=request.user, annotation=annotation, label=request.POST.get("label") or None,
-                                 comment=request.POST.get("comment", ""))
+        annotating.annotation_update(user=request.user, annotation=annotation, label=request.POST.get("label") or None,
+                                     comment=request.POST.get("comment", ""))
     except ValueError as exc:
         return _session_region(request, session, error=str(exc))
     return _session_region(request, session, seq=seq)
@@ -175,9 +176,9 @@ def annotation_update(request: HtmxHttpRequest, session_id: int, annotation_id: 
 
 @require_POST
 def annotation_delete(request: HtmxHttpRequest, session_id: int, annotation_id: int) -> HttpResponse:
-    session, annotation = review.annotation_for_user(request.user, session_id, annotation_id)
+    session, annotation = annotating.annotation_for_user(request.user, session_id, annotation_id)
     seq = annotation.message.seq if annotation.message else None
-    review.annotation_delete(user=request.user, annotation=annotation)
+    annotating.annotation_delete(user=request.user, annotation=annotation)
     return _session_region(request, session, seq=seq)
 
 
@@ -191,7 +192,7 @@ def session_review(request: HtmxHttpRequest, session_id: int) -> HttpResponse:
     if "assignee" in request.POST:
         changes["assignee"] = request.POST["assignee"] or None
     try:
-        review.session_review_update(user=request.user, session=session, **changes)
+        annotating.session_review_update(user=request.user, session=session, **changes)
     except ValueError as exc:
         return _session_region(request, session, error=str(exc))
     if "queue" in request.POST:
@@ -200,7 +201,7 @@ def session_review(request: HtmxHttpRequest, session_id: int) -> HttpResponse:
 
 
 def _next_url(query: str, *, after: int | None = None) -> str:
-    query = review.queue_query(query)
+    query = annotating.queue_query(query)
     parts = [query] if query else []
     if after is not None:
         parts.append(f"after={after}")
@@ -212,12 +213,12 @@ def review_next(request: HtmxHttpRequest) -> HttpResponse:
     """The review queue: the next unreviewed session within the list's filters (``after``: the one just seen),
     opened with the queue bar; the list with a word when none is left, or with the filter's error when one is
     invalid (the queue never widens past the filters asked for)."""
-    query = review.queue_query(request.GET.urlencode())
-    if review.queue_refusal(request.user, query):
+    query = annotating.queue_query(request.GET.urlencode())
+    if annotating.queue_refusal(request.user, query):
         return redirect(reverse("agents:session_list") + "?" + f"{query}&queue=invalid")
     after = request.GET.get("after", "")
-    session = review.queue_next(request.user, review.queue_filters(request.user, query),
-                                after=int(after) if after.isdigit() else None)
+    session = annotating.queue_next(request.user, annotating.queue_filters(request.user, query),
+                                    after=int(after) if after.isdigit() else None)
     if session is None:
         return redirect(reverse("agents:session_list") + "?" + (f"{query}&" if query else "") + "queue=empty")
     return redirect(session.get_absolute_url() + "?" + urlencode({"queue": query}))

@@ -24,8 +24,9 @@ from django.db import transaction
 from django.utils import timezone
 from django_tasks import task
 
-from agents import exports, imports, models, services
+from agents import models, services
 from agents.memory.trimming import StrategyError, spec_from_text
+from agents.transfer import exports, imports
 
 Job = models.BackgroundJob
 # Progress is written at most this often (seconds): a heartbeat, not a write per batch.

@@ -22,13 +22,13 @@ from django.urls import reverse
 from pydantic import BaseModel
 
 from agents import models, services
-from agents.forms import session_filter_pairs
-from agents.lab_charts import savings_chart
+from agents.lab.charts import savings_chart
 from agents.memory.chain import Violation
 from agents.memory.compare import AlignedCompare, Fold, Mark, Row
 from agents.memory.schema import Message, content_text
 from agents.memory.trimming import StrategySpec, TrimResult
 from agents.memory.trimming.tool_runs import last_of_role
+from agents.store.filters import session_filter_pairs
 
 # --- one trim as a page shows it -----------------------------------------------------------------------------
 

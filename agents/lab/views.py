@@ -13,10 +13,11 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods
 from django_htmx.http import HttpResponseClientRedirect, push_url
 
-from agents import jobs, lab, models, pages, services
-from agents.forms import SessionFilterForm, session_filter_pairs
+from agents import models, services
 from agents.http import HtmxHttpRequest, collector_paused, int_or_none
-from agents.lab_forms import StrategyParamsForm, strategy_params_form
+from agents.jobs import queue
+from agents.lab import previews
+from agents.lab.forms import StrategyParamsForm, strategy_params_form
 from agents.memory.compare import compare_aligned
 from agents.memory.trimming import (
     STRATEGIES,
@@ -26,6 +27,8 @@ from agents.memory.trimming import (
     spec_from_text,
 )
 from agents.memory.trimming.catalog import strategies_by_framework, strategy_entry
+from agents.sessions import pages
+from agents.store.filters import SessionFilterForm, session_filter_pairs
 from agents.throttling import expensive
 
 DEFAULT_COMPARE = ["buffered", "langchain_last", "safe_token_budget"]
@@ -109,7 +112,7 @@ class CompareColumn:
     chosen: str = ""
     preset: models.Preset | None = None
     counter: str = ""  # what it counts with: the session's, or its preset's (set by the view)
-    preview: lab.TrimPreview | None = None
+    preview: previews.TrimPreview | None = None
     prefix: str = ""  # its fields' names and ids: "c2-buffer_size"
     remove_query: str = ""
     lab_query: str = ""
@@ -212,14 +215,14 @@ def session_lab_compare(request: HtmxHttpRequest, session_id: int) -> HttpRespon
             trimmed = services.session_trim(session=session, specs=[c.spec for c in group if c.spec is not None],
                                             counter=counter)
             for column, result in zip(group, trimmed.results, strict=True):
-                column.preview = lab.trim_preview(trimmed.messages, trimmed.counts, result, bodies=False)
+                column.preview = previews.trim_preview(trimmed.messages, trimmed.counts, result, bodies=False)
                 results[id(column)] = result
             if base is None or counter == session.token_counter:
                 base, rows_counter = trimmed, counter
         assert base is not None
         aligned = compare_aligned(base.messages, [results[id(c)] for c in valid], only_disagreements=only,
                                   offset=int_or_none(query.get("offset")) or 0)
-        lines = lab.aligned_lines(base.messages, base.counts, aligned)
+        lines = previews.aligned_lines(base.messages, base.counts, aligned)
     context = {
         "session": session,
         "columns": columns,
@@ -292,11 +295,11 @@ def trimming_report(request: HtmxHttpRequest) -> HttpResponse:
             if any(counters):
                 params["counters"], params["labels"] = counters, labels
             title = f"Trimming report{' (every call)' if per_call else ''}: {', '.join(texts)}"
-            job = jobs.job_enqueue(user=request.user, kind=models.BackgroundJob.Kind.REPORT, params=params,
-                                   title=title, total=total)
+            job = queue.job_enqueue(user=request.user, kind=models.BackgroundJob.Kind.REPORT, params=params,
+                                    title=title, total=total)
             return HttpResponseClientRedirect(job.get_absolute_url()) if request.htmx else redirect(job)
     report = services.trimming_report(sessions, specs, per_call=per_call, counters=counters) if specs else None
-    shown = lab.report_shown_context(request.GET, report, labels)
+    shown = previews.report_shown_context(request.GET, report, labels)
     if isinstance(shown, HttpResponse):
         return shown  # ?download=csv|json
     context = {

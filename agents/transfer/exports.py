@@ -15,10 +15,11 @@ from typing import IO, Any
 from django.db.models import QuerySet, Sum
 from django.utils import timezone
 
-from agents import models, review, services
+from agents import models, services
 from agents.memory import formats
 from agents.memory.schema import Conversation, Message
 from agents.memory.trimming import StrategySpec, TrimResult
+from agents.review import annotating
 
 # Messages read from the database per query while exporting.
 PAGE_SIZE = 2_000
@@ -205,7 +206,7 @@ def _session_meta(session: models.Session) -> Conversation:
         tools=session.tools,
         metadata=dict(session.metadata or {}),
         # Native writes them after the messages; every other format reports them as dropped.
-        annotations=review.annotations_export(session),
+        annotations=annotating.annotations_export(session),
     )
 
 

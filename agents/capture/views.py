@@ -19,8 +19,10 @@ from google.protobuf import json_format
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceResponse
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
-from agents import capture, models, review, services
+from agents import models, services
+from agents.capture import ingest
 from agents.memory import otlp
+from agents.review import annotating
 
 # google.rpc.Code numbers for the Status body of a refusal.
 _RPC_CODES = {400: 3, 401: 16, 403: 7, 413: 8, 415: 3, 405: 12}
@@ -76,7 +78,7 @@ def _receive(request: HttpRequest, signal: otlp.Signal) -> HttpResponse:
                             content_encoding=request.META.get("HTTP_CONTENT_ENCODING", ""), max_bytes=limit)
     except otlp.OtlpError as exc:
         return _refuse(exc.status, str(exc), as_json)
-    result = capture.otlp_ingest(api_key=api_key, batch=batch)
+    result = ingest.otlp_ingest(api_key=api_key, batch=batch)
     traces = signal == "traces"
     reply = ExportTraceServiceResponse() if traces else ExportLogsServiceResponse()
     if result.rejected:
@@ -129,7 +131,7 @@ def _render_settings(request: HttpRequest, project: models.Project, *, new_key: 
     if getattr(request, "htmx", False):
         template += "#api-keys"
     return render(request, template, {"project": project, "keys": keys, "new_key": new_key, "error": error,
-                                      "endpoint": endpoint, **review.settings_context(project)})
+                                      "endpoint": endpoint, **annotating.settings_context(project)})
 
 
 @require_POST

@@ -1,4 +1,4 @@
-"""The diff pages: two sessions side by side, or a session against a trimmed view of it (logic in agents.diffs)."""
+"""The diff pages: two sessions side by side, or a session against a trimmed view of it (logic in agents.diff.diffs)."""
 from __future__ import annotations
 
 from urllib.parse import urlencode
@@ -8,7 +8,8 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET
 
-from agents import diffs, services
+from agents import services
+from agents.diff import diffs
 from agents.http import HtmxHttpRequest
 from agents.memory.tokens import COUNTERS
 from agents.memory.trimming import STRATEGIES, StrategyError

@@ -39,16 +39,22 @@ from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 from rest_framework.views import get_view_description
 
-from agents import capture, diffs, find, imports, models, pages, review, services, transfer_views
-from agents.api_auth import ApiKeyAuthentication
+from agents import models, services
+from agents.api.auth import ApiKeyAuthentication
 from agents.auth import ThrottledBasicAuthentication
-from agents.forms import AgentForm, SessionFilterForm
+from agents.capture import ingest
+from agents.diff import diffs
 from agents.http import collector_paused
 from agents.memory import schema
 from agents.memory.formats import FORMATS
 from agents.memory.tokens import COUNTERS, DEFAULT_COUNTER
 from agents.memory.trimming import FALSE_WORDS, STRATEGIES, TRUE_WORDS, StrategyError
+from agents.review import annotating
+from agents.sessions import find, pages
+from agents.store.filters import AgentForm, SessionFilterForm
 from agents.throttling import expensive_api
+from agents.transfer import imports
+from agents.transfer import views as transfer_views
 
 MAX_MESSAGE_PAGE = 1000
 
@@ -333,7 +339,7 @@ def session_detail(request: Request, session_id: int) -> Response:
         changes = {name: getattr(body, name) for name in body.model_fields_set}
         if "review_status" in changes and changes["review_status"] is None:
             raise _Invalid("review_status: one of unreviewed, in_review, done (not null)")
-        review.session_review_update(user=request.user, session=session, **changes)
+        annotating.session_review_update(user=request.user, session=session, **changes)
     elif request.method == "DELETE":
         services.session_delete(user=request.user, session=session)
         return Response(status=204)
@@ -378,13 +384,13 @@ def session_annotations(request: Request, session_id: int) -> Response:
     session = services.session_for_user(request.user, session_id)
     if request.method == "POST":
         body = _body(request, AnnotationCreate)
-        annotation = review.annotation_create(user=request.user, session=session, seq=body.seq, label=body.label,
-                                              comment=body.comment)
-        annotation = review.annotations_for_session(session).get(pk=annotation.pk)
-        return Response(review.annotation_dict(annotation, user=request.user), status=201)
-    rows = review.annotations_for_session(session)
+        annotation = annotating.annotation_create(user=request.user, session=session, seq=body.seq, label=body.label,
+                                                  comment=body.comment)
+        annotation = annotating.annotations_for_session(session).get(pk=annotation.pk)
+        return Response(annotating.annotation_dict(annotation, user=request.user), status=201)
+    rows = annotating.annotations_for_session(session)
     return Response(
-        {"session": session.pk, "annotations": [review.annotation_dict(a, user=request.user) for a in rows]}
+        {"session": session.pk, "annotations": [annotating.annotation_dict(a, user=request.user) for a in rows]}
     )
 
 
@@ -394,14 +400,14 @@ def session_annotations(request: Request, session_id: int) -> Response:
 @write_api(["PATCH", "DELETE"])
 def session_annotation(request: Request, session_id: int, annotation_id: int) -> Response:
     """PATCH: its author changes ``label`` and/or ``comment``. DELETE: its author (or a project admin) removes it."""
-    _session, annotation = review.annotation_for_user(request.user, session_id, annotation_id)
+    _session, annotation = annotating.annotation_for_user(request.user, session_id, annotation_id)
     if request.method == "DELETE":
-        review.annotation_delete(user=request.user, annotation=annotation)
+        annotating.annotation_delete(user=request.user, annotation=annotation)
         return Response(status=204)
     body = _body(request, AnnotationUpdate)
     changes = {name: getattr(body, name) for name in body.model_fields_set}
-    review.annotation_update(user=request.user, annotation=annotation, **changes)
-    return Response(review.annotation_dict(annotation, user=request.user))
+    annotating.annotation_update(user=request.user, annotation=annotation, **changes)
+    return Response(annotating.annotation_dict(annotation, user=request.user))
 
 
 @_documented("session_messages_list", "A page of a session's messages, or those that match q", 400, 401, 404,
@@ -666,7 +672,7 @@ def _messages_append(request: Request, session: models.Session) -> Response:
     if not services.editable_projects(request.user).filter(pk=session.agent.project_id).exists():
         raise PermissionDenied("appending messages needs the editor or admin role in this session's project")
     messages = _parsed_messages(_body(request, MessagesAppend).messages)
-    with capture.session_writer(), transaction.atomic():
+    with ingest.session_writer(), transaction.atomic():
         session = (
             models.Session.objects.select_for_update(of=("self",)).select_related("agent__project").get(pk=session.pk)
         )
@@ -684,8 +690,8 @@ def _messages_append(request: Request, session: models.Session) -> Response:
                 known.add(message.external_id)
             new.append(message)
         start = session.message_count
-        capture.session_append(session=session, messages=new)  # a refusal (ValueError) rolls the batch back
-        capture.session_refresh(session=session)
+        ingest.session_append(session=session, messages=new)  # a refusal (ValueError) rolls the batch back
+        ingest.session_refresh(session=session)
     return Response({"session": session.pk, "added": len(new), "skipped": skipped,
                      "seqs": list(range(start, start + len(new))), "message_count": session.message_count},
                     status=201 if new else 200)

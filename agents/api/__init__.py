@@ -1,0 +1,1 @@
+"""The JSON API: the pages' twins, for scripts and other tools."""

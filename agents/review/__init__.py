@@ -1,0 +1,1 @@
+"""QA review: annotations on sessions and messages, review status and assignee, the review queue."""
