@@ -1,4 +1,4 @@
-"""Annotations travel in the native format (version 2) and come back on import; version 1 files still import;
+"""Annotations travel in the native format (since version 2) and come back on import; version 1 files still import;
 every other format reports them as dropped."""
 from __future__ import annotations
 
@@ -8,11 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from agents import models, services
+from agents import models
 from agents.memory import formats
 from agents.memory.schema import Annotation, Conversation, Message
 from agents.memory.trimming import strategy_spec
 from agents.review import annotating
+from agents.store import writing
 from agents.transfer import exports, imports
 
 CHAIN = [
@@ -26,7 +27,7 @@ CHAIN = [
 
 @pytest.fixture
 def reviewed(agent, alice) -> models.Session:
-    session = services.session_store(agent=agent, conversation=Conversation(messages=CHAIN, external_id="porto-1"))
+    session = writing.session_store(agent=agent, conversation=Conversation(messages=CHAIN, external_id="porto-1"))
     label = models.Label.objects.create(project=agent.project, name="hallucination", color="#dc2626")
     annotating.annotation_create(user=alice, session=session, seq=3, label="hallucination",
                                  comment="Says booked; the tool said <b>sold out</b>.")
@@ -46,7 +47,7 @@ def test_native_writes_the_annotations_after_the_messages_and_reads_them_back(re
     text, dropped = export("native")
     assert dropped == []
     doc = json.loads(text)
-    assert doc["version"] == 2
+    assert doc["version"] == 3  # the current version: annotations came with 2
     written = doc["sessions"][0]["annotations"]
     assert [(a["seq"], a["label"], a["color"], a["author"]) for a in written] == [
         (3, "hallucination", "#dc2626", "alice"), (None, None, None, "alice")] or \
