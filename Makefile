@@ -55,7 +55,29 @@ $(OTEL_LEGACY_VENV)/.installed: tests/otel_clients/requirements-legacy.txt
 	$(OTEL_LEGACY_VENV)/bin/pip install --disable-pip-version-check -q -r $<
 	touch $@
 
-otel-clients: $(OTEL_VENV)/.installed $(OTEL_LEGACY_VENV)/.installed
+# The memory and retrieval span emitters (issue 26), each in its own: openinference-instrumentation-langchain around
+# LangChain retrievers, latitude-telemetry's memory telemetry (it pins the SDK 1.44), openlit instrumenting mem0.
+OTEL_RETRIEVER_VENV := .venv-otel-retriever
+OTEL_LATITUDE_VENV := .venv-otel-latitude
+OTEL_OPENLIT_VENV := .venv-otel-openlit
+
+$(OTEL_RETRIEVER_VENV)/.installed: tests/otel_clients/requirements-retriever.txt
+	rm -rf $(OTEL_RETRIEVER_VENV) && $(PYTHON) -m venv $(OTEL_RETRIEVER_VENV)
+	$(OTEL_RETRIEVER_VENV)/bin/pip install --disable-pip-version-check -q -r $<
+	touch $@
+
+$(OTEL_LATITUDE_VENV)/.installed: tests/otel_clients/requirements-latitude.txt
+	rm -rf $(OTEL_LATITUDE_VENV) && $(PYTHON) -m venv $(OTEL_LATITUDE_VENV)
+	$(OTEL_LATITUDE_VENV)/bin/pip install --disable-pip-version-check -q -r $<
+	touch $@
+
+$(OTEL_OPENLIT_VENV)/.installed: tests/otel_clients/requirements-openlit.txt
+	rm -rf $(OTEL_OPENLIT_VENV) && $(PYTHON) -m venv $(OTEL_OPENLIT_VENV)
+	$(OTEL_OPENLIT_VENV)/bin/pip install --disable-pip-version-check -q -r $<
+	touch $@
+
+otel-clients: $(OTEL_VENV)/.installed $(OTEL_LEGACY_VENV)/.installed $(OTEL_RETRIEVER_VENV)/.installed \
+	$(OTEL_LATITUDE_VENV)/.installed $(OTEL_OPENLIT_VENV)/.installed
 
 # The memory libraries whose own files the memory readers are tested on (tests/memory_libs/runner.py writes them in
 # the test setup): LangGraph, the Agents SDK, AutoGen AgentChat and mem0 2.x share one; AgentScope 1.0.21 needs
@@ -94,7 +116,7 @@ lint: $(VENV)/.test
 	$(VENV)/bin/ruff check
 	$(PY) -m mypy
 
-# The seven virtualenvs install side by side (-j7): their downloads, not the CPU, are what takes the time. The tests
+# The ten virtualenvs install seven at a time (-j7): their downloads, not the CPU, are what takes the time. The tests
 # run in one process per core (pytest-xdist; each has its own test database); TEST_WORKERS=0 runs them in one.
 TEST_WORKERS ?= auto
 test: browser-deps
@@ -111,4 +133,4 @@ bench: test-setup
 	@for script in $(sort $(wildcard bench/bench_*.py)); do echo "=== $$script"; $(PY) $$script || exit 1; done
 
 clean:
-	rm -rf $(VENV) $(OTEL_VENV) $(OTEL_LEGACY_VENV) $(REF_VENV) $(MEM_VENV) $(MEM_AGENTSCOPE_VENV) staticfiles .pytest_cache .hypothesis .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(OTEL_VENV) $(OTEL_LEGACY_VENV) $(OTEL_RETRIEVER_VENV) $(OTEL_LATITUDE_VENV) $(OTEL_OPENLIT_VENV) $(REF_VENV) $(MEM_VENV) $(MEM_AGENTSCOPE_VENV) staticfiles .pytest_cache .hypothesis .mypy_cache .ruff_cache

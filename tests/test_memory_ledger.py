@@ -12,9 +12,12 @@ import pytest
 from agents.memory.formats.base import FormatError
 from agents.memory.formats.memory_files import detect_database, open_database, read_database, tables_of
 from agents.memory.ledger import (
+    CompactionIn,
+    MemoryDocument,
     RecallItemIn,
     RecordIn,
     RecordIndex,
+    StoreIn,
     VersionIn,
     content_hash,
     folded,
@@ -192,3 +195,17 @@ def test_it_reads_what_a_running_program_left_in_the_write_ahead_log_of_a_file_g
             assert "history" not in tables_of(db)
     finally:
         writer.close()
+
+
+def test_it_carries_compactions_and_bodiless_versions_through_a_document():
+    seen = VersionIn(op="UPDATE", at=T0, captured=False)
+    store = StoreIn(key="s", name="s", kind="records", source_format="otel")
+    record = RecordIn(external_id="r", versions=[seen])
+    doc = MemoryDocument(format="otel", stores=[store], records=iter([("s", record)]),
+                         compactions=[CompactionIn(external_id="t:part:c1", at=T0, summary="so far", source="output")])
+    assert not MemoryDocument(format="otel", compactions=doc.compactions).is_empty()
+    assert MemoryDocument(format="otel").is_empty()
+    whole = doc.materialized()
+    assert whole.compactions == doc.compactions
+    assert whole.stores[0].records[0].versions == [seen] and not seen.captured and seen.text is None
+    assert VersionIn(op="ADD", text="x").captured

@@ -77,6 +77,9 @@ class VersionIn(BaseModel):
     number: int | None = Field(default=None, ge=1)
     # The position the event had where it was read (a history row's rowid): the tiebreak of events at the same time.
     order: int = 0
+    # False: the write was seen without its body (an OpenTelemetry memory span with content capture off, or a body
+    # too big to read): ``text`` and ``value`` are unknown, not empty, and are shown as such.
+    captured: bool = True
 
 
 class RecordIn(BaseModel):
@@ -197,6 +200,22 @@ class SnapshotIn(BaseModel):
     seq: int | None = Field(default=None, ge=0, description="The last message of that conversation it holds.")
 
 
+class CompactionIn(BaseModel):
+    """A framework or provider compacting the message list between calls: the summary that came in where the source
+    carries it. ``external_id`` tells the same compaction seen twice (a compacted part passed back on every later
+    call)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    external_id: str
+    at: datetime | None = None
+    summary: str | None = None
+    llm_call: str | None = Field(default=None, description="The captured call that carried it first, by span id.")
+    session: str | None = Field(default=None, description="The conversation's external_id in this document.")
+    seq: int | None = Field(default=None, ge=0)
+    source: str = Field(default="", description="Where it was seen, e.g. 'flag', 'output', 'input'.")
+
+
 @dataclass
 class MemoryDocument:
     """All a memory file holds. ``stores[i].records`` may be left empty and the records given by ``records``
@@ -208,6 +227,7 @@ class MemoryDocument:
     recalls: list[RecallIn] = field(default_factory=list)
     snapshots: list[SnapshotIn] = field(default_factory=list)
     records: Iterable[tuple[str, RecordIn]] = ()
+    compactions: list[CompactionIn] = field(default_factory=list)
     agent: str | None = None
     # What the reader could not keep, as a person reads it ("toolkit.active_groups: not a memory layer; kept in the
     # snapshot"): shown like an export's dropped fields.
@@ -226,10 +246,11 @@ class MemoryDocument:
         for key, record in self.records:
             stores[key].records.append(record)
         return MemoryDocument(format=self.format, conversations=self.conversations, stores=list(stores.values()),
-                              recalls=self.recalls, snapshots=self.snapshots, agent=self.agent, notes=self.notes)
+                              recalls=self.recalls, snapshots=self.snapshots, agent=self.agent, notes=self.notes,
+                              compactions=self.compactions)
 
     def is_empty(self) -> bool:
-        return not (self.conversations or self.stores or self.recalls or self.snapshots)
+        return not (self.conversations or self.stores or self.recalls or self.snapshots or self.compactions)
 
 
 # --- matching recalled items to records -----------------------------------------------------------------------------

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 
 @dataclass
@@ -68,4 +69,22 @@ def log_requests_cut_at(request: ExportLogsServiceRequest, cuts: list[int]) -> l
             sl.scope.CopyFrom(scope)
             sl.log_records.add().CopyFrom(record)
         bodies.append(part.SerializeToString())
+    return bodies
+
+
+def trace_requests_one_span_each(body: bytes) -> list[bytes]:
+    """The spans of a traces request re-sent one per request, with their resource and scope (a batch processor
+    exports what has ended when its timer fires: a parent after its children, a trace across several requests)."""
+    request = ExportTraceServiceRequest.FromString(body)
+    bodies = []
+    for resource_spans in request.resource_spans:
+        for scope_spans in resource_spans.scope_spans:
+            for span in scope_spans.spans:
+                part = ExportTraceServiceRequest()
+                rs = part.resource_spans.add()
+                rs.resource.CopyFrom(resource_spans.resource)
+                ss = rs.scope_spans.add()
+                ss.scope.CopyFrom(scope_spans.scope)
+                ss.spans.add().CopyFrom(span)
+                bodies.append(part.SerializeToString())
     return bodies

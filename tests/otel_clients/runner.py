@@ -12,7 +12,9 @@ from .stub_llm import StubLlm
 
 ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
-VENVS = {"current": ROOT / ".venv-otel", "legacy": ROOT / ".venv-otel-legacy"}
+VENVS = {"current": ROOT / ".venv-otel", "legacy": ROOT / ".venv-otel-legacy",
+         "retriever": ROOT / ".venv-otel-retriever", "latitude": ROOT / ".venv-otel-latitude",
+         "openlit": ROOT / ".venv-otel-openlit"}
 
 
 def ensure_venvs() -> dict[str, Path]:
@@ -60,3 +62,48 @@ def run_agent(pythons: dict[str, Path], instrumentation: str, *, endpoint: str, 
         if done.returncode != 0:
             raise AssertionError(f"{instrumentation} agent failed:\n{done.stderr[-4000:]}")
         return AgentRun(history=json.loads(done.stdout.strip().splitlines()[-1]), requests=list(llm.requests))
+
+
+# The memory and retrieval span emitters (issue 26): (virtualenv, script, the model's replies, environment). The
+# exporters' endpoint is given as each reads it: OTEL_EXPORTER_OTLP_ENDPOINT, or Latitude's LATITUDE_TELEMETRY_URL
+# (its own processor posts to <url>/v1/traces with the API key as a bearer token).
+MEMORY_CLIENTS: dict[str, tuple[str, str, list[dict[str, Any]], dict[str, str]]] = {
+    "langchain-retriever": ("retriever", "agent_retriever.py", [
+        {"tool_calls": [("call_n1", "search_notes", {"query": "vegetarian dinner recipe"})]},
+        {"content": "Try the lentil curry tonight."},
+        {"tool_calls": [("call_n2", "search_notes", {"query": "running plan"})]},
+        {"content": "Long run on Sunday, intervals on Wednesday."},
+    ], {}),
+    "latitude-memory": ("latitude", "memory_latitude.py", [
+        {"content": "A lentil curry."}, {"content": "Oat porridge with banana."}, {"content": "Tuesdays and Sundays."},
+    ], {}),
+    "openlit-mem0": ("openlit", "memory_openlit_mem0.py", [], {"MEM0_TELEMETRY": "False", "HF_HUB_OFFLINE": "1"}),
+}
+
+
+@dataclass
+class ClientRun:
+    done: dict[str, Any]  # what the client printed as its last line: what it did, read from the library itself
+    requests: list[dict[str, Any]]  # what the model server received, call by call
+
+
+def run_memory_client(pythons: dict[str, Path], client: str, *, endpoint: str, api_key: str, work: Path) -> ClientRun:
+    """Run one memory client to the end against the scripted model, exporting to ``endpoint`` (an
+    ``OTEL_EXPORTER_OTLP_ENDPOINT``) with ``api_key`` as its bearer token; ``work`` is its working folder and HOME."""
+    venv, script, replies, extra_env = MEMORY_CLIENTS[client]
+    work.mkdir(parents=True, exist_ok=True)
+    with StubLlm(replies or [{"content": "unused"}]) as llm:
+        environment = {k: v for k, v in os.environ.items()
+                       if not k.startswith("OTEL_") and not k.lower().endswith("_proxy")}
+        environment.update(extra_env)
+        environment.update({
+            "OTEL_EXPORTER_OTLP_ENDPOINT": endpoint, "OTEL_EXPORTER_OTLP_HEADERS": f"Authorization=Bearer%20{api_key}",
+            "OTEL_BSP_SCHEDULE_DELAY": "200", "LATITUDE_TELEMETRY_URL": endpoint, "LATITUDE_API_KEY": api_key,
+            "HOME": str(work), "NO_PROXY": "*",
+        })
+        argument = str(work) if client == "openlit-mem0" else llm.base_url
+        done = subprocess.run([str(pythons[venv]), str(HERE / script), argument], cwd=work, env=environment,
+                              capture_output=True, text=True, timeout=600)
+        if done.returncode != 0:
+            raise AssertionError(f"{client} failed:\n{done.stderr[-4000:]}")
+        return ClientRun(done=json.loads(done.stdout.strip().splitlines()[-1]), requests=list(llm.requests))

@@ -1,0 +1,712 @@
+"""Live memory over OpenTelemetry: the memory writes, reads and compactions that spans describe, and the model call
+each read fed.
+
+What is read (``extract_memory``), as the emitters in tests/otel_clients write it:
+
+- **GenAI memory operations** (the conventions' ``gen_ai.operation.name`` values; latitude-telemetry 3.8.4's
+  ``create_memory_telemetry`` emits them): ``create_memory``, ``update_memory``, ``upsert_memory`` and
+  ``delete_memory`` are writes of records of the store ``gen_ai.memory.store.id`` (``gen_ai.memory.record.id``; the
+  whole new bodies in ``gen_ai.memory.records``, an array of ``{content, id, metadata, score}``, only when the
+  emitter captures content); ``create_memory_store`` and ``delete_memory_store`` writes of the store itself; a
+  ``delete_memory`` without a record id empties the store. ``search_memory`` is a read: its query
+  (``gen_ai.memory.query.text``) and the records it returned (``gen_ai.memory.records``, with their scores).
+- **GenAI retrieval** (``retrieval``, span name ``retrieval {gen_ai.data_source.id}``): a read of a data source:
+  ``gen_ai.retrieval.query.text``, ``gen_ai.request.top_k``, ``gen_ai.retrieval.documents`` (``id``, ``score``,
+  the content where captured).
+- **OpenInference** ``RETRIEVER`` spans (``input.value`` the query, ``retrieval.documents.{i}.document.id``,
+  ``.content``, ``.score``, ``.metadata`` a JSON text) and ``RERANKER`` spans (``reranker.query``,
+  ``reranker.top_k``, ``reranker.output_documents.{i}.document.*``). openinference-instrumentation-langchain 0.1.80
+  writes content and metadata but neither id nor score (LangChain's retrievers drop the score); the document ids are
+  then read from the span's ``output.value`` (the retriever's ``{"documents": [...]}``) where it holds the same
+  documents in the same order.
+- **Compaction**: ``gen_ai.conversation.compacted`` on an inference span, and parts of ``type: "compaction"`` in
+  ``gen_ai.input.messages`` / ``gen_ai.output.messages`` (``id``, ``content`` the summary when not encrypted).
+  A compaction part passed back on every later call is one compaction (told by its id, else its summary).
+
+Not read: openlit 1.45's mem0 instrumentation names its spans ``memory add``, ``memory search``, ``memory update``
+... with ``gen_ai.operation.name`` = ``memory`` (and ``invoke_workflow`` for mem0's internals, ``vectordb`` for the
+Qdrant calls under them). None of them is a GenAI memory operation: a write carries the messages given to
+``add`` (``gen_ai.input.messages``) and a count, never the records written or their ids; ``update`` and ``delete``
+carry the record id (``db.update.id``, ``db.delete.id``) but neither the store nor the new text; ``search`` carries
+mem0's whole result (``gen_ai.output.messages`` = ``{"results": [...]}``) and the query only when passed by keyword,
+not ``top_k`` nor the filters that name the scope. They are counted in ``notes``; nothing is guessed from them.
+
+Bad input is named, never raised: a write with a record id (or records) and no store, records or documents that are
+not JSON, an item without content, a ``gen_ai.memory.records`` too big to read (``max_records_chars``: the write is
+kept, without its body) each give a ``Rejected`` entry (the receiver answers them in the OTLP partial-success
+message); everything valid in the span and the batch is kept.
+
+``link_reads`` finds the model call each read fed, by the span tree and times; ``to_document`` turns an extraction
+(all the receiver holds for a trace, or one batch) into the ledger's ``MemoryDocument``, keyed by span ids so that a
+batch sent twice adds nothing.
+"""
+from __future__ import annotations
+
+import bisect
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+from .ledger import (
+    CompactionIn,
+    MemoryDocument,
+    RecallIn,
+    RecallItemIn,
+    RecordIn,
+    RecordIndex,
+    StoreIn,
+    VersionIn,
+    match_items,
+    record_state,
+    version_at,
+)
+from .llm_calls import SESSION_KEYS, CapturedCall, Rejected
+from .otlp import Batch, Span
+
+FORMAT = "otel"
+# gen_ai.operation.name of a write -> the op its versions carry (as written where the conventions say no more).
+WRITE_OPS: dict[str, str] = {
+    "create_memory": "ADD", "update_memory": "UPDATE", "upsert_memory": "UPSERT", "delete_memory": "DELETE",
+    "create_memory_store": "CREATE_STORE", "delete_memory_store": "DELETE_STORE",
+}
+ReadKind = Literal["search_memory", "retrieval", "retriever", "reranker"]
+# What one span's records or documents may grow to: past it the span is kept without them, and said so.
+MAX_RECORDS_CHARS = 1 << 20
+MAX_ITEMS = 10_000
+_OPENLIT_OPERATIONS = frozenset({"memory"})
+
+
+@dataclass(frozen=True)
+class MemoryItem:
+    """One record of a write, or one item a read returned, as the span carries it. ``text`` is what a model reads:
+    the content when it is text, else its JSON. Metadata that is not a JSON object stays as written, in
+    ``metadata_text``."""
+
+    rank: int
+    content: Any
+    text: str
+    id: str | None = None
+    score: float | None = None
+    metadata: dict[str, Any] | None = None
+    metadata_text: str | None = None
+
+
+@dataclass(frozen=True)
+class MemoryWrite:
+    trace_id: str
+    span_id: str
+    parent_span_id: str | None
+    operation: str  # gen_ai.operation.name
+    op: str  # ADD, UPDATE, UPSERT, DELETE, CREATE_STORE, DELETE_STORE
+    store_id: str | None
+    record_id: str | None
+    records: tuple[MemoryItem, ...]  # the whole new bodies; empty when not captured
+    content_captured: bool
+    record_count: int | None
+    started_ns: int
+    ended_ns: int  # the write's time
+    provider: str | None = None
+    error: str | None = None
+    session_id: str | None = None
+
+
+@dataclass(frozen=True)
+class MemoryRead:
+    trace_id: str
+    span_id: str
+    parent_span_id: str | None
+    kind: ReadKind
+    name: str  # the span's name (an OpenInference retriever's class)
+    store_id: str | None  # gen_ai.memory.store.id, or gen_ai.data_source.id for a retrieval
+    query: str | None
+    top_k: int | None
+    items: tuple[MemoryItem, ...]  # empty: nothing found, or not captured (content_captured says which)
+    content_captured: bool
+    record_count: int | None
+    started_ns: int
+    ended_ns: int  # the read's time
+    provider: str | None = None
+    error: str | None = None
+    session_id: str | None = None
+
+    @property
+    def store_kind(self) -> Literal["records", "knowledge"] | None:
+        if self.store_id is None:
+            return None
+        return "records" if self.kind == "search_memory" else "knowledge"
+
+
+@dataclass(frozen=True)
+class Compaction:
+    trace_id: str
+    span_id: str  # the inference span that carried it first
+    parent_span_id: str | None
+    at_ns: int
+    source: Literal["flag", "input", "output"]
+    summary: str | None = None
+    part_id: str | None = None
+
+    @property
+    def key(self) -> str:
+        """The same compaction seen on several calls (passed back on each) is one: by its id, else its summary,
+        else the span that flagged it."""
+        if self.part_id:
+            return f"{self.trace_id}:part:{self.part_id}"
+        if self.summary:
+            return f"{self.trace_id}:summary:{self.summary}"
+        return f"{self.trace_id}:span:{self.span_id}"
+
+
+@dataclass
+class MemoryExtraction:
+    writes: list[MemoryWrite] = field(default_factory=list)
+    reads: list[MemoryRead] = field(default_factory=list)
+    compactions: list[Compaction] = field(default_factory=list)
+    rejected: list[Rejected] = field(default_factory=list)
+    # Every span's parent (span id -> parent span id): the tree link_reads walks, chains and agents included.
+    parents: dict[str, str | None] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+    def is_empty(self) -> bool:
+        return not (self.writes or self.reads or self.compactions or self.rejected)
+
+
+# --- extraction ------------------------------------------------------------------------------------------------
+
+
+def extract_memory(batch: Batch, *, max_records_chars: int = MAX_RECORDS_CHARS) -> MemoryExtraction:
+    """The memory writes, reads and compactions in one decoded request, and what could not be read."""
+    out = MemoryExtraction()
+    openlit: set[str] = set()
+    for span in batch.spans:
+        if not span.trace_id or not span.span_id:
+            continue  # llm_calls.extract names it already; nothing here can place it
+        out.parents[span.span_id] = span.parent_span_id
+        attrs = span.attributes
+        operation = attrs.get("gen_ai.operation.name")
+        if operation is not None:
+            if operation in WRITE_OPS:
+                _write(span, str(operation), out, max_records_chars)
+                continue
+            if operation == "search_memory" or operation == "retrieval":
+                _read(span, operation, out, max_records_chars)
+                continue
+            if operation in _OPENLIT_OPERATIONS:
+                openlit.add(span.name)
+        kind = attrs.get("openinference.span.kind")
+        if kind == "RETRIEVER" or kind == "RERANKER":
+            _openinference_read(span, "retriever" if kind == "RETRIEVER" else "reranker", out)
+            continue
+        if attrs.get("gen_ai.conversation.compacted") is True or _may_hold_compaction(attrs):
+            _compactions(span, out)
+    for name in sorted(openlit):
+        out.notes.append(f"spans {name!r} with gen_ai.operation.name 'memory' (openlit's mem0 spans): not a GenAI "
+                         "memory operation; no store, no records written: not read")
+    return out
+
+
+def _reject(out: MemoryExtraction, span: Span, detail: str) -> None:
+    out.rejected.append(Rejected(span.trace_id, span.span_id, f"span {span.span_id} ({span.name}): {detail}"))
+
+
+def _error(span: Span) -> str | None:
+    kind = span.attributes.get("error.type")
+    if kind not in (None, ""):
+        return str(kind)
+    return (span.status_message or "error") if span.status_error else None
+
+
+def _str(value: Any) -> str | None:
+    return None if value in (None, "") else str(value)
+
+
+def _count(value: Any) -> int | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return int(value) if value == int(value) and value >= 0 else None
+
+
+def _session(span: Span) -> str | None:
+    for key in SESSION_KEYS:
+        value = span.attributes.get(key)
+        if value not in (None, ""):
+            return str(value)
+    return None
+
+
+def _write(span: Span, operation: str, out: MemoryExtraction, max_chars: int) -> None:
+    attrs = span.attributes
+    store_id = _str(attrs.get("gen_ai.memory.store.id"))
+    record_id = _str(attrs.get("gen_ai.memory.record.id"))
+    raw = attrs.get("gen_ai.memory.records")
+    op = WRITE_OPS[operation]
+    if store_id is None:
+        what = f"gen_ai.memory.record.id {record_id!r}" if record_id else "a write"
+        _reject(out, span, f"{what} without gen_ai.memory.store.id: no store to place it in")
+        return
+    records: tuple[MemoryItem, ...] = ()
+    captured = False
+    if raw is not None and op not in ("DELETE", "CREATE_STORE", "DELETE_STORE"):
+        parsed = _items(span, raw, "gen_ai.memory.records", out, max_chars, content_required=True)
+        if parsed is not None:
+            records, captured = parsed, True
+    out.writes.append(MemoryWrite(
+        trace_id=span.trace_id, span_id=span.span_id, parent_span_id=span.parent_span_id, operation=operation, op=op,
+        store_id=store_id, record_id=record_id, records=records, content_captured=captured,
+        record_count=_count(attrs.get("gen_ai.memory.record.count")), started_ns=span.start_ns,
+        ended_ns=span.end_ns, provider=_str(attrs.get("gen_ai.provider.name")), error=_error(span),
+        session_id=_session(span),
+    ))
+
+
+def _read(span: Span, operation: str, out: MemoryExtraction, max_chars: int) -> None:
+    attrs = span.attributes
+    if operation == "search_memory":
+        kind: ReadKind = "search_memory"
+        store_id = _str(attrs.get("gen_ai.memory.store.id"))
+        query = _str(attrs.get("gen_ai.memory.query.text"))
+        key = "gen_ai.memory.records"
+    else:
+        kind = "retrieval"
+        store_id = _str(attrs.get("gen_ai.data_source.id"))
+        query = _str(attrs.get("gen_ai.retrieval.query.text"))
+        key = "gen_ai.retrieval.documents"
+    count = _count(attrs.get("gen_ai.memory.record.count"))
+    raw = attrs.get(key)
+    items: tuple[MemoryItem, ...] = ()
+    if raw is not None:
+        parsed = _items(span, raw, key, out, max_chars, content_required=kind == "search_memory")
+        captured = parsed is not None
+        items = parsed or ()
+    else:
+        # Content capture on and nothing found (the query is there, no records, no count above zero), or off.
+        captured = query is not None and not count
+    out.reads.append(MemoryRead(
+        trace_id=span.trace_id, span_id=span.span_id, parent_span_id=span.parent_span_id, kind=kind, name=span.name,
+        store_id=store_id, query=query, top_k=_count(attrs.get("gen_ai.request.top_k")), items=items,
+        content_captured=captured, record_count=count, started_ns=span.start_ns, ended_ns=span.end_ns,
+        provider=_str(attrs.get("gen_ai.provider.name")), error=_error(span), session_id=_session(span),
+    ))
+
+
+def _items(span: Span, raw: Any, key: str, out: MemoryExtraction, max_chars: int, *,
+           content_required: bool) -> tuple[MemoryItem, ...] | None:
+    """The records or documents an attribute holds (a JSON text or a structured value), the bad ones rejected one by
+    one; None when the attribute as a whole cannot be read (named in ``out.rejected``)."""
+    if isinstance(raw, str):
+        if len(raw) > max_chars:
+            _reject(out, span, f"{key}: {len(raw):,} characters, more than the {max_chars:,} read: kept without "
+                               "its records")
+            return None
+        try:
+            raw = json.loads(raw)
+        except json.JSONDecodeError as exc:
+            _reject(out, span, f"{key}: not JSON ({exc.msg} at column {exc.colno}): kept without its records")
+            return None
+    if not isinstance(raw, list):
+        _reject(out, span, f"{key}: expected an array of objects, got {type(raw).__name__}: kept without its records")
+        return None
+    if len(raw) > MAX_ITEMS:
+        _reject(out, span, f"{key}: {len(raw):,} entries, the first {MAX_ITEMS:,} read")
+        raw = raw[:MAX_ITEMS]
+    items: list[MemoryItem] = []
+    for i, entry in enumerate(raw):
+        if not isinstance(entry, dict):
+            _reject(out, span, f"{key}[{i}]: expected an object, got {type(entry).__name__}")
+            continue
+        if content_required and "content" not in entry:
+            _reject(out, span, f"{key}[{i}]: no content (required)")
+            continue
+        content = entry.get("content")
+        metadata, metadata_text = _metadata(entry.get("metadata"))
+        score = entry.get("score")
+        items.append(MemoryItem(
+            rank=len(items) + 1, content=content, text=_text(content), id=_str(entry.get("id")),
+            score=float(score) if isinstance(score, (int, float)) and not isinstance(score, bool) else None,
+            metadata=metadata, metadata_text=metadata_text,
+        ))
+    return tuple(items)
+
+
+def _text(content: Any) -> str:
+    if content is None:
+        return ""
+    return content if isinstance(content, str) else json.dumps(content, ensure_ascii=False)
+
+
+def _metadata(raw: Any) -> tuple[dict[str, Any] | None, str | None]:
+    """Metadata as an object; a JSON text of one is read; anything else is kept as written (flagged by
+    ``metadata_text``), never dropped."""
+    if raw is None or isinstance(raw, dict):
+        return raw, None
+    if isinstance(raw, str):
+        try:
+            value = json.loads(raw)
+        except json.JSONDecodeError:
+            return None, raw
+        if isinstance(value, dict):
+            return value, None
+        return None, raw
+    return None, json.dumps(raw, ensure_ascii=False)
+
+
+def _openinference_read(span: Span, kind: ReadKind, out: MemoryExtraction) -> None:
+    attrs = span.attributes
+    if kind == "retriever":
+        prefix, query, top_k = "retrieval.documents.", _str(attrs.get("input.value")), None
+    else:
+        prefix, query = "reranker.output_documents.", _str(attrs.get("reranker.query"))
+        top_k = _count(attrs.get("reranker.top_k"))
+    documents: dict[int, dict[str, Any]] = {}
+    for key, value in attrs.items():
+        if not key.startswith(prefix):
+            continue
+        index, _, rest = key[len(prefix):].partition(".")
+        if not index.isdigit() or not rest.startswith("document."):
+            continue
+        documents.setdefault(int(index), {})[rest[len("document."):]] = value
+    if len(documents) > MAX_ITEMS:
+        _reject(out, span, f"{prefix}*: {len(documents):,} documents, the first {MAX_ITEMS:,} read")
+    ordered = [documents[i] for i in sorted(documents)[:MAX_ITEMS]]
+    ids = _ids_from_output(attrs, ordered) if ordered and not any("id" in d for d in ordered) else None
+    items: list[MemoryItem] = []
+    for i, document in enumerate(ordered):
+        metadata, metadata_text = _metadata(document.get("metadata"))
+        if metadata_text is not None:
+            _reject(out, span, f"{prefix}{i}.document.metadata: not a JSON object: kept as text")
+        score = document.get("score")
+        content = document.get("content")
+        items.append(MemoryItem(
+            rank=i + 1, content=content, text=_text(content),
+            id=_str(document.get("id")) if ids is None else ids[i],
+            score=float(score) if isinstance(score, (int, float)) and not isinstance(score, bool) else None,
+            metadata=metadata, metadata_text=metadata_text,
+        ))
+    out.reads.append(MemoryRead(
+        trace_id=span.trace_id, span_id=span.span_id, parent_span_id=span.parent_span_id, kind=kind, name=span.name,
+        store_id=None, query=query, top_k=top_k, items=tuple(items), content_captured=True,
+        record_count=len(items), started_ns=span.start_ns, ended_ns=span.end_ns,
+        provider=_str(attrs.get("llm.provider")), error=_error(span), session_id=_session(span),
+    ))
+
+
+def _ids_from_output(attrs: Mapping[str, Any], documents: Sequence[dict[str, Any]]) -> list[str | None] | None:
+    """The ids of a LangChain retriever's documents, from its ``output.value`` (``{"documents": [{"id",
+    "page_content", ...}]}``), when it lists the same documents in the same order; None otherwise."""
+    raw = attrs.get("output.value")
+    if not isinstance(raw, str) or attrs.get("output.mime_type") != "application/json" or len(raw) > MAX_RECORDS_CHARS:
+        return None
+    try:
+        value = json.loads(raw)
+    except json.JSONDecodeError:
+        return None
+    listed = value.get("documents") if isinstance(value, dict) else None
+    if not isinstance(listed, list) or len(listed) != len(documents):
+        return None
+    ids: list[str | None] = []
+    for document, entry in zip(documents, listed, strict=True):
+        if not isinstance(entry, dict) or entry.get("page_content") != document.get("content"):
+            return None
+        ids.append(_str(entry.get("id")))
+    return ids
+
+
+def _may_hold_compaction(attrs: Mapping[str, Any]) -> bool:
+    for key in ("gen_ai.input.messages", "gen_ai.output.messages"):
+        raw = attrs.get(key)
+        if isinstance(raw, str):
+            if '"compaction"' in raw:
+                return True
+        elif raw is not None and "compaction" in json.dumps(raw):
+            return True
+    return False
+
+
+def _compactions(span: Span, out: MemoryExtraction) -> None:
+    found: list[Compaction] = []
+    for key, source, at in (("gen_ai.output.messages", "output", span.end_ns),
+                            ("gen_ai.input.messages", "input", span.start_ns)):
+        raw = span.attributes.get(key)
+        if raw is None:
+            continue
+        if isinstance(raw, str):
+            try:
+                raw = json.loads(raw)
+            except json.JSONDecodeError:
+                continue  # llm_calls names a message list that is not JSON
+        for message in raw if isinstance(raw, list) else ():
+            parts = message.get("parts") if isinstance(message, dict) else None
+            for part in parts if isinstance(parts, list) else ():
+                if isinstance(part, dict) and part.get("type") == "compaction":
+                    summary = part.get("content")
+                    found.append(Compaction(
+                        span.trace_id, span.span_id, span.parent_span_id, at, "output" if source == "output" else
+                        "input", summary if isinstance(summary, str) and summary else None, _str(part.get("id"))))
+    if not found and span.attributes.get("gen_ai.conversation.compacted") is True:
+        found.append(Compaction(span.trace_id, span.span_id, span.parent_span_id, span.start_ns, "flag"))
+    out.compactions.extend(found)
+
+
+# --- joining what several batches told ---------------------------------------------------------------------------
+
+
+def merge_extractions(extractions: Iterable[MemoryExtraction]) -> MemoryExtraction:
+    """Everything several batches told, each span once, in one order whatever order the batches came in: writes and
+    reads by time (end, start, span id), compactions by their key (the earliest sighting kept)."""
+    writes: dict[str, MemoryWrite] = {}
+    reads: dict[str, MemoryRead] = {}
+    compactions: dict[str, Compaction] = {}
+    rejected: dict[tuple[str, str, str], Rejected] = {}
+    parents: dict[str, str | None] = {}
+    notes: dict[str, None] = {}
+    for extraction in extractions:
+        for write in extraction.writes:
+            writes.setdefault(write.span_id, write)
+        for read in extraction.reads:
+            reads.setdefault(read.span_id, read)
+        for compaction in extraction.compactions:
+            seen = compactions.get(compaction.key)
+            if seen is None or _compaction_order(compaction) < _compaction_order(seen):
+                compactions[compaction.key] = compaction
+        for one in extraction.rejected:
+            rejected.setdefault((one.trace_id, one.span_id, one.reason), one)
+        for span_id, parent in extraction.parents.items():
+            if parent is not None or span_id not in parents:
+                parents[span_id] = parent
+        notes.update(dict.fromkeys(extraction.notes))
+    return MemoryExtraction(
+        writes=sorted(writes.values(), key=lambda w: (w.ended_ns, w.started_ns, w.span_id)),
+        reads=sorted(reads.values(), key=lambda r: (r.ended_ns, r.started_ns, r.span_id)),
+        compactions=sorted(compactions.values(), key=_compaction_order),
+        rejected=sorted(rejected.values(), key=lambda r: (r.trace_id, r.span_id, r.reason)),
+        parents=dict(sorted(parents.items())), notes=sorted(notes),
+    )
+
+
+def _compaction_order(compaction: Compaction) -> tuple[int, int, str]:
+    return compaction.at_ns, {"output": 0, "flag": 1, "input": 2}[compaction.source], compaction.span_id
+
+
+# --- the model call a read fed -----------------------------------------------------------------------------------
+
+
+def link_reads(reads: Iterable[MemoryRead], calls: Iterable[CapturedCall],
+               parents: Mapping[str, str | None] | None = None) -> dict[str, str]:
+    """For each read, the span id of the model call it fed: the first call of its trace that starts at or after the
+    read ends, nearest in the span tree. A call under the read's parent (a sibling's subtree) comes before one under
+    the grandparent only (the parent's next child's subtree), and so on up; among calls as near, the earliest (then
+    the lowest span id). A read that no call follows yet is left out.
+
+    ``parents``: every span's parent as far as known (``MemoryExtraction.parents``, the agent and chain spans
+    between a read and its call included); the reads' and calls' own parents are used too. The answer depends only
+    on the set of spans given, not their order: the receiver calls it on all it holds for a trace each time a batch
+    arrives, and a later batch that completes the tree may move a link to a nearer call."""
+    tree: dict[str, str | None] = dict(parents or {})
+    by_trace: dict[str, list[tuple[int, str, CapturedCall]]] = {}
+    seen_calls: set[tuple[str, str]] = set()
+    for call in calls:
+        start = call.started_ns if call.started_ns is not None else call.observed_ns
+        if start is None or (call.trace_id, call.span_id) in seen_calls:
+            continue
+        seen_calls.add((call.trace_id, call.span_id))
+        if call.parent_span_id is not None or call.span_id not in tree:
+            tree[call.span_id] = call.parent_span_id if call.parent_span_id is not None else tree.get(call.span_id)
+        by_trace.setdefault(call.trace_id, []).append((start, call.span_id, call))
+    for listed in by_trace.values():
+        listed.sort(key=lambda entry: (entry[0], entry[1]))
+    starts = {trace: [entry[0] for entry in listed] for trace, listed in by_trace.items()}
+    links: dict[str, str] = {}
+    for read in sorted({r.span_id: r for r in reads}.values(), key=lambda r: r.span_id):
+        if read.parent_span_id is not None:
+            tree.setdefault(read.span_id, read.parent_span_id)
+        in_trace = by_trace.get(read.trace_id)
+        if not in_trace:
+            continue
+        ancestors = _ancestors(read.span_id, tree)
+        level_of = {span_id: level for level, span_id in enumerate(ancestors)}
+        best: tuple[int, int, str] | None = None
+        for start, span_id, _call in in_trace[bisect.bisect_left(starts[read.trace_id], read.ended_ns):]:
+            level = _meeting_level(span_id, tree, level_of, len(ancestors))
+            key = (level, start, span_id)
+            if best is None or key < best:
+                best = key
+            if level == 0:
+                break  # a sibling's subtree, and the earliest such: nothing can be nearer
+        if best is not None:
+            links[read.span_id] = best[2]
+    return links
+
+
+def _ancestors(span_id: str, tree: Mapping[str, str | None]) -> list[str]:
+    out: list[str] = []
+    seen = {span_id}
+    parent = tree.get(span_id)
+    while parent is not None and parent not in seen:
+        out.append(parent)
+        seen.add(parent)
+        parent = tree.get(parent)
+    return out
+
+
+def _meeting_level(span_id: str, tree: Mapping[str, str | None], level_of: Mapping[str, int], unknown: int) -> int:
+    """How far up from the read the call's branch meets the read's: 0 under its parent, 1 under its grandparent
+    only, ...; ``unknown`` when no common ancestor is known (yet)."""
+    seen = {span_id}
+    parent = tree.get(span_id)
+    while parent is not None and parent not in seen:
+        level = level_of.get(parent)
+        if level is not None:
+            return level
+        seen.add(parent)
+        parent = tree.get(parent)
+    return unknown
+
+
+# --- into the ledger ----------------------------------------------------------------------------------------------
+
+
+def store_key(store_id: str, kind: Literal["records", "knowledge"]) -> str:
+    """A store's key in a document: a memory store by its id, a retrieval data source apart from them."""
+    return store_id if kind == "records" else f"data_source:{store_id}"
+
+
+def to_document(extraction: MemoryExtraction, links: Mapping[str, str] | None = None) -> MemoryDocument:
+    """The ledger's view of an extraction (merge several batches first with ``merge_extractions``).
+
+    Stores: one per ``gen_ai.memory.store.id`` (kind ``records``, scope ``{"store_id": ...}``) and per retrieval
+    data source (kind ``knowledge``, scope ``{"data_source_id": ...}``), so that the receiver joins them to the
+    same stored store batch after batch. Records: each write of a record is a version (``external_id`` the span id,
+    with ``#i`` for the i-th record of a span that wrote several), in time order, with the whole new body, or
+    ``captured=False`` when the span carried none; an emptied or deleted store deletes the records it held then. A
+    failed write (an error status or ``error.type``) changes nothing and is noted. Recalls: one per read
+    (``external_id`` its span id, ``llm_call`` the call ``links`` gives), its items matched to the records of its
+    store in this document by id, then by text, at the version current then."""
+    links = links or {}
+    doc = MemoryDocument(format=FORMAT, notes=list(extraction.notes))
+    stores: dict[str, StoreIn] = {}
+    records: dict[str, dict[str, RecordIn]] = {}
+
+    def store_for(store_id: str, kind: Literal["records", "knowledge"]) -> str:
+        key = store_key(store_id, kind)
+        if key not in stores:
+            scope = {"store_id": store_id} if kind == "records" else {"data_source_id": store_id}
+            stores[key] = StoreIn(key=key, name=store_id, kind=kind, source_format=FORMAT, scope=scope,
+                                  external_id=store_id)
+            records[key] = {}
+        return key
+
+    def version_of(key: str, record_id: str, version: VersionIn, item: MemoryItem | None) -> None:
+        record = records[key].get(record_id)
+        if record is None:
+            record = records[key][record_id] = RecordIn(external_id=record_id)
+        record.versions.append(version)
+        if item is not None and version.op != "DELETE":
+            record.value = item.content
+            record.metadata = item.metadata or ({"metadata_text": item.metadata_text} if item.metadata_text else {})
+
+    for write in sorted(extraction.writes, key=lambda w: (w.ended_ns, w.started_ns, w.span_id)):
+        assert write.store_id is not None  # extract_memory rejects a write without a store
+        if write.error is not None:
+            doc.notes.append(f"{write.operation} (span {write.span_id}) failed ({write.error}): no version written")
+            continue
+        key = store_for(write.store_id, "records")
+        at = _time(write.ended_ns)
+        if write.op == "CREATE_STORE":
+            continue
+        if write.op == "DELETE_STORE" or (write.op == "DELETE" and write.record_id is None):
+            gone = [r for r in records[key].values() if r.versions and r.versions[-1].op != "DELETE"]
+            for record in sorted(gone, key=lambda r: r.external_id):
+                version_of(key, record.external_id, VersionIn(
+                    op="DELETE", at=at, llm_call=None, external_id=f"{write.span_id}:{record.external_id}"), None)
+            doc.notes.append(f"{write.operation} (span {write.span_id}) emptied store {write.store_id!r}: "
+                             f"{len(gone)} record(s) of this document deleted; records stored before it are the "
+                             "receiver's to delete")
+            continue
+        if write.op == "DELETE":
+            assert write.record_id is not None
+            if write.record_id not in records[key]:
+                doc.notes.append(f"{write.operation} (span {write.span_id}) of record {write.record_id!r}, not "
+                                 "written in this document: known as deleted until the receiver joins it to a "
+                                 "stored record")
+            version_of(key, write.record_id, VersionIn(op="DELETE", at=at, external_id=write.span_id), None)
+            continue
+        if not write.content_captured or not write.records:
+            if write.record_id is None:
+                doc.notes.append(f"{write.operation} (span {write.span_id}) of {write.record_count or 'some'} "
+                                 "record(s) without their bodies or ids: nothing to place")
+                continue
+            version_of(key, write.record_id, VersionIn(op=write.op, at=at, external_id=write.span_id,
+                                                       captured=False), None)
+            continue
+        single = len(write.records) == 1
+        for i, item in enumerate(write.records):
+            record_id = item.id or (write.record_id if single else None)
+            if record_id is None:
+                record_id = f"{write.span_id}#{i}"
+                doc.notes.append(f"{write.operation} (span {write.span_id}): record {i} has no id; keyed "
+                                 f"{record_id!r}")
+            version_of(key, record_id, VersionIn(
+                op=write.op, text=item.text, value=item.content, at=at,
+                external_id=write.span_id if single else f"{write.span_id}#{i}"), item)
+
+    for key, by_id in records.items():
+        finished = []
+        for record in by_id.values():
+            ordered = record.ordered_versions()
+            texts = [v for v in ordered if v.op != "DELETE"]
+            last = ordered[-1]
+            text = (last.text or "") if last.op != "DELETE" else (texts[-1].text or "" if texts else "")
+            finished.append(record.model_copy(update={
+                "versions": ordered, "text": text, "state": record_state(ordered),
+                "created_at": ordered[0].at, "updated_at": last.at,
+            }).with_hash())
+        stores[key].records = sorted(finished, key=lambda r: r.external_id)
+
+    indexes: dict[str, RecordIndex] = {}
+    for read in sorted(extraction.reads, key=lambda r: (r.ended_ns, r.started_ns, r.span_id)):
+        if read.error is not None:
+            doc.notes.append(f"{read.kind} (span {read.span_id}) failed ({read.error}): not a recall")
+            continue
+        recall_store = store_for(read.store_id, read.store_kind or "records") if read.store_id is not None else None
+        params: dict[str, Any] = {}
+        if read.top_k is not None:
+            params["top_k"] = read.top_k
+        if read.record_count is not None:
+            params["record_count"] = read.record_count
+        if not read.content_captured:
+            params["content_captured"] = False
+        if read.kind in ("retriever", "reranker"):
+            params[read.kind] = read.name
+        at = _time(read.ended_ns)
+        items = [RecallItemIn(
+            text=item.text, rank=item.rank, score=item.score, ref={"id": item.id} if item.id else {},
+            metadata=item.metadata or ({"metadata_text": item.metadata_text} if item.metadata_text else {}),
+        ) for item in read.items]
+        if recall_store is not None and stores[recall_store].records:
+            if recall_store not in indexes:
+                indexes[recall_store] = RecordIndex.of(stores[recall_store].records)
+            held = {r.external_id: r for r in stores[recall_store].records}
+            items = [item if item.record is None else item.model_copy(update={
+                "version": version_at(held[item.record].versions, at, item.text)})
+                for item in match_items(items, indexes[recall_store])]
+        doc.recalls.append(RecallIn(
+            llm_call=links.get(read.span_id), store=recall_store, query=read.query, params=params, at=at, items=items,
+            external_id=read.span_id,
+        ))
+
+    doc.stores = [stores[key] for key in sorted(stores)]
+    for compaction in sorted(extraction.compactions, key=_compaction_order):
+        doc.compactions.append(CompactionIn(
+            external_id=compaction.key, at=_time(compaction.at_ns), summary=compaction.summary,
+            llm_call=compaction.span_id, source=compaction.source,
+        ))
+    return doc
+
+
+def _time(ns: int) -> datetime | None:
+    """A span's time to the microsecond (integer arithmetic: a float of nanoseconds since 1970 is not that exact)."""
+    if not ns:
+        return None
+    return datetime.fromtimestamp(ns // 1_000_000_000, tz=UTC).replace(microsecond=ns // 1000 % 1_000_000)
