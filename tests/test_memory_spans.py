@@ -27,12 +27,14 @@ from agents.memory.llm_calls import CapturedCall, extract, merge_calls
 from agents.memory.memory_spans import (
     MAX_ITEMS,
     MemoryExtraction,
+    carrying_input,
     extract_memory,
     link_reads,
     merge_extractions,
     to_document,
 )
 from agents.memory.otlp import Batch, Span, decode
+from agents.memory.schema import Message
 from tests.otel_clients.capture import OtlpCapture, trace_requests_one_span_each
 from tests.otel_clients.runner import ClientRun, ensure_venvs, run_memory_client
 
@@ -76,7 +78,7 @@ def read_all(batch_list: list[Batch]) -> tuple[MemoryExtraction, list[CapturedCa
 def ledger(batch_list: list[Batch]) -> tuple[MemoryExtraction, dict[str, str], MemoryDocument]:
     extraction, calls = read_all(batch_list)
     links = link_reads(extraction.reads, calls, extraction.parents)
-    return extraction, links, to_document(extraction, links)
+    return extraction, links, to_document(extraction, links, calls)
 
 
 def otlp_json(body: bytes) -> bytes:
@@ -152,7 +154,7 @@ def test_it_links_each_memory_search_to_the_call_it_fed(client_runs):
     run, requests = client_runs("latitude-memory")
     extraction, calls = read_all(batches(requests))
     links = link_reads(extraction.reads, calls, extraction.parents)
-    doc = to_document(extraction, links)
+    doc = to_document(extraction, links, calls)
     searches = [step for step in run.done["done"] if step["op"] == "search"]
     ordered_calls = by_start(calls)
     assert len(doc.recalls) == len(searches) == len(ordered_calls) == len(run.requests) == 3
@@ -173,6 +175,9 @@ def test_it_links_each_memory_search_to_the_call_it_fed(client_runs):
     # The first search found nothing (a zero-hit recall); the second's items are matched to their records at the
     # version current then: mem-1 was still "vegetarian" (version 1), its update came after the call.
     assert doc.recalls[0].items == [] and doc.recalls[0].params == {}
+    # Where the found records went: the system prompt (the first message) of the call; unknown without content.
+    assert [(r.call_input, r.placement) for r in doc.recalls] == [(None, "message"), (0, "system"),
+                                                                  (None, "message")]
     assert [(i.record, i.version) for i in doc.recalls[1].items] == [("mem-2", 1), ("mem-1", 1), ("mem-3", 1)]
 
 
@@ -204,7 +209,7 @@ def test_it_gives_the_same_ledger_whatever_order_and_repetition_the_spans_arrive
                 link_reads(merged.reads, merge_calls(calls), merged.parents)
             merged = merge_extractions(held)
             links = link_reads(merged.reads, merge_calls(calls), merged.parents)
-            assert (merged, links, to_document(merged, links)) == expected
+            assert (merged, links, to_document(merged, links, merge_calls(calls))) == expected
 
 
 # --- openinference-instrumentation-langchain: RETRIEVER spans -----------------------------------------------------
@@ -240,6 +245,10 @@ def test_it_links_each_retrieval_to_the_call_it_fed(client_runs):
     # the system prompt; the notes read (inside the search_notes tool, under the graph's tools node) fed the next
     # call, the model node after the tools node, through the tool result.
     assert [links[r.span_id] for r in extraction.reads] == [c.span_id for c in ordered]
+    doc = to_document(extraction, links, calls)
+    # The profile in the system prompt; the notes in the newest tool result (turn 2's call also holds turn 1's).
+    assert [(r.call_input, r.placement) for r in doc.recalls] == [(0, "system"), (3, "tool_result"), (0, "system"),
+                                                                  (7, "tool_result")]
     for read, call in zip(extraction.reads, ordered, strict=True):
         system = call.inputs[0].content
         tool_results = [m.content for m in call.inputs if m.role == "tool"]
@@ -262,29 +271,37 @@ def test_it_reads_the_same_from_the_json_exporter_as_from_the_protobuf_one(clien
 # --- openlit instrumenting mem0 ---------------------------------------------------------------------------------
 
 
-def test_it_names_openlit_mem0_spans_without_reading_them_as_memory(client_runs):
+def test_it_reads_openlit_mem0_searches_and_names_what_it_cannot_read(client_runs):
     run, requests = client_runs("openlit-mem0")
     batch_list = batches(requests, "application/x-protobuf")
     extraction, calls = read_all(batch_list)
-    assert (extraction.writes, extraction.reads, extraction.compactions, extraction.rejected, calls) == (
-        [], [], [], [], [])
+    assert (extraction.writes, extraction.compactions, extraction.rejected, calls) == ([], [], [], [])
+    # Each search: mem0's own result (ids, texts, scores, metadata); the query only when given by keyword, never
+    # top_k nor the filters that say whose memories these are (so no store).
+    positional, by_keyword = extraction.reads
+    for read, result in ((positional, run.done["search"]), (by_keyword, run.done["search_by_keyword"])):
+        assert (read.kind, read.store_id, read.top_k, read.content_captured) == ("mem0_search", None, None, True)
+        assert [(i.id, i.text, i.score, i.metadata) for i in read.items] == [
+            (r["id"], r["memory"], r["score"], r["metadata"]) for r in result["results"]]
+    assert (positional.query, by_keyword.query) == (None, "is alice vegan")
+    assert "I am vegan and allergic to peanuts" in [i.text for i in by_keyword.items]
     assert [note.split(" with ")[0] for note in extraction.notes] == [
-        "spans 'memory add'", "spans 'memory delete'", "spans 'memory history'", "spans 'memory search'",
-        "spans 'memory update'"]
+        "spans 'memory add'", "spans 'memory delete'", "spans 'memory history'", "spans 'memory update'"]
     doc = to_document(extraction)
-    assert doc.stores == [] and doc.recalls == [] and doc.notes == extraction.notes
-    # What arrives, so that the note is true: the search's whole result (mem0's ids, texts, scores) but no query (it
-    # was passed by position) nor top_k; the update and delete name the record, never its store or new text.
+    assert doc.stores == [] and doc.notes == extraction.notes
+    assert [(r.store, r.params, r.llm_call) for r in doc.recalls] == [(None, {"record_count": 3, "source":
+                                                                             "openlit mem0"}, None),
+                                                                      (None, {"record_count": 2, "source":
+                                                                             "openlit mem0"}, None)]
+    # What the writes carry, so that the notes are true: the record id, never its store nor its new text.
     spans = {s.name: s for b in batch_list for s in b.spans}
-    search = spans["memory search"].attributes
-    assert [r["id"] for r in json.loads(search["gen_ai.output.messages"])["results"]] == [
-        r["id"] for r in run.done["search"]["results"]]
-    assert "gen_ai.memory.search.query" not in search and "gen_ai.memory.store.id" not in search
     first, second = (r["id"] for r in run.done["add_infer_false"]["results"])
     update = spans["memory update"].attributes
     assert update["db.update.id"] == first and update["gen_ai.operation.name"] == "memory"
     assert not any("vegan" in str(v) for v in update.values())
     assert spans["memory delete"].attributes["db.delete.id"] == second
+    added = [s.attributes for b in batch_list for s in b.spans if s.name == "memory add"]
+    assert not any(r["id"] in str(a) for a in added for r in run.done["add_infer_false"]["results"])
     assert {s.attributes.get("gen_ai.operation.name") for b in batch_list for s in b.spans} == {
         "memory", "invoke_workflow", "vectordb", None}
 
@@ -427,6 +444,42 @@ def test_it_never_raises_on_odd_values():
     assert len(extraction.writes) == len(odd) + 1 and len(extraction.reads) == 1
     assert [w.content_captured for w in extraction.writes[: len(odd)]] == [False, False, True, False, False, True]
     assert doc.stores[0].records  # what could be placed is placed
+
+
+def test_it_keeps_an_openlit_mem0_search_whose_result_it_cannot_read():
+    def mem0_search(span_id: str, output: Any, **more: Any) -> Span:
+        attributes = {"gen_ai.operation.name": "memory", "gen_ai.provider.name": "mem0", **more}
+        if output is not None:
+            attributes["gen_ai.output.messages"] = output
+        return span(span_id, "memory search", attributes)
+
+    extraction = extract_memory(Batch(spans=[
+        mem0_search("i1", "{'results': []}"), mem0_search("i2", json.dumps({"answer": 1})),
+        mem0_search("i3", None, **{"gen_ai.memory.operation.result_count": 4}),
+        mem0_search("i4", json.dumps([{"id": "m", "memory": "Alice runs", "score": 0.3}]),
+                    **{"gen_ai.memory.search.query": "runs", "gen_ai.memory.search.limit": 5}),
+    ]))
+    assert [(r.content_captured, r.record_count, r.query, r.top_k, [(i.id, i.text) for i in r.items])
+            for r in extraction.reads] == [(False, None, None, None, []), (False, None, None, None, []),
+                                           (False, 4, None, None, []), (True, None, "runs", 5, [("m", "Alice runs")])]
+    assert [r.reason.split(": ", 1)[1] for r in extraction.rejected] == [
+        "gen_ai.output.messages: not JSON (Expecting property name enclosed in double quotes at column 2): kept "
+        "without its records",
+        "gen_ai.output.messages: not mem0's search result (results): kept without its records"]
+
+
+def test_it_says_where_a_recall_went_in_the_call_it_fed():
+    [read] = extract_memory(Batch(spans=[span("j1", "search_memory", {
+        "gen_ai.operation.name": "search_memory", "gen_ai.memory.store.id": "s",
+        "gen_ai.memory.records": json.dumps([{"id": "a", "content": "Alice  is\nvegan"}])})])).reads
+
+    def fed(*messages: tuple[str, str]) -> CapturedCall:
+        return CapturedCall(trace_id="t" * 32, span_id="c", inputs=[Message(role=r, content=c) for r, c in messages])
+
+    assert carrying_input(read, fed(("system", "Known: Alice is vegan."), ("user", "hi"))) == (0, "system")
+    assert carrying_input(read, fed(("user", "Memories: Alice is vegan. Lunch?"))) == (0, "message")
+    assert carrying_input(read, fed(("system", "x"), ("assistant", "Alice is vegan"), ("user", "ok"))) is None
+    assert carrying_input(read, CapturedCall(trace_id="t", span_id="c")) is None
 
 
 # --- the call a read fed ------------------------------------------------------------------------------------------

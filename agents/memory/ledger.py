@@ -173,6 +173,9 @@ class RecallIn(BaseModel):
     session: str | None = Field(default=None, description="The conversation's external_id in this document.")
     seq: int | None = Field(default=None, ge=0, description="The message carrying the recalled text.")
     llm_call: str | None = None
+    # Live capture: the position, in the captured call's input, of the message carrying the recalled text (the
+    # receiver turns it into ``seq`` once the call is placed in its session).
+    call_input: int | None = Field(default=None, ge=0)
     store: str | None = Field(default=None, description="The store's key; None when the store is unknown.")
     query: str | None = None
     params: dict[str, Any] = Field(default_factory=dict)

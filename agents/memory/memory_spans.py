@@ -23,13 +23,17 @@ What is read (``extract_memory``), as the emitters in tests/otel_clients write i
   ``gen_ai.input.messages`` / ``gen_ai.output.messages`` (``id``, ``content`` the summary when not encrypted).
   A compaction part passed back on every later call is one compaction (told by its id, else its summary).
 
-Not read: openlit 1.45's mem0 instrumentation names its spans ``memory add``, ``memory search``, ``memory update``
-... with ``gen_ai.operation.name`` = ``memory`` (and ``invoke_workflow`` for mem0's internals, ``vectordb`` for the
-Qdrant calls under them). None of them is a GenAI memory operation: a write carries the messages given to
-``add`` (``gen_ai.input.messages``) and a count, never the records written or their ids; ``update`` and ``delete``
-carry the record id (``db.update.id``, ``db.delete.id``) but neither the store nor the new text; ``search`` carries
-mem0's whole result (``gen_ai.output.messages`` = ``{"results": [...]}``) and the query only when passed by keyword,
-not ``top_k`` nor the filters that name the scope. They are counted in ``notes``; nothing is guessed from them.
+- **openlit's mem0 searches** (openlit 1.45: span ``memory search``, ``gen_ai.operation.name`` = ``memory``,
+  ``gen_ai.provider.name`` = ``mem0``): mem0's whole result is in ``gen_ai.output.messages`` (``{"results": [{"id",
+  "memory", "score", "metadata", ...}]}``) when openlit captures content, the query in ``gen_ai.memory.search.query``
+  only when it was passed by keyword, the limit only as mem0 1.x's ``limit``; neither ``top_k`` nor the filters
+  that name mem0's scope. A read of no known store, its items carrying mem0's ids.
+
+Not read: openlit's other mem0 spans (``memory add``, ``memory update``, ``memory delete``, ``memory get_all``,
+``memory history``; ``invoke_workflow`` for mem0's internals, ``vectordb`` for the Qdrant calls under them). A write
+carries the messages given to ``add`` (``gen_ai.input.messages``) and a count, never the records written or their
+ids; ``update`` and ``delete`` carry the record id (``db.update.id``, ``db.delete.id``) but neither the store nor the
+new text. They are named in ``notes``; nothing is guessed from them.
 
 Bad input is named, never raised: a write with a record id (or records) and no store, records or documents that are
 not JSON, an item without content, a ``gen_ai.memory.records`` too big to read (``max_records_chars``: the write is
@@ -52,18 +56,21 @@ from typing import Any, Literal
 from .ledger import (
     CompactionIn,
     MemoryDocument,
+    Placement,
     RecallIn,
     RecallItemIn,
     RecordIn,
     RecordIndex,
     StoreIn,
     VersionIn,
+    folded,
     match_items,
     record_state,
     version_at,
 )
 from .llm_calls import SESSION_KEYS, CapturedCall, Rejected
 from .otlp import Batch, Span
+from .schema import Message, content_text
 
 FORMAT = "otel"
 # gen_ai.operation.name of a write -> the op its versions carry (as written where the conventions say no more).
@@ -71,7 +78,7 @@ WRITE_OPS: dict[str, str] = {
     "create_memory": "ADD", "update_memory": "UPDATE", "upsert_memory": "UPSERT", "delete_memory": "DELETE",
     "create_memory_store": "CREATE_STORE", "delete_memory_store": "DELETE_STORE",
 }
-ReadKind = Literal["search_memory", "retrieval", "retriever", "reranker"]
+ReadKind = Literal["search_memory", "retrieval", "retriever", "reranker", "mem0_search"]
 # What one span's records or documents may grow to: past it the span is kept without them, and said so.
 MAX_RECORDS_CHARS = 1 << 20
 MAX_ITEMS = 10_000
@@ -194,6 +201,9 @@ def extract_memory(batch: Batch, *, max_records_chars: int = MAX_RECORDS_CHARS) 
                 _read(span, operation, out, max_records_chars)
                 continue
             if operation in _OPENLIT_OPERATIONS:
+                if span.name == "memory search" and attrs.get("gen_ai.provider.name") == "mem0":
+                    _openlit_mem0_search(span, out, max_records_chars)
+                    continue
                 openlit.add(span.name)
         kind = attrs.get("openinference.span.kind")
         if kind == "RETRIEVER" or kind == "RERANKER":
@@ -203,7 +213,7 @@ def extract_memory(batch: Batch, *, max_records_chars: int = MAX_RECORDS_CHARS) 
             _compactions(span, out)
     for name in sorted(openlit):
         out.notes.append(f"spans {name!r} with gen_ai.operation.name 'memory' (openlit's mem0 spans): not a GenAI "
-                         "memory operation; no store, no records written: not read")
+                         "memory operation; they carry no store and no records written: not read")
     return out
 
 
@@ -392,6 +402,41 @@ def _openinference_read(span: Span, kind: ReadKind, out: MemoryExtraction) -> No
     ))
 
 
+def _openlit_mem0_search(span: Span, out: MemoryExtraction, max_chars: int) -> None:
+    attrs = span.attributes
+    raw = attrs.get("gen_ai.output.messages")
+    key = "gen_ai.output.messages"
+    if isinstance(raw, str):
+        if len(raw) > max_chars:
+            _reject(out, span, f"{key}: {len(raw):,} characters, more than the {max_chars:,} read: kept without "
+                               "its records")
+            raw = None
+        else:
+            try:
+                raw = json.loads(raw)
+            except json.JSONDecodeError as exc:
+                _reject(out, span, f"{key}: not JSON ({exc.msg} at column {exc.colno}): kept without its records")
+                raw = None
+    items: tuple[MemoryItem, ...] = ()
+    if raw is not None:
+        listed = raw.get("results") if isinstance(raw, dict) else raw
+        if isinstance(listed, list):
+            # mem0's result rows as the conventions' records: its text is "memory".
+            entries = [{"id": e.get("id"), "content": e.get("memory"), "score": e.get("score"),
+                        "metadata": e.get("metadata")} if isinstance(e, dict) else e for e in listed]
+            items = _items(span, entries, f"{key}.results", out, max_chars, content_required=False) or ()
+        else:
+            _reject(out, span, f"{key}: not mem0's search result (results): kept without its records")
+            raw = None
+    out.reads.append(MemoryRead(
+        trace_id=span.trace_id, span_id=span.span_id, parent_span_id=span.parent_span_id, kind="mem0_search",
+        name=span.name, store_id=None, query=_str(attrs.get("gen_ai.memory.search.query")),
+        top_k=_count(attrs.get("gen_ai.memory.search.limit")), items=items, content_captured=raw is not None,
+        record_count=_count(attrs.get("gen_ai.memory.operation.result_count")), started_ns=span.start_ns,
+        ended_ns=span.end_ns, provider="mem0", error=_error(span), session_id=_session(span),
+    ))
+
+
 def _ids_from_output(attrs: Mapping[str, Any], documents: Sequence[dict[str, Any]]) -> list[str | None] | None:
     """The ids of a LangChain retriever's documents, from its ``output.value`` (``{"documents": [{"id",
     "page_content", ...}]}``), when it lists the same documents in the same order; None otherwise."""
@@ -564,6 +609,26 @@ def _meeting_level(span_id: str, tree: Mapping[str, str | None], level_of: Mappi
     return unknown
 
 
+def carrying_input(read: MemoryRead, call: CapturedCall) -> tuple[int, Placement] | None:
+    """Where the read's items went in the call it fed: the position, in the call's input as ``llm_calls`` reads it,
+    of the newest system, user or tool message holding one of their texts (whitespace folded), and the placement its
+    role says (``system``, ``tool_result``, else ``message``). None when none holds any: content not captured, or
+    the application reworded what it found."""
+    texts = [folded(item.text) for item in read.items if item.text.strip()]
+    if not texts or not call.inputs:
+        return None
+    for index in range(len(call.inputs) - 1, -1, -1):
+        message: Message = call.inputs[index]
+        if message.role == "assistant":
+            continue
+        held = folded(content_text(message.content))
+        if any(text in held for text in texts):
+            if message.role in ("system", "developer"):
+                return index, "system"
+            return index, "tool_result" if message.role == "tool" else "message"
+    return None
+
+
 # --- into the ledger ----------------------------------------------------------------------------------------------
 
 
@@ -572,7 +637,8 @@ def store_key(store_id: str, kind: Literal["records", "knowledge"]) -> str:
     return store_id if kind == "records" else f"data_source:{store_id}"
 
 
-def to_document(extraction: MemoryExtraction, links: Mapping[str, str] | None = None) -> MemoryDocument:
+def to_document(extraction: MemoryExtraction, links: Mapping[str, str] | None = None,
+                calls: Iterable[CapturedCall] = ()) -> MemoryDocument:
     """The ledger's view of an extraction (merge several batches first with ``merge_extractions``).
 
     Stores: one per ``gen_ai.memory.store.id`` (kind ``records``, scope ``{"store_id": ...}``) and per retrieval
@@ -582,8 +648,11 @@ def to_document(extraction: MemoryExtraction, links: Mapping[str, str] | None = 
     ``captured=False`` when the span carried none; an emptied or deleted store deletes the records it held then. A
     failed write (an error status or ``error.type``) changes nothing and is noted. Recalls: one per read
     (``external_id`` its span id, ``llm_call`` the call ``links`` gives), its items matched to the records of its
-    store in this document by id, then by text, at the version current then."""
+    store in this document by id, then by text, at the version current then; with ``calls`` (those ``links`` names),
+    each recall's ``call_input`` and ``placement``: the input message of its call that carries the recalled text
+    (``carrying_input``)."""
     links = links or {}
+    by_span = {call.span_id: call for call in calls}
     doc = MemoryDocument(format=FORMAT, notes=list(extraction.notes))
     stores: dict[str, StoreIn] = {}
     records: dict[str, dict[str, RecordIn]] = {}
@@ -679,6 +748,8 @@ def to_document(extraction: MemoryExtraction, links: Mapping[str, str] | None = 
             params["content_captured"] = False
         if read.kind in ("retriever", "reranker"):
             params[read.kind] = read.name
+        if read.kind == "mem0_search":
+            params["source"] = "openlit mem0"
         at = _time(read.ended_ns)
         items = [RecallItemIn(
             text=item.text, rank=item.rank, score=item.score, ref={"id": item.id} if item.id else {},
@@ -691,9 +762,12 @@ def to_document(extraction: MemoryExtraction, links: Mapping[str, str] | None = 
             items = [item if item.record is None else item.model_copy(update={
                 "version": version_at(held[item.record].versions, at, item.text)})
                 for item in match_items(items, indexes[recall_store])]
+        linked = links.get(read.span_id)
+        carried = carrying_input(read, by_span[linked]) if linked in by_span else None
         doc.recalls.append(RecallIn(
-            llm_call=links.get(read.span_id), store=recall_store, query=read.query, params=params, at=at, items=items,
-            external_id=read.span_id,
+            llm_call=linked, store=recall_store, query=read.query, params=params, at=at, items=items,
+            external_id=read.span_id, call_input=carried[0] if carried else None,
+            placement=carried[1] if carried else "message",
         ))
 
     doc.stores = [stores[key] for key in sorted(stores)]

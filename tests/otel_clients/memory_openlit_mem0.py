@@ -89,9 +89,11 @@ def main() -> None:
     out["add_infer_true"] = m.add(
         [{"role": "user", "content": "I'm training for a half marathon in October, I run every morning."}],
         user_id="alice")
+    # The query by position (as mem0's README) and by keyword: openlit records it only from keywords.
     out["search"] = m.search("what should alice eat, she is vegetarian", filters={"user_id": "alice"}, top_k=3)
     first, second = (r["id"] for r in out["add_infer_false"]["results"])
     out["update"] = m.update(memory_id=first, data="I am vegan and allergic to peanuts")
+    out["search_by_keyword"] = m.search(query="is alice vegan", filters={"user_id": "alice"}, top_k=2)
     out["delete"] = m.delete(memory_id=second)
     out["get_all"] = m.get_all(filters={"user_id": "alice"})
     out["history"] = {first: m.history(memory_id=first), second: m.history(memory_id=second)}
