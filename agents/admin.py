@@ -28,8 +28,9 @@ from django.db.models import QuerySet
 from django.forms.models import BaseInlineFormSet
 from django.http import HttpRequest
 
-from agents import models, services
+from agents import access, models
 from agents.memory.stored import has_content
+from agents.store import writing
 
 # How each project-scoped model reaches its project (a lookup path from the model).
 PROJECT_PATHS: dict[type[db_models.Model], str] = {
@@ -48,7 +49,7 @@ def _project_ids(request: HttpRequest, roles: Iterable[str]) -> frozenset[int]:
     roles = tuple(sorted(roles))
     cache: dict[tuple[str, ...], frozenset[int]] = request.__dict__.setdefault("_memoryviz_project_ids", {})
     if roles not in cache:
-        cache[roles] = frozenset(services.projects_with_role(request.user, roles).values_list("pk", flat=True))
+        cache[roles] = frozenset(access.projects_with_role(request.user, roles).values_list("pk", flat=True))
     return cache[roles]
 
 
@@ -56,7 +57,7 @@ class ProjectScopedAdmin(admin.ModelAdmin):
     """Staff who are not superusers see only the rows of projects they are members of, as on the pages, and write
     only where their role allows (``write_roles``)."""
 
-    write_roles: tuple[str, ...] = services.EDIT_ROLES
+    write_roles: tuple[str, ...] = access.EDIT_ROLES
 
     @property
     def project_path(self) -> str:
@@ -66,7 +67,7 @@ class ProjectScopedAdmin(admin.ModelAdmin):
         qs = super().get_queryset(request)
         if request.user.is_superuser:
             return qs
-        return qs.filter(**{f"{self.project_path}__in": services.user_projects(request.user)})
+        return qs.filter(**{f"{self.project_path}__in": access.user_projects(request.user)})
 
     # --- where the user may write -----------------------------------------------------------------------------
 
@@ -225,7 +226,7 @@ class MembershipInline(admin.TabularInline):
     def _administers(self, request: HttpRequest, obj: Any) -> bool:
         if request.user.is_superuser:
             return True
-        return obj is not None and obj.pk in _project_ids(request, services.ADMIN_ROLES)
+        return obj is not None and obj.pk in _project_ids(request, access.ADMIN_ROLES)
 
     def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return super().has_add_permission(request, obj) and self._administers(request, obj)
@@ -244,7 +245,7 @@ class MembershipInline(admin.TabularInline):
 
 @admin.register(models.Project)
 class ProjectAdmin(ProjectScopedAdmin):
-    write_roles = services.ADMIN_ROLES
+    write_roles = access.ADMIN_ROLES
     list_display = ["name", "slug", "created_at"]
     search_fields = ["name", "slug"]
     prepopulated_fields = {"slug": ["name"]}
@@ -260,7 +261,7 @@ class ProjectAdmin(ProjectScopedAdmin):
 
 @admin.register(models.Membership)
 class MembershipAdmin(ProjectScopedAdmin):
-    write_roles = services.ADMIN_ROLES
+    write_roles = access.ADMIN_ROLES
     form = MembershipForm
     list_display = ["user", "project", "role"]
     list_filter = ["role", ("project", ONLY)]
@@ -350,17 +351,17 @@ class MessageAdmin(ProjectScopedAdmin):
     def save_model(self, request: HttpRequest, obj: Any, form: Any, change: bool) -> None:
         obj.has_content = has_content(obj.content_parts if obj.content_parts is not None else obj.content)
         super().save_model(request, obj, form, change)
-        services.session_changed(obj.session)  # what was computed from the old message is not used again
+        writing.session_changed(obj.session)  # what was computed from the old message is not used again
 
     def delete_model(self, request: HttpRequest, obj: Any) -> None:
         super().delete_model(request, obj)
-        services.session_changed(obj.session)
+        writing.session_changed(obj.session)
 
     def delete_queryset(self, request: HttpRequest, queryset: QuerySet) -> None:
         sessions = list(models.Session.objects.filter(pk__in=queryset.values("session_id")))
         super().delete_queryset(request, queryset)
         for session in sessions:
-            services.session_changed(session)
+            writing.session_changed(session)
 
     @admin.display(description="content")
     def short_content(self, obj: models.Message) -> str:
@@ -419,7 +420,7 @@ class UserAdmin(DjangoUserAdmin):
         qs = super().get_queryset(request)
         if request.user.is_superuser:
             return qs
-        members = models.Membership.objects.filter(project__in=services.user_projects(request.user))
+        members = models.Membership.objects.filter(project__in=access.user_projects(request.user))
         return qs.filter(
             db_models.Q(pk=request.user.pk) | db_models.Q(pk__in=members.values("user_id"))
             | ~db_models.Q(pk__in=models.Membership.objects.values("user_id"))
@@ -436,7 +437,7 @@ class UserAdmin(DjangoUserAdmin):
             return True
         if obj.is_staff or obj.is_superuser:
             return False
-        administered = _project_ids(request, services.ADMIN_ROLES)
+        administered = _project_ids(request, access.ADMIN_ROLES)
         projects = set(models.Membership.objects.filter(user=obj).values_list("project_id", flat=True))
         return projects <= administered
 

@@ -113,14 +113,15 @@ def main() -> None:
     from django.core.management import call_command
     from django.test import Client
 
-    from agents import models, services
+    from agents import models
     from agents.memory.llm_calls import extract
     from agents.memory.otlp import decode
+    from agents.projects import keys
 
     settings.ALLOWED_HOSTS = ["*"]
     call_command("migrate", verbosity=0)
     project = models.Project.objects.create(name="Bench", slug="bench")
-    key = services.api_key_create(project=project, name="bench").key
+    key = keys.api_key_create(project=project, name="bench").key
     client = Client()
     run = build_run(args.calls)
     results: dict[str, Any] = {}

@@ -57,7 +57,7 @@ def other_agent(other_project) -> Agent:
 def make_session(agent):
     """Store a conversation (OpenAI-shaped message dicts) through services.session_store."""
     from agents.memory.schema import Conversation, parse_messages
-    from agents.services import session_store
+    from agents.store.writing import session_store
 
     counter = {"n": 0}
 

@@ -14,8 +14,10 @@ from django.utils import timezone
 from django_tasks_db.management.commands.db_worker import Worker
 from django_tasks_db.models import DBTaskResult
 
-from agents import models, services
+from agents import access, models
 from agents.jobs import queue
+from agents.lab import reports
+from agents.store import writing
 
 # The worker commits as it goes and closes its connection between tasks (close_old_connections), as in
 # production: the tests run on committed data, not inside a transaction it would break.
@@ -121,7 +123,7 @@ def test_a_report_replaying_every_call_runs_in_the_background_as_it_does_in_a_re
 def test_a_report_over_more_sessions_than_a_request_holds_covers_them_all_with_progress(
     alice_client, make_session, settings, job_dir, monkeypatch
 ) -> None:
-    monkeypatch.setattr(services, "REPORT_SESSION_LIMIT", 2)  # and so two sessions per chunk of the worker
+    monkeypatch.setattr(reports, "REPORT_SESSION_LIMIT", 2)  # and so two sessions per chunk of the worker
     for i in range(5):
         make_session(TOOL_LOOP, title=f"Trip {i}")
     alice_client.get(REPORT)
@@ -168,7 +170,7 @@ def test_a_background_report_survives_a_worker_restart(alice, alice_client, sess
     gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
     DBTaskResult.objects.get(pk=job.task_id).claim("killed-worker")
     models.BackgroundJob.objects.filter(pk=job.pk).update(
-        status="running", worker=f"{services.process_owner().rpartition(':')[0]}:{gone.stdout.strip()}",
+        status="running", worker=f"{writing.process_owner().rpartition(':')[0]}:{gone.stdout.strip()}",
         heartbeat=timezone.now(), done=7, attempts=1)
     run_worker()  # a worker that does not look for dead ones would never run it again
     assert models.BackgroundJob.objects.get(pk=job.pk).status == "running"
@@ -230,11 +232,11 @@ def test_a_big_import_runs_in_the_background_and_shows_its_sessions_when_done(
                                                      "new_agent": preview.context["new_agent_value"], "format": ""})
     job = models.BackgroundJob.objects.get()
     assert confirm.status_code == 302 and job.kind == "import"
-    assert not services.sessions_for_user(alice).exists()
+    assert not access.sessions_for_user(alice).exists()
     run_worker()
     job.refresh_from_db()
     assert job.status == "done", job.message
-    session = services.sessions_for_user(alice).get()
+    session = access.sessions_for_user(alice).get()
     assert session.message_count == len(TOOL_LOOP)
     assert f'href="/sessions/{session.pk}/"' in alice_client.get(f"/jobs/{job.pk}/").content.decode()
     assert list(job_dir.iterdir()) == []  # the upload went with the import

@@ -9,7 +9,7 @@ import pytest
 from agents.memory.schema import Conversation, parse_messages
 from agents.memory.tokens import count_messages, total_tokens
 from agents.models import Agent, Membership, Message
-from agents.services import session_store
+from agents.store.writing import session_store
 from agents.transfer import imports
 from tests.conversations import TRAVEL
 

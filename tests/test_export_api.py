@@ -10,16 +10,18 @@ from django.contrib.auth.models import User
 from django.test import Client
 from django.urls import reverse
 
-from agents import models, services
+from agents import models
+from agents.lab import presets
 from agents.memory.formats import FORMATS
 from agents.memory.schema import Conversation, Message
+from agents.store import writing
 
 CHAT = [Message(role="user", content="hi"), Message(role="assistant", content="hello"),
         Message(role="user", content="again"), Message(role="assistant", content="ok")]
 
 
 def store(agent: models.Agent, external_id: str, messages: list[Message] = CHAT) -> models.Session:
-    return services.session_store(agent=agent, conversation=Conversation(messages=messages, external_id=external_id))
+    return writing.session_store(agent=agent, conversation=Conversation(messages=messages, external_id=external_id))
 
 
 def body(response: Any) -> bytes:
@@ -50,8 +52,8 @@ def test_it_exports_a_session_trimmed_by_a_strategy_or_a_preset_from_json(alice_
                                                       "params": "buffer_size=1"}, content_type="application/json")
     conv = json.loads(body(trimmed))["sessions"][0]
     assert len(conv["messages"]) == 1 and conv["metadata"]["trimmed"]["params"]["buffer_size"] == 1
-    services.preset_create(user=alice, project=agent.project, name="two", strategy="buffered",
-                           params={"buffer_size": 2}, counter="cl100k")
+    presets.preset_create(user=alice, project=agent.project, name="two", strategy="buffered",
+                          params={"buffer_size": 2}, counter="cl100k")
     by_preset = alice_client.post(f"{export_url(session)}?format=native&preset=two")
     assert by_preset.status_code == 200, by_preset.content
     assert len(json.loads(body(by_preset))["sessions"][0]["messages"]) == 2

@@ -8,8 +8,9 @@ from typing import Any
 import pytest
 from django.core.management import call_command
 
-from agents import models, services
+from agents import models
 from agents.memory.schema import Conversation, Message
+from agents.store import writing
 
 CHAT = [Message(role="system", content="Be brief."), Message(role="user", content="hi", external_id="m1"),
         Message(role="assistant", content="hello", reasoning="greet back")]
@@ -26,7 +27,7 @@ def run(*args: str) -> tuple[int, str, str]:
 
 
 def store(agent: models.Agent, external_id: str, messages: list[Message]) -> models.Session:
-    return services.session_store(agent=agent, conversation=Conversation(messages=messages, external_id=external_id))
+    return writing.session_store(agent=agent, conversation=Conversation(messages=messages, external_id=external_id))
 
 
 def test_it_writes_native_to_stdout_and_the_report_to_stderr(agent: models.Agent) -> None:

@@ -7,10 +7,11 @@ from typing import Any
 
 import pytest
 
-from agents import models, services
+from agents import models
 from agents.memory import formats
 from agents.memory.schema import Conversation, Message
 from agents.memory.trimming import strategy_spec, trim
+from agents.store import mapping, reading, writing
 from agents.transfer import exports, imports
 
 
@@ -50,7 +51,7 @@ def weather(suffix: str = "") -> list[Message]:
 
 def store(agent: models.Agent, external_id: str, messages: list[Message], **fields: Any) -> models.Session:
     conv = Conversation(messages=messages, external_id=external_id, source_format="openai", **fields)
-    return services.session_store(agent=agent, conversation=conv)
+    return writing.session_store(agent=agent, conversation=conv)
 
 
 def plan_for(qs: Any, fmt: str, **kwargs: Any) -> exports.ExportPlan:
@@ -121,7 +122,7 @@ def test_it_exports_a_session_as_trimmed_by_a_strategy(db, agent: models.Agent) 
     assert conv["metadata"]["trimmed"]["strategy"] == "buffered"
     assert conv["metadata"]["trimmed"]["params"]["buffer_size"] == 2
     # The exported list is exactly the strategy's result on the stored messages.
-    expected = trim(services.session_messages(session), strategy_spec("buffered", {"buffer_size": 2}))
+    expected = trim(reading.session_messages(session), strategy_spec("buffered", {"buffer_size": 2}))
     assert conv["messages"] == [m.model_dump(mode="json") for m in expected.messages]
     assert len(conv["messages"]) < 6
     record = models.ExportRecord.objects.get()
@@ -237,7 +238,7 @@ def test_native_round_trip_is_byte_stable_for_any_conversations(
     assert second == first
 
 
-# --- rows read without validation (services.message_to_schema, message_json): the same objects, the same bytes ---
+# --- rows read without validation (mapping.message_to_schema, message_json): the same objects, the same bytes ---
 
 def _rich_messages() -> list[Message]:
     import datetime as dt
@@ -265,11 +266,11 @@ def _validated(row: Any) -> Message:
 
 def test_rows_read_without_validation_are_the_validated_messages(agent: models.Agent) -> None:
     session = store(agent, "rich", _rich_messages())
-    tuples = [row for rows in services._session_message_rows(session, size=4) for row in rows]
+    tuples = [row for rows in reading._session_message_rows(session, size=4) for row in rows]
     instances = list(session.messages.order_by("seq"))
     assert len(tuples) == len(instances) == len(_rich_messages())
     for row in tuples + instances:
-        built, validated = services.message_to_schema(row), _validated(row)
+        built, validated = mapping.message_to_schema(row), _validated(row)
         assert built == validated
         assert built.model_fields_set == validated.model_fields_set
         assert [c.model_fields_set for c in built.tool_calls] == [c.model_fields_set for c in validated.tool_calls]
@@ -282,17 +283,17 @@ def test_rows_of_another_shape_are_still_validated(agent: models.Agent) -> None:
     session = store(agent, "odd", weather())
     row = session.messages.get(seq=2)
     row.tool_calls = [{"id": "call_1", "function": {"name": "get_weather", "arguments": "{}"}}]  # no "type"
-    assert services.message_to_schema(row).tool_calls[0].type == "function"  # the model's default, validated
+    assert mapping.message_to_schema(row).tool_calls[0].type == "function"  # the model's default, validated
     # The export's JSON of such a row (a driver's row) goes through the model too.
-    raw = list(services._plain_rows(models.Message.objects.filter(pk=row.pk).values_list(
-        "seq", *services.MESSAGE_FIELDS))[0])
+    raw = list(reading._plain_rows(models.Message.objects.filter(pk=row.pk).values_list(
+        "seq", *reading.MESSAGE_FIELDS))[0])
     raw[6] = json.dumps(row.tool_calls)
-    assert services.message_json(tuple(raw)) == services.message_to_schema(row).model_dump(mode="json")
+    assert reading.message_json(tuple(raw)) == mapping.message_to_schema(row).model_dump(mode="json")
     raw[10] = dt.datetime(2026, 1, 2, 3, 4, 5, tzinfo=dt.timezone(dt.timedelta(hours=2)))
-    assert services.message_json(tuple(raw))["created_at"] == "2026-01-02T03:04:05+02:00"
+    assert reading.message_json(tuple(raw))["created_at"] == "2026-01-02T03:04:05+02:00"
     row.role = "robot"
     with pytest.raises(ValueError):
-        services.message_to_schema(row)
+        mapping.message_to_schema(row)
 
 
 def test_native_export_writes_the_bytes_of_the_validated_messages(agent: models.Agent) -> None:
@@ -310,15 +311,15 @@ def test_driver_rows_give_the_json_of_their_validated_messages(agent: models.Age
 
     session = store(agent, "rich", _rich_messages())
     qs = models.Message.objects.filter(session_id=session.pk).order_by("seq").values_list(
-        "seq", *services.MESSAGE_FIELDS)
-    raw = services._plain_rows(qs)
-    expected = [_validated(services._message_row(row)).model_dump(mode="json") for row in raw]
-    assert [services.message_json(row) for row in raw] == expected
-    assert [d for batch in services.session_message_json_batches(session, size=3) for d in batch] == expected
+        "seq", *reading.MESSAGE_FIELDS)
+    raw = reading._plain_rows(qs)
+    expected = [_validated(reading._message_row(row)).model_dump(mode="json") for row in raw]
+    assert [reading.message_json(row) for row in raw] == expected
+    assert [d for batch in reading.session_message_json_batches(session, size=3) for d in batch] == expected
     # A driver that gives aware datetimes (PostgreSQL's, in UTC; another offset goes through the model).
     for row in raw:
         for zone in (dt.UTC, dt.timezone(dt.timedelta(hours=-5))):
             aware = list(row)
             aware[10] = dt.datetime(2026, 1, 2, 3, 4, 5, 6, tzinfo=zone)
-            assert services.message_json(tuple(aware)) == _validated(
-                services._message_row(tuple(aware))).model_dump(mode="json")
+            assert reading.message_json(tuple(aware)) == _validated(
+                reading._message_row(tuple(aware))).model_dump(mode="json")

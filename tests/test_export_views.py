@@ -6,8 +6,9 @@ from typing import Any
 from django.contrib.auth.models import User
 from django.urls import reverse
 
-from agents import models, services
+from agents import models
 from agents.memory.schema import Conversation, Message
+from agents.store import writing
 
 CHAT = [Message(role="user", content="hi"), Message(role="assistant", content="hello", reasoning="r")]
 BROKEN = [Message(role="user", content="x"), Message(role="tool", tool_call_id="gone", content="y")]
@@ -15,7 +16,7 @@ BROKEN = [Message(role="user", content="x"), Message(role="tool", tool_call_id="
 
 def store(agent: models.Agent, external_id: str, messages: list[Message], title: str = "") -> models.Session:
     conv = Conversation(messages=messages, external_id=external_id, title=title or None)
-    return services.session_store(agent=agent, conversation=conv)
+    return writing.session_store(agent=agent, conversation=conv)
 
 
 def body(response: Any) -> str:

@@ -15,8 +15,9 @@ from typing import Any
 import pytest
 from django.utils import timezone
 
-from agents import models, services
+from agents import access, models
 from agents.memory.schema import Conversation
+from agents.store import writing
 from agents.transfer import imports
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -59,17 +60,17 @@ def test_it_hides_a_session_from_every_reader_while_its_rows_are_written(
         page = alice_client.get("/")
         api = alice_client.get("/api/sessions/")
         seen.append((hidden.count(), models.Message.objects.filter(session__in=hidden).count(),
-                     services.sessions_for_user(alice).count(), api.json()["count"]))
+                     access.sessions_for_user(alice).count(), api.json()["count"]))
         assert page.status_code == 200 and "Trip" not in page.content.decode()
 
-    path = _write(tmp_path, "trip.json", {"title": "Trip", "messages": _loop(services.BATCH_SIZE * 2 + 5)})
+    path = _write(tmp_path, "trip.json", {"title": "Trip", "messages": _loop(writing.BATCH_SIZE * 2 + 5)})
     report = imports.import_file(path, project=agent.project, agent=agent, on_messages=look)
     # Mid-import: batches stored in a hidden session, which no list, page or API answer shows.
-    assert seen[0][0] == 1 and seen[0][1] >= services.BATCH_SIZE
+    assert seen[0][0] == 1 and seen[0][1] >= writing.BATCH_SIZE
     assert all(visible == 0 and listed == 0 for _, _, visible, listed in seen)
-    session = services.sessions_for_user(alice).get()
+    session = access.sessions_for_user(alice).get()
     assert session.pk == report.sessions[0].session_id
-    assert session.state == "ready" and session.message_count == services.BATCH_SIZE * 2 + 5
+    assert session.state == "ready" and session.message_count == writing.BATCH_SIZE * 2 + 5
     assert session.external_id.startswith("sha256:") and not session.import_owner
     assert alice_client.get(f"/sessions/{session.pk}/").status_code == 200
 
@@ -87,7 +88,7 @@ def test_it_answers_404_for_a_session_still_importing(db, agent: models.Agent, a
 
 @pytest.mark.django_db(transaction=True)
 def test_it_removes_committed_batches_when_a_later_conversation_fails(tmp_path: Path, agent: models.Agent) -> None:
-    good = {"external_id": "long", "messages": _loop(services.BATCH_SIZE * 2 + 3)}
+    good = {"external_id": "long", "messages": _loop(writing.BATCH_SIZE * 2 + 3)}
     bad = {"external_id": "bad", "messages": [{"role": "user", "content": "x", "name": "n" * 300}]}
     data = {"format": "memoryviz", "version": 1, "sessions": [good, bad]}
     before = _counts()
@@ -99,12 +100,12 @@ def test_it_removes_committed_batches_when_a_later_conversation_fails(tmp_path: 
 @pytest.mark.django_db(transaction=True)
 def test_it_removes_what_an_interrupted_import_wrote_and_the_project_it_created(tmp_path: Path) -> None:
     def interrupt(n: int) -> None:
-        if n >= services.BATCH_SIZE:
+        if n >= writing.BATCH_SIZE:
             raise KeyboardInterrupt
 
     before = _counts()
     with pytest.raises(imports.ImportFailed, match="interrupted"):
-        imports.import_file(_write(tmp_path, "t.json", _loop(services.BATCH_SIZE * 3)), project="fresh",
+        imports.import_file(_write(tmp_path, "t.json", _loop(writing.BATCH_SIZE * 3)), project="fresh",
                             agent="fresh-bot", on_messages=interrupt)
     assert _counts() == before
     assert not models.Project.objects.filter(slug="fresh").exists()
@@ -112,10 +113,10 @@ def test_it_removes_what_an_interrupted_import_wrote_and_the_project_it_created(
 
 @pytest.mark.django_db(transaction=True)
 def test_it_appends_new_messages_only_when_the_import_completes(tmp_path: Path, agent: models.Agent, alice) -> None:
-    msgs = [dict(m, external_id=f"m{i}") for i, m in enumerate(_loop(services.BATCH_SIZE + 40))]
+    msgs = [dict(m, external_id=f"m{i}") for i, m in enumerate(_loop(writing.BATCH_SIZE + 40))]
     imports.import_file(_write(tmp_path, "a.json", {"format": "memoryviz", "version": 1, "sessions": [
         {"external_id": "conv", "messages": msgs[:20]}]}), project=agent.project, agent=agent)
-    session = services.sessions_for_user(alice).get()
+    session = access.sessions_for_user(alice).get()
     visible: list[int] = []
 
     def look(n: int) -> None:
@@ -159,9 +160,9 @@ def test_it_cleans_up_sessions_whose_import_is_gone_and_leaves_running_ones(db, 
     now = timezone.now()
 
     def hidden(owner: str, beat: dt.datetime) -> models.Session:
-        session = services.session_create(agent=agent, conversation=Conversation(messages=[]),
-                                          external_id=f"pending:{owner}", state="importing", import_owner=owner)
-        services.messages_append(session=session, messages=Conversation.model_validate(
+        session = writing.session_create(agent=agent, conversation=Conversation(messages=[]),
+                                         external_id=f"pending:{owner}", state="importing", import_owner=owner)
+        writing.messages_append(session=session, messages=Conversation.model_validate(
             {"messages": _loop(9)}).messages, start_seq=0)
         models.Session.objects.filter(pk=session.pk).update(import_heartbeat=beat)
         return session
@@ -252,7 +253,7 @@ def _query(url: str, sql: str) -> list[tuple[Any, ...]]:
 def test_concurrent_imports_all_finish_or_exit_2_with_one_line_and_dedup_stays_right(
     tmp_path: Path, database_url: str
 ) -> None:
-    n = services.BATCH_SIZE * 2 + 11
+    n = writing.BATCH_SIZE * 2 + 11
     same = _write(tmp_path, "same.json", _loop(n, " same"))  # no id: named by its content hash
     named = _write(tmp_path, "named.json", {"format": "memoryviz", "version": 1, "sessions": [
         {"external_id": "run-1", "messages": _loop(n, " named")}]})
@@ -280,17 +281,17 @@ def test_concurrent_imports_all_finish_or_exit_2_with_one_line_and_dedup_stays_r
 
 
 def test_a_killed_import_leaves_no_visible_row_and_cleanup_removes_it(tmp_path: Path, database_url: str) -> None:
-    big = _write(tmp_path, "big.json", _loop(services.BATCH_SIZE * 40, " big"))
+    big = _write(tmp_path, "big.json", _loop(writing.BATCH_SIZE * 40, " big"))
     proc = _manage(database_url, "import_history", str(big), "--project", "p", "--agent", "bot")
     hidden: list[tuple[Any, ...]] = []
     while proc.poll() is None:
         hidden = _query(database_url, "SELECT s.id, COUNT(m.id) FROM agents_session s JOIN agents_message m "
                                       "ON m.session_id = s.id WHERE s.state = 'importing' GROUP BY s.id")
-        if hidden and hidden[0][1] >= services.BATCH_SIZE:
+        if hidden and hidden[0][1] >= writing.BATCH_SIZE:
             proc.kill()  # SIGKILL: no handler runs, nothing is cleaned up by the import itself
             break
     proc.wait(timeout=60)
-    assert hidden and hidden[0][1] >= services.BATCH_SIZE, "the import finished before it could be killed"
+    assert hidden and hidden[0][1] >= writing.BATCH_SIZE, "the import finished before it could be killed"
     assert _query(database_url, "SELECT COUNT(*) FROM agents_session WHERE state = 'ready'") == [(0,)]
     cleanup = _manage(database_url, "cleanup_imports")
     out, err = cleanup.communicate(timeout=300)

@@ -9,7 +9,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agents import models, services
+from agents import models
+from agents.store import writing
 from agents.transfer import imports
 from tests.paths import SAMPLES
 
@@ -206,7 +207,7 @@ def test_it_rolls_back_sessions_already_written_when_a_later_one_fails(db, tmp_p
 
 
 def test_it_streams_a_big_conversation_in_batches(db, tmp_path: Path, agent: models.Agent) -> None:
-    n = services.BATCH_SIZE * 2 + 17
+    n = writing.BATCH_SIZE * 2 + 17
     msgs = []
     for i in range(n // 2):
         msgs.append({"role": "user", "content": f"question {i}"})
@@ -448,9 +449,9 @@ def test_a_big_import_leaves_the_planner_knowing_the_tables_on_postgresql(tmp_pa
     from django.db import connection
 
     analyzed = []
-    real = services.tables_analyze
-    monkeypatch.setattr(services, "tables_analyze", lambda: (analyzed.append(1), real()))
-    monkeypatch.setattr(services, "ANALYZE_AFTER_MESSAGES", len(WEATHER) * 3)
+    real = writing.tables_analyze
+    monkeypatch.setattr(writing, "tables_analyze", lambda: (analyzed.append(1), real()))
+    monkeypatch.setattr(writing, "ANALYZE_AFTER_MESSAGES", len(WEATHER) * 3)
     def asked(k: int) -> list[dict[str, Any]]:
         return [WEATHER[0], {"role": "user", "content": f"Question {k}?"}, *WEATHER[2:]]
 

@@ -9,10 +9,12 @@ from django.utils.html import escape
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agents import models, services
-from agents.lab import previews
+from agents import models
+from agents.lab import previews, reports
+from agents.lab import trimming as lab_trimming
 from agents.memory.tokens import count_messages, get_counter
 from agents.memory.trimming import StrategyError, spec_from_text, strategy_spec, trim
+from agents.store import reading
 from tests.conversations import chat
 from tests.strategies_messages import valid_conversations
 
@@ -62,7 +64,7 @@ def test_it_offers_literal_parameters_as_choices(alice_client, make_session):
 def test_it_marks_the_same_messages_kept_as_trim_does(alice_client, make_session):
     session = make_session(chat(12))
     params = {"buffer_size": 7}
-    messages, counts = services.session_messages_with_counts(session)
+    messages, counts = reading.session_messages_with_counts(session)
     expected = trim(messages, strategy_spec("buffered", params), counter=session.token_counter, token_counts=counts)
     html = alice_client.get(lab_url(session), {"strategy": "buffered", "buffer_size": "7"}).content.decode()
     assert kept_in_page(html) == expected.kept
@@ -74,7 +76,7 @@ def test_it_marks_the_same_messages_kept_as_trim_does(alice_client, make_session
 
 def test_it_uses_the_stored_token_counts(make_session):
     session = make_session(chat(4))
-    messages, counts = services.session_messages_with_counts(session)
+    messages, counts = reading.session_messages_with_counts(session)
     assert counts == list(session.messages.order_by("seq").values_list("token_count", flat=True))
     assert len(messages) == session.message_count and all(c > 0 for c in counts)
 
@@ -103,7 +105,7 @@ def test_it_marks_an_edited_message_and_shows_it_as_stored(alice_client, make_se
     # The stored text is shown beside the edit, escaped.
     assert "As stored (before the edit)" in html and "Let me check &lt;b&gt;the weather&lt;/b&gt;." in html
     # The edited row counts what is sent; the stored count is shown beside it.
-    read = services.session_trim(session=session, specs=[strategy_spec("strip_thoughts", {})])
+    read = lab_trimming.session_trim(session=session, specs=[strategy_spec("strip_thoughts", {})])
     sent, stored = read.results[0].message_tokens[2], read.counts[2]
     assert sent < stored
     row = re.search(r'id="lm-2".*?<span class="tokens">(.*?)</span>\s*</header>', html, re.S).group(1)
@@ -219,7 +221,7 @@ def test_it_requires_login(client, make_session):
 
 def test_it_renders_a_long_session_compactly(alice_client, make_session):
     session = make_session(chat(1250))  # 5,001 messages
-    messages, counts = services.session_messages_with_counts(session)
+    messages, counts = reading.session_messages_with_counts(session)
     result = trim(messages, strategy_spec("buffered", {"buffer_size": 10}),
                   counter=session.token_counter, token_counts=counts)
     html = alice_client.get(lab_url(session), {"strategy": "buffered", "buffer_size": "10"}).content.decode()
@@ -267,7 +269,7 @@ def test_it_reads_and_writes_strategy_specs():
 
 def test_it_compares_strategies_side_by_side(alice_client, make_session):
     session = make_session(chat(8))
-    messages, counts = services.session_messages_with_counts(session)
+    messages, counts = reading.session_messages_with_counts(session)
     response = alice_client.get(
         f"{lab_url(session)}compare/", {"s": ["buffered:buffer_size=5", "langchain_last:max_tokens=200", "unbounded"]}
     )
@@ -339,7 +341,7 @@ def test_it_filters_the_report_like_the_session_list(alice_client, make_session)
 
 def test_it_never_cuts_a_report_to_the_sessions_one_request_holds(alice_client, make_session, monkeypatch):
     """More sessions than a request holds go to a worker, which covers them all (test_background_jobs.py)."""
-    monkeypatch.setattr(services, "REPORT_SESSION_LIMIT", 2)
+    monkeypatch.setattr(reports, "REPORT_SESSION_LIMIT", 2)
     for _ in range(3):
         make_session(chat(1))
     response = alice_client.get("/lab/report/", {"s": "buffered"})
@@ -349,7 +351,7 @@ def test_it_never_cuts_a_report_to_the_sessions_one_request_holds(alice_client, 
 
 
 def test_it_never_cuts_a_report_to_the_messages_one_request_holds(alice_client, make_session, monkeypatch):
-    monkeypatch.setattr(services, "REPORT_MESSAGE_LIMIT", 12)
+    monkeypatch.setattr(reports, "REPORT_MESSAGE_LIMIT", 12)
     for _ in range(3):
         make_session(chat(2))  # 9 messages each
     response = alice_client.get("/lab/report/", {"s": "buffered", "per_call": "1"})

@@ -6,9 +6,9 @@ import re
 
 from django.utils.html import escape
 
-from agents import services
 from agents.memory.compare import compare_aligned
 from agents.memory.trimming import spec_from_text, trim
+from agents.store import reading
 from tests.conversations import chat
 
 SPECS = ["buffered:buffer_size=3", "openmanus_window:max_messages=3", "safe_token_budget:max_tokens=200"]
@@ -27,7 +27,7 @@ def row_marks(html: str) -> dict[int, list[str]]:
 
 
 def expected(session, specs, **kwargs):
-    messages, counts = services.session_messages_with_counts(session)
+    messages, counts = reading.session_messages_with_counts(session)
     results = [trim(messages, spec_from_text(s), counter=session.token_counter, token_counts=counts) for s in specs]
     return compare_aligned(messages, results, **kwargs)
 

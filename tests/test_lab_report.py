@@ -9,8 +9,9 @@ import re
 
 from django.urls import reverse
 
-from agents import services
+from agents.lab import presets
 from agents.memory.trimming import spec_from_text, trim
+from agents.store import reading
 from tests.conversations import chat
 
 REPORT = "/lab/report/"
@@ -30,7 +31,7 @@ def sessions(make_session):
 
 
 def trimmed(session, text: str):
-    messages, counts = services.session_messages_with_counts(session)
+    messages, counts = reading.session_messages_with_counts(session)
     return trim(messages, spec_from_text(text), counter=session.token_counter, token_counts=counts)
 
 
@@ -92,8 +93,8 @@ def test_it_filters_by_the_lists_token_range(alice_client, make_session):
 
 def test_it_downloads_the_report_as_csv_and_json(alice_client, make_session, project, alice):
     broken, open_question, short = sessions(make_session)
-    services.preset_create(user=alice, project=project, name="window", strategy="openmanus_window",
-                           params={"max_messages": 3}, counter="cl100k")
+    presets.preset_create(user=alice, project=project, name="window", strategy="openmanus_window",
+                          params={"max_messages": 3}, counter="cl100k")
     query = {"s": ["preset:window", "clear_non_system"], "order": "-after-1"}
     response = alice_client.get(REPORT, {**query, "download": "json"})
     assert response["Content-Type"] == "application/json"

@@ -12,11 +12,12 @@ import pytest
 from django.core.management import call_command
 from django.utils.html import escape
 
-from agents import services
+from agents.lab import presets
 from agents.memory.replay import replay, replay_call
 from agents.memory.tokens import count_messages, get_counter
 from agents.memory.trimming import strategy_spec, trim
 from agents.models import Membership, Preset
+from agents.store import reading
 from tests.conversations import chat
 
 
@@ -33,7 +34,7 @@ def kept_in_page(html: str) -> list[int]:
 
 def test_it_shows_where_the_replayed_run_first_breaks_the_protocol(alice_client, make_session):
     session = make_session(chat(6), title="Weather")
-    messages, counts = services.session_messages_with_counts(session)
+    messages, counts = reading.session_messages_with_counts(session)
     run = replay(messages, strategy_spec("openmanus_window", {"max_messages": 3}), counter="cl100k",
                  token_counts=counts)
     # A window of 3 cuts the previous turn's tool result off its call when the next question's call is made, and
@@ -105,7 +106,7 @@ def test_a_long_sessions_replay_part_is_scoped_to_the_users_projects(client, bob
 
 def test_it_shows_what_one_call_of_the_run_sent_at_a_step(alice_client, make_session):
     session = make_session(chat(6), title="Weather")
-    messages, counts = services.session_messages_with_counts(session)
+    messages, counts = reading.session_messages_with_counts(session)
     spec = strategy_spec("openmanus_window", {"max_messages": 3})
     sent = replay_call(messages, spec, call=6, counter="cl100k", token_counts=counts)
 
@@ -131,7 +132,7 @@ def test_it_shows_the_whole_list_for_a_step_that_is_not_a_call(alice_client, mak
 
 def test_it_trims_and_replays_with_another_counter_than_the_stored_one(alice_client, make_session):
     session = make_session(chat(4) + [{"role": "user", "content": "東京の天気は？ 🌧️ " * 20}], title="Weather")
-    messages, _ = services.session_messages_with_counts(session)
+    messages, _ = reading.session_messages_with_counts(session)
     o200k = count_messages(messages, get_counter("o200k"))
     expected = trim(messages, strategy_spec("safe_token_budget", {"max_tokens": 200}), counter="o200k",
                     token_counts=o200k)
@@ -267,9 +268,9 @@ def test_its_api_url_and_command_give_the_labs_result(alice_client, make_session
 
 def test_the_trim_api_trims_with_a_preset_of_the_sessions_project(alice_client, make_session, project, alice):
     session = make_session(chat(6), title="Weather")
-    services.preset_create(user=alice, project=project, name="short", strategy="openmanus_window",
-                           params={"max_messages": 3}, counter="o200k")
-    messages, _ = services.session_messages_with_counts(session)
+    presets.preset_create(user=alice, project=project, name="short", strategy="openmanus_window",
+                          params={"max_messages": 3}, counter="o200k")
+    messages, _ = reading.session_messages_with_counts(session)
     expected = trim(messages, strategy_spec("openmanus_window", {"max_messages": 3}), counter="o200k")
 
     answer = alice_client.get(f"/api/sessions/{session.pk}/trim/", {"preset": "short"})
@@ -284,7 +285,7 @@ def test_the_trim_api_trims_with_a_preset_of_the_sessions_project(alice_client, 
 
 def test_the_trim_api_refuses_an_unknown_preset_or_a_preset_with_a_strategy(alice_client, make_session, project, alice):
     session = make_session(chat(2), title="Weather")
-    services.preset_create(user=alice, project=project, name="short", strategy="buffered", params={}, counter="cl100k")
+    presets.preset_create(user=alice, project=project, name="short", strategy="buffered", params={}, counter="cl100k")
     url = f"/api/sessions/{session.pk}/trim/"
     unknown = alice_client.get(url, {"preset": "nope"})
     assert unknown.status_code == 400
@@ -301,7 +302,7 @@ def test_the_trim_api_refuses_an_unknown_preset_or_a_preset_with_a_strategy(alic
 def test_the_report_says_which_sessions_break_at_some_call_beside_at_the_end(alice_client, make_session):
     breaks = make_session(chat(6), title="Breaks at some call")
     make_session(chat(1), title="Short")
-    messages, counts = services.session_messages_with_counts(breaks)
+    messages, counts = reading.session_messages_with_counts(breaks)
     run = replay(messages, strategy_spec("openmanus_window", {"max_messages": 3}), counter="cl100k",
                  token_counts=counts)
     assert run.first_violation == 2 and run.steps[-1].errors == 0

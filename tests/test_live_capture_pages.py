@@ -7,10 +7,12 @@ import json
 import pytest
 from django.utils import timezone
 
-from agents import models, services
+from agents import models
 from agents.capture import ingest
 from agents.memory.chain import find_violations
 from agents.memory.otlp import Batch, Span
+from agents.projects import keys
+from agents.store import reading, writing
 from tests import genai_spans
 from tests.genai_spans import text
 
@@ -35,7 +37,7 @@ def chat_span(n: int, inputs: list[dict], output: dict, session_id: str = "trip-
 
 @pytest.fixture
 def api_key(project) -> models.ApiKey:
-    return services.api_key_create(project=project, name="agent").api_key
+    return keys.api_key_create(project=project, name="agent").api_key
 
 
 @pytest.fixture
@@ -156,7 +158,7 @@ def test_stored_summaries_stay_those_of_the_whole_chain_as_calls_arrive(project,
     for span in (spans[0], spans[3], spans[1], spans[2]):  # the 2nd and 3rd come late: the session is replayed
         ingest.otlp_ingest(api_key=api_key, batch=Batch(spans=[span]))
     session = models.Session.objects.get(external_id="trip-1")
-    messages = services.session_messages(session)
+    messages = reading.session_messages(session)
     assert [m.role for m in messages] == [
         "system",
         "user",
@@ -174,7 +176,7 @@ def test_stored_summaries_stay_those_of_the_whole_chain_as_calls_arrive(project,
         running += row.token_count
         assert row.token_running == running
     assert session.message_count == 9 and session.token_total == running + 3
-    expected = [services.violation_record(v) for v in find_violations(messages)]
+    expected = [writing.violation_record(v) for v in find_violations(messages)]
     assert session.violations == expected and session.violation_count == 1
     assert expected[0]["kind"] in ("unanswered_tool_call", "interrupted_exchange")
     assert [c.sent for c in session.llm_calls.order_by("order_ns")][-1] == [0, 4, 5, 6, 7]
@@ -182,7 +184,7 @@ def test_stored_summaries_stay_those_of_the_whole_chain_as_calls_arrive(project,
 
 def test_calls_that_continue_a_session_created_by_another_path_find_its_messages(client, project, api_key):
     """A session started through the API (or an import) goes on live: what the calls resend is not stored twice."""
-    key = services.api_key_create(project=project, name="script").key
+    key = keys.api_key_create(project=project, name="script").key
     body = {"agent": "travel-agent", "external_id": "trip-1",
             "messages": [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Weather in Rome?"}]}
     assert client.post("/api/sessions/", data=json.dumps(body), content_type="application/json",
@@ -192,5 +194,5 @@ def test_calls_that_continue_a_session_created_by_another_path_find_its_messages
         batch=Batch(spans=[chat_span(1, [SYSTEM, text("user", "Weather in Rome?")], text("assistant", "24°C."))]),
     )
     session = models.Session.objects.get(external_id="trip-1")
-    assert [m.content for m in services.session_messages(session)] == ["Be brief.", "Weather in Rome?", "24°C."]
+    assert [m.content for m in reading.session_messages(session)] == ["Be brief.", "Weather in Rome?", "24°C."]
     assert session.llm_calls.get().sent == [0, 1]

@@ -10,7 +10,8 @@ from django.db import connection
 from django.template import Context, Template
 from django.test.utils import CaptureQueriesContext
 
-from agents import models, services
+from agents import models
+from agents.sessions import chain
 from agents.sessions.message_html import _time, lab_message_html, lab_strip_html, number
 
 EVIL = "<x-agent onload=alert(1)>&"
@@ -90,9 +91,9 @@ def test_annotations_on_many_messages_cost_no_query_per_message(alice_client, al
 
 
 def test_the_first_page_shows_a_full_page_of_messages(alice_client, make_session):
-    session = make_session([{"role": "user", "content": f"m{i}"} for i in range(services.MESSAGE_PAGE_SIZE + 5)])
+    session = make_session([{"role": "user", "content": f"m{i}"} for i in range(chain.MESSAGE_PAGE_SIZE + 5)])
     content = alice_client.get(session.get_absolute_url()).content.decode()
-    assert content.count('<article id="m-') == services.MESSAGE_PAGE_SIZE
+    assert content.count('<article id="m-') == chain.MESSAGE_PAGE_SIZE
 
 
 # --- the lab's messages ----------------------------------------------------------------------------------------

@@ -16,11 +16,13 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceResponse,
 )
 
-from agents import models, services
+from agents import models
 from agents.memory import otlp
 from agents.memory.otlp import Batch
 from agents.memory.schema import parse_messages
 from agents.memory.stitch import message_key
+from agents.projects import keys as projects_keys
+from agents.store import reading
 from tests.otel_clients.capture import OtlpCapture, log_requests_cut_at
 from tests.otel_clients.runner import ensure_venvs, run_agent
 
@@ -32,11 +34,11 @@ def pythons():
 
 @pytest.fixture
 def key(project) -> str:
-    return services.api_key_create(project=project, name="travel-agent").key
+    return projects_keys.api_key_create(project=project, name="travel-agent").key
 
 
 def stored_keys(session: models.Session) -> list[str]:
-    return [message_key(m) for m in services.session_messages(session)]
+    return [message_key(m) for m in reading.session_messages(session)]
 
 
 def keys(messages) -> list[str]:
@@ -47,7 +49,7 @@ def assert_conversation_stored(session: models.Session, run) -> None:
     assert stored_keys(session) == keys(parse_messages(run.history))
     calls = list(session.llm_calls.order_by("order_ns"))
     assert len(calls) == len(run.requests) == 7
-    stored = services.session_messages(session)
+    stored = reading.session_messages(session)
     for call, request in zip(calls, run.requests, strict=True):
         assert keys(stored[i] for i in call.sent) == keys(parse_messages(request["messages"]))
         assert stored[call.reply_seq].role == "assistant"
@@ -162,7 +164,7 @@ def test_it_answers_partial_success_for_spans_it_could_not_read_and_keeps_the_ot
     assert answer["partialSuccess"]["rejectedSpans"] == "1"
     assert "gen_ai.input.messages: not JSON" in answer["partialSuccess"]["errorMessage"]
     session = models.Session.objects.get(external_id="s1")
-    assert [m.content for m in services.session_messages(session)] == ["Hi", "Hello"]
+    assert [m.content for m in reading.session_messages(session)] == ["Hi", "Hello"]
     assert session.agent.name == "OpenTelemetry"  # no agent name and no service.name
 
 
@@ -201,7 +203,7 @@ def test_a_batch_whose_session_goes_while_it_waits_for_it_is_tried_again(client,
     body = {"resourceSpans": [{"resource": {}, "scopeSpans": [{"spans": [span]}]}]}
     response = post(client, json.dumps(body).encode(), key, content_type="application/json")
     assert response.status_code == 200 and len(attempts) == 2
-    assert [m.content for m in services.session_messages(models.Session.objects.get(external_id="s3"))] == ["Hi"]
+    assert [m.content for m in reading.session_messages(models.Session.objects.get(external_id="s3"))] == ["Hi"]
 
 
 def chat(span_id: str, start: int, inputs: list[tuple[str, str]], output: str) -> dict:
@@ -252,7 +254,7 @@ def test_a_call_stored_while_its_trace_moves_to_its_named_session_is_moved_with_
     assert not other[0].is_alive()
     session = models.Session.objects.get()
     assert session.external_id == "s9"
-    assert [m.content for m in services.session_messages(session)] == ["Hi", "Hello", "More", "Sure"]
+    assert [m.content for m in reading.session_messages(session)] == ["Hi", "Hello", "More", "Sure"]
     assert session.llm_calls.count() == 2 and session.message_count == 4
 
 
@@ -329,7 +331,7 @@ def test_it_refuses_a_bad_request_with_a_status_that_says_why_and_stores_nothing
     elif case == "unknown key":
         kwargs["HTTP_AUTHORIZATION"] = f"Bearer {key[:-4]}abcd"
     elif case == "revoked key":
-        services.api_key_revoke(api_key=models.ApiKey.objects.get())
+        projects_keys.api_key_revoke(api_key=models.ApiKey.objects.get())
     elif case == "wrong content type":
         kwargs["content_type"] = "text/plain"
     elif case == "malformed protobuf":
@@ -362,7 +364,7 @@ def test_it_answers_a_protobuf_refusal_in_protobuf(client, project):
 
 
 def test_it_stores_a_key_s_calls_only_in_its_own_project(client, project, other_project):
-    other_key = services.api_key_create(project=other_project, name="beta").key
+    other_key = projects_keys.api_key_create(project=other_project, name="beta").key
     body = {
         "resourceSpans": [
             {
@@ -452,7 +454,7 @@ def test_it_stores_the_conversation_told_by_log_events_whatever_order_and_repeti
         assert post(client, body, key, path=path).status_code == 200
     session = models.Session.objects.get()
     assert session.external_id == "trip-11"
-    stored = services.session_messages(session)
+    stored = reading.session_messages(session)
     expected = parse_messages(run.history)
     assert [(m.role, m.content, m.tool_call_id, [c.id for c in m.tool_calls]) for m in stored] == [
         (m.role, m.content, m.tool_call_id, [c.id for c in m.tool_calls]) for m in expected]

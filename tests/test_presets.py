@@ -84,7 +84,7 @@ def test_it_needs_the_csrf_token_when_posting_through_a_browser_session(alice, p
 
 
 def test_it_saves_a_preset_with_an_api_key_as_its_creator(client, project, alice):
-    from agents.services import api_key_create
+    from agents.projects.keys import api_key_create
 
     created = api_key_create(project=project, name="ci", created_by=alice)
     response = client.post(

@@ -12,7 +12,7 @@ import shlex
 import pytest
 from django.core.management import call_command
 
-from agents import services
+from agents.lab import presets
 from agents.models import Preset
 from tests.commands import run
 from tests.conversations import chat
@@ -24,8 +24,8 @@ TRAVEL = SAMPLES / "openai" / "travel.json"
 
 @pytest.fixture
 def tight(project, alice):
-    return services.preset_create(user=alice, project=project, name="tight window", strategy="buffered",
-                                  params={"buffer_size": 3}, counter="o200k")
+    return presets.preset_create(user=alice, project=project, name="tight window", strategy="buffered",
+                                 params={"buffer_size": 3}, counter="o200k")
 
 
 def test_the_trim_command_trims_by_a_preset_as_by_its_strategy_and_counter(tight):
@@ -163,8 +163,8 @@ def test_the_diff_page_and_api_diff_against_a_presets_trimmed_view(alice_client,
 def by_count(project, alice):
     """A budget of four under the ``messages`` counter (one per message): four messages, where the session's
     cl100k counts keep none of them."""
-    return services.preset_create(user=alice, project=project, name="last four", strategy="safe_token_budget",
-                                  params={"max_tokens": 4, "pin_system": False}, counter="messages")
+    return presets.preset_create(user=alice, project=project, name="last four", strategy="safe_token_budget",
+                                 params={"max_tokens": 4, "pin_system": False}, counter="messages")
 
 
 def _core_trim(messages: list[dict], counter: str):
@@ -250,8 +250,8 @@ def test_a_preset_name_two_of_the_users_projects_share_is_taken_from_the_filtere
     # filtered to one project use that project's; unfiltered, the refusal says how to choose.
     from agents.models import Membership
     Membership.objects.create(project=other_project, user=alice, role=Membership.Level.EDITOR)
-    services.preset_create(user=alice, project=other_project, name="tight window", strategy="buffered",
-                           params={"buffer_size": 1}, counter="o200k")
+    presets.preset_create(user=alice, project=other_project, name="tight window", strategy="buffered",
+                          params={"buffer_size": 1}, counter="o200k")
     make_session(chat(4), title="Weather")
     report = alice_client.get("/lab/report/", {"s": ["preset:tight window", "unbounded"], "project": "alpha"})
     html = report.content.decode()
@@ -261,8 +261,8 @@ def test_a_preset_name_two_of_the_users_projects_share_is_taken_from_the_filtere
     assert re.findall(r'<tr class="summary-row" data-spec="([^"]*)">', beta.content.decode())[0] == \
         "buffered:buffer_size=1"
     # A preset only the other project has still applies to this project's sessions, as before.
-    services.preset_create(user=alice, project=other_project, name="beta only", strategy="unbounded", params={},
-                           counter="o200k")
+    presets.preset_create(user=alice, project=other_project, name="beta only", strategy="unbounded", params={},
+                          counter="o200k")
     only = alice_client.get("/lab/report/", {"s": ["preset:beta only"], "project": "alpha"}).content.decode()
     assert re.findall(r'<tr class="summary-row" data-spec="([^"]*)">', only) == ["unbounded"]
     unfiltered = alice_client.get("/lab/report/", {"s": ["preset:tight window"]}).content.decode()

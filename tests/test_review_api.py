@@ -11,8 +11,9 @@ import pytest
 from django.contrib.auth.models import User
 from django.test import Client
 
-from agents import models, services
+from agents import models
 from agents.models import Membership
+from agents.projects import keys
 
 CHAIN = [
     {"role": "system", "content": "You book trips."},
@@ -112,7 +113,7 @@ def test_it_lets_each_role_do_what_it_may_and_no_more(endpoint, who, session, me
     headers: dict[str, str] = {}
     if who == "api key":
         client = Client()
-        key = services.api_key_create(project=session.agent.project, name="ci").key
+        key = keys.api_key_create(project=session.agent.project, name="ci").key
         headers["HTTP_AUTHORIZATION"] = "Bearer " + key
         role: str | None = "editor"  # a key acts as an editor of its project, writing as the user who made it
         author = None

@@ -16,9 +16,11 @@ from django.db import connection
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agents import models, services
+from agents import models
 from agents.memory.schema import Conversation, parse_messages
 from agents.memory.tokens import total_tokens
+from agents.sessions import chain
+from agents.store import mapping, writing
 from agents.transfer import imports
 
 fill_migration = importlib.import_module("agents.migrations.0004_message_token_running")
@@ -62,7 +64,7 @@ def _native(sessions: list[dict[str, Any]]) -> dict[str, Any]:
 
 def test_it_carries_the_running_total_across_import_batches(db, tmp_path, agent, monkeypatch) -> None:
     # A small batch size makes a small file span many batches (the real one is 2,000 messages).
-    monkeypatch.setattr(services, "BATCH_SIZE", 7)
+    monkeypatch.setattr(writing, "BATCH_SIZE", 7)
     messages = _varied(53)
     progress: list[int] = []
     report = imports.import_file(_write(tmp_path, "big.json", messages), project=agent.project, agent=agent,
@@ -75,7 +77,7 @@ def test_it_carries_the_running_total_across_import_batches(db, tmp_path, agent,
 
 
 def test_it_continues_the_stored_running_total_when_a_reimport_appends(db, tmp_path, agent, monkeypatch) -> None:
-    monkeypatch.setattr(services, "BATCH_SIZE", 5)
+    monkeypatch.setattr(writing, "BATCH_SIZE", 5)
     first = _native([{"external_id": "conv-1", "messages": _varied(12, ids=True)}])
     imports.import_file(_write(tmp_path, "a.json", first), project=agent.project, agent=agent)
     session = models.Session.objects.get(agent=agent, external_id="conv-1")
@@ -97,34 +99,34 @@ def test_it_stores_running_totals_through_session_store(make_session) -> None:
 
 def test_it_chains_batches_through_messages_append(agent) -> None:
     messages = parse_messages(_varied(30))
-    session = services.session_create(agent=agent, conversation=Conversation(external_id="batched"))
+    session = writing.session_create(agent=agent, conversation=Conversation(external_id="batched"))
     # Explicitly, as a streaming caller does: each batch continues the previous batch's total, no query.
     running = 0
     for start in range(0, 20, 6):
-        stored = services.messages_append(session=session, messages=messages[start:start + 6], start_seq=start,
-                                          tokens_before=running)
+        stored = writing.messages_append(session=session, messages=messages[start:start + 6], start_seq=start,
+                                         tokens_before=running)
         assert stored.token_running == running + stored.tokens
         running = stored.token_running
     # Without it, the total is read from the stored message before start_seq.
-    stored = services.messages_append(session=session, messages=messages[24:], start_seq=24)
+    stored = writing.messages_append(session=session, messages=messages[24:], start_seq=24)
     assert stored.token_running == running + stored.tokens
     _assert_running_totals(session)
 
 
 def test_it_refuses_to_continue_a_running_total_from_a_gap(agent) -> None:
-    session = services.session_create(agent=agent, conversation=Conversation(external_id="gap"))
+    session = writing.session_create(agent=agent, conversation=Conversation(external_id="gap"))
     with pytest.raises(ValueError, match=r"messages\[5\]: no stored message at seq 4"):
-        services.messages_append(session=session, messages=parse_messages(_varied(2)), start_seq=5)
+        writing.messages_append(session=session, messages=parse_messages(_varied(2)), start_seq=5)
     assert not session.messages.exists()
 
 
 def test_it_builds_rows_continuing_a_running_total(agent) -> None:
     session = models.Session.objects.create(agent=agent, external_id="rows")
-    rows, _ = services.message_rows(parse_messages(_varied(4)), session=session, start_seq=10,
-                                    token_counts=[3, 5, 7, 11], tokens_before=100)
+    rows, _ = mapping.message_rows(parse_messages(_varied(4)), session=session, start_seq=10,
+                                   token_counts=[3, 5, 7, 11], tokens_before=100)
     assert [r.token_running for r in rows] == [103, 108, 115, 126]
     with pytest.raises(ValueError, match="tokens_before is -1"):
-        services.message_rows(parse_messages(_varied(1)), session=session, token_counts=[1], tokens_before=-1)
+        mapping.message_rows(parse_messages(_varied(1)), session=session, token_counts=[1], tokens_before=-1)
 
 
 _sessions = itertools.count()
@@ -134,12 +136,12 @@ _sessions = itertools.count()
 @given(n=st.integers(0, 40), cuts=st.lists(st.integers(0, 40), max_size=5), explicit=st.booleans())
 def test_it_stores_the_same_running_totals_however_the_session_is_split(agent, n, cuts, explicit) -> None:
     messages = parse_messages(_varied(n))
-    session = services.session_create(agent=agent, conversation=Conversation(external_id=f"split-{next(_sessions)}"))
+    session = writing.session_create(agent=agent, conversation=Conversation(external_id=f"split-{next(_sessions)}"))
     bounds = sorted({0, n, *(c for c in cuts if c <= n)})
     running = 0
     for lo, hi in itertools.pairwise(bounds):
-        stored = services.messages_append(session=session, messages=messages[lo:hi], start_seq=lo,
-                                          tokens_before=running if explicit else None)
+        stored = writing.messages_append(session=session, messages=messages[lo:hi], start_seq=lo,
+                                         tokens_before=running if explicit else None)
         running = stored.token_running
     counts = _assert_running_totals(session)
     assert running == sum(counts)
@@ -180,9 +182,9 @@ def test_the_migration_fills_running_totals_of_sessions_stored_before_it(make_se
 def test_it_takes_a_pages_total_before_it_from_its_first_row(make_session) -> None:
     session = make_session(_varied(75))
     counts = list(session.messages.order_by("seq").values_list("token_count", flat=True))
-    page = services.session_message_page(session, size=30)
+    page = chain.session_message_page(session, size=30)
     while page.next_after is not None:
-        page = services.session_message_page(session, after=page.next_after, size=30)
+        page = chain.session_message_page(session, after=page.next_after, size=30)
         assert page.tokens_before == sum(counts[: page.rows[0].seq])
     assert page.rows[0].seq == 60
 
@@ -190,7 +192,7 @@ def test_it_takes_a_pages_total_before_it_from_its_first_row(make_session) -> No
 def test_it_shows_the_running_total_of_earlier_pages_on_page_two(alice_client, make_session) -> None:
     session = make_session(_varied(650))
     counts = list(session.messages.order_by("seq").values_list("token_count", flat=True))
-    size = services.MESSAGE_PAGE_SIZE
+    size = chain.MESSAGE_PAGE_SIZE
     response = alice_client.get(session.get_absolute_url(), {"after": size - 1})
     views = response.context["messages"]
     assert views[0].row.seq == size
@@ -204,9 +206,9 @@ def test_it_reads_a_deep_page_in_as_many_queries_as_the_first(alice_client, make
                                                                django_assert_num_queries) -> None:
     session = make_session(_varied(2000))
     with django_assert_num_queries(1):
-        assert len(services.session_message_page(session).rows) == services.MESSAGE_PAGE_SIZE
+        assert len(chain.session_message_page(session).rows) == chain.MESSAGE_PAGE_SIZE
     with django_assert_num_queries(1):
-        assert len(services.session_message_page(session, after=1499).rows) == services.MESSAGE_PAGE_SIZE
+        assert len(chain.session_message_page(session, after=1499).rows) == chain.MESSAGE_PAGE_SIZE
     url = session.get_absolute_url()
     alice_client.get(url)  # warm the session and the user lookups alike for both pages
     before = len(_queries(alice_client, url, {}))

@@ -13,8 +13,9 @@ from hypothesis import HealthCheck, given
 from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
 
-from agents import models, services
+from agents import access, models
 from agents.sessions.views import SESSIONS_PER_PAGE
+from agents.store import listing
 
 TEXTS = [
     "Weather in Paris?", "PARIS is sunny", "an éclair in Paris", "ÉCLAIR", "100% sure_thing", 'He said "hi"',
@@ -45,7 +46,7 @@ def without_index(settings) -> Iterator[None]:
 
 
 def found(user, q: str) -> list[int]:
-    return list(services.sessions_filtered(user, services.SessionFilters(q=q)).values_list("pk", flat=True))
+    return list(listing.sessions_filtered(user, listing.SessionFilters(q=q)).values_list("pk", flat=True))
 
 
 @pytest.fixture
@@ -58,7 +59,7 @@ def stored(make_session, other_agent) -> list[models.Session]:
 
 
 def test_the_index_exists_on_this_database(db) -> None:
-    assert services.search_indexed()
+    assert listing.search_indexed()
 
 
 def test_it_finds_the_same_sessions_with_and_without_its_index(stored, alice, settings) -> None:
@@ -189,7 +190,7 @@ def test_a_text_shorter_than_a_trigram_is_found_by_a_plain_scan(stored, alice, a
     with CaptureQueriesContext(connection) as ctx:
         assert alice_client.get("/?q=ab").status_code == 200
     assert not any("agents_message_fts" in q["sql"] for q in ctx.captured_queries)
-    assert found(alice, "ab") == [s.pk for s in services.sessions_for_user(alice).filter(
+    assert found(alice, "ab") == [s.pk for s in access.sessions_for_user(alice).filter(
         pk__in=models.Message.objects.filter(content__icontains="ab").values("session_id"))]
 
 

@@ -11,13 +11,15 @@ from django.test.utils import CaptureQueriesContext
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agents import services
+from agents import access
 from agents.memory.chain import ProtocolChecker, find_violations
 from agents.memory.schema import Conversation, FunctionCall, Message, ToolCall, parse_messages
 from agents.memory.tokens import count_messages, total_tokens
 from agents.models import Message as MessageRow
 from agents.models import Session
 from agents.models import ToolCall as ToolCallRow
+from agents.sessions import chain as sessions_chain
+from agents.store import listing, mapping, reading, writing
 
 WEATHER = [
     {"role": "system", "content": "You are a travel assistant."},
@@ -97,7 +99,7 @@ def test_it_counts_only_errors_as_violations(make_session):
 
 def test_it_stores_with_another_counter(agent):
     conversation = Conversation(messages=parse_messages(WEATHER), external_id="m")
-    session = services.session_store(agent=agent, conversation=conversation, counter="messages")
+    session = writing.session_store(agent=agent, conversation=conversation, counter="messages")
     assert set(session.messages.values_list("token_count", flat=True)) == {1}
     assert session.token_total == 6
     assert session.token_counter == "messages"
@@ -106,7 +108,7 @@ def test_it_stores_with_another_counter(agent):
 def test_it_stores_nothing_when_the_counter_is_unknown(agent):
     conversation = Conversation(messages=parse_messages(WEATHER), external_id="x")
     with pytest.raises(ValueError, match="unknown counter"):
-        services.session_store(agent=agent, conversation=conversation, counter="nope")
+        writing.session_store(agent=agent, conversation=conversation, counter="nope")
     assert not Session.objects.exists()
 
 
@@ -116,7 +118,7 @@ def test_it_takes_session_fields_from_the_conversation(agent):
         messages=parse_messages(WEATHER), external_id="ext-9", title="Trip", source_format="openai",
         started_at=started, tools=[{"type": "function", "function": {"name": "get_weather"}}], metadata={"k": "v"},
     )
-    session = services.session_store(agent=agent, conversation=conversation)
+    session = writing.session_store(agent=agent, conversation=conversation)
     session.refresh_from_db()
     assert (session.external_id, session.title, session.source_format, session.started_at) == (
         "ext-9",
@@ -131,16 +133,16 @@ def test_it_takes_session_fields_from_the_conversation(agent):
 def test_it_starts_a_session_at_its_first_message_time(agent):
     first = dt.datetime(2026, 1, 2, 3, 4, 5, tzinfo=dt.UTC)
     messages = [Message(role="user", content="hi", created_at=first), Message(role="assistant", content="yo")]
-    session = services.session_store(agent=agent, conversation=Conversation(messages=messages, external_id="t"))
+    session = writing.session_store(agent=agent, conversation=Conversation(messages=messages, external_id="t"))
     assert session.started_at == first
 
 
 def test_it_stores_in_batches_as_it_stores_whole(agent):
-    whole = services.session_store(
+    whole = writing.session_store(
         agent=agent, conversation=Conversation(messages=parse_messages(WEATHER), external_id="whole")
     )
     messages = parse_messages(WEATHER)
-    session = services.session_create(agent=agent, conversation=Conversation(external_id="batched"))
+    session = writing.session_create(agent=agent, conversation=Conversation(external_id="batched"))
     checker = ProtocolChecker()
     count = tokens = 0
     errors = False
@@ -148,13 +150,13 @@ def test_it_stores_in_batches_as_it_stores_whole(agent):
         batch = messages[start:start + 4]
         for m in batch:
             checker.feed(m)
-        stored = services.messages_append(session=session, messages=batch, start_seq=start)
+        stored = writing.messages_append(session=session, messages=batch, start_seq=start)
         count, tokens, errors = count + stored.count, tokens + stored.tokens, errors or stored.has_errors
-    services.session_finish(session=session, message_count=count, token_counts_sum=tokens, has_errors=errors,
-                            violations=checker.finish())
+    writing.session_finish(session=session, message_count=count, token_counts_sum=tokens, has_errors=errors,
+                           violations=checker.finish())
     session.refresh_from_db()
     whole.refresh_from_db()
-    assert services.session_messages(session) == services.session_messages(whole) == messages
+    assert reading.session_messages(session) == reading.session_messages(whole) == messages
     assert (session.message_count, session.token_total, session.has_errors, session.violations) == (
         whole.message_count, whole.token_total, whole.has_errors, whole.violations)
     assert ToolCallRow.objects.filter(session=session).count() == 2
@@ -162,7 +164,7 @@ def test_it_stores_in_batches_as_it_stores_whole(agent):
 
 def test_it_builds_unsaved_rows_with_a_seq_offset(agent):
     session = Session.objects.create(agent=agent, external_id="rows")
-    rows, calls = services.message_rows(parse_messages(WEATHER), session=session, start_seq=100, token_counts=[1] * 6)
+    rows, calls = mapping.message_rows(parse_messages(WEATHER), session=session, start_seq=100, token_counts=[1] * 6)
     assert [r.seq for r in rows] == list(range(100, 106))
     assert all(r.pk is None for r in rows)
     assert [c.message for c in calls] == [rows[2], rows[2]]
@@ -172,7 +174,7 @@ def test_it_builds_unsaved_rows_with_a_seq_offset(agent):
 def test_it_refuses_token_counts_of_another_length(agent):
     session = Session.objects.create(agent=agent, external_id="rows")
     with pytest.raises(ValueError, match="token_counts has 2 entries for 6 messages"):
-        services.message_rows(parse_messages(WEATHER), session=session, token_counts=[1, 2])
+        mapping.message_rows(parse_messages(WEATHER), session=session, token_counts=[1, 2])
 
 
 # --- the one mapping ------------------------------------------------------------------------------------------
@@ -235,10 +237,10 @@ _sessions = itertools.count()
 @given(message=stored_messages())
 def test_it_gives_back_every_message_it_stores(agent, message):
     session = Session.objects.create(agent=agent, external_id=f"rt-{next(_sessions)}")
-    row = services.message_from_schema(message, session=session, seq=0)
+    row = mapping.message_from_schema(message, session=session, seq=0)
     row.save()
     row = MessageRow.objects.get(pk=row.pk)
-    assert services.message_to_schema(row) == message
+    assert mapping.message_to_schema(row) == message
 
 
 def test_it_keeps_content_parts_and_their_joined_text(agent):
@@ -248,10 +250,10 @@ def test_it_keeps_content_parts_and_their_joined_text(agent):
         {"type": "image_url", "image_url": {"url": "https://x/y.png"}},
         {"type": "text", "text": "here"},
     ]
-    row = services.message_from_schema(Message(role="user", content=parts), session=session, seq=0)
+    row = mapping.message_from_schema(Message(role="user", content=parts), session=session, seq=0)
     assert row.content == "look\nhere"
     assert row.content_parts == parts
-    assert services.message_to_schema(row).content == parts
+    assert mapping.message_to_schema(row).content == parts
 
 
 # --- reading --------------------------------------------------------------------------------------------------
@@ -263,13 +265,13 @@ def _long(n: int) -> list[dict]:
 
 def test_it_reads_a_page_after_a_seq(make_session):
     session = make_session(_long(25))
-    first = services.session_message_page(session, size=10)
+    first = sessions_chain.session_message_page(session, size=10)
     assert [r.seq for r in first.rows] == list(range(10))
     assert (first.after, first.next_after, first.tokens_before, first.shown_through) == (None, 9, 0, 10)
-    second = services.session_message_page(session, after=first.next_after, size=10)
+    second = sessions_chain.session_message_page(session, after=first.next_after, size=10)
     assert [r.seq for r in second.rows] == list(range(10, 20))
     assert second.tokens_before == sum(r.token_count for r in first.rows)
-    last = services.session_message_page(session, after=second.next_after, size=10)
+    last = sessions_chain.session_message_page(session, after=second.next_after, size=10)
     assert [r.seq for r in last.rows] == list(range(20, 25))
     assert (last.next_after, last.shown_through) == (None, 25)
 
@@ -279,24 +281,24 @@ def test_it_reads_a_page_in_the_same_number_of_queries_for_any_session_length(ma
     counts = []
     for session, after in ((short, None), (long, None), (long, 599)):
         with CaptureQueriesContext(connection) as ctx:
-            page = services.session_message_page(session, after=after)
+            page = sessions_chain.session_message_page(session, after=after)
             len(page.rows)
         counts.append(len(ctx.captured_queries))
     assert counts[0] == counts[1] == counts[2] == 1
-    assert len(services.session_message_page(long, after=599).rows) == 300
+    assert len(sessions_chain.session_message_page(long, after=599).rows) == 300
 
 
 def test_it_reads_a_whole_session_in_one_query(make_session):
     session = make_session(_long(50))
     with CaptureQueriesContext(connection) as ctx:
-        messages, counts = services.session_messages_with_counts(session)
+        messages, counts = reading.session_messages_with_counts(session)
     assert len(messages) == len(counts) == 50
     assert len(ctx.captured_queries) == 1
 
 
 def test_it_gives_back_the_conversation_it_stored(make_session):
     session = make_session(WEATHER)
-    assert services.session_messages(session) == parse_messages(WEATHER)
+    assert reading.session_messages(session) == parse_messages(WEATHER)
 
 
 # --- access ---------------------------------------------------------------------------------------------------
@@ -305,19 +307,19 @@ def test_it_gives_back_the_conversation_it_stored(make_session):
 def test_it_scopes_sessions_to_the_users_projects(make_session, alice, bob, other_agent):
     mine = make_session(WEATHER)
     theirs = make_session(WEATHER, agent=other_agent)
-    assert list(services.sessions_for_user(alice)) == [mine]
-    assert list(services.sessions_for_user(bob)) == [theirs]
-    assert services.session_for_user(alice, mine.pk) == mine
+    assert list(access.sessions_for_user(alice)) == [mine]
+    assert list(access.sessions_for_user(bob)) == [theirs]
+    assert access.session_for_user(alice, mine.pk) == mine
     with pytest.raises(Http404):
-        services.session_for_user(alice, theirs.pk)
+        access.session_for_user(alice, theirs.pk)
 
 
 def test_it_shows_an_anonymous_user_nothing(make_session):
     from django.contrib.auth.models import AnonymousUser
 
     make_session(WEATHER)
-    assert not services.sessions_for_user(AnonymousUser()).exists()
-    assert not services.user_projects(AnonymousUser()).exists()
+    assert not access.sessions_for_user(AnonymousUser()).exists()
+    assert not access.user_projects(AnonymousUser()).exists()
 
 
 def test_it_filters_sessions(make_session, alice, agent):
@@ -325,7 +327,7 @@ def test_it_filters_sessions(make_session, alice, agent):
     orphan = make_session(ORPHAN, title="Broken", started_at=dt.datetime(2026, 3, 5, 12, tzinfo=dt.UTC))
 
     def ids(**filters) -> list[int]:
-        return [s.pk for s in services.sessions_filtered(alice, services.SessionFilters(**filters))]
+        return [s.pk for s in listing.sessions_filtered(alice, listing.SessionFilters(**filters))]
 
     assert ids() == [orphan.pk, weather.pk]
     assert ids(sort="started") == [weather.pk, orphan.pk]
@@ -365,5 +367,5 @@ def test_it_names_the_place_of_text_the_database_cannot_store(agent, message, pl
         messages=parse_messages([{"role": "user", "content": "ok"}, message]), external_id="nul"
     )
     with pytest.raises(ValueError, match=rf"^{re.escape(place)}: contains a NUL character"):
-        services.session_store(agent=agent, conversation=conversation)
+        writing.session_store(agent=agent, conversation=conversation)
     assert not Session.objects.exists()

@@ -7,7 +7,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from agents import services
+from agents.store import writing
 
 EXCHANGE = [
     {"role": "system", "content": "You are a helpful agent."},
@@ -177,7 +177,7 @@ def test_it_ignores_a_bad_after(alice_client, exchange):
 def test_it_shows_a_session_without_messages(alice_client, agent):
     from agents.memory.schema import Conversation
 
-    session = services.session_store(agent=agent, conversation=Conversation(external_id="empty"))
+    session = writing.session_store(agent=agent, conversation=Conversation(external_id="empty"))
     content = alice_client.get(session.get_absolute_url()).content.decode()
     assert "No messages." in content and "0 of 0 shown" in content
 

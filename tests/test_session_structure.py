@@ -9,12 +9,15 @@ import random
 import pytest
 from django.db import OperationalError
 
-from agents import models, services
+from agents import models
 from agents.capture import ingest
+from agents.lab import trimming as lab_trimming
 from agents.memory import structure
 from agents.memory.schema import parse_messages
 from agents.memory.stored import outline
 from agents.memory.trimming.tool_runs import Grouped, codes
+from agents.store import outlines as store_outlines
+from agents.store import recount, writing
 from tests.conversations import chat
 
 ROLES = ("system", "developer", "user", "assistant", "tool", "robot")
@@ -32,7 +35,7 @@ def random_row(rng: random.Random, k: int) -> tuple:
 
 
 def old_outline(row: tuple) -> object:
-    """The outline a row made before the structure (services._outline, as it was)."""
+    """The outline a row made before the structure (the services module's _outline, as it was)."""
     _, role, name, tool_call_id, tool_calls, is_error, has_text, _ = row
     calls = json.loads(tool_calls) if isinstance(tool_calls, str) else tool_calls
     return outline(role=role, has_text=bool(has_text), name=name, tool_call_id=tool_call_id, tool_calls=calls or (),
@@ -75,29 +78,29 @@ def stored(session: models.Session) -> models.SessionStructure | None:
 def test_the_first_trim_keeps_the_structure_and_the_next_reads_it_instead_of_the_rows(make_session,
                                                                                       django_assert_num_queries):
     session = make_session(chat(6))
-    first, first_counts = services.session_stored_messages(session)
+    first, first_counts = store_outlines.session_stored_messages(session)
     kept = stored(session)
     assert kept is not None and (kept.content_version, kept.token_counter, kept.message_count) == (
         session.content_version, session.token_counter, session.message_count)
     with django_assert_num_queries(1):  # the structure, no message row
-        again, counts = services.session_stored_messages(session)
+        again, counts = store_outlines.session_stored_messages(session)
     assert list(again.outlines) == list(first.outlines) and counts == first_counts
 
 
 def test_a_structure_is_read_again_from_the_rows_once_the_session_changed(make_session, alice):
     session = make_session(chat(3))
-    services.session_stored_messages(session)
+    store_outlines.session_stored_messages(session)
     # Appended (live capture, the write API): the row writer bumps the version.
     ingest.session_append(session=session, messages=parse_messages([{"role": "user", "content": "And now?"}]))
-    services.session_finish(session=session, message_count=session.message_count, token_counts_sum=0,
-                            has_errors=False, violations=[])
-    outlines, counts = services.session_stored_messages(session)
+    writing.session_finish(session=session, message_count=session.message_count, token_counts_sum=0,
+                           has_errors=False, violations=[])
+    outlines, counts = store_outlines.session_stored_messages(session)
     assert len(outlines) == session.message_count and outlines[-1].role == "user"
     assert stored(session).message_count == session.message_count
     # Counted again with another counter: the counts are the new ones.
-    services.session_recount(session=session, counter="o200k", user=alice)
+    recount.session_recount(session=session, counter="o200k", user=alice)
     session.refresh_from_db()
-    _, counts = services.session_stored_messages(session)
+    _, counts = store_outlines.session_stored_messages(session)
     assert list(counts) == list(session.messages.order_by("seq").values_list("token_count", flat=True))
     assert stored(session).token_counter == "o200k"
 
@@ -108,7 +111,7 @@ def test_a_structure_of_another_format_is_replaced_and_one_that_cannot_be_kept_i
     models.SessionStructure.objects.create(session=session, content_version=session.content_version,
                                            token_counter=session.token_counter,
                                            message_count=session.message_count, value=b"MVS\x63old")
-    outlines, _ = services.session_stored_messages(session)
+    outlines, _ = store_outlines.session_stored_messages(session)
     assert len(outlines) == session.message_count and structure.readable(stored(session).value)
     models.SessionStructure.objects.all().delete()
 
@@ -116,7 +119,7 @@ def test_a_structure_of_another_format_is_replaced_and_one_that_cannot_be_kept_i
         raise OperationalError("database is locked")
 
     monkeypatch.setattr(models.SessionStructure.objects, "bulk_create", busy)
-    outlines, _ = services.session_stored_messages(session)
+    outlines, _ = store_outlines.session_stored_messages(session)
     assert len(outlines) == session.message_count and stored(session) is None
     session.delete()
     assert not models.SessionStructure.objects.exists()
@@ -124,13 +127,13 @@ def test_a_structure_of_another_format_is_replaced_and_one_that_cannot_be_kept_i
 
 def test_the_report_reads_kept_structures_and_keeps_the_others(make_session):
     sessions = [make_session(chat(2)), make_session(chat(4)), make_session(chat(3))]
-    services.session_stored_messages(sessions[1])
+    store_outlines.session_stored_messages(sessions[1])
     models.Message.objects.filter(session=sessions[2], seq=0).update(role="developer")  # not through the writer...
-    services.session_changed(sessions[2])  # ...and said so, as every writer does
-    read = {s.pk: (list(m.outlines), list(c)) for s, m, c in services.sessions_stored_messages(sessions)}
+    writing.session_changed(sessions[2])  # ...and said so, as every writer does
+    read = {s.pk: (list(m.outlines), list(c)) for s, m, c in store_outlines.sessions_stored_messages(sessions)}
     assert models.SessionStructure.objects.count() == 3
     for session in sessions:
-        rows = [(0, *r) for r in session.messages.order_by("seq").values_list(*services.OUTLINE_FIELDS)]
+        rows = [(0, *r) for r in session.messages.order_by("seq").values_list(*store_outlines.OUTLINE_FIELDS)]
         assert read[session.pk] == (list(structure.outlines(rows, skip=1)[0]), [r[-1] for r in rows])
     assert read[sessions[2].pk][0][0].role == "developer"
 
@@ -138,13 +141,13 @@ def test_the_report_reads_kept_structures_and_keeps_the_others(make_session):
 def test_the_lab_and_the_trim_api_trim_with_the_cyclic_collector_paused(alice_client, make_session, monkeypatch):
     session = make_session(chat(3))
     seen = []
-    real = services.session_trim
+    real = lab_trimming.session_trim
 
     def recording(**kwargs):
         seen.append(gc.isenabled())
         return real(**kwargs)
 
-    monkeypatch.setattr(services, "session_trim", recording)
+    monkeypatch.setattr(lab_trimming, "session_trim", recording)
     assert alice_client.get(f"/sessions/{session.pk}/lab/", {"strategy": "buffered"}).status_code == 200
     assert alice_client.get(f"/api/sessions/{session.pk}/trim/?strategy=buffered").status_code == 200
     assert seen and not any(seen) and gc.isenabled()
@@ -172,7 +175,7 @@ def test_an_import_keeps_the_structures_of_the_sessions_it_wrote(tmp_path, proje
         assert (kept.content_version, kept.token_counter, kept.message_count) == (
             session.content_version, session.token_counter, session.message_count)
         with django_assert_num_queries(1):  # the structure, no message row
-            outlines, counts = services.session_structure(session)
+            outlines, counts = store_outlines.session_structure(session)
         assert [o.role for o in outlines] == ["user", "assistant"]
         assert list(counts) == list(session.messages.order_by("seq").values_list("token_count", flat=True))
     # Appended by a second import: the session's structure is written again, at its new version.
@@ -182,7 +185,7 @@ def test_an_import_keeps_the_structures_of_the_sessions_it_wrote(tmp_path, proje
     sessions[0].refresh_from_db()
     assert sessions[0].message_count == 3 and stored(sessions[0]).message_count == 3
     assert stored(sessions[0]).content_version == sessions[0].content_version
-    assert [o.role for o in services.session_structure(sessions[0])[0]] == ["user", "assistant", "user"]
+    assert [o.role for o in store_outlines.session_structure(sessions[0])[0]] == ["user", "assistant", "user"]
 
 
 def outline_reads(ctx) -> list[str]:
@@ -192,7 +195,7 @@ def outline_reads(ctx) -> list[str]:
 
 
 def whole(session: models.Session) -> tuple[list, list]:
-    rows = [(0, *r) for r in session.messages.order_by("seq").values_list(*services.OUTLINE_FIELDS)]
+    rows = [(0, *r) for r in session.messages.order_by("seq").values_list(*store_outlines.OUTLINE_FIELDS)]
     outlines, counts = structure.outlines(rows, skip=1)
     return list(outlines), list(counts)
 
@@ -202,17 +205,17 @@ def test_a_structure_is_extended_with_the_messages_appended_since_and_read_whole
     from django.test.utils import CaptureQueriesContext
 
     session = make_session(chat(3))
-    services.session_stored_messages(session)
+    store_outlines.session_stored_messages(session)
     before = session.message_count
 
     def append(text: str) -> None:
         ingest.session_append(session=session, messages=parse_messages([{"role": "user", "content": text}]))
-        services.session_finish(session=session, message_count=session.message_count, token_counts_sum=0,
-                                has_errors=False, violations=[])
+        writing.session_finish(session=session, message_count=session.message_count, token_counts_sum=0,
+                               has_errors=False, violations=[])
 
     append("And now?")  # live capture appends: the row writer says so
     with CaptureQueriesContext(connection) as ctx:
-        outlines, counts = services.session_structure(session)
+        outlines, counts = store_outlines.session_structure(session)
     (read,) = outline_reads(ctx)
     assert f'"seq" > {before - 1}' in read  # only the appended rows
     assert (list(outlines), list(counts)) == whole(session)
@@ -220,12 +223,12 @@ def test_a_structure_is_extended_with_the_messages_appended_since_and_read_whole
 
     # A rewrite (live capture rolling a session back, an edit in the admin): read whole, then appended again.
     models.Message.objects.filter(session=session, seq=1).update(role="developer")
-    services.session_changed(session)
+    writing.session_changed(session)
     session.refresh_from_db()
     assert session.rewritten_version == session.content_version
     append("Again?")
     with CaptureQueriesContext(connection) as ctx:
-        outlines, counts = services.session_structure(session)
+        outlines, counts = store_outlines.session_structure(session)
     (read,) = outline_reads(ctx)
     assert '"seq" >' not in read  # every row
     assert (list(outlines), list(counts)) == whole(session) and outlines[1].role == "developer"
@@ -247,7 +250,7 @@ def test_a_damaged_structure_is_read_again_from_the_rows_by_the_lab_and_the_repo
     sessions = [make_session(chat(3)), make_session(chat(2))]
     for session in sessions:
         good = structure.encode([(0, *r) for r in session.messages.order_by("seq")
-                                 .values_list(*services.OUTLINE_FIELDS)], skip=1)
+                                 .values_list(*store_outlines.OUTLINE_FIELDS)], skip=1)
         models.SessionStructure.objects.update_or_create(session=session, defaults={
             "content_version": session.content_version, "token_counter": session.token_counter,
             "message_count": session.message_count, "value": good[:-5]})  # its header intact, its body cut

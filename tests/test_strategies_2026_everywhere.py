@@ -7,7 +7,8 @@ import json
 
 from django.core.management import call_command
 
-from agents import models, services
+from agents import models
+from agents.lab import reports
 from agents.memory.trimming import STRATEGIES, spec_from_text
 from agents.memory.trimming.summaries import placeholder_text
 from tests.conversations import TRAVEL
@@ -65,7 +66,7 @@ def test_it_reports_the_2026_strategies_across_sessions(alice_client, make_sessi
     specs = [spec_from_text(text) for text in (
         "adk_compaction:compaction_interval=1", "strands_summarizing:preserve_recent_messages=2",
         "maf_tool_result_compaction", "openai_session_limit:limit=3")]
-    report = services.trimming_report(models.Session.objects.all(), specs)
+    report = reports.trimming_report(models.Session.objects.all(), specs)
     assert all(not cell.error for row in report.rows for cell in row.cells)
     assert [s.sessions for s in report.summaries] == [3, 3, 3, 3]
     page = alice_client.get("/lab/report/", {"s": [spec.text for spec in specs]})

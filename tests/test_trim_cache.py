@@ -1,4 +1,4 @@
-"""What a trim computed is kept per session version, counter, strategy and parameters (services.session_trim), and
+"""What a trim computed is kept per session version, counter, strategy and parameters (lab_trimming.session_trim), and
 a change of the session's messages (the row writer, a recount, live capture's rewrite) makes it be computed again."""
 from __future__ import annotations
 
@@ -8,23 +8,25 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from agents import models, services
+from agents import models
+from agents.lab import trimming as lab_trimming
 from agents.memory.schema import parse_messages
 from agents.memory.trimming import spec_from_text
+from agents.store import recount, writing
 from tests.conversations import chat
 
 
 @pytest.fixture
 def runs(monkeypatch) -> list[str]:
-    """The strategies ``services`` runs, by name."""
+    """The strategies ``lab.trimming`` runs, by name."""
     ran: list[str] = []
-    real = services.trim
+    real = lab_trimming.trim
 
     def counted(messages: Any, spec: Any, **kwargs: Any) -> Any:
         ran.append(spec.strategy.name)
         return real(messages, spec, **kwargs)
 
-    monkeypatch.setattr(services, "trim", counted)
+    monkeypatch.setattr(lab_trimming, "trim", counted)
     return ran
 
 
@@ -69,8 +71,8 @@ def test_it_computes_again_when_messages_are_added(alice_client, make_session, r
     url = f"/api/sessions/{session.pk}/trim/?strategy=buffered&buffer_size=2&messages=1"
     before = alice_client.get(url).json()
     version = models.Session.objects.get(pk=session.pk).content_version
-    services.messages_append(session=session, messages=parse_messages([{"role": "user", "content": "And Oslo?"}]),
-                             start_seq=session.message_count)
+    writing.messages_append(session=session, messages=parse_messages([{"role": "user", "content": "And Oslo?"}]),
+                            start_seq=session.message_count)
     assert models.Session.objects.get(pk=session.pk).content_version == version + 1
     after = alice_client.get(url).json()
     assert runs == ["buffered", "buffered"]
@@ -81,7 +83,7 @@ def test_it_computes_again_after_a_recount(alice_client, alice, make_session, ru
     session = make_session(chat(3))
     url = f"/api/sessions/{session.pk}/trim/?strategy=token_limited&token_limit=60"
     before = alice_client.get(url).json()
-    services.session_recount(session=session, counter="messages", user=alice)
+    recount.session_recount(session=session, counter="messages", user=alice)
     after = alice_client.get(url).json()
     assert runs == ["token_limited", "token_limited"]
     assert after["counter"] == "messages" != before["counter"]
@@ -99,7 +101,7 @@ def test_it_keys_a_session_by_its_import_too(make_session):
     """A session id that comes back after a rolled-back import does not find the old session's results."""
     spec = spec_from_text("buffered:buffer_size=2")
     one = make_session(chat(2))
-    key = services._trim_key(one, spec, one.token_counter)
+    key = lab_trimming._trim_key(one, spec, one.token_counter)
     other = models.Session(pk=one.pk, agent=one.agent, content_version=one.content_version,
                            token_counter=one.token_counter, imported_at=one.imported_at.replace(year=2020))
-    assert services._trim_key(other, spec, one.token_counter) != key
+    assert lab_trimming._trim_key(other, spec, one.token_counter) != key

@@ -33,7 +33,7 @@ def queries_of(request: Callable[[], Any]) -> int:
 
 def same_count_short_and_long(make_session: Any, request: Callable[[models.Session], Any]) -> int:
     """The queries of a request over a short and a long session, alike: the first (which reads the session's rows
-    and keeps its structure, services.session_structure) and the next (which reads the structure). The latter."""
+    and keeps its structure, store_outlines.session_structure) and the next (which reads the structure). The latter."""
     request(make_session(chat(SHORT)))  # a first request: caches, ContentTypes
     short, long = make_session(chat(SHORT)), make_session(chat(LONG))
     first, first_long = queries_of(lambda: request(short)), queries_of(lambda: request(long))
@@ -335,10 +335,11 @@ def test_it_fills_the_flag_of_messages_stored_before_it(make_session):
 
 
 def test_it_reads_a_sessions_outlines_as_the_structure_of_its_messages(make_session):
-    """The outlines are read without Django's converters (services._plain_rows): booleans, names, call ids and
+    """The outlines are read without Django's converters (reading._plain_rows): booleans, names, call ids and
     tool calls come out as the whole messages have them, alone and several sessions per query (the report)."""
-    from agents import services
     from agents.memory.stored import has_content, outline
+    from agents.store import outlines as store_outlines
+    from agents.store import reading
 
     session = make_session([
         {"role": "system", "content": "Be brief."},
@@ -350,15 +351,15 @@ def test_it_reads_a_sessions_outlines_as_the_structure_of_its_messages(make_sess
         {"role": "tool", "tool_call_id": "c2", "content": "ok", "is_error": False},
         {"role": "assistant", "content": [{"type": "text", "text": "done"}]},
     ])
-    whole = services.session_messages(session)
+    whole = reading.session_messages(session)
     expected = [
         outline(role=m.role, has_text=has_content(m.content), name=m.name, tool_call_id=m.tool_call_id,
                 tool_calls=[c.model_dump() for c in m.tool_calls], is_error=m.is_error)
         for m in whole
     ]
     stored_counts = list(session.messages.order_by("seq").values_list("token_count", flat=True))
-    read, counts = services.session_stored_messages(session)
-    (_, in_batch, batch_counts), = services.sessions_stored_messages([session])
+    read, counts = store_outlines.session_stored_messages(session)
+    (_, in_batch, batch_counts), = store_outlines.sessions_stored_messages([session])
     for outlines, got in ((read.outlines, counts), (in_batch.outlines, batch_counts)):
         assert list(outlines) == expected and list(got) == stored_counts
         assert isinstance(outlines, Grouped) and outlines.codes == codes(expected)  # units found once

@@ -7,14 +7,16 @@ import pytest
 from django.contrib.auth.models import User
 from django.test import Client
 
-from agents import models, services
+from agents import models
 from agents.models import Membership
+from agents.projects import keys
+from agents.store import reading
 from tests.paths import SAMPLES
 
 
 @pytest.fixture
 def key(project) -> str:
-    return services.api_key_create(project=project, name="script").key
+    return keys.api_key_create(project=project, name="script").key
 
 
 @pytest.fixture
@@ -47,7 +49,7 @@ def test_a_key_creates_a_session_in_its_project_with_its_first_messages(client, 
     session = models.Session.objects.get(pk=data["id"])
     assert (session.agent.project, session.agent.name, session.external_id) == (project, "Travel bot", "run-1")
     assert data["message_count"] == 3 and data["token_total"] > 0 and session.last_activity_at is not None
-    assert [m.external_id for m in services.session_messages(session)] == [None, "u1", "a1"]
+    assert [m.external_id for m in reading.session_messages(session)] == [None, "u1", "a1"]
     again = post_json(client, "/api/sessions/", {"agent": "travel-bot", "external_id": "run-1"}, **auth)
     assert again.status_code == 409 and "already has this session" in again.json()["error"]
 

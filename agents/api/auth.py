@@ -7,23 +7,24 @@ from rest_framework.authentication import BaseAuthentication
 from rest_framework.exceptions import AuthenticationFailed
 from rest_framework.request import Request
 
-from agents import models, services
+from agents import access, models
+from agents.projects import keys
 
 
 class ApiKeyAuthentication(BaseAuthentication):
     """``Authorization: Bearer <key>``: the request acts as an editor of the key's one project."""
 
-    def authenticate(self, request: Request) -> tuple[services.KeyUser, models.ApiKey] | None:
+    def authenticate(self, request: Request) -> tuple[access.KeyUser, models.ApiKey] | None:
         scheme, _, key = request.META.get("HTTP_AUTHORIZATION", "").partition(" ")
         if scheme.lower() != "bearer":
             return None
         if not key.strip():
             raise AuthenticationFailed("missing API key after Bearer")
         try:
-            api_key = services.api_key_authenticate(key=key)
-        except services.ApiKeyError as exc:
+            api_key = keys.api_key_authenticate(key=key)
+        except keys.ApiKeyError as exc:
             raise AuthenticationFailed(str(exc)) from None
-        return services.KeyUser(api_key), api_key
+        return access.KeyUser(api_key), api_key
 
     def authenticate_header(self, request: Request) -> str:
         return 'Bearer realm="api"'

@@ -39,18 +39,22 @@ from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 from rest_framework.views import get_view_description
 
-from agents import models, services
+from agents import access, models
 from agents.api.auth import ApiKeyAuthentication
 from agents.auth import ThrottledBasicAuthentication
 from agents.capture import ingest
 from agents.diff import diffs
 from agents.http import collector_paused
+from agents.lab import presets as lab_presets
+from agents.lab import trimming as lab_trimming
 from agents.memory import schema
 from agents.memory.formats import FORMATS
 from agents.memory.tokens import COUNTERS, DEFAULT_COUNTER
 from agents.memory.trimming import FALSE_WORDS, STRATEGIES, TRUE_WORDS, StrategyError
 from agents.review import annotating
-from agents.sessions import find, pages
+from agents.sessions import agents as sessions_agents
+from agents.sessions import chain, find, pages
+from agents.store import listing, mapping, writing
 from agents.store.filters import AgentForm, SessionFilterForm
 from agents.throttling import expensive_api
 from agents.transfer import imports
@@ -194,7 +198,7 @@ def _session_summary(request: Request, session: models.Session) -> dict[str, Any
 
 
 def _message_dict(row: models.Message) -> dict[str, Any]:
-    message = services.message_to_schema(row)
+    message = mapping.message_to_schema(row)
     out = {"seq": row.seq, **message.model_dump(mode="json", exclude_defaults=True), "token_count": row.token_count,
            "token_running": row.token_running}
     out["role"] = row.role
@@ -256,7 +260,7 @@ def session_list(request: Request) -> Response:
         if refusal.startswith("status: ") and "review_status" in request.query_params:
             refusal = "review_" + refusal
         return _bad_request(refusal)
-    sessions = services.sessions_filtered(request.user, form.filters())
+    sessions = listing.sessions_filtered(request.user, form.filters())
     paginator = _Pages()
     page = paginator.paginate_queryset(sessions, request)
     return paginator.get_paginated_response([_session_summary(request, s) for s in page])
@@ -283,10 +287,10 @@ def _agent_dict(request: Request, agent: models.Agent, *, can_edit: bool, sessio
 @_documented("agents_list", "The agents of your projects", 401)
 @api
 def agent_list(request: Request) -> Response:
-    agents = services.agents_for_user(request.user).annotate(
+    agents = access.agents_for_user(request.user).annotate(
         session_total=Count("sessions", filter=Q(sessions__state=models.Session.State.READY))).order_by(
         "project__name", "name", "pk")
-    editable = set(services.editable_projects(request.user).values_list("pk", flat=True))
+    editable = set(access.editable_projects(request.user).values_list("pk", flat=True))
     paginator = _Pages()
     page = paginator.paginate_queryset(agents, request)
     return paginator.get_paginated_response([
@@ -300,8 +304,8 @@ def agent_list(request: Request) -> Response:
 @write_api(["GET", "PATCH"])
 def agent_detail(request: Request, agent_id: int) -> Response:
     """The JSON twin of the agent page: PATCH takes the fields to change, checked as the page's form checks them."""
-    agent = services.agent_for_user(request.user, agent_id)
-    can_edit = services.agent_editable(request.user, agent)
+    agent = access.agent_for_user(request.user, agent_id)
+    can_edit = access.agent_editable(request.user, agent)
     if request.method == "PATCH":
         if not can_edit:
             raise PermissionDenied("changing an agent needs the editor or admin role in its project")
@@ -310,7 +314,7 @@ def agent_detail(request: Request, agent_id: int) -> Response:
         if not form.is_valid():
             field, errors = next(iter(form.errors.items()))
             return _bad_request(f"{field}: {errors[0]}")
-        services.agent_update(agent=agent, user=request.user, changes=form.cleaned_data)
+        sessions_agents.agent_update(agent=agent, user=request.user, changes=form.cleaned_data)
     ready = agent.sessions.filter(state=models.Session.State.READY)
     return Response(_agent_dict(request, agent, can_edit=can_edit, session_count=ready.count()))
 
@@ -333,7 +337,7 @@ class SessionUpdate(BaseModel):
 def session_detail(request: Request, session_id: int) -> Response:
     """GET: the session's summary, metadata, tools, violations and review. PATCH (annotator or more):
     ``review_status`` and/or ``assignee``. DELETE (editor or admin): the session and everything in it."""
-    session = services.session_for_user(request.user, session_id)
+    session = access.session_for_user(request.user, session_id)
     if request.method == "PATCH":
         body = _body(request, SessionUpdate)
         changes = {name: getattr(body, name) for name in body.model_fields_set}
@@ -341,7 +345,7 @@ def session_detail(request: Request, session_id: int) -> Response:
             raise _Invalid("review_status: one of unreviewed, in_review, done (not null)")
         annotating.session_review_update(user=request.user, session=session, **changes)
     elif request.method == "DELETE":
-        services.session_delete(user=request.user, session=session)
+        writing.session_delete(user=request.user, session=session)
         return Response(status=204)
     data = _session_summary(request, session)
     data["metadata"] = session.metadata
@@ -381,7 +385,7 @@ class AnnotationUpdate(BaseModel):
 def session_annotations(request: Request, session_id: int) -> Response:
     """GET: the session's annotations (the session's own first, then by message). POST (annotator or more):
     ``{"seq": 12 or null, "label": "hallucination", "comment": "..."}``."""
-    session = services.session_for_user(request.user, session_id)
+    session = access.session_for_user(request.user, session_id)
     if request.method == "POST":
         body = _body(request, AnnotationCreate)
         annotation = annotating.annotation_create(user=request.user, session=session, seq=body.seq, label=body.label,
@@ -421,12 +425,12 @@ def session_messages(request: Request, session_id: int) -> Response:
     With ``?q=text``: only the messages that mention it (content and results, reasoning, tool names, arguments,
     a whole call id), with ``count`` of them all, paged the same way. POST: append messages (``MessagesAppend``);
     a message whose id the session already has is skipped, so a retried request appends nothing twice."""
-    session = services.session_for_user(request.user, session_id)
+    session = access.session_for_user(request.user, session_id)
     if request.method == "POST":
         return _messages_append(request, session)
     try:
         after = int(request.query_params["after"]) if "after" in request.query_params else None
-        limit = int(request.query_params.get("limit", services.MESSAGE_PAGE_SIZE))
+        limit = int(request.query_params.get("limit", chain.MESSAGE_PAGE_SIZE))
     except ValueError:
         return _bad_request("after and limit must be whole numbers")
     if not 1 <= limit <= MAX_MESSAGE_PAGE:
@@ -441,7 +445,7 @@ def session_messages(request: Request, session_id: int) -> Response:
         rows, more = found[:limit], len(found) > limit
         search = {"q": q, "count": matches.count()}
     else:
-        page = services.session_message_page(session, after=after, size=limit)
+        page = chain.session_message_page(session, after=after, size=limit)
         rows, more = page.rows, page.next_after is not None
     next_url = None
     if more and rows:
@@ -479,7 +483,7 @@ def session_trim(request: Request, session_id: int) -> Response:
     ``{"from", "to", "reason"}`` of consecutive input indices, no per-message ``explanation``, and the trimmed
     ``messages`` only with ``?messages=1``. ``?detail=full`` gives the ``trim`` command's whole JSON instead
     (per-index ``dropped``, ``explanation``, ``messages``)."""
-    return Response(services.session_trim_answer(
+    return Response(lab_trimming.session_trim_answer(
         user=request.user, session_id=session_id, query=request.query_params,
         strategies_url=request.build_absolute_uri(reverse("api:strategy_list")),
     ))
@@ -635,7 +639,7 @@ def _parsed_messages(raw: list[dict[str, Any]]) -> list[schema.Message]:
 
 
 def _editable_project(request: Request, slug: str | None) -> models.Project:
-    projects = services.editable_projects(request.user)
+    projects = access.editable_projects(request.user)
     if slug:
         project = projects.filter(slug=slug).first()
         if project is None:
@@ -662,14 +666,14 @@ def _session_create(request: Request) -> Response:
         )
     conversation = schema.Conversation(messages=messages, external_id=external_id, title=body.title or None,
                                        source_format="api", metadata=body.metadata)
-    session = services.session_store(agent=agent, conversation=conversation)
+    session = writing.session_store(agent=agent, conversation=conversation)
     session.last_activity_at = timezone.now()
     session.save(update_fields=["last_activity_at"])
     return Response(_session_summary(request, session), status=201)
 
 
 def _messages_append(request: Request, session: models.Session) -> Response:
-    if not services.editable_projects(request.user).filter(pk=session.agent.project_id).exists():
+    if not access.editable_projects(request.user).filter(pk=session.agent.project_id).exists():
         raise PermissionDenied("appending messages needs the editor or admin role in this session's project")
     messages = _parsed_messages(_body(request, MessagesAppend).messages)
     with ingest.session_writer(), transaction.atomic():
@@ -759,7 +763,7 @@ def session_diff(request: Request, session_id: int, other_id: int | None = None)
     ``?trim=SPEC``: against its trimmed view (``name:key=value,...``). The rows ``start`` to ``start + limit``
     (500 by default) come as blocks, identical runs folded (``context`` identical rows kept beside each change);
     ``messages=1`` adds each row's messages in OpenAI format."""
-    session = services.session_for_user(request.user, session_id)
+    session = access.session_for_user(request.user, session_id)
     query = request.query_params
     other = other_id if other_id is not None else query.get("with", "").strip()
     spec_text = query.get("trim", "").strip()
@@ -777,13 +781,13 @@ def session_diff(request: Request, session_id: int, other_id: int | None = None)
     if other != "":
         if not str(other).isdigit():
             return _bad_request(f"with={other}: expected a session id")
-        found = diffs.session_diff(left=session, right=services.session_for_user(request.user, int(other)))
+        found = diffs.session_diff(left=session, right=access.session_for_user(request.user, int(other)))
     else:
         try:
             # trim=preset:NAME: a preset of the session's project.
-            spec, preset = services.spec_or_preset(user=None, text=spec_text, project=session.agent.project)
-            found = diffs.session_diff_trimmed(session=session, spec=spec, counter=services.trim_counter(preset))
-        except (StrategyError, services.PresetError) as exc:
+            spec, preset = lab_presets.spec_or_preset(user=None, text=spec_text, project=session.agent.project)
+            found = diffs.session_diff_trimmed(session=session, spec=spec, counter=lab_presets.trim_counter(preset))
+        except (StrategyError, lab_presets.PresetError) as exc:
             return _bad_request(f"trim: {exc}")
     start = numbers["start"]
     data = diffs.diff_dict(found, start=start, stop=start + numbers["limit"], context=numbers["context"],
@@ -829,10 +833,10 @@ def preset_list(request: Request) -> Response:
     the preset, or 400 with a sentence saying what is wrong."""
     if request.method == "POST":
         body = _body(request, PresetIn)
-        project = services.user_projects(request.user).filter(slug=body.project).first()
+        project = access.user_projects(request.user).filter(slug=body.project).first()
         if project is None:
             return _bad_request(f"project: no project {body.project!r} among yours")
-        preset = services.preset_create(
+        preset = lab_presets.preset_create(
             user=request.user, project=project, name=body.name, strategy=body.strategy, params=body.params,
             counter=body.counter,
         )
@@ -840,8 +844,8 @@ def preset_list(request: Request) -> Response:
     project = None
     slug = request.query_params.get("project")
     if slug:
-        project = services.user_projects(request.user).filter(slug=slug).first()
+        project = access.user_projects(request.user).filter(slug=slug).first()
         if project is None:
             return _bad_request(f"project: no project {slug!r} among yours")
-    presets = services.presets_for_user(request.user, project=project)
+    presets = lab_presets.presets_for_user(request.user, project=project)
     return Response({"presets": [_preset_dict(request, p) for p in presets]})

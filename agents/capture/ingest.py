@@ -20,12 +20,13 @@ from django.db import IntegrityError, OperationalError, connection, transaction
 from django.utils import timezone
 from django.utils.text import slugify
 
-from agents import models, services
+from agents import models
 from agents.memory import schema
 from agents.memory.chain import ProtocolChecker
 from agents.memory.llm_calls import CapturedCall, Extraction, SpanLink, extract, merge_calls, told_by_span
 from agents.memory.otlp import Batch
 from agents.memory.stitch import call_order, message_key, place_call
+from agents.store import mapping, reading, writing
 
 SOURCE_FORMAT = "otlp"
 DEFAULT_AGENT = "OpenTelemetry"
@@ -189,8 +190,8 @@ def _key_stored_messages(session: models.Session) -> None:
     if not rows:
         return
     for row in rows:
-        row.content_key = message_key(services.message_to_schema(row))
-    models.Message.objects.bulk_update(rows, ["content_key"], batch_size=services.BULK_BATCH)
+        row.content_key = message_key(mapping.message_to_schema(row))
+    models.Message.objects.bulk_update(rows, ["content_key"], batch_size=writing.BULK_BATCH)
 
 
 def _started(calls: Sequence[CapturedCall]) -> dt.datetime | None:
@@ -268,7 +269,7 @@ def call_capture(*, session: models.Session, call: CapturedCall) -> bool:
     complete the call it is the other half of. False when it added nothing."""
     row = models.LlmCall.objects.filter(session=session, trace_id=call.trace_id, span_id=call.span_id).first()
     if row is not None:
-        before = call_from_row(row, services.session_message_loader(session.pk)(sorted(set(_seqs_of(row)))))
+        before = call_from_row(row, reading.session_message_loader(session.pk)(sorted(set(_seqs_of(row)))))
         merged = before.merged(call)
         if (_keys(merged.inputs), _keys(merged.outputs)) == (_keys(before.inputs), _keys(before.outputs)):
             if row.placed:
@@ -296,7 +297,7 @@ def call_capture(*, session: models.Session, call: CapturedCall) -> bool:
         start = min(starts)
         later = [r for r in models.LlmCall.objects.filter(session=session, placed=True, chain_start__gte=start)
                  if (r.trace_id, r.span_id) != (call.trace_id, call.span_id)]
-        messages = services.session_message_loader(session.pk)(sorted({s for r in later for s in _seqs_of(r)}))
+        messages = reading.session_message_loader(session.pk)(sorted({s for r in later for s in _seqs_of(r)}))
         replay += [call_from_row(r, messages) for r in later]
         _truncate(session, start, [r.pk for r in later] + ([row.pk] if row is not None else []))
     chain = StoredChain(session)
@@ -326,15 +327,15 @@ def _place(session: models.Session, chain: StoredChain, call: CapturedCall) -> N
 
 
 def session_append(*, session: models.Session, messages: Sequence[schema.Message],
-                   content_keys: Sequence[str] | None = None) -> services.StoredBatch:
+                   content_keys: Sequence[str] | None = None) -> writing.StoredBatch:
     """Append messages at the end of a session as they arrive (live capture, the write API): the services' row
     writer stores them with their running totals, and the session's checker is fed only these. Call
     ``session_refresh`` once the batch is done to write the summaries."""
     start = session.message_count
     if not messages:
-        return services.StoredBatch(token_running=0)
+        return writing.StoredBatch(token_running=0)
     keys = list(content_keys) if content_keys is not None else [message_key(m) for m in messages]
-    stored = services.messages_append(session=session, messages=messages, start_seq=start, content_keys=keys)
+    stored = writing.messages_append(session=session, messages=messages, start_seq=start, content_keys=keys)
     session.has_errors = session.has_errors or stored.has_errors
     _checker_feed(session, start, messages)
     session.message_count = start + len(messages)
@@ -382,7 +383,7 @@ def _restamp(session: models.Session, row: models.LlmCall, before: CapturedCall,
 
 def _truncate(session: models.Session, start: int, call_pks: Sequence[int]) -> None:
     models.Message.objects.filter(session=session, seq__gte=start).delete()
-    services.session_changed(session)
+    writing.session_changed(session)
     models.LlmCall.objects.filter(pk__in=call_pks).update(placed=False, sent=[], reply_seq=None)
     session.message_count = start
     session.has_errors = models.Message.objects.filter(session=session, is_error=True).exists()
@@ -417,7 +418,7 @@ def call_from_row(row: models.LlmCall, messages: Mapping[int, schema.Message]) -
 
 def stored_calls(session: models.Session) -> list[CapturedCall]:
     rows = list(models.LlmCall.objects.filter(session=session))
-    messages = services.session_message_loader(session.pk)(sorted({s for r in rows for s in _seqs_of(r)}))
+    messages = reading.session_message_loader(session.pk)(sorted({s for r in rows for s in _seqs_of(r)}))
     return [call_from_row(r, messages) for r in rows]
 
 
@@ -505,8 +506,8 @@ def _checker(session: models.Session, count: int) -> ProtocolChecker:
     if checker is None:
         checker = ProtocolChecker()
         rows = models.Message.objects.filter(session=session, seq__lt=count).order_by("seq")
-        for row in rows.iterator(chunk_size=services.SESSION_ROWS_PER_FETCH):
-            checker.feed(services.message_to_schema(row))
+        for row in rows.iterator(chunk_size=reading.SESSION_ROWS_PER_FETCH):
+            checker.feed(mapping.message_to_schema(row))
     return checker
 
 
@@ -523,8 +524,8 @@ def session_refresh(*, session: models.Session) -> models.Session:
     count = last[0] + 1 if last else 0
     checker = _checker(session, count)
     _CHECKERS.put(session, count, checker)
-    services.session_finish(session=session, message_count=count, token_counts_sum=last[1] if last else 0,
-                            has_errors=session.has_errors, violations=checker.finish())
+    writing.session_finish(session=session, message_count=count, token_counts_sum=last[1] if last else 0,
+                           has_errors=session.has_errors, violations=checker.finish())
     session.last_activity_at = timezone.now()
     session.save(update_fields=["last_activity_at"])
     return session

@@ -19,9 +19,10 @@ from google.protobuf import json_format
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceResponse
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
-from agents import models, services
+from agents import access, models
 from agents.capture import ingest
 from agents.memory import otlp
+from agents.projects import keys as projects_keys
 from agents.review import annotating
 
 # google.rpc.Code numbers for the Status body of a refusal.
@@ -65,8 +66,8 @@ def _receive(request: HttpRequest, signal: otlp.Signal) -> HttpResponse:
         return _refuse(401, "missing API key: send the header Authorization: Bearer <key> "
                             "(OTEL_EXPORTER_OTLP_HEADERS=Authorization=Bearer%20<key>)", as_json)
     try:
-        api_key = services.api_key_authenticate(key=key)
-    except services.ApiKeyError as exc:
+        api_key = projects_keys.api_key_authenticate(key=key)
+    except projects_keys.ApiKeyError as exc:
         return _refuse(401, str(exc), as_json)
     limit = settings.MEMORYVIZ_OTLP_MAX_BYTES
     declared = request.META.get("CONTENT_LENGTH") or "0"
@@ -105,16 +106,16 @@ def otlp_logs(request: HttpRequest) -> HttpResponse:
 
 
 def _project_for_admin(request: HttpRequest, slug: str) -> models.Project:
-    project = get_object_or_404(services.user_projects(request.user), slug=slug)
-    services.api_keys_for_admin(request.user, project)  # Http404 unless an admin of it
+    project = get_object_or_404(access.user_projects(request.user), slug=slug)
+    projects_keys.api_keys_for_admin(request.user, project)  # Http404 unless an admin of it
     return project
 
 
 @require_GET
 def project_list(request: HttpRequest) -> HttpResponse:
     """The user's projects, with a link to the settings of those they administer."""
-    admin_of = set(services.projects_with_role(request.user, services.ADMIN_ROLES).values_list("pk", flat=True))
-    projects = [{"project": p, "admin": p.pk in admin_of} for p in services.user_projects(request.user).distinct()]
+    admin_of = set(access.projects_with_role(request.user, access.ADMIN_ROLES).values_list("pk", flat=True))
+    projects = [{"project": p, "admin": p.pk in admin_of} for p in access.user_projects(request.user).distinct()]
     return render(request, "agents/project_list.html", {"projects": projects})
 
 
@@ -125,7 +126,7 @@ def project_settings(request: HttpRequest, slug: str) -> HttpResponse:
 
 def _render_settings(request: HttpRequest, project: models.Project, *, new_key: str = "",
                      error: str = "") -> HttpResponse:
-    keys = services.api_keys_for_admin(request.user, project)
+    keys = projects_keys.api_keys_for_admin(request.user, project)
     endpoint = request.build_absolute_uri("/otlp")
     template = "agents/project_settings.html"
     if getattr(request, "htmx", False):
@@ -138,7 +139,7 @@ def _render_settings(request: HttpRequest, project: models.Project, *, new_key: 
 def api_key_create(request: HttpRequest, slug: str) -> HttpResponse:
     project = _project_for_admin(request, slug)
     try:
-        created = services.api_key_create(
+        created = projects_keys.api_key_create(
             project=project, name=request.POST.get("name", ""),
             created_by=request.user if request.user.is_authenticated else None,
         )
@@ -154,7 +155,7 @@ def api_key_create(request: HttpRequest, slug: str) -> HttpResponse:
 def api_key_revoke(request: HttpRequest, slug: str, prefix: str) -> HttpResponse:
     project = _project_for_admin(request, slug)
     api_key = get_object_or_404(models.ApiKey, project=project, prefix=prefix)
-    services.api_key_revoke(api_key=api_key)
+    projects_keys.api_key_revoke(api_key=api_key)
     if getattr(request, "htmx", False):
         return _render_settings(request, project)
     flash.success(request, f"Key {api_key.name!r} revoked.")

@@ -13,11 +13,13 @@ from typing import Any, Literal
 
 from django.core.paginator import Page, Paginator
 
-from agents import models, services
+from agents import access, models
+from agents.lab import trimming as lab_trimming
 from agents.memory.diff import CallDiff, Fold, MessageDiff, PairDiff, Row, TextDiff, diff_messages, diff_trim
 from agents.memory.schema import Message, ToolCall
 from agents.memory.trimming import StrategySpec, TrimResult
 from agents.sessions import find
+from agents.store import reading
 
 # Blocks (a row, or a folded run of identical rows) per page, and rows shown when a fold is opened.
 BLOCKS_PER_PAGE = 200
@@ -47,13 +49,13 @@ class SessionDiff:
 
 def session_diff(*, left: models.Session, right: models.Session) -> SessionDiff:
     """Two sessions (both already scoped to the user) aligned message by message."""
-    return SessionDiff(left, right, diff_messages(services.session_messages(left), services.session_messages(right)))
+    return SessionDiff(left, right, diff_messages(reading.session_messages(left), reading.session_messages(right)))
 
 
 def session_diff_trimmed(*, session: models.Session, spec: StrategySpec, counter: str | None = None) -> SessionDiff:
     """The session against its trimmed view under ``spec``, with the counts stored at import (nothing recounted),
-    or counted with ``counter`` (a preset's: ``services.trim_counter``)."""
-    trimmed = services.session_trim(session=session, specs=[spec], counter=counter)
+    or counted with ``counter`` (a preset's: ``presets.trim_counter``)."""
+    trimmed = lab_trimming.session_trim(session=session, specs=[spec], counter=counter)
     result = trimmed.results[0]
     return SessionDiff(session, None, diff_trim(trimmed.messages, result), spec, result)
 
@@ -300,8 +302,8 @@ def diff_dict(found: SessionDiff, *, start: int, stop: int, context: int, messag
 CANDIDATES = 30
 
 
-def diff_candidates(*, user: services.User, session: models.Session) -> list[models.Session]:
+def diff_candidates(*, user: access.User, session: models.Session) -> list[models.Session]:
     """Sessions to offer for "Compare with…": the same agent's other sessions, newest first (any session the user
     can see may be compared; these are the likely second runs)."""
-    others = services.sessions_for_user(user).filter(agent=session.agent).exclude(pk=session.pk)
+    others = access.sessions_for_user(user).filter(agent=session.agent).exclude(pk=session.pk)
     return list(others.order_by("-started_at", "-pk")[:CANDIDATES])

@@ -8,9 +8,10 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET
 
-from agents import services
+from agents import access
 from agents.diff import diffs
 from agents.http import HtmxHttpRequest
+from agents.lab import presets
 from agents.memory.tokens import COUNTERS
 from agents.memory.trimming import STRATEGIES, StrategyError
 from agents.throttling import expensive
@@ -21,7 +22,7 @@ from agents.throttling import expensive
 def session_diff(request: HtmxHttpRequest, session_id: int) -> HttpResponse:
     """``?with=ID``: this session (A) against another (B); ``?trim=SPEC``: against its trimmed view. Without
     either, or with a wrong one, the page offers the choices."""
-    session = services.session_for_user(request.user, session_id)
+    session = access.session_for_user(request.user, session_id)
     other, spec_text = request.GET.get("with", "").strip(), request.GET.get("trim", "").strip()
     # counter=: what the trimmed view counts with (the lab's, when it counts again), else the preset's or the
     # session's stored counts.
@@ -30,15 +31,15 @@ def session_diff(request: HtmxHttpRequest, session_id: int) -> HttpResponse:
     found = None
     try:
         if other:
-            found = diffs.session_diff(left=session, right=services.session_for_user(request.user, _id(other)))
+            found = diffs.session_diff(left=session, right=access.session_for_user(request.user, _id(other)))
         elif spec_text:
             # trim=preset:NAME: a preset of the session's project.
-            spec, preset = services.spec_or_preset(user=None, text=spec_text, project=session.agent.project)
+            spec, preset = presets.spec_or_preset(user=None, text=spec_text, project=session.agent.project)
             if counter and counter not in COUNTERS:
                 raise StrategyError(f"counter: unknown counter '{counter}'; valid: {', '.join(sorted(COUNTERS))}")
             found = diffs.session_diff_trimmed(session=session, spec=spec,
-                                               counter=services.trim_counter(preset, counter or None))
-    except (StrategyError, services.PresetError) as exc:
+                                               counter=presets.trim_counter(preset, counter or None))
+    except (StrategyError, presets.PresetError) as exc:
         context["error"] = f"trim={spec_text}: {exc}"
     if found is None:
         context["candidates"] = diffs.diff_candidates(user=request.user, session=session)

@@ -24,8 +24,10 @@ from django.db import transaction
 from django.utils import timezone
 from django_tasks import task
 
-from agents import models, services
+from agents import access, models
+from agents.lab import reports
 from agents.memory.trimming import StrategyError, spec_from_text
+from agents.store import reading, writing
 from agents.transfer import exports, imports
 
 Job = models.BackgroundJob
@@ -53,14 +55,14 @@ def job_dir() -> Path:
 def job_enqueue(*, user: Any, kind: str, title: str, params: dict[str, Any], total: int = 0,
                 unit: str = "messages") -> models.BackgroundJob:
     """Record a job for ``user`` and queue it for a worker."""
-    job = services.write_retrying(lambda: Job.objects.create(
+    job = writing.write_retrying(lambda: Job.objects.create(
         user=user, kind=kind, title=title[:500], params=params, total=total, unit=unit))
     _enqueue(job)
     return job
 
 
 def _enqueue(job: models.BackgroundJob) -> None:
-    result = services.write_retrying(lambda: run_job.enqueue(job.pk))
+    result = writing.write_retrying(lambda: run_job.enqueue(job.pk))
     Job.objects.filter(pk=job.pk).update(task_id=str(result.id))
     job.task_id = str(result.id)
 
@@ -88,7 +90,7 @@ class _Progress:
             return
         self.last = now
         self.job.done = done
-        services.write_retrying(lambda: Job.objects.filter(pk=self.job.pk).update(done=done, heartbeat=timezone.now()))
+        writing.write_retrying(lambda: Job.objects.filter(pk=self.job.pk).update(done=done, heartbeat=timezone.now()))
 
 
 @task()
@@ -97,9 +99,9 @@ def run_job(job_id: int) -> str:
     job = Job.objects.select_related("user").filter(pk=job_id).first()
     if job is None or job.finished:
         return "gone" if job is None else job.status
-    job.status, job.worker, job.heartbeat, job.done = Job.Status.RUNNING, services.process_owner(), timezone.now(), 0
+    job.status, job.worker, job.heartbeat, job.done = Job.Status.RUNNING, writing.process_owner(), timezone.now(), 0
     job.attempts += 1
-    services.write_retrying(lambda: job.save(update_fields=["status", "worker", "heartbeat", "done", "attempts"]))
+    writing.write_retrying(lambda: job.save(update_fields=["status", "worker", "heartbeat", "done", "attempts"]))
     progress = _Progress(job)
     try:
         RUNNERS[job.kind](job, progress)
@@ -117,7 +119,7 @@ def _finish(job: models.BackgroundJob, status: str, *, message: str = "") -> Non
     job.status, job.message, job.finished_at = status, message[:2000], timezone.now()
     if status == Job.Status.DONE:
         job.done = max(job.done, job.total)
-    services.write_retrying(lambda: job.save(update_fields=[
+    writing.write_retrying(lambda: job.save(update_fields=[
         "status", "message", "finished_at", "done", "result", "file_name", "download_name"]))
 
 
@@ -127,17 +129,17 @@ def _run_report(job: models.BackgroundJob, progress: _Progress) -> None:
     ids: list[int] = job.params["session_ids"]
     specs = [spec_from_text(text) for text in job.params["specs"]]
     per_call = bool(job.params.get("per_call"))
-    scoped = services.sessions_for_user(job.user)
+    scoped = access.sessions_for_user(job.user)
     found = {pk: count for pk, count in scoped.filter(pk__in=ids).values_list("pk", "message_count")}
     order = [pk for pk in ids if pk in found]
     rows: list[dict[str, Any]] = []
     # What ReportSummary counts (its spec aside), summed over the chunks.
-    counted = [f.name for f in dataclasses.fields(services.ReportSummary) if f.name != "spec"]
+    counted = [f.name for f in dataclasses.fields(reports.ReportSummary) if f.name != "spec"]
     summaries = [dict.fromkeys(counted, 0) for _ in specs]
     done = 0
     for chunk in _chunks(order, found):
-        report = services.trimming_report(scoped.filter(pk__in=chunk), specs, limit=len(chunk), per_call=per_call,
-                                          counters=job.params.get("counters"))
+        report = reports.trimming_report(scoped.filter(pk__in=chunk), specs, limit=len(chunk), per_call=per_call,
+                                         counters=job.params.get("counters"))
         by_pk = {row.session.pk: row for row in report.rows}
         for pk in chunk:
             row = by_pk.get(pk)
@@ -156,7 +158,7 @@ def _run_report(job: models.BackgroundJob, progress: _Progress) -> None:
         job.result["labels"] = job.params["labels"]  # a preset's column names the preset and its counter
 
 
-# Messages a report job trims between two progress updates: one read of outlines (services.SESSIONS_ROWS_PER_QUERY),
+# Messages a report job trims between two progress updates: one read of outlines (outlines.SESSIONS_ROWS_PER_QUERY),
 # a few seconds; at most the report service's own per-call bounds.
 REPORT_CHUNK_MESSAGES = 20_000
 
@@ -164,29 +166,29 @@ REPORT_CHUNK_MESSAGES = 20_000
 def _chunks(order: Sequence[int], found: dict[int, int]) -> list[list[int]]:
     """Sessions grouped so that each call of the report service stays under its own per-call bounds, and the job's
     page sees progress every ``REPORT_CHUNK_MESSAGES`` messages or so."""
-    most = min(REPORT_CHUNK_MESSAGES, services.REPORT_MESSAGE_LIMIT)
-    return list(services.batches_by_messages(order, found.__getitem__, most=most, count=services.REPORT_SESSION_LIMIT))
+    most = min(REPORT_CHUNK_MESSAGES, reports.REPORT_MESSAGE_LIMIT)
+    return list(reading.batches_by_messages(order, found.__getitem__, most=most, count=reports.REPORT_SESSION_LIMIT))
 
 
-def report_from_result(user: Any, result: dict[str, Any]) -> services.TrimmingReport:
+def report_from_result(user: Any, result: dict[str, Any]) -> reports.TrimmingReport:
     """A finished report job's result as the report page shows it (sessions the user can still see)."""
     specs = [spec_from_text(text) for text in result["specs"]]
-    sessions = services.sessions_for_user(user).in_bulk([row["session_id"] for row in result["rows"]])
+    sessions = access.sessions_for_user(user).in_bulk([row["session_id"] for row in result["rows"]])
     rows = [
-        services.ReportRow(sessions[row["session_id"]], row["tokens_before"],
-                           [services.ReportCell(spec, **cell) for spec, cell in zip(specs, row["cells"], strict=True)])
+        reports.ReportRow(sessions[row["session_id"]], row["tokens_before"],
+                          [reports.ReportCell(spec, **cell) for spec, cell in zip(specs, row["cells"], strict=True)])
         for row in result["rows"] if row["session_id"] in sessions
     ]
     summaries = [
-        services.ReportSummary(spec, **summary) for spec, summary in zip(specs, result["summaries"], strict=True)
+        reports.ReportSummary(spec, **summary) for spec, summary in zip(specs, result["summaries"], strict=True)
     ]
-    return services.TrimmingReport(specs, rows, summaries, capped=False, limit=len(rows),
-                                   per_call=bool(result.get("per_call")))
+    return reports.TrimmingReport(specs, rows, summaries, capped=False, limit=len(rows),
+                                  per_call=bool(result.get("per_call")))
 
 
 def _run_export(job: models.BackgroundJob, progress: _Progress) -> None:
     params = job.params
-    sessions = services.sessions_for_user(job.user).filter(pk__in=params["session_ids"])
+    sessions = access.sessions_for_user(job.user).filter(pk__in=params["session_ids"])
     spec = spec_from_text(params["spec"]) if params.get("spec") else None
     plan = exports.export_plan(sessions=sessions, format=params["format"], scope=params["scope"],
                                filters=params.get("filters") or {}, spec=spec, counter=params.get("counter"),
@@ -206,7 +208,7 @@ def _run_import(job: models.BackgroundJob, progress: _Progress) -> None:
     path = job_dir() / params["upload"]
     if not path.exists():
         raise imports.ImportFailed(f"{params['label']}: the uploaded file is gone; upload it again")
-    project = services.editable_projects(job.user).filter(pk=params["project_id"]).first()
+    project = access.editable_projects(job.user).filter(pk=params["project_id"]).first()
     if project is None:
         raise imports.ImportFailed("project: you may no longer import into this project")
     agent: Any = params.get("agent_name") or None
@@ -244,7 +246,7 @@ def jobs_recover(*, now: dt.datetime | None = None) -> list[int]:
     limit = (now or timezone.now()) - dt.timedelta(seconds=settings.MEMORYVIZ_JOB_STALE_SECONDS)
     again: list[int] = []
     for job in Job.objects.filter(status=Job.Status.RUNNING):
-        alive = services.process_alive(job.worker)
+        alive = writing.process_alive(job.worker)
         if alive is True or (alive is None and job.heartbeat is not None and job.heartbeat >= limit):
             continue
         if job.kind == Job.Kind.IMPORT:

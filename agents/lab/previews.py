@@ -1,8 +1,8 @@
 """One trim as the lab's pages show it (one session, side by side).
 
-``services.session_trim`` reads a stored session with the token counts stored at import (nothing is recounted)
+``lab_trimming.session_trim`` reads a stored session with the token counts stored at import (nothing is recounted)
 and trims it; ``trim_preview`` turns the ``TrimResult`` into what a page can show of a long session in bounded
-HTML: a strip of runs and a capped list of message bodies. (Across sessions: ``services.trimming_report``.)
+HTML: a strip of runs and a capped list of message bodies. (Across sessions: ``reports.trimming_report``.)
 """
 from __future__ import annotations
 
@@ -21,7 +21,8 @@ from django.http import HttpResponse, QueryDict
 from django.urls import reverse
 from pydantic import BaseModel
 
-from agents import models, services
+from agents import models
+from agents.lab import reports
 from agents.lab.charts import savings_chart
 from agents.memory.chain import Violation
 from agents.memory.compare import AlignedCompare, Fold, Mark, Row
@@ -392,7 +393,7 @@ REPORT_CELL_FIELDS = ("after", "kept", "errors")
 REPORT_SHOWS = {"broken": "left broken", "broken_call": "broke at some call", "lost": "lost the question"}
 
 
-def _cell_value(cell: services.ReportCell, name: str) -> int:
+def _cell_value(cell: reports.ReportCell, name: str) -> int:
     if cell.error:
         return -1
     return {"after": cell.tokens_after, "kept": cell.kept, "errors": cell.errors}[name]
@@ -409,7 +410,7 @@ def report_order_key(order: str, columns: int) -> tuple[str, int, bool] | None:
     return None
 
 
-def report_ordered(rows: Sequence[services.ReportRow], order: str, columns: int) -> list[services.ReportRow]:
+def report_ordered(rows: Sequence[reports.ReportRow], order: str, columns: int) -> list[reports.ReportRow]:
     """The report's rows in ``order`` (the service's order, by session, when it names nothing); ties keep it."""
     key = report_order_key(order, columns)
     if key is None:
@@ -429,14 +430,14 @@ def report_show_key(show: str, columns: int) -> tuple[str, int] | None:
     return None
 
 
-def report_shown(rows: Sequence[services.ReportRow], show: str, columns: int) -> list[services.ReportRow]:
+def report_shown(rows: Sequence[reports.ReportRow], show: str, columns: int) -> list[reports.ReportRow]:
     """Only the sessions a summary count counts (every row when ``show`` names none)."""
     key = report_show_key(show, columns)
     if key is None:
         return list(rows)
     name, column = key
 
-    def counted(cell: services.ReportCell) -> bool:
+    def counted(cell: reports.ReportCell) -> bool:
         if cell.error:
             return False
         if name == "broken":
@@ -489,7 +490,7 @@ class ReportOut(BaseModel):
     rows: list[ReportRowOut]
 
 
-def report_saved(report: services.TrimmingReport) -> list[tuple[int, int]]:
+def report_saved(report: reports.TrimmingReport) -> list[tuple[int, int]]:
     """(tokens before, tokens after) per strategy, summed over the sessions it trimmed."""
     out = []
     for k, summary in enumerate(report.summaries):
@@ -503,7 +504,7 @@ def report_saved(report: services.TrimmingReport) -> list[tuple[int, int]]:
     return out
 
 
-def report_out(report: services.TrimmingReport, rows: Sequence[services.ReportRow], labels: Sequence[str]) -> ReportOut:
+def report_out(report: reports.TrimmingReport, rows: Sequence[reports.ReportRow], labels: Sequence[str]) -> ReportOut:
     saved = report_saved(report)
     return ReportOut(
         strategies=list(labels), per_call=report.per_call, capped=report.capped,
@@ -554,7 +555,7 @@ def report_csv(out: ReportOut) -> str:
 
 
 def report_shown_context(
-    query: QueryDict, report: services.TrimmingReport | None, labels: Sequence[str]
+    query: QueryDict, report: reports.TrimmingReport | None, labels: Sequence[str]
 ) -> dict[str, Any] | HttpResponse:
     """What the report page (and a background report's page) shows of ``report`` for its query: the rows in
     ``?order=``, only those of ``?show=``, the links that add one of those, the downloads, the savings chart, and
@@ -576,8 +577,8 @@ def report_shown_context(
     saved = report_saved(report) if report is not None else []
     return {
         "report": report,
-        "session_limit": services.REPORT_SESSION_LIMIT,
-        "message_limit": services.REPORT_MESSAGE_LIMIT,
+        "session_limit": reports.REPORT_SESSION_LIMIT,
+        "message_limit": reports.REPORT_MESSAGE_LIMIT,
         "labels": labels,
         "rows": rows,
         "order": order,

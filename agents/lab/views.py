@@ -13,10 +13,11 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods
 from django_htmx.http import HttpResponseClientRedirect, push_url
 
-from agents import models, services
+from agents import access, models
 from agents.http import HtmxHttpRequest, collector_paused, int_or_none
 from agents.jobs import queue
-from agents.lab import previews
+from agents.lab import presets, previews, reports
+from agents.lab import trimming as lab_trimming
 from agents.lab.forms import StrategyParamsForm, strategy_params_form
 from agents.memory.compare import compare_aligned
 from agents.memory.trimming import (
@@ -28,6 +29,7 @@ from agents.memory.trimming import (
 )
 from agents.memory.trimming.catalog import strategies_by_framework, strategy_entry
 from agents.sessions import pages
+from agents.store import listing
 from agents.store.filters import SessionFilterForm, session_filter_pairs
 from agents.throttling import expensive
 
@@ -43,7 +45,7 @@ def session_lab(request: HtmxHttpRequest, session_id: int) -> HttpResponse:
     """The lab; a POST saves its setting as a preset (the form posts to the lab's own address, so that a refused
     save answers the lab itself, its links intact, with the error beside the form)."""
     if request.method == "POST":
-        return _save_preset(request, services.session_for_user(request.user, session_id))
+        return _save_preset(request, access.session_for_user(request.user, session_id))
     return _render_lab(request, session_id, request.GET)
 
 
@@ -79,11 +81,11 @@ def _save_preset(request: HtmxHttpRequest, session: models.Session) -> HttpRespo
     counter = request.POST.get("counter") or session.token_counter
     try:
         spec = spec_from_query(name, request.POST)
-        preset = services.preset_create(
+        preset = presets.preset_create(
             user=request.user, project=session.agent.project, name=typed,
             strategy=spec.name, params=spec.params.model_dump(mode="json"), counter=counter,
         )
-    except (StrategyError, services.PresetError) as exc:
+    except (StrategyError, presets.PresetError) as exc:
         error = str(exc)
     else:
         lab_url = reverse("agents:session_lab", args=[session.pk])
@@ -125,12 +127,12 @@ class CompareColumn:
 
 def _column_from_text(text: str, session: models.Session) -> CompareColumn:
     """A column named in the URL: ``buffered:buffer_size=3`` or ``preset:NAME``."""
-    if text.startswith(services.PRESET_PREFIX):
+    if text.startswith(presets.PRESET_PREFIX):
         try:
-            spec, preset = services.spec_or_preset(user=None, text=text, project=session.agent.project)
-        except services.PresetError as exc:
+            spec, preset = presets.spec_or_preset(user=None, text=text, project=session.agent.project)
+        except presets.PresetError as exc:
             return CompareColumn(text, None, str(exc), chosen=text)
-        chosen = services.PRESET_PREFIX + preset.name if preset is not None else text
+        chosen = presets.PRESET_PREFIX + preset.name if preset is not None else text
         return CompareColumn(chosen, spec, "", chosen=chosen, preset=preset)
     name = text.partition(":")[0].strip()
     strategy = STRATEGIES.get(name)
@@ -170,7 +172,7 @@ def session_lab_compare(request: HtmxHttpRequest, session_id: int) -> HttpRespon
     """Two to four columns, each a strategy with its own parameter form (or a preset). The URL names the columns
     (``?s=buffered:buffer_size=3&s=preset:NAME``); a column's form (``c2``, ``c2-KEY``) and "add" answer with that
     URL: a redirect without htmx, the result and the URL pushed with htmx."""
-    session = services.session_for_user(request.user, session_id)
+    session = access.session_for_user(request.user, session_id)
     query = request.GET
     from_form = "c1" in query
     if from_form:
@@ -207,13 +209,13 @@ def session_lab_compare(request: HtmxHttpRequest, session_id: int) -> HttpRespon
         # A preset column counts with its preset's counter (as the lab does when the preset is opened), every
         # other column with the session's stored counts: one session_trim per counter, in the columns' order.
         for column in valid:
-            column.counter = services.trim_counter(column.preset) or session.token_counter
+            column.counter = presets.trim_counter(column.preset) or session.token_counter
         results: dict[int, Any] = {}
         base = None
         for counter in dict.fromkeys(c.counter for c in valid):
             group = [c for c in valid if c.counter == counter]
-            trimmed = services.session_trim(session=session, specs=[c.spec for c in group if c.spec is not None],
-                                            counter=counter)
+            trimmed = lab_trimming.session_trim(session=session, specs=[c.spec for c in group if c.spec is not None],
+                                                counter=counter)
             for column, result in zip(group, trimmed.results, strict=True):
                 column.preview = previews.trim_preview(trimmed.messages, trimmed.counts, result, bodies=False)
                 results[id(column)] = result
@@ -239,7 +241,7 @@ def session_lab_compare(request: HtmxHttpRequest, session_id: int) -> HttpRespon
         "too_few": len(columns) < 2,
         "can_add": len(columns) < MAX_COLUMNS,
         "catalog": strategies_by_framework(),
-        "presets": services.presets_for_user(request.user, project=session.agent.project),
+        "presets": presets.presets_for_user(request.user, project=session.agent.project),
         "lab_url": reverse("agents:session_lab", args=[session.pk]),
     }
     template_name = "agents/lab_compare.html"
@@ -266,26 +268,26 @@ def trimming_report(request: HtmxHttpRequest) -> HttpResponse:
     for text in texts:
         try:
             # A box may name a preset of the user's projects: "preset:NAME".
-            spec, preset = services.spec_or_preset(user=request.user, text=text, filters=filters)
-        except (StrategyError, services.PresetError) as exc:
+            spec, preset = presets.spec_or_preset(user=request.user, text=text, filters=filters)
+        except (StrategyError, presets.PresetError) as exc:
             spec_fields.append({"text": text, "error": str(exc)})
             continue
         specs.append(spec)
-        counters.append(services.trim_counter(preset))
+        counters.append(presets.trim_counter(preset))
         spec_fields.append({"text": text if preset is not None else spec.text, "error": ""})
         labels.append(f"{text} ({spec.text}; {preset.counter})" if preset is not None else spec.text)
     # Over htmx only the result is swapped: what the report leaves out is said there too, not only beside the box.
     left_out = [{"box": k, **f} for k, f in enumerate(spec_fields, 1) if f["error"]]
     spec_fields += [{"text": "", "error": ""}] * (MAX_COLUMNS - len(spec_fields))
-    sessions = services.sessions_filtered(request.user, filters)
+    sessions = listing.sessions_filtered(request.user, filters)
     per_call = request.GET.get("per_call") == "1"
     if specs:
         counted = sessions.aggregate(n=Sum("message_count"), sessions=Count("pk"))
         total, count = counted["n"] or 0, counted["sessions"]
         # What one request may hold (the report's own caps included): past it, a worker runs the report over every
         # matching session and its page shows progress; the report never covers fewer sessions than match.
-        most = min(settings.MEMORYVIZ_BACKGROUND_REPORT_MESSAGES, services.REPORT_MESSAGE_LIMIT)
-        if total > most or count > services.REPORT_SESSION_LIMIT:
+        most = min(settings.MEMORYVIZ_BACKGROUND_REPORT_MESSAGES, reports.REPORT_MESSAGE_LIMIT)
+        if total > most or count > reports.REPORT_SESSION_LIMIT:
             texts = [s.text for s in specs]
             # The list's filters it ran with are kept too: its page links "of N" to these sessions in the list.
             params: dict[str, Any] = {"session_ids": list(sessions.values_list("pk", flat=True)), "specs": texts,
@@ -298,7 +300,7 @@ def trimming_report(request: HtmxHttpRequest) -> HttpResponse:
             job = queue.job_enqueue(user=request.user, kind=models.BackgroundJob.Kind.REPORT, params=params,
                                     title=title, total=total)
             return HttpResponseClientRedirect(job.get_absolute_url()) if request.htmx else redirect(job)
-    report = services.trimming_report(sessions, specs, per_call=per_call, counters=counters) if specs else None
+    report = reports.trimming_report(sessions, specs, per_call=per_call, counters=counters) if specs else None
     shown = previews.report_shown_context(request.GET, report, labels)
     if isinstance(shown, HttpResponse):
         return shown  # ?download=csv|json

@@ -62,7 +62,8 @@ class ContractCommand(BaseCommand):
                 self.fail(exc.text(flag="--set "))
         if options["strategy"] or options["params"]:
             self.fail("--preset: give a preset, or --strategy with --set, not both")
-        from agents import models, services
+        from agents import models
+        from agents.lab import presets
 
         project = None
         if options["project"]:
@@ -70,10 +71,10 @@ class ContractCommand(BaseCommand):
             if project is None:
                 self.fail(f"--project: no project {options['project']!r}")
         try:
-            preset = services.preset_by_name(user=None, name=options["preset"], project=project,
-                                             prefer=prefer if project is None else None)
-            return services.preset_spec(preset), preset
-        except services.PresetError as exc:
+            preset = presets.preset_by_name(user=None, name=options["preset"], project=project,
+                                            prefer=prefer if project is None else None)
+            return presets.preset_spec(preset), preset
+        except presets.PresetError as exc:
             self.fail(f"--preset: {exc}")
 
     @contextmanager

@@ -1,8 +1,8 @@
 """QA review: a project's labels and members, annotations on sessions and messages, review status and assignee.
 
 Shared by the pages, the API and the import/export of annotations. Every function takes objects already loaded
-through the user's scope (``services.session_for_user`` and friends) and checks the role the action needs with
-``services.require_role``, so a view cannot forget it. Bad input raises ``ValueError`` naming the field
+through the user's scope (``access.session_for_user`` and friends) and checks the role the action needs with
+``access.require_role``, so a view cannot forget it. Bad input raises ``ValueError`` naming the field
 (``label: ...``), which the pages show next to the field and the API returns as ``{"error": ...}``.
 """
 from __future__ import annotations
@@ -20,9 +20,10 @@ from django.db.models import Count, Q, QuerySet
 from django.http import Http404, QueryDict
 from django.utils import timezone
 
-from agents import models, services
+from agents import access, models
+from agents.access import User
 from agents.memory import schema
-from agents.services import User
+from agents.store import listing, writing
 from agents.store.filters import SessionFilterForm
 
 COMMENT_MAX = 10_000
@@ -85,7 +86,7 @@ def _label_fields(name: str, color: str) -> tuple[str, str]:
 
 
 def label_create(*, user: User, project: models.Project, name: str, color: str = LABEL_COLORS[-1]) -> models.Label:
-    services.require_role(user, project, "admin")
+    access.require_role(user, project, "admin")
     name, color = _label_fields(name, color)
     if models.Label.objects.filter(project=project, name__iexact=name).exists():
         raise ValueError(f"name: the project already has a label {name!r}")
@@ -97,7 +98,7 @@ def label_create(*, user: User, project: models.Project, name: str, color: str =
 
 
 def label_update(*, user: User, label: models.Label, name: str, color: str) -> models.Label:
-    services.require_role(user, label.project, "admin")
+    access.require_role(user, label.project, "admin")
     name, color = _label_fields(name, color)
     if models.Label.objects.filter(project=label.project_id, name__iexact=name).exclude(pk=label.pk).exists():
         raise ValueError(f"name: the project already has a label {name!r}")
@@ -109,7 +110,7 @@ def label_update(*, user: User, label: models.Label, name: str, color: str) -> m
 def label_delete(*, user: User, label: models.Label) -> int:
     """Delete the label; annotations that were only this label (no comment) go with it, the others lose it.
     Returns how many annotations were removed."""
-    services.require_role(user, label.project, "admin")
+    access.require_role(user, label.project, "admin")
     with transaction.atomic():
         removed, _ = models.Annotation.objects.filter(label=label, comment="").delete()
         label.delete()
@@ -136,7 +137,7 @@ def _role(value: str) -> str:
 
 
 def member_add(*, user: User, project: models.Project, username: str, role: str) -> models.Membership:
-    services.require_role(user, project, "admin")
+    access.require_role(user, project, "admin")
     role = _role(role)
     username = username.strip()
     account = get_user_model().objects.filter(username=username).first() if username else None
@@ -156,7 +157,7 @@ def _keeps_an_admin(membership: models.Membership) -> bool:
 
 
 def member_set_role(*, user: User, membership: models.Membership, role: str) -> models.Membership:
-    services.require_role(user, membership.project, "admin")
+    access.require_role(user, membership.project, "admin")
     role = _role(role)
     if membership.role == models.Membership.Level.ADMIN and role != membership.role and not _keeps_an_admin(membership):
         raise ValueError("role: the project's last admin cannot step down; make someone else admin first")
@@ -166,7 +167,7 @@ def member_set_role(*, user: User, membership: models.Membership, role: str) -> 
 
 
 def member_remove(*, user: User, membership: models.Membership) -> None:
-    services.require_role(user, membership.project, "admin")
+    access.require_role(user, membership.project, "admin")
     if membership.role == models.Membership.Level.ADMIN and not _keeps_an_admin(membership):
         raise ValueError("username: the project's last admin cannot leave; make someone else admin first")
     with transaction.atomic():
@@ -205,7 +206,7 @@ def annotations_for_session(session: models.Session) -> QuerySet[models.Annotati
 
 
 def annotation_for_user(user: User, session_id: int, annotation_id: int) -> tuple[models.Session, models.Annotation]:
-    session = services.session_for_user(user, session_id)
+    session = access.session_for_user(user, session_id)
     annotation = annotations_for_session(session).filter(pk=annotation_id).first()
     if annotation is None:
         raise Http404("No such annotation in this session.")
@@ -234,7 +235,7 @@ def _comment(text: str | None) -> str:
 
 def _acting(user: User) -> tuple[Any, str]:
     """(author, author_name) for something ``user`` writes: an API key writes as the user who made it."""
-    if isinstance(user, services.KeyUser):
+    if isinstance(user, access.KeyUser):
         return user.acting_user, "" if user.acting_user is not None else user.username
     return user, ""
 
@@ -242,7 +243,7 @@ def _acting(user: User) -> tuple[Any, str]:
 def annotation_create(
     *, user: User, session: models.Session, seq: int | None, label: str | None, comment: str | None
 ) -> models.Annotation:
-    services.require_role(user, session.agent.project, "annotate")
+    access.require_role(user, session.agent.project, "annotate")
     project_id = session.agent.project_id
     found_label = _label_by_name(project_id, label)
     text = _comment(comment)
@@ -273,7 +274,7 @@ def annotation_update(
     *, user: User, annotation: models.Annotation, label: str | None = UNSET, comment: str | None = UNSET
 ) -> models.Annotation:
     """Only its author changes an annotation (and only while allowed to annotate in the project)."""
-    services.require_role(user, annotation.session.agent.project, "annotate")
+    access.require_role(user, annotation.session.agent.project, "annotate")
     if not _is_author(user, annotation):
         raise PermissionDenied("only the author of an annotation edits it")
     if label is not UNSET:
@@ -289,8 +290,8 @@ def annotation_update(
 
 def annotation_delete(*, user: User, annotation: models.Annotation) -> None:
     """Its author deletes an annotation; a project admin may delete any (imported ones have no author here)."""
-    role = services.require_role(user, annotation.session.agent.project, "annotate")
-    if not _is_author(user, annotation) and not services.role_allows(role, "admin"):
+    role = access.require_role(user, annotation.session.agent.project, "annotate")
+    if not _is_author(user, annotation) and not access.role_allows(role, "admin"):
         raise PermissionDenied("only the author of an annotation (or a project admin) deletes it")
     annotation.delete()
 
@@ -330,7 +331,7 @@ def _assignee(session: models.Session, username: str | None) -> Any:
     )
     if membership is None:
         raise ValueError(f"assignee: {username!r} is not a member of project {session.agent.project.slug}")
-    if not services.role_allows(membership.role, "annotate"):
+    if not access.role_allows(membership.role, "annotate"):
         raise ValueError(f"assignee: {username} is a {membership.role} here and cannot review (annotator or more)")
     return membership.user
 
@@ -339,7 +340,7 @@ def session_review_update(
     *, user: User, session: models.Session, review_status: str | None = UNSET, assignee: str | None = UNSET
 ) -> models.Session:
     """Set the session's review status and/or assignee (a username of the project, or None for nobody)."""
-    services.require_role(user, session.agent.project, "annotate")
+    access.require_role(user, session.agent.project, "annotate")
     fields = []
     if review_status is not UNSET:
         if review_status not in models.ReviewStatus.values:
@@ -357,7 +358,7 @@ def session_review_update(
 
 def assignable_members(project: models.Project) -> list[Any]:
     """The project's users who can review (annotator or more), for the assignee choice."""
-    return [m.user for m in members_for_project(project).filter(role__in=services.ANNOTATE_ROLES)]
+    return [m.user for m in members_for_project(project).filter(role__in=access.ANNOTATE_ROLES)]
 
 
 # --- annotations in and out of files --------------------------------------------------------------------------
@@ -427,7 +428,7 @@ def _annotations_write(
             comment=item.comment, author=None, author_name=(item.author or "")[:150],
             created_at=item.created_at or now, updated_at=item.updated_at or item.created_at or now,
         ))
-    models.Annotation.objects.bulk_create(rows, batch_size=services.BULK_BATCH)
+    models.Annotation.objects.bulk_create(rows, batch_size=writing.BULK_BATCH)
     result.added = len(rows)
     return result
 
@@ -438,13 +439,13 @@ def _annotations_write(
 QUEUE_WINDOW = 10_000
 
 
-def queue_next(user: User, filters: services.SessionFilters, *, after: int | None = None) -> models.Session | None:
+def queue_next(user: User, filters: listing.SessionFilters, *, after: int | None = None) -> models.Session | None:
     """The next unreviewed session of the list as the filters narrow and sort it: the first one after session
     ``after`` in the list's order (wrapping round to the start), or None when no other is unreviewed.
 
     Skipping a session (not marking it) moves past it; marking it done takes it out of the queue."""
     filters = dataclasses.replace(filters, review_status="")
-    listed = services.sessions_filtered(user, filters)
+    listed = listing.sessions_filtered(user, filters)
     unreviewed = Q(review_status=models.ReviewStatus.UNREVIEWED)
     in_queue = listed.filter(unreviewed | Q(pk=after) if after else unreviewed)
     ids = list(in_queue.values_list("pk", flat=True)[:QUEUE_WINDOW])
@@ -455,14 +456,14 @@ def queue_next(user: User, filters: services.SessionFilters, *, after: int | Non
         order = ids
     if not order:
         return None
-    return services.sessions_for_user(user).get(pk=order[0])
+    return access.sessions_for_user(user).get(pk=order[0])
 
 
-def queue_remaining(user: User, filters: services.SessionFilters) -> int:
+def queue_remaining(user: User, filters: listing.SessionFilters) -> int:
     filters = dataclasses.replace(
-        filters, review_status=models.ReviewStatus.UNREVIEWED, sort=services.DEFAULT_SESSION_SORT
+        filters, review_status=models.ReviewStatus.UNREVIEWED, sort=listing.DEFAULT_SESSION_SORT
     )
-    return services.sessions_filtered(user, filters).count()
+    return listing.sessions_filtered(user, filters).count()
 
 
 # --- what the session page shows ------------------------------------------------------------------------------
@@ -475,8 +476,8 @@ def session_review_context(user: User, session: models.Session, *, first_seq: in
     """The session page's review panel and the annotations of the messages on the page (``first_seq`` to
     ``last_seq``): five queries whatever the session's length or number of annotations."""
     project = session.agent.project
-    role = services.project_role(user, project)
-    can = services.role_permissions(role)
+    role = access.project_role(user, project)
+    can = access.role_permissions(role)
     listed = list(annotations_for_session(session)[: ANNOTATIONS_LISTED + 1])
     by_seq: dict[int, list[models.Annotation]] = {}
     if first_seq is not None and last_seq is not None:
@@ -507,7 +508,7 @@ def session_review_context(user: User, session: models.Session, *, first_seq: in
     }
 
 
-def queue_filters(user: User, query: str) -> services.SessionFilters:
+def queue_filters(user: User, query: str) -> listing.SessionFilters:
     """The list's filters from its query string (what the queue carries from page to page)."""
     form = SessionFilterForm(QueryDict(query) or None, user=user)
     form.is_valid()  # as the list does: an invalid field is left out
@@ -558,11 +559,11 @@ def attach_labels(sessions: Iterable[models.Session]) -> None:
 
 def list_choices(user: User) -> dict[str, Any]:
     """The review filters' choices: the labels and the reviewers of the user's projects (two queries)."""
-    projects = services.user_projects(user)
+    projects = access.user_projects(user)
     labels = sorted(set(models.Label.objects.filter(project__in=projects).values_list("name", flat=True)))
     people = sorted(set(
-        models.Membership.objects.filter(project__in=projects, role__in=services.ANNOTATE_ROLES)
+        models.Membership.objects.filter(project__in=projects, role__in=access.ANNOTATE_ROLES)
         .values_list("user__username", flat=True)
     ))
     return {"label_names": labels, "reviewers": people, "review_statuses": models.ReviewStatus.choices,
-            "nobody": services.NOBODY}
+            "nobody": listing.NOBODY}

@@ -15,15 +15,16 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
-from agents import models, services
+from agents import access, models
 from agents.http import HtmxHttpRequest
+from agents.projects import keys
 from agents.review import annotating
 
 # --- project settings: members and labels ---------------------------------------------------------------------
 
 
 def _project(request: HtmxHttpRequest, slug: str) -> models.Project:
-    return get_object_or_404(services.user_projects(request.user).distinct(), slug=slug)
+    return get_object_or_404(access.user_projects(request.user).distinct(), slug=slug)
 
 
 def _membership(project: models.Project, membership_id: int) -> models.Membership:
@@ -41,7 +42,7 @@ def _settings_region(request: HtmxHttpRequest, project: models.Project, region: 
         template += f"#{region}"
     else:
         # The rest of the page (the API keys) as its own view shows it; only an admin gets this far.
-        context |= {"keys": services.api_keys_for_admin(request.user, project),
+        context |= {"keys": keys.api_keys_for_admin(request.user, project),
                     "endpoint": request.build_absolute_uri("/otlp")}
     # 200 with the error beside the form, like every form: htmx swaps no 4xx answer (and under DEBUG django-htmx's
     # script replaces the whole document with one).
@@ -151,7 +152,7 @@ def _seq(value: str | None) -> int | None:
 
 @require_POST
 def annotation_create(request: HtmxHttpRequest, session_id: int) -> HttpResponse:
-    session = services.session_for_user(request.user, session_id)
+    session = access.session_for_user(request.user, session_id)
     seq = None
     try:
         seq = _seq(request.POST.get("seq"))
@@ -185,7 +186,7 @@ def annotation_delete(request: HtmxHttpRequest, session_id: int, annotation_id: 
 @require_POST
 def session_review(request: HtmxHttpRequest, session_id: int) -> HttpResponse:
     """Review status and assignee from the panel; from the queue ("Done, next"), then the next session."""
-    session = services.session_for_user(request.user, session_id)
+    session = access.session_for_user(request.user, session_id)
     changes: dict[str, Any] = {}
     if "review_status" in request.POST:
         changes["review_status"] = request.POST["review_status"]

@@ -21,9 +21,11 @@ from django.db.models import Count, Sum
 from django.http import QueryDict
 from django.urls import reverse
 
-from agents import models, services
+from agents import access, models
+from agents.capture import calls as capture_calls
 from agents.jobs import queue as jobs_queue
-from agents.lab import charts, previews
+from agents.lab import charts, presets, previews
+from agents.lab import trimming as lab_trimming
 from agents.lab.forms import strategy_params_form
 from agents.memory import formats
 from agents.memory.replay import Replay
@@ -40,10 +42,12 @@ from agents.memory.trimming import (
 )
 from agents.memory.trimming.catalog import strategies_by_framework, strategy_entry
 from agents.review import annotating
+from agents.sessions import chain as sessions_chain
 from agents.sessions import find
 from agents.sessions.find import permalink
 from agents.sessions.message_html import MessageView, message_html
 from agents.sessions.safe_markdown import markdown_to_safe_html
+from agents.store import listing
 from agents.store.filters import SessionFilterForm, session_filter_pairs
 from agents.transfer import exports
 
@@ -67,7 +71,7 @@ class SessionPage:
 
 def session_page(
     *,
-    user: services.User,
+    user: access.User,
     session_id: int,
     after: int | None = None,
     at: int | None = None,
@@ -88,13 +92,13 @@ def session_page(
     query when the page was opened from the review queue; ``role``, ``tool``: show only these messages."""
     q = find.clean_query(q)
     within = find.ChainFilter.from_query(role, tool)
-    session = services.session_for_user(user, session_id)
+    session = access.session_for_user(user, session_id)
     if q and at is None and after is None and not fragment:
         # A search (the page's own form, or a session opened from a list search) lands on its first hit.
         first = find.first_hit(session, q, within)
         if first is not None:
             return SessionPage({}, redirect=_search_link(session, q, first, within))
-    chain = services.session_chain_page(session, after=after, at=at, within=within)
+    chain = sessions_chain.session_chain_page(session, after=after, at=at, within=within)
     page = chain.page
     messages = _message_views(session, chain)
     _add_llm_calls(session, messages)
@@ -122,7 +126,7 @@ def session_page(
             {**v, "href": permalink(session, v.get("seq", v.get("index", 0)))} for v in violations[:VIOLATIONS_LISTED]
         ],
         "violations_hidden": max(0, len(violations) - VIOLATIONS_LISTED),
-        "page_size": services.MESSAGE_PAGE_SIZE,
+        "page_size": sessions_chain.MESSAGE_PAGE_SIZE,
         "per_list": chain.per_list,
         "recount": _recount_choices(user, session),
         "recounted": recounted,
@@ -271,10 +275,10 @@ def _duration(delta: dt.timedelta) -> str:
     return f"{sign}{secs} s"
 
 
-def _recount_choices(user: services.User, session: models.Session) -> dict[str, Any] | None:
+def _recount_choices(user: access.User, session: models.Session) -> dict[str, Any] | None:
     """The session page's "count again with" form, for the project's editors: the counters and which to offer
     first (the agent's, when the session counts with another)."""
-    if not services.editable_projects(user).filter(pk=session.agent.project_id).exists():
+    if not access.editable_projects(user).filter(pk=session.agent.project_id).exists():
         return None
     return {
         "counters": sorted(COUNTERS),
@@ -282,7 +286,7 @@ def _recount_choices(user: services.User, session: models.Session) -> dict[str, 
     }
 
 
-def _review_context(user: services.User, session: models.Session, messages: list[MessageView], *,
+def _review_context(user: access.User, session: models.Session, messages: list[MessageView], *,
                     annotate: int | None, queue: str | None) -> dict[str, Any]:
     """The review panel, each message's annotations, and the queue when the page was opened from it."""
     context = annotating.session_review_context(
@@ -298,7 +302,7 @@ def _review_context(user: services.User, session: models.Session, messages: list
 
 def _add_llm_calls(session: models.Session, messages: list[MessageView]) -> None:
     """On each message a captured call produced: how much of the chain before it the call was sent."""
-    calls = services.llm_calls_by_reply(session, (m.row.seq for m in messages if m.row.role == "assistant"))
+    calls = capture_calls.llm_calls_by_reply(session, (m.row.seq for m in messages if m.row.role == "assistant"))
     for m in messages:
         call = calls.get(m.row.seq)
         if call is None:
@@ -316,7 +320,7 @@ def _add_llm_calls(session: models.Session, messages: list[MessageView]) -> None
 
 
 def _page_range(
-    session: models.Session, page: services.MessagePage, *, start: int | None, keep: str = "",
+    session: models.Session, page: sessions_chain.MessagePage, *, start: int | None, keep: str = "",
     within: find.ChainFilter = find.NO_FILTER,
 ) -> dict[str, Any]:
     """What the paging line says and links to.
@@ -333,11 +337,11 @@ def _page_range(
     earlier_fragment = ""
     if within.active:
         # Filtered: the page of shown messages just before this one (one query), if the filter shows any.
-        before = (services.session_filtered_page_before(session, within=within, before=rows[0].seq)
+        before = (sessions_chain.session_filtered_page_before(session, within=within, before=rows[0].seq)
                   if rows[0].seq else None)
         previous_after, nearest = before if before is not None else (None, None)
     else:
-        previous_after = rows[0].seq - services.MESSAGE_PAGE_SIZE - 1 if rows[0].seq > 0 else None
+        previous_after = rows[0].seq - sessions_chain.MESSAGE_PAGE_SIZE - 1 if rows[0].seq > 0 else None
         nearest = rows[0].seq - 1
     if previous_after is not None:
         # The page just before this one, landing on the message just before this page's first.
@@ -352,7 +356,7 @@ def _page_range(
             "earlier_fragment": earlier_fragment, "empty_after": None}
 
 
-def _message_views(session: models.Session, chain: services.ChainPage) -> list[MessageView]:
+def _message_views(session: models.Session, chain: sessions_chain.ChainPage) -> list[MessageView]:
     by_seq: dict[int, list[dict[str, Any]]] = {}
     for violation in session.violations or []:
         by_seq.setdefault(violation.get("seq", violation.get("index", -1)), []).append(violation)
@@ -459,7 +463,7 @@ class ExportAnswer:
     skipped: list[str] = field(default_factory=list)
 
 
-def export_request(*, user: services.User, data: Any, download: bool, session_id: int | None = None,
+def export_request(*, user: access.User, data: Any, download: bool, session_id: int | None = None,
                    interface: str = "web") -> ExportAnswer:
     """One session (``session_id``: 404 when not in the user's projects) or the sessions matching the list's filters
     in ``data`` (the same fields as the session list's query string), whole or as trimmed by ``strategy=`` and
@@ -467,10 +471,10 @@ def export_request(*, user: services.User, data: Any, download: bool, session_id
     asks, for the export record ("web" or "api")."""
     single: models.Session | None = None
     refusal = ""
-    listed: services.SessionFilters | None = None
+    listed: listing.SessionFilters | None = None
     if session_id is not None:
-        single = services.session_for_user(user, session_id)
-        sessions = services.sessions_for_user(user).filter(pk=single.pk)
+        single = access.session_for_user(user, session_id)
+        sessions = access.sessions_for_user(user).filter(pk=single.pk)
         scope = f"session {single.pk} ({single.title or single.external_id})"
         filters: dict[str, Any] = {"session": single.pk}
     else:
@@ -482,7 +486,7 @@ def export_request(*, user: services.User, data: Any, download: bool, session_id
         # as "all").
         refusal = form.refusal()
         listed = form.filters()
-        sessions = models.Session.objects.none() if refusal else services.sessions_filtered(user, listed)
+        sessions = models.Session.objects.none() if refusal else listing.sessions_filtered(user, listed)
     try:
         if refusal:
             raise exports.ExportFailed(refusal)
@@ -541,7 +545,7 @@ def _skipped_or_refuse(plan: exports.ExportPlan) -> list[str]:
 
 
 def _export_page(
-    user: services.User, data: Any, *, scope: str, single: models.Session | None,
+    user: access.User, data: Any, *, scope: str, single: models.Session | None,
     plan: exports.ExportPlan | None = None, error: str = "",
 ) -> dict[str, Any]:
     """The export form on a page of its own, filled in from ``data``; with the error when there is one."""
@@ -552,8 +556,8 @@ def _export_page(
         "summary": plan.sessions.aggregate(sessions=Count("id"), messages=Sum("message_count")) if plan else None,
         "error": error,
         "values": {key: data.get(key, "") for key in ("format", "on_invalid", "strategy", "params")}
-        | ({"strategy": services.PRESET_PREFIX + data["preset"]} if data.get("preset") else {}),
-        "presets": services.presets_for_user(user, project=single.agent.project if single else None),
+        | ({"strategy": presets.PRESET_PREFIX + data["preset"]} if data.get("preset") else {}),
+        "presets": presets.presets_for_user(user, project=single.agent.project if single else None),
         "carried": [] if single else session_filter_pairs(data),
         "fixed_strategy": False,
         "back_url": single.get_absolute_url() if single else
@@ -564,8 +568,8 @@ def _export_page(
 
 
 def _export_spec(
-    query: Any, *, user: services.User, project: models.Project | None,
-    filters: services.SessionFilters | None = None,
+    query: Any, *, user: access.User, project: models.Project | None,
+    filters: listing.SessionFilters | None = None,
 ) -> tuple[StrategySpec | None, str | None]:
     """The strategy of ``strategy=`` with its parameters from ``params=key=value, key=value`` and ``set=key=value``
     (repeatable), or a preset of the user's projects (of the session's, for one session; of the filtered project
@@ -579,16 +583,16 @@ def _export_spec(
         raise exports.ExportFailed(f"counter: unknown counter '{counter}'; valid: {', '.join(sorted(COUNTERS))}")
     if counter is not None and not (strategy or preset):
         raise exports.ExportFailed("counter: counts the tokens of a trimmed export; give a strategy or a preset")
-    if strategy.startswith(services.PRESET_PREFIX) or preset:
+    if strategy.startswith(presets.PRESET_PREFIX) or preset:
         field = "preset" if preset else "strategy"
         if (preset and strategy) or query.getlist("set") or (query.get("params") or "").strip():
             raise exports.ExportFailed(f"{field}: give a preset, or a strategy with its parameters, not both")
         try:
-            spec, found = services.spec_or_preset(user=user, text=strategy or services.PRESET_PREFIX + preset,
-                                                  project=project, filters=filters)
-        except services.PresetError as exc:
+            spec, found = presets.spec_or_preset(user=user, text=strategy or presets.PRESET_PREFIX + preset,
+                                                 project=project, filters=filters)
+        except presets.PresetError as exc:
             raise exports.ExportFailed(f"{field}: {exc}") from None
-        return spec, services.trim_counter(found, counter)
+        return spec, presets.trim_counter(found, counter)
     try:
         return spec_from_pairs(
             query.get("strategy"), [*query.getlist("set"), *split_pairs(query.get("params", ""))]
@@ -606,7 +610,7 @@ DEFAULT_STRATEGY = "buffered"
 
 
 def lab_page(
-    *, user: services.User, session_id: int, query: QueryDict, step: int | None, site: str, save_error: str = "",
+    *, user: access.User, session_id: int, query: QueryDict, step: int | None, site: str, save_error: str = "",
     preset_name: str = "", replay_part: bool = False,
 ) -> dict[str, Any]:
     """The lab page's context for the session (404 when not in the user's projects) under the strategy, parameters
@@ -617,7 +621,7 @@ def lab_page(
     A session of more than ``MEMORYVIZ_LAB_REPLAY_INLINE_MESSAGES`` messages, with no step asked, is previewed
     without its replay (``replay_deferred``): the page asks for it in a second request, ``replay_part_query``
     (``replay_part=True``: the replay only, no preview), or ``inline_replay_query`` without JavaScript."""
-    session = services.session_for_user(user, session_id)
+    session = access.session_for_user(user, session_id)
     asked_query = query
     query, preset, preset_error = _lab_query(query, session)
     name = query.get("strategy") or DEFAULT_STRATEGY
@@ -638,8 +642,8 @@ def lab_page(
                 and session.message_count > settings.MEMORYVIZ_LAB_REPLAY_INLINE_MESSAGES)
     # An unknown strategy (or counter) shows the default one's preview, as its message says.
     if form.spec is not None:
-        replayed = services.session_replay(session=session, spec=form.spec, counter=counter,
-                                           step=asked, replayed=not deferred)
+        replayed = lab_trimming.session_replay(session=session, spec=form.spec, counter=counter,
+                                               step=asked, replayed=not deferred)
         run, step = replayed.replay, replayed.step
         if not replay_part:
             # At a call of the run, its input is the messages before it.
@@ -651,7 +655,7 @@ def lab_page(
     # preset itself, so that they count with it too (its strategy and parameters alone count with the session's).
     named = spec.text
     if preset is not None and form.spec is not None:
-        named = services.PRESET_PREFIX + preset.name
+        named = presets.PRESET_PREFIX + preset.name
     # Counted again with another counter than the stored one (not a preset's own): the diff and the export too.
     recount = named == spec.text and counter != session.token_counter
     other = "safe_token_budget" if strategy.name != "safe_token_budget" else "buffered"
@@ -677,8 +681,8 @@ def lab_page(
         "replay_links": _replay_links(run, spec, counter, session) if run is not None else None,
         "preset": preset,
         "preset_error": preset_error,
-        "presets": services.presets_for_user(user, project=session.agent.project),
-        "can_save_preset": services.editable_projects(user).filter(pk=session.agent.project_id).exists(),
+        "presets": presets.presets_for_user(user, project=session.agent.project),
+        "can_save_preset": access.editable_projects(user).filter(pk=session.agent.project_id).exists(),
         "spec": spec,
         "preset_fields": [(key, value) for key, values in QueryDict(spec.lab_query).lists() for value in values],
         "equivalents": previews.equivalents(site, session, spec, counter, preset) if form.spec is not None else None,
@@ -709,9 +713,9 @@ def _lab_query(query: QueryDict, session: models.Session) -> tuple[QueryDict, mo
     if not name:
         return query, None, ""
     try:
-        preset = services.preset_by_name(user=None, name=name, project=session.agent.project)
-        spec = services.preset_spec(preset)
-    except services.PresetError as exc:
+        preset = presets.preset_by_name(user=None, name=name, project=session.agent.project)
+        spec = presets.preset_spec(preset)
+    except presets.PresetError as exc:
         return query, None, str(exc)
     from_preset = QueryDict(spec.lab_query, mutable=True)
     from_preset["counter"] = preset.counter

@@ -15,10 +15,13 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import HttpResponseClientRedirect, push_url
 
-from agents import models, services
+from agents import access, models
+from agents.capture import calls
 from agents.http import HtmxHttpRequest, int_or_none
 from agents.review import annotating
+from agents.sessions import agents as sessions_agents
 from agents.sessions import find, pages
+from agents.store import listing, recount, writing
 from agents.store.filters import AgentForm, SessionFilterForm
 
 SESSIONS_PER_PAGE = 50
@@ -30,7 +33,7 @@ def session_list(request: HtmxHttpRequest) -> HttpResponse:
     form.is_valid()  # invalid fields are dropped from the filters and shown with their error
     if form.cleared and not request.htmx:
         return redirect(_list_url_without(request, form.cleared))
-    sessions = services.sessions_filtered(request.user, form.filters()).select_related("assignee")
+    sessions = listing.sessions_filtered(request.user, form.filters()).select_related("assignee")
     page = Paginator(sessions, SESSIONS_PER_PAGE).get_page(request.GET.get("page"))
     annotating.attach_labels(page.object_list)
     query = request.GET.copy()
@@ -45,7 +48,7 @@ def session_list(request: HtmxHttpRequest) -> HttpResponse:
         "sort_prefix": f"?{sort_query.urlencode()}&" if sort_query else "?",
         "sort": form.filters().sort,
         # Asked by the template only when the list is empty.
-        "has_projects": services.user_projects(request.user).exists,
+        "has_projects": access.user_projects(request.user).exists,
         # Opened from a search, a session lands on its first hit.
         "hit_query": urlencode({"q": form.filters().q}) if form.filters().q else "",
         "queue_empty": request.GET.get("queue") == "empty",
@@ -57,7 +60,7 @@ def session_list(request: HtmxHttpRequest) -> HttpResponse:
         # The table alone: the filter form and its tool suggestions are not part of it.
         template_name += "#session-table"
     else:
-        context["tool_names"] = services.tool_names_for_user(request.user)
+        context["tool_names"] = listing.tool_names_for_user(request.user)
         context |= annotating.list_choices(request.user)
     response = render(request, template_name, context)
     if form.cleared and request.htmx:
@@ -104,7 +107,7 @@ def session_jump(request: HtmxHttpRequest, session_id: int) -> HttpResponse:
     """The next (``dir=next``) or previous tool error, violation or user message from message ``from``: one query
     resolves it to a seq, then the page holding it opens there (the search, if any, kept). With none that way, the
     page stays where it was and says so."""
-    session = services.session_for_user(request.user, session_id)
+    session = access.session_for_user(request.user, session_id)
     kind = request.GET.get("kind", "")
     if kind not in find.JUMPS:
         raise BadRequest(f"kind: {kind!r} is not something to jump to; valid: {', '.join(find.JUMPS)}")
@@ -126,12 +129,12 @@ def session_jump(request: HtmxHttpRequest, session_id: int) -> HttpResponse:
 @require_POST
 def session_recount(request: HtmxHttpRequest, session_id: int) -> HttpResponse:
     """Count the session's stored messages again with another counter and store the counts (POST-redirect-GET)."""
-    session = services.session_for_user(request.user, session_id)
-    if not services.editable_projects(request.user).filter(pk=session.agent.project_id).exists():
+    session = access.session_for_user(request.user, session_id)
+    if not access.editable_projects(request.user).filter(pk=session.agent.project_id).exists():
         raise PermissionDenied("Counting a session again needs the editor or admin role in its project.")
     try:
-        services.session_recount(session=session, counter=request.POST.get("counter", ""), user=request.user)
-    except services.RecountError as exc:
+        recount.session_recount(session=session, counter=request.POST.get("counter", ""), user=request.user)
+    except recount.RecountError as exc:
         raise BadRequest(str(exc)) from None
     return redirect(f"{session.get_absolute_url()}?recounted=1")
 
@@ -140,15 +143,15 @@ def session_recount(request: HtmxHttpRequest, session_id: int) -> HttpResponse:
 def session_delete(request: HtmxHttpRequest, session_id: int) -> HttpResponse:
     """Delete a session (editors and admins of its project): GET asks to confirm, saying what goes with it; POST
     deletes and opens the list. Someone outside the project gets 404, a viewer or annotator 403 (the role check is
-    ``services.session_delete``'s, asked first on GET too)."""
-    session = services.session_for_user(request.user, session_id)
+    ``writing.session_delete``'s, asked first on GET too)."""
+    session = access.session_for_user(request.user, session_id)
     if request.method == "POST":
         name = session.title or session.external_id or f"#{session.pk}"
-        services.session_delete(user=request.user, session=session)
+        writing.session_delete(user=request.user, session=session)
         flash.success(request, f"Deleted the session {name!r} and its {session.message_count:,} messages.")
         to = f"{reverse('agents:session_list')}?agent={session.agent_id}"
         return HttpResponseClientRedirect(to) if request.htmx else redirect(to)
-    services.require_role(request.user, session.agent.project, "edit")
+    access.require_role(request.user, session.agent.project, "edit")
     context = {"session": session, "annotation_count": session.annotations.count()}
     return render(request, "agents/session_delete.html", context)
 
@@ -156,8 +159,8 @@ def session_delete(request: HtmxHttpRequest, session_id: int) -> HttpResponse:
 @require_GET
 def llm_call(request: HtmxHttpRequest, session_id: int, call_id: int) -> HttpResponse:
     """Exactly what one captured call was sent, in its order, with the violations of that list."""
-    session, call = services.llm_call_for_user(request.user, session_id, call_id)
-    sent = services.llm_call_sent_messages(call)
+    session, call = calls.llm_call_for_user(request.user, session_id, call_id)
+    sent = calls.llm_call_sent_messages(call)
     by_position: dict[int, list[dict[str, Any]]] = {}
     for violation in call.sent_violations:
         by_position.setdefault(violation.get("index", -1), []).append(violation)
@@ -180,8 +183,8 @@ def llm_call(request: HtmxHttpRequest, session_id: int, call_id: int) -> HttpRes
 def agent_detail(request: HtmxHttpRequest, agent_id: int) -> HttpResponse:
     """An agent: what it is and how many sessions it has; its project's editors change its name, description,
     model and context window here (viewers see them read-only)."""
-    agent = services.agent_for_user(request.user, agent_id)
-    can_edit = services.agent_editable(request.user, agent)
+    agent = access.agent_for_user(request.user, agent_id)
+    can_edit = access.agent_editable(request.user, agent)
     form = AgentForm(initial=AgentForm.initial_for(agent)) if can_edit else None
     saved = False
     if request.method == "POST":
@@ -189,7 +192,7 @@ def agent_detail(request: HtmxHttpRequest, agent_id: int) -> HttpResponse:
             raise PermissionDenied("Changing an agent needs the editor or admin role in its project.")
         form = AgentForm(request.POST)
         if form.is_valid():
-            services.agent_update(agent=agent, user=request.user, changes=form.cleaned_data)
+            sessions_agents.agent_update(agent=agent, user=request.user, changes=form.cleaned_data)
             if not request.htmx:
                 flash.success(request, "Saved.")
                 return redirect(agent)

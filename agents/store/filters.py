@@ -5,8 +5,10 @@ from typing import Any, cast
 from django import forms
 from django.forms.utils import ErrorDict
 
-from agents import models, services
+from agents import access, models
 from agents.memory import formats
+from agents.sessions import agents as sessions_agents
+from agents.store import listing
 
 SORT_CHOICES = [
     ("-started", "Newest first"),
@@ -70,10 +72,10 @@ class SessionFilterForm(forms.Form):
     assignee = forms.CharField(required=False, max_length=150, label="Assignee", strip=True)
     sort = forms.ChoiceField(required=False, choices=SORT_CHOICES)
 
-    def __init__(self, *args: Any, user: services.User, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, user: access.User, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        _model_choice(self, "project").queryset = services.user_projects(user)
-        agents = services.agents_for_user(user)
+        _model_choice(self, "project").queryset = access.user_projects(user)
+        agents = access.agents_for_user(user)
         # Any agent of the user's projects is accepted (clean() clears one of another project than the chosen one),
         # but the select offers only the chosen project's agents.
         agent_field = _model_choice(self, "agent")
@@ -105,10 +107,10 @@ class SessionFilterForm(forms.Form):
             return f"{name}: {why}"
         return ""
 
-    def filters(self) -> services.SessionFilters:
+    def filters(self) -> listing.SessionFilters:
         """The valid filters; an invalid field is ignored (the form shows its error) rather than failing the page."""
         data = self.cleaned_data if self.is_bound and hasattr(self, "cleaned_data") else {}
-        return services.SessionFilters(
+        return listing.SessionFilters(
             project=data.get("project"),
             agent=data.get("agent"),
             q=data.get("q") or "",
@@ -122,12 +124,12 @@ class SessionFilterForm(forms.Form):
             label=data.get("label") or "",
             review_status=data.get("status") or "",
             assignee=self._assignee(data.get("assignee") or ""),
-            sort=data.get("sort") or services.DEFAULT_SESSION_SORT,
+            sort=data.get("sort") or listing.DEFAULT_SESSION_SORT,
         )
 
     def _assignee(self, value: str) -> str:
         if value == "me":
-            return getattr(self.user, "get_username", lambda: services.NOBODY)() or services.NOBODY
+            return getattr(self.user, "get_username", lambda: listing.NOBODY)() or listing.NOBODY
         return value
 
 
@@ -169,7 +171,7 @@ class AgentForm(forms.Form):
 
     @staticmethod
     def initial_for(agent: Any) -> dict[str, Any]:
-        return {name: getattr(agent, name) for name in services.AGENT_FIELDS}
+        return {name: getattr(agent, name) for name in sessions_agents.AGENT_FIELDS}
 
 
 # Pasted JSON is read from the POST body, so it is kept small; big histories are uploaded as files.
@@ -194,13 +196,13 @@ class ImportForm(forms.Form):
         super().__init__(*args, **kwargs)
         # Every project the user is in is accepted here; the role is checked in the view, which answers 403.
         # (Projects and agents read as their names.)
-        projects = services.user_projects(user)
+        projects = access.user_projects(user)
         _model_choice(self, "project").queryset = projects
         # Any agent of the user's projects is accepted, so that one of another project is explained by clean()
         # ("X is not an agent of Y") rather than refused as an unknown choice; but the select offers only the
         # agents of the project shown as chosen. With htmx, changing the project fetches this form for it and
         # swaps in its agent select (import.html).
-        agents = services.agents_for_user(user)
+        agents = access.agents_for_user(user)
         agent_field = _model_choice(self, "agent")
         agent_field.queryset = agents
         project_slug = (self.data.get("project") if self.is_bound else None) or self.initial.get("project")

@@ -15,11 +15,13 @@ from typing import IO, Any
 from django.db.models import QuerySet, Sum
 from django.utils import timezone
 
-from agents import models, services
+from agents import models
+from agents.lab import trimming as lab_trimming
 from agents.memory import formats
 from agents.memory.schema import Conversation, Message
 from agents.memory.trimming import StrategySpec, TrimResult
 from agents.review import annotating
+from agents.store import reading, writing
 
 # Messages read from the database per query while exporting.
 PAGE_SIZE = 2_000
@@ -92,7 +94,7 @@ def export_plan(
 ) -> ExportPlan:
     """Check the format and what to do with invalid conversations before a byte is written (the strategy and
     its parameters come validated, once for every session; ``counter``: what the trim counts with, a preset's,
-    ``services.trim_counter``). Raises ExportFailed."""
+    ``presets.trim_counter``). Raises ExportFailed."""
     if format not in formats.FORMATS:
         raise ExportFailed(f"format: unknown format {format!r}; valid: {', '.join(sorted(formats.FORMATS))}")
     if on_invalid not in ON_INVALID:
@@ -138,7 +140,7 @@ def export_chunks(
     the generator's value) its result. A consumer that stops early (a client that goes away) closes the generator:
     no more rows are read."""
     record = _record_start(plan, user=user, interface=interface)
-    progress = services.Progress(on_messages)
+    progress = writing.Progress(on_messages)
     report = formats.WriteReport(format=plan.format)
     pieces = formats.write_chunks(_conversations(plan, progress), plan.format, report, on_invalid=plan.on_invalid)
     try:
@@ -215,7 +217,7 @@ class SessionMessages:
     stored summary). Writers take a ``Conversation`` and iterate its ``messages``; handing them this instead of
     a list keeps a million-message export to one batch of rows in memory."""
 
-    def __init__(self, session: models.Session, progress: services.Progress | None = None) -> None:
+    def __init__(self, session: models.Session, progress: writing.Progress | None = None) -> None:
         self.session = session
         self.progress = progress
 
@@ -223,7 +225,7 @@ class SessionMessages:
         return self.session.message_count
 
     def __iter__(self) -> Iterator[Message]:
-        for messages, _counts in services.session_message_batches(self.session, size=PAGE_SIZE):
+        for messages, _counts in reading.session_message_batches(self.session, size=PAGE_SIZE):
             yield from messages
             if self.progress is not None:
                 self.progress.add(len(messages))
@@ -231,7 +233,7 @@ class SessionMessages:
     def json_dicts(self) -> Iterator[dict[str, Any]]:
         """The messages as ``model_dump(mode="json")`` gives them, straight from the rows (the native writer asks
         for these: ``formats.native.write``)."""
-        for batch in services.session_message_json_batches(self.session, size=PAGE_SIZE):
+        for batch in reading.session_message_json_batches(self.session, size=PAGE_SIZE):
             yield from batch
             if self.progress is not None:
                 self.progress.add(len(batch))
@@ -239,10 +241,10 @@ class SessionMessages:
 
 def _trim_session(session: models.Session, plan: ExportPlan) -> TrimResult:
     assert plan.spec is not None
-    return services.session_trim(session=session, specs=[plan.spec], counter=plan.counter).results[0]
+    return lab_trimming.session_trim(session=session, specs=[plan.spec], counter=plan.counter).results[0]
 
 
-def _conversations(plan: ExportPlan, counter: services.Progress) -> Iterator[Any]:
+def _conversations(plan: ExportPlan, counter: writing.Progress) -> Iterator[Any]:
     sessions = plan.sessions.select_related("agent", "agent__project")
     for session in sessions.iterator(chunk_size=100):
         meta = _session_meta(session)

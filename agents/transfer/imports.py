@@ -3,7 +3,7 @@
 A file is imported whole or not at all, without holding the database's write lock for its whole run: messages
 are streamed from the file (``agents.memory.formats.open_stream``), counted and protocol-checked batch by batch,
 and written in short committed transactions into sessions that stay hidden (``Session.state = importing``; every
-reader goes through ``services.sessions_for_user``, which shows ready sessions only). When the whole file has been
+reader goes through ``access.sessions_for_user``, which shows ready sessions only). When the whole file has been
 read, one short transaction makes its sessions ready (:class:`ImportRun`); a failure removes what was written, and
 a run killed outright is cleaned up at the next start or by ``manage.py cleanup_imports``
 (:func:`imports_cleanup`). New messages for a stored session are written into a hidden staging session and moved
@@ -30,12 +30,13 @@ from django.db import DatabaseError, IntegrityError, transaction
 from django.utils import timezone
 from django.utils.text import slugify
 
-from agents import models, services
+from agents import models
 from agents.memory import formats
 from agents.memory.chain import ProtocolChecker, Violation
 from agents.memory.schema import Conversation, Message
 from agents.memory.tokens import DEFAULT_COUNTER, get_counter
 from agents.review import annotating
+from agents.store import mapping, outlines, reading, writing
 
 # Where neither the caller nor the file names a project, sessions go to this one (created when missing).
 DEFAULT_PROJECT_SLUG = "imported"
@@ -177,7 +178,7 @@ def import_file(
     try:
         with _said_in_one_line():
             _walk(source, report, project=project, agent=agent, format=format, name=name, counter=counter,
-                  progress=services.Progress(on_messages), run=run)
+                  progress=writing.Progress(on_messages), run=run)
             if own:
                 run.complete()
     except BaseException:
@@ -239,7 +240,7 @@ def _walk(
     format: str | None,
     name: str | None,
     counter: str | None,
-    progress: services.Progress | None,
+    progress: writing.Progress | None,
     run: ImportRun | None = None,
 ) -> None:
     """Read the file conversation by conversation into ``report``: stored (hidden, in ``run``) when a ``progress``
@@ -250,7 +251,7 @@ def _walk(
     for index, stream in enumerate(_closing(streams, handle if close else None)):
         conv = stream.conversation
         report.format = report.format or (file_format or conv.source_format or "")
-        problem = services.conversation_problem(conv)
+        problem = mapping.conversation_problem(conv)
         if problem:
             raise ImportFailed(f"conversation {index + 1}: {problem}")
         key = conv.project if project is None else None
@@ -312,14 +313,14 @@ class _Accepted:
         self.known_ids: set[str] = set()
         if existing is not None:
             self.known_ids.update(existing.messages.exclude(external_id="").values_list("external_id", flat=True))
-        self.stored = services.StoredBatch()  # what the existing session holds already
+        self.stored = writing.StoredBatch()  # what the existing session holds already
         self.first_question = ""
         self.first_created_at: dt.datetime | None = None
 
     def messages(self, messages: Iterable[Message]) -> Iterator[Message]:
         outcome = self.outcome
         for pos, message in enumerate(messages):
-            problem = services.message_problem(message)
+            problem = mapping.message_problem(message)
             if problem:
                 raise ImportFailed(f"conversation {outcome.index + 1}: messages[{pos}].{problem}")
             outcome.messages += 1
@@ -351,9 +352,9 @@ class _Accepted:
     def _check_stored(self, session: models.Session) -> None:
         """Messages are appended: the protocol is checked over the session as it will be stored, its stored
         messages first (seqs are contiguous from 0, so a violation's index is its seq)."""
-        for rows in services.session_row_batches(session):
+        for rows in reading.session_row_batches(session):
             for row in rows:
-                self.checker.feed(services.message_to_schema(row))
+                self.checker.feed(mapping.message_to_schema(row))
                 self.stored.tokens += row.token_count
                 self.stored.has_errors = self.stored.has_errors or bool(row.is_error)
             self.stored.count += len(rows)
@@ -362,7 +363,7 @@ class _Accepted:
         """The outcome once every message is read; the stored session that this one duplicates, if any."""
         outcome = self.outcome
         self.violations = self.checker.finish()
-        outcome.violations = [services.violation_record(v) for v in self.violations]
+        outcome.violations = [writing.violation_record(v) for v in self.violations]
         if self.existing is not None:
             outcome.session_id = self.existing.pk
             outcome.title = self.existing.title or outcome.title
@@ -393,7 +394,7 @@ def _store(
     messages: Iterator[Message],
     *,
     counter: str | None,
-    progress: services.Progress,
+    progress: writing.Progress,
     run: ImportRun,
 ) -> None:
     """A new session, written hidden; removed at once when it turns out to duplicate a stored one."""
@@ -402,8 +403,8 @@ def _store(
     if conv.started_at is not None and conv.started_at.tzinfo is None:
         conv = conv.model_copy(update={"started_at": conv.started_at.replace(tzinfo=dt.UTC)})
     session = run.session_start(agent=agent, conversation=conv, counter=counter)
-    stored = services.messages_append(session=session, messages=messages, start_seq=0, counter=counter,
-                                      tokens_before=0, progress=progress, checked=True, committed=True)
+    stored = writing.messages_append(session=session, messages=messages, start_seq=0, counter=counter,
+                                     tokens_before=0, progress=progress, checked=True, committed=True)
     duplicate = accepted.settle(agent)
     if duplicate is not None:
         run.session_discard(session)
@@ -411,9 +412,9 @@ def _store(
     outcome = accepted.outcome
     session.title = session.title or outcome.title
     session.started_at = session.started_at or accepted.first_created_at
-    services.write_retrying(lambda: _summaries_write(session, stored, accepted))
+    writing.write_retrying(lambda: _summaries_write(session, stored, accepted))
     try:
-        annotations = services.write_retrying(
+        annotations = writing.write_retrying(
             lambda: annotating.annotations_import(session=session, items=read.annotations)
         )
     except ValueError as exc:
@@ -426,11 +427,11 @@ def _store(
     outcome.session_id = session.pk
 
 
-def _summaries_write(session: models.Session, stored: services.StoredBatch, accepted: _Accepted) -> None:
+def _summaries_write(session: models.Session, stored: writing.StoredBatch, accepted: _Accepted) -> None:
     with transaction.atomic():
         session.save(update_fields=["title", "started_at"])
-        services.session_finish(session=session, message_count=stored.count, token_counts_sum=stored.tokens,
-                                has_errors=stored.has_errors, violations=accepted.violations)
+        writing.session_finish(session=session, message_count=stored.count, token_counts_sum=stored.tokens,
+                               has_errors=stored.has_errors, violations=accepted.violations)
 
 
 def _append(
@@ -439,7 +440,7 @@ def _append(
     messages: Iterator[Message],
     *,
     counter: str | None,
-    progress: services.Progress,
+    progress: writing.Progress,
     run: ImportRun,
 ) -> None:
     """Add to a session already stored the messages whose id it does not have (as AgentScope's memory does):
@@ -453,7 +454,7 @@ def _append(
     start = (last[0] + 1) if last is not None else 0
     staging = run.session_start(agent=session.agent, conversation=Conversation(messages=[]),
                                 counter=session.token_counter or counter, append_to=session)
-    added = services.messages_append(
+    added = writing.messages_append(
         session=staging, messages=messages, start_seq=start, counter=session.token_counter or counter,
         tokens_before=last[1] if last is not None else 0, progress=progress, checked=True, committed=True,
     )
@@ -493,7 +494,7 @@ class ImportRun:
     :meth:`complete` makes them ready in one short transaction; :meth:`discard` removes them."""
 
     def __init__(self) -> None:
-        self.owner = services.process_owner()
+        self.owner = writing.process_owner()
         self.staged: list[_Staged] = []
         self.hidden: list[int] = []  # every session this run started, staged or not
         self.projects: list[int] = []  # created by this run: removed again on failure when left empty
@@ -509,13 +510,13 @@ class ImportRun:
     ) -> models.Session:
         def create() -> models.Session:
             with transaction.atomic():
-                return services.session_create(
+                return writing.session_create(
                     agent=agent, conversation=conversation, counter=counter,
                     external_id=f"pending:{uuid.uuid4().hex}", state=models.Session.State.IMPORTING,
                     import_owner=self.owner, append_to=append_to,
                 )
 
-        session = services.write_retrying(create)
+        session = writing.write_retrying(create)
         self.hidden.append(session.pk)
         return session
 
@@ -532,20 +533,20 @@ class ImportRun:
 
     def complete(self) -> None:
         """Make every staged session ready (or move its messages into its target), in one transaction."""
-        services.write_retrying(self._complete)
+        writing.write_retrying(self._complete)
         for item in self.staged:
             if item.tool_names:
-                services.write_retrying(functools.partial(
-                    services.tool_names_note, project_id=item.session.agent.project_id, names=item.tool_names))
-        if sum(item.outcome.added for item in self.staged) >= services.ANALYZE_AFTER_MESSAGES:
-            services.tables_analyze()
+                writing.write_retrying(functools.partial(
+                    writing.tool_names_note, project_id=item.session.agent.project_id, names=item.tool_names))
+        if sum(item.outcome.added for item in self.staged) >= writing.ANALYZE_AFTER_MESSAGES:
+            writing.tables_analyze()
         written = [item.outcome.session_id for item in self.staged
                    if item.outcome.added and item.outcome.status != "already imported"]
         self.staged, self.hidden = [], []
         # Each session's structure, kept now: its first trim reads one value, not every row. The import is complete
         # already: when this fails, the first trim of a session reads its rows instead.
         with contextlib.suppress(DatabaseError):
-            services.sessions_structure_keep(list(models.Session.objects.filter(pk__in=written).order_by("pk")))
+            outlines.sessions_structure_keep(list(models.Session.objects.filter(pk__in=written).order_by("pk")))
 
     def _complete(self) -> None:
         Session = models.Session
@@ -560,8 +561,8 @@ class ImportRun:
                             "elsewhere while this file was imported; nothing of the file was saved: import it again")
                     models.Message.objects.filter(session_id=item.session.pk).update(session_id=target.pk)
                     models.ToolCall.objects.filter(session_id=item.session.pk).update(session_id=target.pk)
-                    services.session_changed(target)  # what was computed from its old messages is not used again
-                    services.session_finish(session=target, **item.summaries)
+                    writing.session_changed(target)  # what was computed from its old messages is not used again
+                    writing.session_finish(session=target, **item.summaries)
                     Session.objects.filter(pk=item.session.pk).delete()
                     outcome.session_id = target.pk
                     continue
@@ -591,9 +592,9 @@ class ImportRun:
             session_remove(pk)
         self.staged, self.hidden = [], []
         for pk in reversed(self.agents):
-            services.write_retrying(models.Agent.objects.filter(pk=pk, sessions=None).delete)
+            writing.write_retrying(models.Agent.objects.filter(pk=pk, sessions=None).delete)
         for pk in reversed(self.projects):
-            services.write_retrying(models.Project.objects.filter(pk=pk, agents=None).delete)
+            writing.write_retrying(models.Project.objects.filter(pk=pk, agents=None).delete)
 
 
 def session_remove(session_id: int) -> None:
@@ -604,7 +605,7 @@ def session_remove(session_id: int) -> None:
     def batch() -> bool:
         with transaction.atomic():
             ids = list(Message.objects.filter(session_id=session_id).order_by().values_list("pk", flat=True)
-                       [:services.BATCH_SIZE])
+                       [:writing.BATCH_SIZE])
             if not ids:
                 models.Session.objects.filter(pk=session_id).delete()
                 return False
@@ -613,7 +614,7 @@ def session_remove(session_id: int) -> None:
             Message.objects.filter(pk__in=ids)._raw_delete(Message.objects.db)
             return True
 
-    while services.write_retrying(batch):
+    while writing.write_retrying(batch):
         pass
 
 
@@ -630,7 +631,7 @@ def imports_cleanup(*, stale_after: dt.timedelta | None = None, now: dt.datetime
     for pk, owner, beat in models.Session.objects.filter(state=models.Session.State.IMPORTING).values_list(
         "pk", "import_owner", "import_heartbeat"
     ):
-        alive = services.process_alive(owner)
+        alive = writing.process_alive(owner)
         if alive is False or (alive is None and (beat is None or beat < limit)):
             session_remove(pk)
             removed.append(pk)
@@ -666,7 +667,7 @@ def _get_or_create(model: Any, lookup: dict[str, Any], defaults: dict[str, Any])
         with transaction.atomic():
             return model.objects.get_or_create(**lookup, defaults=defaults)
 
-    return services.write_retrying(write)
+    return writing.write_retrying(write)
 
 
 def _agent_for(

@@ -16,7 +16,7 @@ from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from agents import models, services
+from agents import access, models
 from agents.jobs import queue
 from agents.memory import formats
 from agents.sessions import pages
@@ -168,7 +168,7 @@ def _import_error(exc: imports.ImportFailed, label: str) -> str:
 
 def _require_editor(user: Any, project: models.Project | None = None) -> None:
     """PermissionDenied unless the user may import (into ``project``, or into some project)."""
-    projects = services.editable_projects(user)
+    projects = access.editable_projects(user)
     if not (projects.filter(pk=project.pk) if project is not None else projects).exists():
         raise PermissionDenied("Importing needs the editor or admin role" + (" in this project." if project else "."))
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from agents import services
 from agents.memory.trimming import strategy_spec, trim
+from agents.store import reading
 from tests.browser.conftest import htmx_idle, screenshot
 from tests.reference.canonical import CANONICAL_DICTS
 
@@ -15,7 +15,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 def test_it_marks_cleared_results_and_inserted_summaries(logged_in_page, live_server, make_session):
     page = logged_in_page
     session = make_session(CANONICAL_DICTS, title="Weather, then a hotel")
-    messages, counts = services.session_messages_with_counts(session)
+    messages, counts = reading.session_messages_with_counts(session)
     params = {"trigger": 0, "keep": 1, "clear_tool_inputs": True}
     expected = trim(messages, strategy_spec("langchain_clear_tool_uses", params),
                     counter=session.token_counter, token_counts=counts)

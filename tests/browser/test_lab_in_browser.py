@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from agents import services
 from agents.memory.trimming import strategy_spec, trim
+from agents.store import reading
 from tests.browser.conftest import screenshot
 from tests.conversations import chat
 
@@ -17,7 +17,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 def test_it_updates_the_preview_when_a_parameter_changes(logged_in_page, live_server, make_session):
     page = logged_in_page
     session = make_session(chat(12), title="Weather in twelve cities")
-    messages, counts = services.session_messages_with_counts(session)
+    messages, counts = reading.session_messages_with_counts(session)
     expected = trim(messages, strategy_spec("buffered", {"buffer_size": 3}),
                     counter=session.token_counter, token_counts=counts)
 

@@ -9,9 +9,9 @@ import re
 
 import pytest
 
-from agents import services
 from agents.memory.replay import replay, replay_call
 from agents.memory.trimming import strategy_spec, trim
+from agents.store import reading
 from tests.browser.conftest import ARTIFACTS
 from tests.conversations import chat
 
@@ -37,7 +37,7 @@ def test_it_steps_through_the_replayed_run_and_keeps_the_setting(logged_in_page,
     refused = _watch_policy(page)
     page.context.grant_permissions(["clipboard-read", "clipboard-write"], origin=live_server.url)
     session = make_session(chat(6), title="Weather in six cities")
-    messages, counts = services.session_messages_with_counts(session)
+    messages, counts = reading.session_messages_with_counts(session)
     spec = strategy_spec("openmanus_window", {"max_messages": 3})
     run = replay(messages, spec, counter=session.token_counter, token_counts=counts)
     at_violation = replay_call(messages, spec, call=run.steps[2].call, counter=session.token_counter,
@@ -123,7 +123,7 @@ def test_a_long_sessions_replay_follows_the_preview_over_htmx(logged_in_page, li
     page = logged_in_page
     refused = _watch_policy(page)
     session = make_session(chat(6), title="Weather in six cities")
-    messages, counts = services.session_messages_with_counts(session)
+    messages, counts = reading.session_messages_with_counts(session)
     spec = strategy_spec("openmanus_window", {"max_messages": 3})
     run = replay(messages, spec, counter=session.token_counter, token_counts=counts)
     whole = trim(messages, spec, counter=session.token_counter, token_counts=counts)

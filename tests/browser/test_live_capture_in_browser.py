@@ -3,9 +3,10 @@ from __future__ import annotations
 
 import pytest
 
-from agents import models, services
+from agents import models
 from agents.capture import ingest
 from agents.memory.otlp import Batch, Span
+from agents.projects import keys
 from tests import genai_spans
 from tests.browser.conftest import screenshot
 from tests.genai_spans import text
@@ -22,7 +23,7 @@ def chat_span(n: int, inputs: list[dict], output: dict) -> Span:
 def test_a_receiving_session_shows_new_messages_within_two_seconds_without_a_reload(
     logged_in_page, live_server, project
 ):
-    api_key = services.api_key_create(project=project, name="agent").api_key
+    api_key = keys.api_key_create(project=project, name="agent").api_key
     system = {"role": "system", "parts": [{"type": "text", "content": "Be brief."}]}
     hello, hi = text("user", "Hello"), text("assistant", "Hi! How can I help?")
     ingest.otlp_ingest(api_key=api_key, batch=Batch(spans=[chat_span(1, [system, hello], hi)]))
@@ -57,7 +58,7 @@ def test_an_admin_creates_a_key_on_the_settings_page_and_sees_it_once(logged_in_
     page.click("button:has-text('Create key')")
     page.wait_for_selector(".key-once")
     key = page.locator(".key-once").input_value()
-    assert key.startswith("mvz_") and services.api_key_authenticate(key=key).name == "travel-agent in production"
+    assert key.startswith("mvz_") and keys.api_key_authenticate(key=key).name == "travel-agent in production"
     assert "OTEL_EXPORTER_OTLP_ENDPOINT=" in page.locator(".code-block").inner_text()
     screenshot(page, "project-api-keys")
     page.once("dialog", lambda dialog: dialog.accept())

@@ -145,14 +145,14 @@ def test_it_filters_as_you_type_without_htmx_syntax_errors(logged_in_page, live_
 
 
 def test_it_keeps_a_long_external_id_from_widening_the_table(logged_in_page, live_server, agent):
-    from agents import services
     from agents.memory.schema import Conversation, Message
+    from agents.store import writing
 
     page = logged_in_page
     page.set_viewport_size({"width": 1280, "height": 800})
     long_id = "sha256:" + "9f" * 32
     for title in ("", "Titled"):
-        services.session_store(
+        writing.session_store(
             agent=agent,
             conversation=Conversation(external_id=long_id + title, title=title or None,
                                       messages=[Message(role="user", content="hi")]),

@@ -13,8 +13,9 @@ from typing import Any
 
 from django.core.management.base import CommandParser
 
-from agents import models, services
+from agents import models
 from agents.management.cli import ContractCommand
+from agents.projects import keys
 
 
 class Command(ContractCommand):
@@ -35,7 +36,7 @@ class Command(ContractCommand):
             api_key = models.ApiKey.objects.filter(prefix=options["prefix"]).select_related("project").first()
             if api_key is None:
                 self.fail(f"prefix: no API key with prefix {options['prefix']!r}")
-            services.api_key_revoke(api_key=api_key)
+            keys.api_key_revoke(api_key=api_key)
             self.stdout.write(f"Revoked {api_key.name!r} ({api_key.prefix}) of project {api_key.project.slug}.")
             return
         project = models.Project.objects.filter(slug=options["project"]).first()
@@ -51,7 +52,7 @@ class Command(ContractCommand):
             self.stdout.write(json.dumps({"project": project.slug, "keys": rows}, indent=2))
             return
         try:
-            created = services.api_key_create(project=project, name=options["name"])
+            created = keys.api_key_create(project=project, name=options["name"])
         except ValueError as exc:
             self.fail(f"--{exc}")
         self.stdout.write(

@@ -20,7 +20,8 @@ from typing import Any
 from django.core.management.base import CommandParser
 from django.db.models import QuerySet, Sum
 
-from agents import models, services
+from agents import models
+from agents.lab import presets
 from agents.management.cli import ContractCommand, raw_stream
 from agents.management.progress import ProgressBar
 from agents.memory import formats
@@ -54,7 +55,7 @@ class Command(ContractCommand):
                 _check_output(options["output"])
             spec, preset = self.strategy_options(
                 options, prefer=_sessions_project(options["session"]) if options["preset"] else None)
-            counter = services.trim_counter(preset)
+            counter = presets.trim_counter(preset)
             sessions, scope, filters = self._sessions(options)
             plan = exports.export_plan(
                 sessions=sessions, format=options["format"], scope=scope, filters=filters, spec=spec,

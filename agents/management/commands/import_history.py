@@ -21,10 +21,11 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import CommandParser
 from django.db import DatabaseError
 
-from agents import models, services
+from agents import models
 from agents.jobs import queue
 from agents.management.cli import CHOOSE_FORMAT, ContractCommand, raw_stream
 from agents.management.progress import ProgressBar
+from agents.store import writing
 from agents.transfer import imports
 
 
@@ -80,7 +81,7 @@ class Command(ContractCommand):
         projects = models.Project.objects.filter(slug__in={r.project for r in reports if r.project})
         for project in projects:
             for user in members:
-                services.write_retrying(functools.partial(
+                writing.write_retrying(functools.partial(
                     models.Membership.objects.get_or_create,
                     project=project, user=user, defaults={"role": models.Membership.Level.EDITOR}))
             if not project.memberships.exists():

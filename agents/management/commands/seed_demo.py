@@ -14,9 +14,9 @@ from django.contrib.auth.models import Permission
 from django.core.management.base import BaseCommand, CommandParser
 from django.db import transaction
 
-from agents import services
 from agents.demo import catalog
 from agents.models import Agent, Membership, Project, Session
+from agents.store import outlines, writing
 
 # The demo user may browse the agents app in the admin, read-only: staff (not superuser) with "view" permissions.
 ADMIN_VIEW_MODELS = ("project", "membership", "agent", "session", "message", "toolcall", "exportrecord")
@@ -68,12 +68,12 @@ class Command(BaseCommand):
                 if key in existing:
                     skipped += 1
                     continue
-                session = services.session_store(agent=agents[demo.agent], conversation=demo.conversation)
+                session = writing.session_store(agent=agents[demo.agent], conversation=demo.conversation)
                 stored_sessions.append(session)
                 messages += session.message_count
         stored = len(stored_sessions)
-        services.tables_analyze()  # a bulk load
-        services.sessions_structure_keep(stored_sessions)  # as an import does: a first trim reads one value
+        writing.tables_analyze()  # a bulk load
+        outlines.sessions_structure_keep(stored_sessions)  # as an import does: a first trim reads one value
         elapsed = time.monotonic() - started
         self.stdout.write(self.style.SUCCESS(
             f"Demo data: {len(projects)} projects, {len(agents)} agents; {stored} sessions stored "

@@ -1,0 +1,1 @@
+"""Projects: their members and roles, their labels, their API keys (the project settings page)."""
