@@ -3,10 +3,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from django import forms
 from django.core.exceptions import PermissionDenied
 
 from agents import models
 from agents.access import User, agent_editable
+from agents.store.filters import form_choice
 
 # What a person may change about an agent (its project and slug name it and stay).
 AGENT_FIELDS = ("name", "description", "model", "context_window", "token_counter")
@@ -24,3 +26,37 @@ def agent_update(*, agent: models.Agent, user: User, changes: dict[str, Any]) ->
     if fields:
         agent.save(update_fields=fields)
     return agent
+
+
+# A bound for typing mistakes, far above any model's window (the largest are a few million tokens).
+MAX_CONTEXT_WINDOW = 100_000_000
+
+
+class AgentForm(forms.Form):
+    """What a project's editors change about an agent: the page's form and the body of ``PATCH /api/agents/{id}/``."""
+
+    name = forms.CharField(max_length=200, strip=True)
+    description = forms.CharField(required=False, strip=True, widget=forms.Textarea(attrs={"rows": 3}))
+    model = forms.CharField(required=False, max_length=200, strip=True, label="Model",
+                            help_text="The model the agent calls, e.g. gpt-4o.")
+    context_window = forms.IntegerField(
+        min_value=1, max_value=MAX_CONTEXT_WINDOW, label="Context window (tokens)",
+        help_text="What the model accepts: the session page measures each running total against it.",
+    )
+    token_counter = forms.ChoiceField(
+        required=False, label="Token counter",
+        help_text="What its new sessions are counted with. Empty follows the model (gpt-4o and later count with "
+        "o200k, gpt-4 and gpt-3.5 with cl100k); a stored session is recounted from its own page.",
+    )
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        from agents.memory.tokens import COUNTERS
+
+        form_choice(self, "token_counter").choices = [("", "follow the model")] + [
+            (name, f"{name}: {c.description}") for name, c in sorted(COUNTERS.items())
+        ]
+
+    @staticmethod
+    def initial_for(agent: Any) -> dict[str, Any]:
+        return {name: getattr(agent, name) for name in AGENT_FIELDS}

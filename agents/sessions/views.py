@@ -21,8 +21,9 @@ from agents.http import HtmxHttpRequest, int_or_none
 from agents.review import annotating
 from agents.sessions import agents as sessions_agents
 from agents.sessions import find, pages
+from agents.sessions.agents import AgentForm
 from agents.store import listing, recount, writing
-from agents.store.filters import AgentForm, SessionFilterForm
+from agents.store.filters import SessionFilterForm
 
 SESSIONS_PER_PAGE = 50
 

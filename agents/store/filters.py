@@ -1,3 +1,5 @@
+"""The session list's filters as a form, read from the query string, its choices scoped to the user's projects:
+the list page, the API's list, the lab's report, exports and the review queue read their filters with it."""
 from __future__ import annotations
 
 from typing import Any, cast
@@ -6,8 +8,6 @@ from django import forms
 from django.forms.utils import ErrorDict
 
 from agents import access, models
-from agents.memory import formats
-from agents.sessions import agents as sessions_agents
 from agents.store import listing
 
 SORT_CHOICES = [
@@ -31,12 +31,12 @@ SORT_CHOICES = [
 STATUS_CHOICES = [("", "Any status"), *models.ReviewStatus.choices]
 
 
-def _model_choice(form: forms.BaseForm, name: str) -> forms.ModelChoiceField[Any]:
+def form_model_choice(form: forms.BaseForm, name: str) -> forms.ModelChoiceField[Any]:
     """The form's own copy of a ModelChoiceField (``form.fields`` is typed as holding plain Fields)."""
     return cast("forms.ModelChoiceField[Any]", form.fields[name])
 
 
-def _choice(form: forms.BaseForm, name: str) -> forms.ChoiceField:
+def form_choice(form: forms.BaseForm, name: str) -> forms.ChoiceField:
     return cast(forms.ChoiceField, form.fields[name])
 
 
@@ -74,11 +74,11 @@ class SessionFilterForm(forms.Form):
 
     def __init__(self, *args: Any, user: access.User, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        _model_choice(self, "project").queryset = access.user_projects(user)
+        form_model_choice(self, "project").queryset = access.user_projects(user)
         agents = access.agents_for_user(user)
         # Any agent of the user's projects is accepted (clean() clears one of another project than the chosen one),
         # but the select offers only the chosen project's agents.
-        agent_field = _model_choice(self, "agent")
+        agent_field = form_model_choice(self, "agent")
         agent_field.queryset = agents
         project = self.data.get("project") if self.is_bound else None
         offered = AgentOfProjectChoiceField(queryset=agents.filter(project__slug=project) if project else agents,
@@ -140,90 +140,3 @@ def session_filter_pairs(data: Any) -> list[tuple[str, str]]:
             for value in values if value != ""]
 
 
-# A bound for typing mistakes, far above any model's window (the largest are a few million tokens).
-MAX_CONTEXT_WINDOW = 100_000_000
-
-
-class AgentForm(forms.Form):
-    """What a project's editors change about an agent: the page's form and the body of ``PATCH /api/agents/{id}/``."""
-
-    name = forms.CharField(max_length=200, strip=True)
-    description = forms.CharField(required=False, strip=True, widget=forms.Textarea(attrs={"rows": 3}))
-    model = forms.CharField(required=False, max_length=200, strip=True, label="Model",
-                            help_text="The model the agent calls, e.g. gpt-4o.")
-    context_window = forms.IntegerField(
-        min_value=1, max_value=MAX_CONTEXT_WINDOW, label="Context window (tokens)",
-        help_text="What the model accepts: the session page measures each running total against it.",
-    )
-    token_counter = forms.ChoiceField(
-        required=False, label="Token counter",
-        help_text="What its new sessions are counted with. Empty follows the model (gpt-4o and later count with "
-        "o200k, gpt-4 and gpt-3.5 with cl100k); a stored session is recounted from its own page.",
-    )
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        from agents.memory.tokens import COUNTERS
-
-        _choice(self, "token_counter").choices = [("", "follow the model")] + [
-            (name, f"{name}: {c.description}") for name, c in sorted(COUNTERS.items())
-        ]
-
-    @staticmethod
-    def initial_for(agent: Any) -> dict[str, Any]:
-        return {name: getattr(agent, name) for name in sessions_agents.AGENT_FIELDS}
-
-
-# Pasted JSON is read from the POST body, so it is kept small; big histories are uploaded as files.
-MAX_PASTE_CHARS = 5 * 1024 * 1024
-
-
-class ImportForm(forms.Form):
-    project = forms.ModelChoiceField(queryset=models.Project.objects.none(), to_field_name="slug",
-                                     empty_label=None)
-    agent = forms.ModelChoiceField(queryset=models.Agent.objects.none(), required=False,
-                                   empty_label="From the file, or named after its format",
-                                   help_text="An existing agent of the project.")
-    new_agent = forms.CharField(required=False, max_length=200, label="or a new agent",
-                                help_text="Created in the project when it does not exist.")
-    format = forms.ChoiceField(required=False, label="Format")
-    file = forms.FileField(required=False, label="File (JSON or JSONL)")
-    text = forms.CharField(required=False, label="or paste JSON", max_length=MAX_PASTE_CHARS,
-                           widget=forms.Textarea(attrs={"rows": 18, "cols": 100, "spellcheck": "false",
-                                                        "class": "mono paste-box"}))
-
-    def __init__(self, *args: Any, user: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        # Every project the user is in is accepted here; the role is checked in the view, which answers 403.
-        # (Projects and agents read as their names.)
-        projects = access.user_projects(user)
-        _model_choice(self, "project").queryset = projects
-        # Any agent of the user's projects is accepted, so that one of another project is explained by clean()
-        # ("X is not an agent of Y") rather than refused as an unknown choice; but the select offers only the
-        # agents of the project shown as chosen. With htmx, changing the project fetches this form for it and
-        # swaps in its agent select (import.html).
-        agents = access.agents_for_user(user)
-        agent_field = _model_choice(self, "agent")
-        agent_field.queryset = agents
-        project_slug = (self.data.get("project") if self.is_bound else None) or self.initial.get("project")
-        if not project_slug:
-            first = projects.first()
-            project_slug = first.slug if first is not None else ""
-        offered = forms.ModelChoiceField(queryset=agents.filter(project__slug=project_slug),
-                                         empty_label=agent_field.empty_label)
-        agent_field.widget.choices = offered.choices
-        _choice(self, "format").choices = [("", "Detect automatically")] + [
-            (name, getattr(spec, "label", name)) for name, spec in formats.FORMATS.items()
-        ]
-
-    def clean(self) -> dict[str, Any]:
-        data = super().clean() or self.cleaned_data
-        project, agent = data.get("project"), data.get("agent")
-        if agent is not None and project is not None and agent.project_id != project.pk:
-            self.add_error("agent", f"{agent.name} is not an agent of {project.name}.")
-        if agent is not None and data.get("new_agent"):
-            self.add_error("new_agent", "Choose an existing agent or name a new one, not both.")
-        return data
-
-    def agent_choice(self) -> models.Agent | str | None:
-        return self.cleaned_data.get("agent") or (self.cleaned_data.get("new_agent") or "").strip() or None

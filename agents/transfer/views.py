@@ -20,9 +20,9 @@ from agents import access, models
 from agents.jobs import queue
 from agents.memory import formats
 from agents.sessions import pages
-from agents.store.filters import MAX_PASTE_CHARS, ImportForm
 from agents.throttling import expensive
 from agents.transfer import exports, imports, uploads
+from agents.transfer.forms import MAX_PASTE_CHARS, ImportForm
 
 # The label of pasted JSON (it has no file name to read a kind from).
 PASTED_LABEL = "pasted JSON"
