@@ -53,12 +53,12 @@ from agents.memory.tokens import COUNTERS, DEFAULT_COUNTER
 from agents.memory.trimming import FALSE_WORDS, STRATEGIES, TRUE_WORDS, StrategyError
 from agents.review import annotating
 from agents.sessions import agents as sessions_agents
-from agents.sessions import chain, find, pages
+from agents.sessions import chain, find
 from agents.sessions.agents import AgentForm
 from agents.store import listing, mapping, writing
 from agents.store.filters import SessionFilterForm
 from agents.throttling import expensive_api
-from agents.transfer import imports
+from agents.transfer import imports, pages
 from agents.transfer import views as transfer_views
 
 MAX_MESSAGE_PAGE = 1000

@@ -16,7 +16,7 @@ from django_htmx.http import HttpResponseClientRedirect, push_url
 from agents import access, models
 from agents.http import HtmxHttpRequest, collector_paused, int_or_none
 from agents.jobs import queue
-from agents.lab import presets, previews, reports
+from agents.lab import pages, presets, previews, reports
 from agents.lab import trimming as lab_trimming
 from agents.lab.forms import StrategyParamsForm, strategy_params_form
 from agents.memory.compare import compare_aligned
@@ -28,7 +28,6 @@ from agents.memory.trimming import (
     spec_from_text,
 )
 from agents.memory.trimming.catalog import strategies_by_framework, strategy_entry
-from agents.sessions import pages
 from agents.store import listing
 from agents.store.filters import SessionFilterForm, session_filter_pairs
 from agents.throttling import expensive

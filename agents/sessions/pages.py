@@ -1,55 +1,31 @@
-"""What a page shows, read and decided in one call from its view: the view parses the request, calls one function
-here, and renders what it returns (the session page; the export page and download; the lab).
+"""What the session page shows, read and decided in one call from its view: the view parses the request, calls
+``session_page``, and renders what it returns (the export page's twin is ``transfer.pages``, the lab's ``lab.pages``).
 
-These functions sit above the services they compose (``services``, ``find``, ``review``, ``exports``, ``jobs``,
-``lab``) and below every view module, so that a request goes view -> here -> services -> core and comes back up
-once, to render.
+It sits above the services it composes (the session's pages of messages, ``find``, the review panel, the captured
+calls) and below the view, so that a request goes view -> here -> services -> core and comes back up once, to
+render.
 """
 from __future__ import annotations
 
 import dataclasses
 import datetime as dt
 import json
-from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlencode
 
-from django.conf import settings
 from django.contrib.humanize.templatetags.humanize import intcomma
-from django.db.models import Count, Sum
-from django.http import QueryDict
 from django.urls import reverse
 
 from agents import access, models
 from agents.capture import calls as capture_calls
-from agents.jobs import queue as jobs_queue
-from agents.lab import charts, presets, previews
-from agents.lab import trimming as lab_trimming
-from agents.lab.forms import strategy_params_form
-from agents.memory import formats
-from agents.memory.replay import Replay
 from agents.memory.tokens import COUNTERS
-from agents.memory.trimming import (
-    MEMORY_KINDS,
-    STRATEGIES,
-    StrategyError,
-    StrategySpec,
-    get_strategy,
-    spec_from_pairs,
-    split_pairs,
-    strategy_spec,
-)
-from agents.memory.trimming.catalog import strategies_by_framework, strategy_entry
 from agents.review import annotating
 from agents.sessions import chain as sessions_chain
 from agents.sessions import find
 from agents.sessions.find import permalink
 from agents.sessions.message_html import MessageView, message_html
 from agents.sessions.safe_markdown import markdown_to_safe_html
-from agents.store import listing
-from agents.store.filters import SessionFilterForm, session_filter_pairs
-from agents.transfer import exports
 
 # --- the session page -------------------------------------------------------------------------------------------
 
@@ -445,290 +421,3 @@ def call_view(tool_call: dict[str, Any]) -> dict[str, Any]:
     return {"id": tool_call.get("id", ""), "name": function.get("name", ""), "arguments": pretty, "valid": valid}
 
 
-
-# --- export: the page and the download --------------------------------------------------------------------------
-
-
-@dataclass
-class ExportAnswer:
-    """What an export request answers: the export page (``page``, its context: a GET, or what is wrong), a job
-    (``job``) that writes a file too long for one request, or the download (``chunks`` to stream, with its file
-    name, media type, and the conversations the file leaves out)."""
-
-    page: dict[str, Any] | None = None
-    job: models.BackgroundJob | None = None
-    chunks: Iterator[str] | None = None
-    filename: str = ""
-    media_type: str = ""
-    skipped: list[str] = field(default_factory=list)
-
-
-def export_request(*, user: access.User, data: Any, download: bool, session_id: int | None = None,
-                   interface: str = "web") -> ExportAnswer:
-    """One session (``session_id``: 404 when not in the user's projects) or the sessions matching the list's filters
-    in ``data`` (the same fields as the session list's query string), whole or as trimmed by ``strategy=`` and
-    ``params=``. ``download``: the file (a POST); else the export page filled in from ``data``. ``interface``: who
-    asks, for the export record ("web" or "api")."""
-    single: models.Session | None = None
-    refusal = ""
-    listed: listing.SessionFilters | None = None
-    if session_id is not None:
-        single = access.session_for_user(user, session_id)
-        sessions = access.sessions_for_user(user).filter(pk=single.pk)
-        scope = f"session {single.pk} ({single.title or single.external_id})"
-        filters: dict[str, Any] = {"session": single.pk}
-    else:
-        form = SessionFilterForm(data, user=user)
-        filters = {k: v for k, v in data.items() if k in form.fields and k != "sort" and v}
-        scope = "sessions matching " + (", ".join(f"{k}={v}" for k, v in filters.items()) or "no filter (all)")
-        # The list page may ignore an invalid field and show its error, or clear an agent of another project; an
-        # export must not: dropping a filter widens what is downloaded (a project the user is not in would read
-        # as "all").
-        refusal = form.refusal()
-        listed = form.filters()
-        sessions = models.Session.objects.none() if refusal else listing.sessions_filtered(user, listed)
-    try:
-        if refusal:
-            raise exports.ExportFailed(refusal)
-        spec, counter = _export_spec(data, user=user, project=single.agent.project if single else None,
-                                     filters=listed)
-        plan = exports.export_plan(
-            sessions=sessions, format=data.get("format") or "native", scope=scope, filters=filters,
-            spec=spec, counter=counter, on_invalid=data.get("on_invalid") or "skip",
-        )
-        if not plan.sessions.exists():
-            raise exports.ExportFailed("no session matches these filters")
-        if not download:
-            return ExportAnswer(page=_export_page(user, data, scope=scope, single=single, plan=plan))
-        skipped = _skipped_or_refuse(plan)
-    except exports.ExportFailed as exc:
-        # The form and what is wrong (200), as every form here answers invalid input.
-        return ExportAnswer(page=_export_page(user, data, scope=scope, single=single, error=str(exc)))
-    filename = exports.export_filename(plan, single=single)
-    total = plan.sessions.aggregate(n=Sum("message_count"))["n"] or 0
-    if total > settings.MEMORYVIZ_BACKGROUND_EXPORT_MESSAGES:
-        # Too long for one request: a worker writes the file, the job's page links it when done.
-        params = {"session_ids": list(plan.sessions.values_list("pk", flat=True)), "format": plan.format,
-                  "spec": plan.spec.text if plan.spec is not None else None, "counter": plan.counter,
-                  "on_invalid": plan.on_invalid,
-                  "scope": scope, "filters": filters, "filename": filename}
-        return ExportAnswer(job=jobs_queue.job_enqueue(user=user, kind=models.BackgroundJob.Kind.EXPORT,
-                                                       title=f"Export of {scope}", params=params, total=total))
-    format_spec = formats.FORMATS[plan.format]
-    return ExportAnswer(
-        chunks=exports.export_chunks(plan, user=user, interface=interface),
-        filename=filename,
-        media_type=f"{getattr(format_spec, 'media_type', 'application/json')}; charset=utf-8",
-        skipped=skipped,
-    )
-
-
-def _skipped_or_refuse(plan: exports.ExportPlan) -> list[str]:
-    """For ``openai_jsonl``, the conversations that break the protocol, which the file leaves out; ExportFailed
-    when it would leave out every one (an empty file says nothing) or was asked to stop on them."""
-    if plan.format != "openai_jsonl":
-        return []
-    invalid = exports.invalid_sessions(plan)
-    listed = "; ".join(invalid[:20]) + (f"; and {len(invalid) - 20} more" if len(invalid) > 20 else "")
-    if invalid and plan.on_invalid == "stop":
-        raise exports.ExportFailed(
-            "stopped: these conversations break the protocol, and openai_jsonl was asked to stop on them "
-            f"(choose 'skip' to leave them out): {listed}"
-        )
-    if invalid and len(invalid) == plan.sessions.count():
-        every = "the conversation breaks" if len(invalid) == 1 else f"all {len(invalid)} conversations break"
-        raise exports.ExportFailed(
-            f"nothing to export: {every} the protocol, and openai_jsonl leaves out a conversation that does "
-            f"(choose another format, or a strategy that keeps the protocol): {listed}"
-        )
-    return invalid
-
-
-def _export_page(
-    user: access.User, data: Any, *, scope: str, single: models.Session | None,
-    plan: exports.ExportPlan | None = None, error: str = "",
-) -> dict[str, Any]:
-    """The export form on a page of its own, filled in from ``data``; with the error when there is one."""
-    return {
-        "session": single,
-        "scope": scope,
-        "plan": plan,
-        "summary": plan.sessions.aggregate(sessions=Count("id"), messages=Sum("message_count")) if plan else None,
-        "error": error,
-        "values": {key: data.get(key, "") for key in ("format", "on_invalid", "strategy", "params")}
-        | ({"strategy": presets.PRESET_PREFIX + data["preset"]} if data.get("preset") else {}),
-        "presets": presets.presets_for_user(user, project=single.agent.project if single else None),
-        "carried": [] if single else session_filter_pairs(data),
-        "fixed_strategy": False,
-        "back_url": single.get_absolute_url() if single else
-        f"{reverse('agents:session_list')}?{urlencode(session_filter_pairs(data))}".rstrip("?"),
-        "formats": list(formats.FORMATS.values()),
-        "strategies": list(STRATEGIES),
-    }
-
-
-def _export_spec(
-    query: Any, *, user: access.User, project: models.Project | None,
-    filters: listing.SessionFilters | None = None,
-) -> tuple[StrategySpec | None, str | None]:
-    """The strategy of ``strategy=`` with its parameters from ``params=key=value, key=value`` and ``set=key=value``
-    (repeatable), or a preset of the user's projects (of the session's, for one session; of the filtered project
-    first, for the list's ``filters``): ``preset=NAME`` or ``strategy=preset:NAME``, which counts with its own
-    counter; and the counter: ``counter=`` (what the lab counted with), else the preset's, else None (each session's
-    own). An error names the field."""
-    strategy = (query.get("strategy") or "").strip()
-    preset = (query.get("preset") or "").strip()
-    counter = (query.get("counter") or "").strip() or None
-    if counter is not None and counter not in COUNTERS:
-        raise exports.ExportFailed(f"counter: unknown counter '{counter}'; valid: {', '.join(sorted(COUNTERS))}")
-    if counter is not None and not (strategy or preset):
-        raise exports.ExportFailed("counter: counts the tokens of a trimmed export; give a strategy or a preset")
-    if strategy.startswith(presets.PRESET_PREFIX) or preset:
-        field = "preset" if preset else "strategy"
-        if (preset and strategy) or query.getlist("set") or (query.get("params") or "").strip():
-            raise exports.ExportFailed(f"{field}: give a preset, or a strategy with its parameters, not both")
-        try:
-            spec, found = presets.spec_or_preset(user=user, text=strategy or presets.PRESET_PREFIX + preset,
-                                                 project=project, filters=filters)
-        except presets.PresetError as exc:
-            raise exports.ExportFailed(f"{field}: {exc}") from None
-        return spec, presets.trim_counter(found, counter)
-    try:
-        return spec_from_pairs(
-            query.get("strategy"), [*query.getlist("set"), *split_pairs(query.get("params", ""))]
-        ), counter
-    except StrategyError as exc:
-        if not exc.problems:
-            raise exports.ExportFailed(f"strategy: {exc}") from None
-        field = "set" if query.getlist("set") and not query.get("params") else "params"
-        raise exports.ExportFailed(exc.text(flag=f"{field}: ")) from None
-
-
-# --- the lab: one session under one strategy --------------------------------------------------------------------
-
-DEFAULT_STRATEGY = "buffered"
-
-
-def lab_page(
-    *, user: access.User, session_id: int, query: QueryDict, step: int | None, site: str, save_error: str = "",
-    preset_name: str = "", replay_part: bool = False,
-) -> dict[str, Any]:
-    """The lab page's context for the session (404 when not in the user's projects) under the strategy, parameters
-    and counter of ``query``, or of the preset it names (``?preset=NAME``), at call ``step`` of the replay.
-    ``site``: the scheme and host that the trim API's URL to copy starts with; ``save_error``, ``preset_name``: a
-    refused "save as preset" and the name typed.
-
-    A session of more than ``MEMORYVIZ_LAB_REPLAY_INLINE_MESSAGES`` messages, with no step asked, is previewed
-    without its replay (``replay_deferred``): the page asks for it in a second request, ``replay_part_query``
-    (``replay_part=True``: the replay only, no preview), or ``inline_replay_query`` without JavaScript."""
-    session = access.session_for_user(user, session_id)
-    asked_query = query
-    query, preset, preset_error = _lab_query(query, session)
-    name = query.get("strategy") or DEFAULT_STRATEGY
-    strategy_error = "" if name in STRATEGIES else f"unknown strategy '{name}'"
-    strategy = STRATEGIES.get(name) or get_strategy(DEFAULT_STRATEGY)
-    counter = query.get("counter") or session.token_counter
-    counter_error = "" if counter in COUNTERS else (
-        f"Unknown counter ‘{counter}’; counting with {session.token_counter}, the stored one."
-    )
-    if counter_error:
-        counter = session.token_counter
-    # The form says which strategy its parameters were for: after a switch (without JS) they start from defaults.
-    params_for = query.get("params_for")
-    form = strategy_params_form(strategy, None if params_for and params_for != strategy.name else query)
-    asked, step = step, None
-    preview = run = chart = None
-    deferred = (asked is None and not replay_part and asked_query.get("replay") != "inline"
-                and session.message_count > settings.MEMORYVIZ_LAB_REPLAY_INLINE_MESSAGES)
-    # An unknown strategy (or counter) shows the default one's preview, as its message says.
-    if form.spec is not None:
-        replayed = lab_trimming.session_replay(session=session, spec=form.spec, counter=counter,
-                                               step=asked, replayed=not deferred)
-        run, step = replayed.replay, replayed.step
-        if not replay_part:
-            # At a call of the run, its input is the messages before it.
-            preview = previews.trim_preview(replayed.sent, replayed.counts[:replayed.sent_from], replayed.result)
-        if run is not None:
-            chart = charts.replay_chart(run.steps, chosen=step)
-    spec = form.spec or strategy_spec(strategy)
-    # Opened on a preset, the lab counts with the preset's counter: compare, the diff and the Export menu take the
-    # preset itself, so that they count with it too (its strategy and parameters alone count with the session's).
-    named = spec.text
-    if preset is not None and form.spec is not None:
-        named = presets.PRESET_PREFIX + preset.name
-    # Counted again with another counter than the stored one (not a preset's own): the diff and the export too.
-    recount = named == spec.text and counter != session.token_counter
-    other = "safe_token_budget" if strategy.name != "safe_token_budget" else "buffered"
-    return {
-        "session": session,
-        "catalog": strategies_by_framework(),
-        "entry": strategy_entry(strategy),
-        "strategy": strategy,
-        "strategy_error": strategy_error,
-        "form": form,
-        "preview": preview,
-        "counter": counter,
-        "counter_error": counter_error,
-        "counters": sorted(COUNTERS),
-        "replay": run,
-        "replay_deferred": deferred and form.spec is not None,
-        "replay_part_query": _lab_part_query(asked_query, part="replay"),
-        "inline_replay_query": _lab_part_query(asked_query, replay="inline"),
-        "chart": chart,
-        "step": step,
-        "step_call": run.steps[step] if run is not None and step is not None else None,
-        "memory_text": MEMORY_KINDS[strategy.memory],
-        "replay_links": _replay_links(run, spec, counter, session) if run is not None else None,
-        "preset": preset,
-        "preset_error": preset_error,
-        "presets": presets.presets_for_user(user, project=session.agent.project),
-        "can_save_preset": access.editable_projects(user).filter(pk=session.agent.project_id).exists(),
-        "spec": spec,
-        "preset_fields": [(key, value) for key, values in QueryDict(spec.lab_query).lists() for value in values],
-        "equivalents": previews.equivalents(site, session, spec, counter, preset) if form.spec is not None else None,
-        "compare_query": urlencode([("s", named), ("s", other)]),
-        "diff_query": urlencode({"trim": named, **({"counter": counter} if recount else {})}),
-        # The Export menu of the trimmed view: the strategy and its changed parameters (``key=value,key=value``),
-        # or the preset.
-        "export_strategy": strategy.name if named == spec.text else named,
-        "export_params": spec.text.partition(":")[2] if named == spec.text else "",
-        "export_counter": counter if recount else "",
-        "dropped_shown": previews.DROPPED_SHOWN,
-        "preset_save_error": save_error,
-        "preset_name": preset_name,
-    }
-
-
-def _lab_part_query(query: QueryDict, **extra: str) -> str:
-    """The lab's query with ``extra`` in place of any ``part``, ``replay`` or ``step`` it has."""
-    pairs = [(key, value) for key, values in query.lists() if key not in ("part", "replay", "step")
-             for value in values]
-    return urlencode([*pairs, *extra.items()])
-
-
-def _lab_query(query: QueryDict, session: models.Session) -> tuple[QueryDict, models.Preset | None, str]:
-    """The lab's query: the page's own, or, for ``?preset=NAME`` (a shared link), the preset's strategy,
-    parameters and counter. Also the preset, and why it did not apply."""
-    name = query.get("preset", "").strip()
-    if not name:
-        return query, None, ""
-    try:
-        preset = presets.preset_by_name(user=None, name=name, project=session.agent.project)
-        spec = presets.preset_spec(preset)
-    except presets.PresetError as exc:
-        return query, None, str(exc)
-    from_preset = QueryDict(spec.lab_query, mutable=True)
-    from_preset["counter"] = preset.counter
-    from_preset["params_for"] = spec.name
-    return from_preset, preset, ""
-
-
-def _replay_links(run: Replay, spec: StrategySpec, counter: str, session: models.Session) -> dict[str, Any]:
-    """Where the replay's first violation and first lost question are, and the lab's query to link to a step."""
-    query = spec.lab_query + (f"&{urlencode({'counter': counter})}" if counter != session.token_counter else "")
-    query += f"&{urlencode({'params_for': spec.name})}"
-
-    def at(step: int | None) -> dict[str, int] | None:
-        return None if step is None else {"step": step, "call": run.steps[step].call}
-
-    return {"query": query, "violation": at(run.first_violation), "question": at(run.first_question_lost)}

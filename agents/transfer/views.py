@@ -19,9 +19,8 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from agents import access, models
 from agents.jobs import queue
 from agents.memory import formats
-from agents.sessions import pages
 from agents.throttling import expensive
-from agents.transfer import exports, imports, uploads
+from agents.transfer import exports, imports, pages, uploads
 from agents.transfer.forms import MAX_PASTE_CHARS, ImportForm
 
 # The label of pasted JSON (it has no file name to read a kind from).
