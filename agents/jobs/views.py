@@ -9,7 +9,7 @@ from django.views.decorators.http import require_GET
 
 from agents.http import HtmxHttpRequest
 from agents.jobs import queue
-from agents.lab import previews
+from agents.lab import reports
 
 
 @require_GET
@@ -20,7 +20,7 @@ def job_detail(request: HtmxHttpRequest, job_id: int) -> HttpResponse:
         report = queue.report_from_result(request.user, job.result)
     # The finished report is ordered, narrowed to what a count counts and downloaded as on the report page.
     labels = ((job.result or {}).get("labels") or [spec.text for spec in report.specs]) if report else []
-    shown = previews.report_shown_context(request.GET, report, labels)
+    shown = reports.report_shown_context(request.GET, report, labels)
     if isinstance(shown, HttpResponse):
         return shown
     context = {

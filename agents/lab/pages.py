@@ -14,13 +14,7 @@ from agents.lab import trimming as lab_trimming
 from agents.lab.forms import strategy_params_form
 from agents.memory.replay import Replay
 from agents.memory.tokens import COUNTERS
-from agents.memory.trimming import (
-    MEMORY_KINDS,
-    STRATEGIES,
-    StrategySpec,
-    get_strategy,
-    strategy_spec,
-)
+from agents.memory.trimming import MEMORY_KINDS, STRATEGIES, StrategySpec, get_strategy, strategy_spec
 from agents.memory.trimming.catalog import strategies_by_framework, strategy_entry
 
 # --- the lab: one session under one strategy --------------------------------------------------------------------

@@ -9,12 +9,7 @@ from django.db.models import QuerySet
 from agents import models
 from agents.access import KeyUser, User, editable_projects, user_projects
 from agents.memory.tokens import get_counter
-from agents.memory.trimming import (
-    StrategyError,
-    StrategySpec,
-    spec_from_text,
-    strategy_spec,
-)
+from agents.memory.trimming import StrategyError, StrategySpec, spec_from_text, strategy_spec
 from agents.store.listing import SessionFilters
 
 # --- presets ------------------------------------------------------------------------------------------------

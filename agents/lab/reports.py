@@ -1,17 +1,24 @@
-"""The lab's report: strategies across the sessions of a filtered list."""
+"""The lab's report: strategies across the sessions of a filtered list (``trimming_report``), and what its page
+shows of it: the rows in an order, only those a count counts, the CSV and JSON downloads."""
 from __future__ import annotations
 
+import csv
+import io
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlencode
 
 from django.db.models import QuerySet
+from django.http import HttpResponse, QueryDict
+from pydantic import BaseModel
 
 from agents import models
+from agents.lab.charts import savings_chart
 from agents.lab.trimming import replay_input, session_trim
 from agents.memory.replay import replay
-from agents.memory.trimming import (
-    StrategySpec,
-)
+from agents.memory.trimming import StrategySpec
+from agents.store.filters import session_filter_pairs
 from agents.store.outlines import sessions_stored_messages
 
 # --- the lab's report: strategies across sessions ----------------------------------------------------------
@@ -128,3 +135,226 @@ def trimming_report(
             summary.questions_lost += bool(lost)
         rows.append(ReportRow(session, session.token_total if tokens_before is None else tokens_before, cells))
     return TrimmingReport(list(specs), rows, summaries, capped, limit, per_call)
+
+
+# --- the report: order, the sessions a count counts, downloads -----------------------------------------------
+
+# The report's own order (``?order=``; the list's ``sort`` is one of its filters): by session title, by tokens
+# before, or by one column of a strategy ("after-2": tokens after by the second strategy); "-" first: descending.
+REPORT_ORDER_FIELDS = ("session", "tokens")
+REPORT_CELL_FIELDS = ("after", "kept", "errors")
+# What a count of the summary counts (``?show=broken-2``): the sessions the second strategy left broken at the
+# end, broken at some call (per-call mode), or without the newest question.
+REPORT_SHOWS = {"broken": "left broken", "broken_call": "broke at some call", "lost": "lost the question"}
+
+
+def _cell_value(cell: ReportCell, name: str) -> int:
+    if cell.error:
+        return -1
+    return {"after": cell.tokens_after, "kept": cell.kept, "errors": cell.errors}[name]
+
+
+def report_order_key(order: str, columns: int) -> tuple[str, int, bool] | None:
+    """``-after-2`` → ("after", 1, True); None when it names nothing the report has."""
+    descending = order.startswith("-")
+    name, _, number = order.lstrip("-").partition("-")
+    if name in REPORT_ORDER_FIELDS and not number:
+        return name, -1, descending
+    if name in REPORT_CELL_FIELDS and number.isdigit() and 1 <= int(number) <= columns:
+        return name, int(number) - 1, descending
+    return None
+
+
+def report_ordered(rows: Sequence[ReportRow], order: str, columns: int) -> list[ReportRow]:
+    """The report's rows in ``order`` (the service's order, by session, when it names nothing); ties keep it."""
+    key = report_order_key(order, columns)
+    if key is None:
+        return list(rows)
+    name, column, descending = key
+    if name == "session":
+        return sorted(rows, key=lambda r: (r.session.title or r.session.external_id).casefold(), reverse=descending)
+    if name == "tokens":
+        return sorted(rows, key=lambda r: r.tokens_before, reverse=descending)
+    return sorted(rows, key=lambda r: _cell_value(r.cells[column], name), reverse=descending)
+
+
+def report_show_key(show: str, columns: int) -> tuple[str, int] | None:
+    name, _, number = show.rpartition("-")
+    if name in REPORT_SHOWS and number.isdigit() and 1 <= int(number) <= columns:
+        return name, int(number) - 1
+    return None
+
+
+def report_shown(rows: Sequence[ReportRow], show: str, columns: int) -> list[ReportRow]:
+    """Only the sessions a summary count counts (every row when ``show`` names none)."""
+    key = report_show_key(show, columns)
+    if key is None:
+        return list(rows)
+    name, column = key
+
+    def counted(cell: ReportCell) -> bool:
+        if cell.error:
+            return False
+        if name == "broken":
+            return cell.errors > 0
+        if name == "lost":
+            return bool(cell.question_lost)
+        return cell.first_broken_step is not None
+
+    return [r for r in rows if counted(r.cells[column])]
+
+
+class ReportCellOut(BaseModel):
+    strategy: str
+    tokens_after: int | None
+    kept: int | None
+    errors: int | None
+    question_lost: bool | None
+    budget_exceeded: bool
+    first_broken_call: int | None = None
+    error: str = ""
+
+
+class ReportRowOut(BaseModel):
+    session: int
+    title: str
+    agent: str
+    project: str
+    messages: int
+    tokens_before: int
+    cells: list[ReportCellOut]
+
+
+class ReportSummaryOut(BaseModel):
+    strategy: str
+    sessions: int
+    broken: int
+    broken_some_call: int | None
+    questions_lost: int
+    mean_tokens_after: float
+    tokens_saved: float  # share of the tokens before, over the report's sessions
+
+
+class ReportOut(BaseModel):
+    """The report as ``?download=json`` gives it (CSV: one line per session and strategy)."""
+
+    strategies: list[str]
+    per_call: bool
+    capped: bool
+    summaries: list[ReportSummaryOut]
+    rows: list[ReportRowOut]
+
+
+def report_saved(report: TrimmingReport) -> list[tuple[int, int]]:
+    """(tokens before, tokens after) per strategy, summed over the sessions it trimmed."""
+    out = []
+    for k, summary in enumerate(report.summaries):
+        # A column counted with its preset's counter saved against the tokens before under that counter.
+        before = 0
+        for r in report.rows:
+            if not r.cells[k].error:
+                own = r.cells[k].tokens_before
+                before += r.tokens_before if own is None else own
+        out.append((before, summary.tokens_after_total))
+    return out
+
+
+def report_out(report: TrimmingReport, rows: Sequence[ReportRow], labels: Sequence[str]) -> ReportOut:
+    saved = report_saved(report)
+    return ReportOut(
+        strategies=list(labels), per_call=report.per_call, capped=report.capped,
+        summaries=[
+            ReportSummaryOut(
+                strategy=label, sessions=s.sessions, broken=s.broken,
+                broken_some_call=s.broken_some_call if report.per_call else None, questions_lost=s.questions_lost,
+                mean_tokens_after=round(s.mean_tokens_after, 2),
+                tokens_saved=round((before - after) / before, 4) if before else 0.0,
+            )
+            for label, s, (before, after) in zip(labels, report.summaries, saved, strict=True)
+        ],
+        rows=[
+            ReportRowOut(
+                session=r.session.pk, title=r.session.title or r.session.external_id, agent=r.session.agent.slug,
+                project=r.session.agent.project.slug, messages=r.session.message_count, tokens_before=r.tokens_before,
+                cells=[
+                    ReportCellOut(
+                        strategy=label, tokens_after=None if c.error else c.tokens_after,
+                        kept=None if c.error else c.kept, errors=None if c.error else c.errors,
+                        question_lost=c.question_lost, budget_exceeded=c.budget_exceeded,
+                        first_broken_call=c.first_broken_call, error=c.error,
+                    )
+                    for label, c in zip(labels, r.cells, strict=True)
+                ],
+            )
+            for r in rows
+        ],
+    )
+
+
+REPORT_CSV_HEADER = ["session", "title", "project", "agent", "messages", "tokens_before", "strategy", "tokens_after",
+                     "kept", "errors", "question_lost", "budget_exceeded", "first_broken_call", "error"]
+
+
+def report_csv(out: ReportOut) -> str:
+    """One line per session and strategy, in the rows' order (spreadsheets pivot it as they like)."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(REPORT_CSV_HEADER)
+    for row in out.rows:
+        for c in row.cells:
+            writer.writerow([row.session, _csv_safe(row.title), row.project, row.agent, row.messages,
+                             row.tokens_before, c.strategy, _blank(c.tokens_after), _blank(c.kept),
+                             _blank(c.errors), _blank(c.question_lost), c.budget_exceeded,
+                             _blank(c.first_broken_call), c.error])
+    return buffer.getvalue()
+
+
+def report_shown_context(
+    query: QueryDict, report: TrimmingReport | None, labels: Sequence[str]
+) -> dict[str, Any] | HttpResponse:
+    """What the report page (and a background report's page) shows of ``report`` for its query: the rows in
+    ``?order=``, only those of ``?show=``, the links that add one of those, the downloads, the savings chart, and
+    the report's own caps. With ``?download=csv|json``: the download instead."""
+    order, show = query.get("order", ""), query.get("show", "")
+    columns = len(labels)
+    rows = report_ordered(report_shown(report.rows, show, columns), order, columns) if report is not None else []
+    download = query.get("download", "")
+    if report is not None and download in ("csv", "json"):
+        out = report_out(report, rows, labels)
+        body = report_csv(out) if download == "csv" else out.model_dump_json(indent=2)
+        response = HttpResponse(body, content_type="text/csv; charset=utf-8" if download == "csv"
+                                else "application/json")
+        response["Content-Disposition"] = f'attachment; filename="trimming-report.{download}"'
+        return response
+    # The report's address without its order, row filter and download: what each link adds one of.
+    base = [(k, v) for k, values in query.lists() if k not in ("order", "show", "download") for v in values]
+    shown_key = report_show_key(show, columns) if report is not None else None
+    saved = report_saved(report) if report is not None else []
+    return {
+        "report": report,
+        "session_limit": REPORT_SESSION_LIMIT,
+        "message_limit": REPORT_MESSAGE_LIMIT,
+        "labels": labels,
+        "rows": rows,
+        "order": order,
+        "order_base": urlencode(base + ([("show", show)] if shown_key else [])),
+        "show_base": urlencode(base + ([("order", order)] if order else [])),
+        "shown": {"what": REPORT_SHOWS[shown_key[0]], "label": labels[shown_key[1]]} if shown_key else None,
+        "download_query": urlencode([(k, v) for k, values in query.lists() if k != "download" for v in values]),
+        "list_query": urlencode(session_filter_pairs(query)),
+        "summaries": [
+            {"s": s, "label": label, "k": k, "saved": (before - after) / before if before else 0.0}
+            for k, (s, label, (before, after)) in enumerate(zip(report.summaries, labels, saved, strict=True), 1)
+        ] if report is not None else [],
+        "savings": savings_chart([(label, b, a) for label, (b, a) in zip(labels, saved, strict=True)])
+        if report is not None and report.rows else None,
+    }
+
+
+def _blank(value: Any) -> Any:
+    return "" if value is None else value
+
+
+def _csv_safe(text: str) -> str:
+    """A title from an agent opened in a spreadsheet must not run as a formula."""
+    return "'" + text if text[:1] in ("=", "+", "-", "@", "\t", "\r") else text

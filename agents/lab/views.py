@@ -17,6 +17,7 @@ from agents import access, models
 from agents.http import HtmxHttpRequest, collector_paused, int_or_none
 from agents.jobs import queue
 from agents.lab import pages, presets, previews, reports
+from agents.lab import reports as lab_reports
 from agents.lab import trimming as lab_trimming
 from agents.lab.forms import StrategyParamsForm, strategy_params_form
 from agents.memory.compare import compare_aligned
@@ -300,7 +301,7 @@ def trimming_report(request: HtmxHttpRequest) -> HttpResponse:
                                     title=title, total=total)
             return HttpResponseClientRedirect(job.get_absolute_url()) if request.htmx else redirect(job)
     report = reports.trimming_report(sessions, specs, per_call=per_call, counters=counters) if specs else None
-    shown = previews.report_shown_context(request.GET, report, labels)
+    shown = lab_reports.report_shown_context(request.GET, report, labels)
     if isinstance(shown, HttpResponse):
         return shown  # ?download=csv|json
     context = {

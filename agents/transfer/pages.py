@@ -16,13 +16,7 @@ from agents.jobs import queue as jobs_queue
 from agents.lab import presets
 from agents.memory import formats
 from agents.memory.tokens import COUNTERS
-from agents.memory.trimming import (
-    STRATEGIES,
-    StrategyError,
-    StrategySpec,
-    spec_from_pairs,
-    split_pairs,
-)
+from agents.memory.trimming import STRATEGIES, StrategyError, StrategySpec, spec_from_pairs, split_pairs
 from agents.store import listing
 from agents.store.filters import SessionFilterForm, session_filter_pairs
 from agents.transfer import exports
