@@ -85,7 +85,7 @@ MAX_ITEMS = 10_000
 _OPENLIT_OPERATIONS = frozenset({"memory"})
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)  # not frozen: a frozen dataclass takes twice as long to make, and a span may hold thousands
 class MemoryItem:
     """One record of a write, or one item a read returned, as the span carries it. ``text`` is what a model reads:
     the content when it is text, else its JSON. Metadata that is not a JSON object stays as written, in
@@ -330,12 +330,18 @@ def _items(span: Span, raw: Any, key: str, out: MemoryExtraction, max_chars: int
             _reject(out, span, f"{key}[{i}]: no content (required)")
             continue
         content = entry.get("content")
-        metadata, metadata_text = _metadata(entry.get("metadata"))
+        metadata = entry.get("metadata")
+        metadata_text = None
+        if metadata is not None and not isinstance(metadata, dict):
+            metadata, metadata_text = _metadata(metadata)
         score = entry.get("score")
+        if score is not None and (isinstance(score, bool) or not isinstance(score, (int, float))):
+            score = None
+        record_id = entry.get("id")
         items.append(MemoryItem(
-            rank=len(items) + 1, content=content, text=_text(content), id=_str(entry.get("id")),
-            score=float(score) if isinstance(score, (int, float)) and not isinstance(score, bool) else None,
-            metadata=metadata, metadata_text=metadata_text,
+            len(items) + 1, content, content if isinstance(content, str) else _text(content),
+            None if record_id in (None, "") else str(record_id), None if score is None else float(score),
+            metadata, metadata_text,
         ))
     return tuple(items)
 
