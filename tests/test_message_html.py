@@ -11,8 +11,9 @@ from django.template import Context, Template
 from django.test.utils import CaptureQueriesContext
 
 from agents import models
+from agents.lab.html import lab_message_html, lab_strip_html
 from agents.sessions import chain
-from agents.sessions.message_html import _time, lab_message_html, lab_strip_html, number
+from agents.sessions.message_html import _time, number
 
 EVIL = "<x-agent onload=alert(1)>&"
 ESCAPED = "&lt;x-agent onload=alert(1)&gt;&amp;"

@@ -5,12 +5,12 @@ from typing import Any
 from django import template
 from django.utils.safestring import SafeString
 
+from agents.lab.html import lab_message_html, lab_strip_html
 from agents.lab.previews import PreviewRow, StripRun
 from agents.memory.formats import FORMATS
 from agents.memory.trimming import STRATEGIES
 from agents.review import annotating
 from agents.sessions import find
-from agents.sessions.message_html import lab_message_html, lab_strip_html
 from agents.store.filters import session_filter_pairs
 
 register = template.Library()
