@@ -141,7 +141,9 @@ def test_it_writes_every_version_latitude_memory_telemetry_sent(client_runs):
     assert set(active) == {(store, rid) for store, records in final.items() for rid in records}
     assert active[("user-prefs", "mem-1")].text == final["user-prefs"]["mem-1"]["content"] == "Alice is vegan"
     assert active[("user-prefs", "mem-1")].metadata == {"source": "chat", "turn": 2}
-    assert active[("user-prefs", "mem-2")].text == ""  # its last body was not captured: unknown, not invented
+    # mem-2's last body was not captured: unknown, not the one before it, nor invented.
+    assert (active[("user-prefs", "mem-2")].text, active[("user-prefs", "mem-2")].value,
+            active[("user-prefs", "mem-2")].content_hash) == ("", None, None)
     assert versions[("scratch", "s-1")].state == "deleted"  # the store was emptied, then deleted
     # The refused update is in the trace with its error status, and nowhere in the ledger.
     assert [w.record_id for w in extraction.writes if w.error] == ["mem-404"]
@@ -533,6 +535,26 @@ def test_it_links_the_same_whatever_order_the_spans_come_in():
         items = list(tree.items())
         shuffler.shuffle(items)
         assert link_reads(shuffled_reads + shuffled_reads[:2], shuffled_calls, dict(items)) == expected
+
+
+def test_it_takes_a_calls_span_start_over_the_time_its_log_events_were_seen():
+    [read] = extract_memory(Batch(spans=[read_span("r", "p", 1)])).reads
+    from_events = CapturedCall(trace_id="t" * 32, span_id="late", observed_ns=3 * 1_000_000)
+    from_span = call("late", "p", 9)
+    other = call("other", "p", 5)
+    for calls in ([from_events, from_span, other], [other, from_span, from_events]):
+        assert link_reads([read], calls) == {"r": "other"}  # "late" started at 9, though its events came at 3
+
+
+def test_it_tells_a_retriever_that_found_nothing_from_one_whose_outputs_were_hidden():
+    found_nothing = span("n1", "retriever", {"openinference.span.kind": "RETRIEVER", "input.value": "q",
+                                             "output.value": '{"documents": []}'})
+    hidden = span("n2", "retriever", {"openinference.span.kind": "RETRIEVER", "input.value": "q"}, start=3)
+    redacted = span("n3", "retriever", {"openinference.span.kind": "RETRIEVER", "output.value": "__REDACTED__"},
+                    start=5)
+    reads = extract_memory(Batch(spans=[found_nothing, hidden, redacted])).reads
+    assert [(r.content_captured, r.record_count, r.items) for r in reads] == [
+        (True, 0, ()), (False, None, ()), (False, None, ())]
 
 
 # --- compaction ---------------------------------------------------------------------------------------------------

@@ -63,6 +63,7 @@ from .ledger import (
     RecordIndex,
     StoreIn,
     VersionIn,
+    content_hash,
     folded,
     match_items,
     record_state,
@@ -400,10 +401,13 @@ def _openinference_read(span: Span, kind: ReadKind, out: MemoryExtraction) -> No
             score=float(score) if isinstance(score, (int, float)) and not isinstance(score, bool) else None,
             metadata=metadata, metadata_text=metadata_text,
         ))
+    # No documents: nothing found, or outputs hidden (OPENINFERENCE_HIDE_OUTPUTS leaves output.value out or redacted).
+    output = attrs.get("output.value")
+    captured = bool(items) or (isinstance(output, str) and output != "__REDACTED__")
     out.reads.append(MemoryRead(
         trace_id=span.trace_id, span_id=span.span_id, parent_span_id=span.parent_span_id, kind=kind, name=span.name,
-        store_id=None, query=query, top_k=top_k, items=tuple(items), content_captured=True,
-        record_count=len(items), started_ns=span.start_ns, ended_ns=span.end_ns,
+        store_id=None, query=query, top_k=top_k, items=tuple(items), content_captured=captured,
+        record_count=len(items) if captured else None, started_ns=span.start_ns, ended_ns=span.end_ns,
         provider=_str(attrs.get("llm.provider")), error=_error(span), session_id=_session(span),
     ))
 
@@ -555,30 +559,36 @@ def link_reads(reads: Iterable[MemoryRead], calls: Iterable[CapturedCall],
     on the set of spans given, not their order: the receiver calls it on all it holds for a trace each time a batch
     arrives, and a later batch that completes the tree may move a link to a nearer call."""
     tree: dict[str, str | None] = dict(parents or {})
-    by_trace: dict[str, list[tuple[int, str, CapturedCall]]] = {}
-    seen_calls: set[tuple[str, str]] = set()
+    by_trace: dict[str, list[tuple[int, str]]] = {}
+    # One start per call, whichever of its sightings come (a span's start beats the time its log events were seen).
+    starts_of: dict[tuple[str, str], tuple[int, int]] = {}
     for call in calls:
-        start = call.started_ns if call.started_ns is not None else call.observed_ns
-        if start is None or (call.trace_id, call.span_id) in seen_calls:
+        if call.parent_span_id is not None and tree.get(call.span_id) is None:
+            tree[call.span_id] = call.parent_span_id
+        if call.started_ns is not None:
+            sighting = (0, call.started_ns)
+        elif call.observed_ns is not None:
+            sighting = (1, call.observed_ns)
+        else:
             continue
-        seen_calls.add((call.trace_id, call.span_id))
-        if call.parent_span_id is not None or call.span_id not in tree:
-            tree[call.span_id] = call.parent_span_id if call.parent_span_id is not None else tree.get(call.span_id)
-        by_trace.setdefault(call.trace_id, []).append((start, call.span_id, call))
+        call_key = (call.trace_id, call.span_id)
+        starts_of[call_key] = min(starts_of.get(call_key, sighting), sighting)
+    for (trace_id, span_id), (_, start_ns) in starts_of.items():
+        by_trace.setdefault(trace_id, []).append((start_ns, span_id))
     for listed in by_trace.values():
         listed.sort(key=lambda entry: (entry[0], entry[1]))
     starts = {trace: [entry[0] for entry in listed] for trace, listed in by_trace.items()}
     links: dict[str, str] = {}
     for read in sorted({r.span_id: r for r in reads}.values(), key=lambda r: r.span_id):
-        if read.parent_span_id is not None:
-            tree.setdefault(read.span_id, read.parent_span_id)
+        if read.parent_span_id is not None and tree.get(read.span_id) is None:
+            tree[read.span_id] = read.parent_span_id
         in_trace = by_trace.get(read.trace_id)
         if not in_trace:
             continue
         ancestors = _ancestors(read.span_id, tree)
         level_of = {span_id: level for level, span_id in enumerate(ancestors)}
         best: tuple[int, int, str] | None = None
-        for start, span_id, _call in in_trace[bisect.bisect_left(starts[read.trace_id], read.ended_ns):]:
+        for start, span_id in in_trace[bisect.bisect_left(starts[read.trace_id], read.ended_ns):]:
             level = _meeting_level(span_id, tree, level_of, len(ancestors))
             key = (level, start, span_id)
             if best is None or key < best:
@@ -730,13 +740,17 @@ def to_document(extraction: MemoryExtraction, links: Mapping[str, str] | None = 
         finished = []
         for record in by_id.values():
             ordered = record.ordered_versions()
-            texts = [v for v in ordered if v.op != "DELETE"]
             last = ordered[-1]
-            text = (last.text or "") if last.op != "DELETE" else (texts[-1].text or "" if texts else "")
+            # What the record holds now: the last body written (a deleted record keeps the one it had); unknown,
+            # not the one before, when that write was seen without its body.
+            body = next((v for v in reversed(ordered) if v.op != "DELETE"), None) if last.op == "DELETE" else last
+            known = body is not None and body.captured
             finished.append(record.model_copy(update={
-                "versions": ordered, "text": text, "state": record_state(ordered),
+                "versions": ordered, "text": (body.text or "") if known and body else "",
+                "value": body.value if known and body else None, "state": record_state(ordered),
                 "created_at": ordered[0].at, "updated_at": last.at,
-            }).with_hash())
+                "content_hash": content_hash(body.text) if known and body and body.text is not None else None,
+            }))
         stores[key].records = sorted(finished, key=lambda r: r.external_id)
 
     indexes: dict[str, RecordIndex] = {}
