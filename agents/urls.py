@@ -11,6 +11,7 @@ from agents.capture import views as capture_views
 from agents.diff import views as diff_views
 from agents.jobs import views as jobs_views
 from agents.lab import views as lab_views
+from agents.projects import views as projects_views
 from agents.review import views as review_views
 from agents.sessions import views as sessions_views
 from agents.transfer import views as transfer_views
@@ -36,27 +37,28 @@ urlpatterns = [
     path("sessions/<int:session_id>/lab/", lab_views.session_lab, name="session_lab"),
     path("sessions/<int:session_id>/lab/compare/", lab_views.session_lab_compare, name="session_lab_compare"),
     path("lab/report/", lab_views.trimming_report, name="trimming_report"),
-    # Live capture (agents.capture.views): the OTLP/HTTP receiver and the project's API keys.
+    # Live capture (agents.capture.views): the OTLP/HTTP receiver.
     path("otlp/v1/traces", capture_views.otlp_traces, name="otlp_traces"),
     path("otlp/v1/logs", capture_views.otlp_logs, name="otlp_logs"),
-    path("projects/", capture_views.project_list, name="project_list"),
-    path("projects/<slug:slug>/settings/", capture_views.project_settings, name="project_settings"),
-    path("projects/<slug:slug>/api-keys/", capture_views.api_key_create, name="api_key_create"),
-    path("projects/<slug:slug>/api-keys/<str:prefix>/revoke/", capture_views.api_key_revoke, name="api_key_revoke"),
+    # Projects (agents.projects.views): the user's projects; a project's settings: API keys, members, labels.
+    path("projects/", projects_views.project_list, name="project_list"),
+    path("projects/<slug:slug>/settings/", projects_views.project_settings, name="project_settings"),
+    path("projects/<slug:slug>/api-keys/", projects_views.api_key_create, name="api_key_create"),
+    path("projects/<slug:slug>/api-keys/<str:prefix>/revoke/", projects_views.api_key_revoke, name="api_key_revoke"),
+    path("projects/<slug:slug>/members/", projects_views.member_add, name="member_add"),
+    path("projects/<slug:slug>/members/<int:membership_id>/role/", projects_views.member_role, name="member_role"),
+    path("projects/<slug:slug>/members/<int:membership_id>/remove/", projects_views.member_remove,
+         name="member_remove"),
+    path("projects/<slug:slug>/labels/", projects_views.label_create, name="label_create"),
+    path("projects/<slug:slug>/labels/<int:label_id>/", projects_views.label_update, name="label_update"),
+    path("projects/<slug:slug>/labels/<int:label_id>/delete/", projects_views.label_delete, name="label_delete"),
     # Diffs: two sessions, or a session against a trimmed view (agents.diff.views).
     path("sessions/<int:session_id>/diff/", diff_views.session_diff, name="session_diff"),
     path("compare/", diff_views.session_compare, name="session_compare"),
     # Background jobs (agents.jobs.views): big reports, exports and imports.
     path("jobs/<int:job_id>/", jobs_views.job_detail, name="job_detail"),
     path("jobs/<int:job_id>/download/", jobs_views.job_download, name="job_download"),
-    # QA review (agents.review.views): the project's members and labels, annotations, review status, the queue.
-    path("projects/<slug:slug>/members/", review_views.member_add, name="member_add"),
-    path("projects/<slug:slug>/members/<int:membership_id>/role/", review_views.member_role, name="member_role"),
-    path("projects/<slug:slug>/members/<int:membership_id>/remove/", review_views.member_remove,
-         name="member_remove"),
-    path("projects/<slug:slug>/labels/", review_views.label_create, name="label_create"),
-    path("projects/<slug:slug>/labels/<int:label_id>/", review_views.label_update, name="label_update"),
-    path("projects/<slug:slug>/labels/<int:label_id>/delete/", review_views.label_delete, name="label_delete"),
+    # QA review (agents.review.views): annotations, review status, the queue.
     path("sessions/<int:session_id>/annotations/", review_views.annotation_create, name="annotation_create"),
     path("sessions/<int:session_id>/annotations/<int:annotation_id>/", review_views.annotation_update,
          name="annotation_update"),

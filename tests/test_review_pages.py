@@ -12,7 +12,9 @@ from django.test import Client
 
 from agents import models
 from agents.models import Membership
-from agents.review import annotating
+from agents.projects import labels
+from agents.projects import members as projects_members
+from agents.review import annotating, workflow
 
 CHAIN = [
     {"role": "user", "content": "Find me a flight to Lisbon."},
@@ -156,22 +158,22 @@ def test_the_settings_page_has_members_labels_and_api_keys_on_one_page(alice_cli
 
 
 @pytest.mark.parametrize(("color", "ink"), [
-    ("#ffffff", annotating.INK_DARK), ("#000000", annotating.INK_LIGHT),
-    ("#ca8a04", annotating.INK_DARK),   # the offered yellow: white on it is 2.9:1
-    ("#fde047", annotating.INK_DARK), ("#0891b2", annotating.INK_DARK), ("#2563eb", annotating.INK_LIGHT),
-    ("#dc2626", annotating.INK_LIGHT), ("#6b7280", annotating.INK_LIGHT), ("#777777", annotating.INK_DARK),
+    ("#ffffff", labels.INK_DARK), ("#000000", labels.INK_LIGHT),
+    ("#ca8a04", labels.INK_DARK),   # the offered yellow: white on it is 2.9:1
+    ("#fde047", labels.INK_DARK), ("#0891b2", labels.INK_DARK), ("#2563eb", labels.INK_LIGHT),
+    ("#dc2626", labels.INK_LIGHT), ("#6b7280", labels.INK_LIGHT), ("#777777", labels.INK_DARK),
 ])
 def test_a_label_chips_text_is_the_ink_that_contrasts_more_with_its_colour(color, ink):
-    assert annotating.label_ink(color) == ink
-    assert annotating.contrast_ratio(color, ink) >= 4.5
+    assert labels.label_ink(color) == ink
+    assert labels.contrast_ratio(color, ink) >= 4.5
 
 
 def test_every_colour_gets_a_label_ink_of_at_least_wcag_aa_contrast():
     steps = range(0, 256, 15)
-    worst = min(annotating.contrast_ratio(c, annotating.label_ink(c))
+    worst = min(labels.contrast_ratio(c, labels.label_ink(c))
                 for c in (f"#{r:02x}{g:02x}{b:02x}" for r in steps for g in steps for b in steps))
     assert 4.5 <= worst < 4.7  # the worst colours sit near 4.58:1 with both inks
-    assert annotating.contrast_ratio("#ffffff", "#000000") == pytest.approx(21)
+    assert labels.contrast_ratio("#ffffff", "#000000") == pytest.approx(21)
 
 
 def test_the_pages_render_each_label_chip_with_its_ink(alice_client, alice, project, session, label):
@@ -208,14 +210,14 @@ def test_a_bad_label_is_refused_next_to_the_form(alice_client, label, data, erro
 def test_deleting_a_label_keeps_the_comments_and_drops_bare_labels(alice, session, label):
     bare = annotating.annotation_create(user=alice, session=session, seq=1, label="hallucination", comment="")
     commented = annotating.annotation_create(user=alice, session=session, seq=2, label="hallucination", comment="why")
-    assert annotating.label_delete(user=alice, label=label) == 1
+    assert labels.label_delete(user=alice, label=label) == 1
     assert not models.Annotation.objects.filter(pk=bare.pk).exists()
     assert models.Annotation.objects.get(pk=commented.pk).label is None
 
 
 def test_removing_a_member_unassigns_their_sessions(alice, session, members):
-    annotating.session_review_update(user=alice, session=session, assignee="annotator-user")
-    annotating.member_remove(user=alice, membership=_member("annotator-user"))
+    workflow.session_review_update(user=alice, session=session, assignee="annotator-user")
+    projects_members.member_remove(user=alice, membership=_member("annotator-user"))
     assert models.Session.objects.get(pk=session.pk).assignee is None
 
 
@@ -292,8 +294,8 @@ def three(make_session, alice, members, label):
     b = make_session(CHAIN, title="B run")
     c = make_session(CHAIN, title="C run")
     annotating.annotation_create(user=alice, session=b, seq=2, label="hallucination", comment="")
-    annotating.session_review_update(user=alice, session=b, review_status="in_review", assignee="annotator-user")
-    annotating.session_review_update(user=alice, session=c, review_status="done", assignee="alice")
+    workflow.session_review_update(user=alice, session=b, review_status="in_review", assignee="annotator-user")
+    workflow.session_review_update(user=alice, session=c, review_status="done", assignee="alice")
     return a, b, c
 
 

@@ -51,7 +51,7 @@ from agents.memory import schema
 from agents.memory.formats import FORMATS
 from agents.memory.tokens import COUNTERS, DEFAULT_COUNTER
 from agents.memory.trimming import FALSE_WORDS, STRATEGIES, TRUE_WORDS, StrategyError
-from agents.review import annotating
+from agents.review import annotating, workflow
 from agents.sessions import agents as sessions_agents
 from agents.sessions import chain, find
 from agents.sessions.agents import AgentForm
@@ -344,7 +344,7 @@ def session_detail(request: Request, session_id: int) -> Response:
         changes = {name: getattr(body, name) for name in body.model_fields_set}
         if "review_status" in changes and changes["review_status"] is None:
             raise _Invalid("review_status: one of unreviewed, in_review, done (not null)")
-        annotating.session_review_update(user=request.user, session=session, **changes)
+        workflow.session_review_update(user=request.user, session=session, **changes)
     elif request.method == "DELETE":
         writing.session_delete(user=request.user, session=session)
         return Response(status=204)

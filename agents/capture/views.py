@@ -1,4 +1,4 @@
-"""Live capture over HTTP: the OTLP/HTTP receiver and the project's API keys page.
+"""Live capture over HTTP: the OTLP/HTTP receiver (a project's API keys are on its settings page: ``projects``).
 
 The receiver answers as the OTLP/HTTP specification says: 200 with an Export*ServiceResponse in the request's
 encoding (``partial_success`` says how many spans or log records could not be used, and why), and for a request
@@ -9,21 +9,16 @@ from __future__ import annotations
 import json
 
 from django.conf import settings
-from django.contrib import messages as flash
 from django.contrib.auth.decorators import login_not_required
 from django.http import HttpRequest, HttpResponse
-from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.csrf import csrf_exempt
-from django.views.decorators.http import require_GET, require_POST
 from google.protobuf import json_format
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceResponse
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
-from agents import access, models
 from agents.capture import ingest
 from agents.memory import otlp
 from agents.projects import keys as projects_keys
-from agents.review import annotating
 
 # google.rpc.Code numbers for the Status body of a refusal.
 _RPC_CODES = {400: 3, 401: 16, 403: 7, 413: 8, 415: 3, 405: 12}
@@ -102,61 +97,3 @@ def otlp_logs(request: HttpRequest) -> HttpResponse:
     return _receive(request, "logs")
 
 
-# --- the project's API keys -------------------------------------------------------------------------------------
-
-
-def _project_for_admin(request: HttpRequest, slug: str) -> models.Project:
-    project = get_object_or_404(access.user_projects(request.user), slug=slug)
-    projects_keys.api_keys_for_admin(request.user, project)  # Http404 unless an admin of it
-    return project
-
-
-@require_GET
-def project_list(request: HttpRequest) -> HttpResponse:
-    """The user's projects, with a link to the settings of those they administer."""
-    admin_of = set(access.projects_with_role(request.user, access.ADMIN_ROLES).values_list("pk", flat=True))
-    projects = [{"project": p, "admin": p.pk in admin_of} for p in access.user_projects(request.user).distinct()]
-    return render(request, "agents/project_list.html", {"projects": projects})
-
-
-@require_GET
-def project_settings(request: HttpRequest, slug: str) -> HttpResponse:
-    return _render_settings(request, _project_for_admin(request, slug))
-
-
-def _render_settings(request: HttpRequest, project: models.Project, *, new_key: str = "",
-                     error: str = "") -> HttpResponse:
-    keys = projects_keys.api_keys_for_admin(request.user, project)
-    endpoint = request.build_absolute_uri("/otlp")
-    template = "agents/project_settings.html"
-    if getattr(request, "htmx", False):
-        template += "#api-keys"
-    return render(request, template, {"project": project, "keys": keys, "new_key": new_key, "error": error,
-                                      "endpoint": endpoint, **annotating.settings_context(project)})
-
-
-@require_POST
-def api_key_create(request: HttpRequest, slug: str) -> HttpResponse:
-    project = _project_for_admin(request, slug)
-    try:
-        created = projects_keys.api_key_create(
-            project=project, name=request.POST.get("name", ""),
-            created_by=request.user if request.user.is_authenticated else None,
-        )
-    except ValueError as exc:
-        # 200 with the error beside the form: htmx swaps no 4xx answer (and under DEBUG django-htmx's script would
-        # replace the whole page with it).
-        return _render_settings(request, project, error=str(exc).removeprefix("name: "))
-    # The key is in this response and nowhere else: no redirect, no flash message that a log could keep.
-    return _render_settings(request, project, new_key=created.key)
-
-
-@require_POST
-def api_key_revoke(request: HttpRequest, slug: str, prefix: str) -> HttpResponse:
-    project = _project_for_admin(request, slug)
-    api_key = get_object_or_404(models.ApiKey, project=project, prefix=prefix)
-    projects_keys.api_key_revoke(api_key=api_key)
-    if getattr(request, "htmx", False):
-        return _render_settings(request, project)
-    flash.success(request, f"Key {api_key.name!r} revoked.")
-    return redirect("agents:project_settings", slug=project.slug)

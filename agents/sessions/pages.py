@@ -20,7 +20,7 @@ from django.urls import reverse
 from agents import access, models
 from agents.capture import calls as capture_calls
 from agents.memory.tokens import COUNTERS
-from agents.review import annotating
+from agents.review import workflow
 from agents.sessions import chain as sessions_chain
 from agents.sessions import find
 from agents.sessions.find import permalink
@@ -265,14 +265,14 @@ def _recount_choices(user: access.User, session: models.Session) -> dict[str, An
 def _review_context(user: access.User, session: models.Session, messages: list[MessageView], *,
                     annotate: int | None, queue: str | None) -> dict[str, Any]:
     """The review panel, each message's annotations, and the queue when the page was opened from it."""
-    context = annotating.session_review_context(
+    context = workflow.session_review_context(
         user, session,
         first_seq=messages[0].row.seq if messages else None, last_seq=messages[-1].row.seq if messages else None,
     )
     for m in messages:
         m.annotations = context["annotations_by_seq"].get(m.row.seq, [])
     context["annotate_seq"] = annotate
-    context["queue"] = annotating.queue_state(user, queue)
+    context["queue"] = workflow.queue_state(user, queue)
     return context
 
 

@@ -18,7 +18,7 @@ from django_htmx.http import HttpResponseClientRedirect, push_url
 from agents import access, models
 from agents.capture import calls
 from agents.http import HtmxHttpRequest, int_or_none
-from agents.review import annotating
+from agents.review import workflow
 from agents.sessions import agents as sessions_agents
 from agents.sessions import find, pages
 from agents.sessions.agents import AgentForm
@@ -36,7 +36,7 @@ def session_list(request: HtmxHttpRequest) -> HttpResponse:
         return redirect(_list_url_without(request, form.cleared))
     sessions = listing.sessions_filtered(request.user, form.filters()).select_related("assignee")
     page = Paginator(sessions, SESSIONS_PER_PAGE).get_page(request.GET.get("page"))
-    annotating.attach_labels(page.object_list)
+    workflow.attach_labels(page.object_list)
     query = request.GET.copy()
     for name in ["page", "queue", *form.cleared]:
         query.pop(name, None)
@@ -62,7 +62,7 @@ def session_list(request: HtmxHttpRequest) -> HttpResponse:
         template_name += "#session-table"
     else:
         context["tool_names"] = listing.tool_names_for_user(request.user)
-        context |= annotating.list_choices(request.user)
+        context |= workflow.list_choices(request.user)
     response = render(request, template_name, context)
     if form.cleared and request.htmx:
         # The URL htmx pushes is the request's; push the one the table shows instead.

@@ -9,7 +9,7 @@ from agents.lab.html import lab_message_html, lab_strip_html
 from agents.lab.previews import PreviewRow, StripRun
 from agents.memory.formats import FORMATS
 from agents.memory.trimming import STRATEGIES
-from agents.review import annotating
+from agents.projects import labels
 from agents.sessions import find
 from agents.store.filters import session_filter_pairs
 
@@ -66,4 +66,4 @@ def mentions(text: str | None, q: str) -> bool:
 @register.filter
 def label_ink(color: str | None) -> str:
     """The class of a label chip's text colour: ``ink-dark`` or ``ink-light``, by the chip colour's luminance."""
-    return "ink-dark" if annotating.label_ink(color or "") == annotating.INK_DARK else "ink-light"
+    return "ink-dark" if labels.label_ink(color or "") == labels.INK_DARK else "ink-light"
