@@ -437,13 +437,17 @@ def test_it_never_raises_on_odd_values():
     spans = [write(f"g{i}", "create_memory", f"r{i}", value, start=i) for i, value in enumerate(odd)]
     spans += [span("h1", "search_memory", {"gen_ai.operation.name": "search_memory", "gen_ai.memory.records": 7}),
               span("", "no id", {"gen_ai.operation.name": "create_memory"}),
-              span("h2", "chat", {"gen_ai.operation.name": "chat", "gen_ai.input.messages": 'not json "compaction"'})]
+              span("h2", "chat", {"gen_ai.operation.name": "chat", "gen_ai.input.messages": 'not json "compaction"'}),
+              span("h4", "listed", {"gen_ai.operation.name": ["create_memory"], "openinference.span.kind": {"a": 1}}),
+              span("h5", "retrieval kb", {"gen_ai.operation.name": "retrieval", "gen_ai.request.top_k": float("inf"),
+                                          "gen_ai.retrieval.documents": [{"id": {"x": 1}, "score": float("nan")}]})]
     spans.append(Span(trace_id="t" * 32, span_id="h3", parent_span_id=None, name="x", start_ns=0, end_ns=0,
                       attributes={"gen_ai.operation.name": "update_memory", "gen_ai.memory.store.id": "s",
                                   "gen_ai.memory.record.count": "many"}, resource={}, scope=""))
     extraction = extract_memory(Batch(spans=spans))
     doc = to_document(extraction)
-    assert len(extraction.writes) == len(odd) + 1 and len(extraction.reads) == 1
+    assert len(extraction.writes) == len(odd) + 1 and len(extraction.reads) == 2
+    assert (extraction.reads[1].top_k, extraction.reads[1].items[0].id) == (None, "{'x': 1}")
     assert [w.content_captured for w in extraction.writes[: len(odd)]] == [False, False, True, False, False, True]
     assert doc.stores[0].records  # what could be placed is placed
 

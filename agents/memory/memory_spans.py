@@ -22,7 +22,6 @@ What is read (``extract_memory``), as the emitters in tests/otel_clients write i
 - **Compaction**: ``gen_ai.conversation.compacted`` on an inference span, and parts of ``type: "compaction"`` in
   ``gen_ai.input.messages`` / ``gen_ai.output.messages`` (``id``, ``content`` the summary when not encrypted).
   A compaction part passed back on every later call is one compaction (told by its id, else its summary).
-
 - **openlit's mem0 searches** (openlit 1.45: span ``memory search``, ``gen_ai.operation.name`` = ``memory``,
   ``gen_ai.provider.name`` = ``mem0``): mem0's whole result is in ``gen_ai.output.messages`` (``{"results": [{"id",
   "memory", "score", "metadata", ...}]}``) when openlit captures content, the query in ``gen_ai.memory.search.query``
@@ -40,14 +39,23 @@ not JSON, an item without content, a ``gen_ai.memory.records`` too big to read (
 kept, without its body) each give a ``Rejected`` entry (the receiver answers them in the OTLP partial-success
 message); everything valid in the span and the batch is kept.
 
-``link_reads`` finds the model call each read fed, by the span tree and times; ``to_document`` turns an extraction
-(all the receiver holds for a trace, or one batch) into the ledger's ``MemoryDocument``, keyed by span ids so that a
-batch sent twice adds nothing.
+``link_reads`` finds the model call each read fed, by the span tree and times; ``carrying_input`` the message of
+that call's input that carried it; ``to_document`` turns an extraction (all the receiver holds for a trace, or one
+batch) into the ledger's ``MemoryDocument``, keyed by span ids so that a batch sent twice adds nothing.
+
+The receiver's part: ``extract_memory`` each request beside ``llm_calls.extract`` (both read the same decoded batch)
+and answer ``rejected`` in the partial-success message; keep the extractions and calls of each trace; for the traces a
+batch touched, ``merge_extractions`` of all it holds, ``link_reads`` with the trace's calls, ``to_document`` with
+them, and store it with the importer's code. A version that arrives after a later one is placed by its time, not
+appended; a recall's session and ``seq`` come from its ``llm_call``'s place in its session (``call_input`` is the
+position in that call's input); a store emptied or deleted (``delete_memory`` without a record id,
+``delete_memory_store``) deletes the stored records too, not only those of the document.
 """
 from __future__ import annotations
 
 import bisect
 import json
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -194,9 +202,9 @@ def extract_memory(batch: Batch, *, max_records_chars: int = MAX_RECORDS_CHARS) 
         out.parents[span.span_id] = span.parent_span_id
         attrs = span.attributes
         operation = attrs.get("gen_ai.operation.name")
-        if operation is not None:
+        if isinstance(operation, str):
             if operation in WRITE_OPS:
-                _write(span, str(operation), out, max_records_chars)
+                _write(span, operation, out, max_records_chars)
                 continue
             if operation == "search_memory" or operation == "retrieval":
                 _read(span, operation, out, max_records_chars)
@@ -234,7 +242,7 @@ def _str(value: Any) -> str | None:
 
 
 def _count(value: Any) -> int | None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
         return None
     return int(value) if value == int(value) and value >= 0 else None
 
