@@ -138,9 +138,9 @@ def test_a_report_over_more_sessions_than_a_request_holds_covers_them_all_with_p
 
 
 def test_a_report_job_tells_its_progress_every_few_thousand_messages(monkeypatch) -> None:
-    monkeypatch.setattr(queue, "REPORT_CHUNK_MESSAGES", 100)
+    monkeypatch.setattr(reports, "REPORT_CHUNK_MESSAGES", 100)
     sizes = {1: 60, 2: 50, 3: 30, 4: 500, 5: 10}
-    assert queue._chunks([1, 2, 3, 4, 5], sizes) == [[1], [2, 3], [4], [5]]  # a bigger session alone
+    assert reports._chunks([1, 2, 3, 4, 5], sizes) == [[1], [2, 3], [4], [5]]  # a bigger session alone
 
 
 def _recording(progress_class: type, seen: list[int]) -> type:

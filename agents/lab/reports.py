@@ -3,8 +3,9 @@ shows of it: the rows in an order, only those a count counts, the CSV and JSON d
 from __future__ import annotations
 
 import csv
+import dataclasses
 import io
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlencode
@@ -13,11 +14,13 @@ from django.db.models import QuerySet
 from django.http import HttpResponse, QueryDict
 from pydantic import BaseModel
 
-from agents import models
+from agents import access, models
+from agents.jobs import queue
 from agents.lab.charts import savings_chart
 from agents.lab.trimming import replay_input, session_trim
 from agents.memory.replay import replay
-from agents.memory.trimming import StrategySpec
+from agents.memory.trimming import StrategySpec, spec_from_text
+from agents.store import reading
 from agents.store.filters import session_filter_pairs
 from agents.store.outlines import sessions_stored_messages
 
@@ -358,3 +361,88 @@ def _blank(value: Any) -> Any:
 def _csv_safe(text: str) -> str:
     """A title from an agent opened in a spreadsheet must not run as a formula."""
     return "'" + text if text[:1] in ("=", "+", "-", "@", "\t", "\r") else text
+
+
+def _run_report(job: models.BackgroundJob, progress: Callable[[int], None]) -> None:
+    """Every strategy over every chosen session (in the order the list showed them), a chunk of sessions at a time,
+    with the progress counted in messages; ``per_call``: every call of each run replayed too."""
+    ids: list[int] = job.params["session_ids"]
+    specs = [spec_from_text(text) for text in job.params["specs"]]
+    per_call = bool(job.params.get("per_call"))
+    scoped = access.sessions_for_user(job.user)
+    found = {pk: count for pk, count in scoped.filter(pk__in=ids).values_list("pk", "message_count")}
+    order = [pk for pk in ids if pk in found]
+    rows: list[dict[str, Any]] = []
+    # What ReportSummary counts (its spec aside), summed over the chunks.
+    counted = [f.name for f in dataclasses.fields(ReportSummary) if f.name != "spec"]
+    summaries = [dict.fromkeys(counted, 0) for _ in specs]
+    done = 0
+    for chunk in _chunks(order, found):
+        report = trimming_report(scoped.filter(pk__in=chunk), specs, limit=len(chunk), per_call=per_call,
+                                         counters=job.params.get("counters"))
+        by_pk = {row.session.pk: row for row in report.rows}
+        for pk in chunk:
+            row = by_pk.get(pk)
+            if row is None:
+                continue
+            # Each cell as ReportCell holds it, less its spec (the result's "specs" say it once per column).
+            rows.append({"session_id": pk, "tokens_before": row.tokens_before, "cells": [
+                {f.name: getattr(c, f.name) for f in dataclasses.fields(c) if f.name != "spec"} for c in row.cells]})
+        for total, summary in zip(summaries, report.summaries, strict=True):
+            for name in counted:
+                total[name] += getattr(summary, name)
+        done += sum(found[pk] for pk in chunk)
+        progress(done)
+    job.result = {"specs": [spec.text for spec in specs], "rows": rows, "summaries": summaries, "per_call": per_call}
+    if job.params.get("labels"):
+        job.result["labels"] = job.params["labels"]  # a preset's column names the preset and its counter
+
+
+# Messages a report job trims between two progress updates: one read of outlines (outlines.SESSIONS_ROWS_PER_QUERY),
+# a few seconds; at most the report service's own per-call bounds.
+REPORT_CHUNK_MESSAGES = 20_000
+
+
+def _chunks(order: Sequence[int], found: dict[int, int]) -> list[list[int]]:
+    """Sessions grouped so that each call of the report service stays under its own per-call bounds, and the job's
+    page sees progress every ``REPORT_CHUNK_MESSAGES`` messages or so."""
+    most = min(REPORT_CHUNK_MESSAGES, REPORT_MESSAGE_LIMIT)
+    return list(reading.batches_by_messages(order, found.__getitem__, most=most, count=REPORT_SESSION_LIMIT))
+
+
+def report_from_result(user: Any, result: dict[str, Any]) -> TrimmingReport:
+    """A finished report job's result as the report page shows it (sessions the user can still see)."""
+    specs = [spec_from_text(text) for text in result["specs"]]
+    sessions = access.sessions_for_user(user).in_bulk([row["session_id"] for row in result["rows"]])
+    rows = [
+        ReportRow(sessions[row["session_id"]], row["tokens_before"],
+                          [ReportCell(spec, **cell) for spec, cell in zip(specs, row["cells"], strict=True)])
+        for row in result["rows"] if row["session_id"] in sessions
+    ]
+    summaries = [
+        ReportSummary(spec, **summary) for spec, summary in zip(specs, result["summaries"], strict=True)
+    ]
+    return TrimmingReport(specs, rows, summaries, capped=False, limit=len(rows),
+                                  per_call=bool(result.get("per_call")))
+
+
+def _report_job_shown(user: Any, job: models.BackgroundJob, query: QueryDict) -> dict[str, Any] | HttpResponse:
+    """A report job's page: the finished report ordered, narrowed to what a count counts and downloaded as on the
+    report page, with the list's filters it ran with."""
+    report = None
+    if job.status == job.Status.DONE and job.result:
+        report = report_from_result(user, job.result)
+    labels = ((job.result or {}).get("labels") or [spec.text for spec in report.specs]) if report else []
+    shown = report_shown_context(query, report, labels)
+    if isinstance(shown, HttpResponse):
+        return shown
+    return {
+        **shown,
+        # The list's filters the report ran with (kept in its arguments; a job enqueued before they were has none).
+        "list_query": urlencode([tuple(pair) for pair in job.params["filters"]]) if "filters" in job.params else None,
+        "preset_counters": any(job.params.get("counters") or []),
+    }
+
+
+# A report past what one request may hold runs in the background (``lab.views``): the queue runs it as this kind.
+queue.job_kind(models.BackgroundJob.Kind.REPORT, shown=_report_job_shown)(_run_report)

@@ -20,7 +20,7 @@ from agents import access, models
 from agents.jobs import queue
 from agents.memory import formats
 from agents.throttling import expensive
-from agents.transfer import exports, imports, pages, uploads
+from agents.transfer import background, exports, imports, pages, uploads
 from agents.transfer.forms import MAX_PASTE_CHARS, ImportForm
 
 # The label of pasted JSON (it has no file name to read a kind from).
@@ -121,7 +121,7 @@ def _import_in_background(request: HttpRequest, path: Path, form: ImportForm, la
     page follows the import."""
     agent = form.agent_choice()
     params = {
-        "upload": queue.job_upload_keep(path), "label": label, "name": _detection_name(label),
+        "upload": background.job_upload_keep(path), "label": label, "name": _detection_name(label),
         "project_id": form.cleaned_data["project"].pk, "format": form.cleaned_data.get("format") or "",
         "agent_id": agent.pk if isinstance(agent, models.Agent) else None,
         "agent_name": agent if isinstance(agent, str) else None,
