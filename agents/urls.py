@@ -6,7 +6,11 @@ from django.contrib.auth.decorators import login_not_required
 from django.urls import path
 from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerSplitView
 
+from agents.api import agents as api_agents
+from agents.api import lab as api_lab
+from agents.api import review as api_review
 from agents.api import sessions as api_sessions
+from agents.api import transfer as api_transfer
 from agents.capture import views as capture_views
 from agents.diff import views as diff_views
 from agents.jobs import views as jobs_views
@@ -73,22 +77,22 @@ urlpatterns = [
 api_urlpatterns = [
     path("", api_sessions.api_root, name="root"),
     path("sessions/", api_sessions.session_list, name="session_list"),
-    path("agents/", api_sessions.agent_list, name="agent_list"),
-    path("agents/<int:agent_id>/", api_sessions.agent_detail, name="agent_detail"),
+    path("agents/", api_agents.agent_list, name="agent_list"),
+    path("agents/<int:agent_id>/", api_agents.agent_detail, name="agent_detail"),
     path("sessions/<int:session_id>/", api_sessions.session_detail, name="session_detail"),
     path("sessions/<int:session_id>/messages/", api_sessions.session_messages, name="session_messages"),
-    path("sessions/<int:session_id>/annotations/", api_sessions.session_annotations, name="session_annotations"),
-    path("sessions/<int:session_id>/annotations/<int:annotation_id>/", api_sessions.session_annotation,
+    path("sessions/<int:session_id>/annotations/", api_review.session_annotations, name="session_annotations"),
+    path("sessions/<int:session_id>/annotations/<int:annotation_id>/", api_review.session_annotation,
          name="session_annotation"),
-    path("sessions/<int:session_id>/trim/", api_sessions.session_trim, name="session_trim"),
-    path("sessions/<int:session_id>/export/", api_sessions.session_export, name="session_export"),
-    path("exports/", api_sessions.export_create, name="export_create"),
-    path("sessions/<int:session_id>/diff/", api_sessions.session_diff, name="session_diff"),
-    path("sessions/<int:session_id>/diff/<int:other_id>/", api_sessions.session_diff, name="session_diff_with"),
-    path("strategies/", api_sessions.strategy_list, name="strategy_list"),
-    path("formats/", api_sessions.format_list, name="format_list"),
-    path("presets/", api_sessions.preset_list, name="preset_list"),
-    path("import/", api_sessions.import_upload, name="import_upload"),
+    path("sessions/<int:session_id>/trim/", api_lab.session_trim, name="session_trim"),
+    path("sessions/<int:session_id>/export/", api_transfer.session_export, name="session_export"),
+    path("exports/", api_transfer.export_create, name="export_create"),
+    path("sessions/<int:session_id>/diff/", api_lab.session_diff, name="session_diff"),
+    path("sessions/<int:session_id>/diff/<int:other_id>/", api_lab.session_diff, name="session_diff_with"),
+    path("strategies/", api_lab.strategy_list, name="strategy_list"),
+    path("formats/", api_transfer.format_list, name="format_list"),
+    path("presets/", api_lab.preset_list, name="preset_list"),
+    path("import/", api_transfer.import_upload, name="import_upload"),
     # Open to the login middleware: SPECTACULAR_SETTINGS lets in a logged-in user or an API client only.
     path("schema/", login_not_required(SpectacularAPIView.as_view()), name="schema"),
     # The split view serves its start-up script as a file (?script), not inline: the Content-Security-Policy allows

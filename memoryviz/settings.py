@@ -270,10 +270,10 @@ REST_FRAMEWORK = {
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
     "PAGE_SIZE": 50,
-    "EXCEPTION_HANDLER": "agents.api.sessions.exception_handler",
+    "EXCEPTION_HANDLER": "agents.api.endpoints.exception_handler",
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     # The browsable API shows an endpoint's docstring with its ``literals`` as code, not as text with backticks.
-    "VIEW_DESCRIPTION_FUNCTION": "agents.api.sessions.view_description",
+    "VIEW_DESCRIPTION_FUNCTION": "agents.api.endpoints.view_description",
 }
 
 SPECTACULAR_SETTINGS = {

@@ -1,0 +1,168 @@
+"""What every endpoint of the JSON API shares: authentication (Basic, a project key as Bearer, the session), the one
+error shape ``{"error": ...}`` (DRF's errors and the services' ValueErrors alike), the OpenAPI entries, paging, a
+JSON body read as its pydantic model, and the summary of a session that several answers hold.
+
+Django REST framework supplies routing, authentication, permissions, pagination and the browsable API; the shapes
+are plain dicts built by the same services the pages use."""
+from __future__ import annotations
+
+import functools
+import re
+from typing import Any
+
+from django.contrib.auth.decorators import login_not_required
+from django.urls import reverse
+from django.utils.html import escape
+from django.utils.safestring import SafeString, mark_safe
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema
+from pydantic import BaseModel, ValidationError
+from rest_framework.authentication import SessionAuthentication
+from rest_framework.decorators import api_view, authentication_classes
+from rest_framework.exceptions import NotFound, PermissionDenied
+from rest_framework.exceptions import ValidationError as _Invalid
+from rest_framework.pagination import PageNumberPagination
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import exception_handler as drf_exception_handler
+from rest_framework.views import get_view_description
+
+from agents import access, models
+from agents.api.auth import ApiKeyAuthentication
+from agents.auth import ThrottledBasicAuthentication
+from agents.memory import schema
+
+# Basic first: DRF answers an unauthenticated request with the first class's challenge, so a script without
+# credentials gets 401 with ``WWW-Authenticate: Basic`` (it can retry with them), not a bare 403. A browser
+# that is logged in still gets in through its session; a script or an agent with a project key, by Bearer.
+AUTHENTICATION = [ThrottledBasicAuthentication, ApiKeyAuthentication, SessionAuthentication]
+
+
+_LITERAL = re.compile(r"``(.+?)``")
+
+
+def view_description(view: Any, html: bool = False) -> str | SafeString:
+    """The endpoint's docstring as the browsable API shows it (``VIEW_DESCRIPTION_FUNCTION``): its ``literals``
+    as code and its paragraphs as paragraphs, instead of the docstring's own markup shown as text."""
+    text = get_view_description(view, html=False)
+    if not html:
+        return _LITERAL.sub(r"\1", text)
+    paragraphs = [" ".join(p.split()) for p in text.split("\n\n") if p.strip()]
+    return mark_safe("".join(
+        "<p>" + _LITERAL.sub(r"<code>\1</code>", str(escape(p))) + "</p>" for p in paragraphs
+    ))
+
+
+class ApiError(BaseModel):
+    """Every error of this API."""
+
+    error: str
+
+
+def documented(operation_id: str, summary: str, *errors: int, ok: tuple[int, ...] = (200,),
+                method: str | None = None, **more: Any) -> Any:
+    """An endpoint's OpenAPI entry (of one ``method``, or of them all): a JSON object for each code of ``ok`` (no
+    body for 204), and the one error shape for each of ``errors``."""
+    answers: dict[int, Any] = {code: None if code == 204 else OpenApiTypes.OBJECT for code in ok}
+    return extend_schema(operation_id=operation_id, summary=summary, methods=[method] if method else None,
+                         responses=answers | dict.fromkeys(errors, ApiError), **more)
+
+
+def write_api(methods: list[str]) -> Any:
+    """An endpoint of this API answering ``methods``: open to the login middleware (DRF checks access), Basic,
+    Bearer or session auth; writes need the editor role on the project. The services refuse bad input with a
+    ValueError naming the field (PresetError, TrimRequestError, ...): 400 ``{"error": ...}``, said here once."""
+
+    def decorate(view: Any) -> Any:
+        @functools.wraps(view)
+        def refusing(request: Request, *args: Any, **kwargs: Any) -> Any:
+            try:
+                return view(request, *args, **kwargs)
+            except ValueError as exc:
+                raise _Invalid(str(exc)) from None
+
+        return login_not_required(api_view(methods)(authentication_classes(AUTHENTICATION)(refusing)))
+
+    return decorate
+
+
+# A GET endpoint.
+api = write_api(["GET"])
+
+
+def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
+    response = drf_exception_handler(exc, context)
+    if response is None:
+        return None
+    data = response.data
+    if isinstance(data, dict) and "detail" in data:
+        response.data = {"error": str(data["detail"])}
+    elif isinstance(data, dict) and data and "error" not in data:
+        field, errors = next(iter(data.items()))
+        first = errors[0] if isinstance(errors, list) and errors else errors
+        response.data = {"error": f"{field}: {first}"}
+    elif isinstance(data, list) and data:
+        response.data = {"error": str(data[0])}
+    return response
+
+
+def bad_request(message: str) -> Response:
+    return Response({"error": message}, status=400)
+
+
+def session_summary(request: Request, session: models.Session) -> dict[str, Any]:
+    return {
+        "id": session.pk,
+        "url": request.build_absolute_uri(reverse("api:session_detail", args=[session.pk])),
+        "page_url": request.build_absolute_uri(session.get_absolute_url()),
+        "external_id": session.external_id,
+        "title": session.title,
+        "project": session.agent.project.slug,
+        "agent": {"slug": session.agent.slug, "name": session.agent.name, "model": session.agent.model,
+                  "context_window": session.agent.context_window,
+                  "url": request.build_absolute_uri(reverse("api:agent_detail", args=[session.agent_id]))},
+        "source_format": session.source_format,
+        "started_at": session.started_at.isoformat() if session.started_at else None,
+        "message_count": session.message_count,
+        "token_total": session.token_total,
+        "token_counter": session.token_counter,
+        "violation_count": session.violation_count,
+        "has_errors": session.has_errors,
+        "review_status": session.review_status,
+        "assignee": session.assignee.get_username() if session.assignee else None,
+    }
+
+
+class ApiPages(PageNumberPagination):
+    def paginate_queryset(self, queryset: Any, request: Any, view: Any = None) -> Any:
+        try:
+            return super().paginate_queryset(queryset, request, view)
+        except NotFound:
+            # DRF says only "Invalid page."; say what was asked and what exists.
+            asked = request.query_params.get(self.page_query_param, "")
+            page_size = self.get_page_size(request)  # set: DRF pages (and so raises NotFound) only with a size
+            count = self.django_paginator_class(queryset, page_size).num_pages if page_size else 1
+            raise NotFound(f"page {asked}: no such page; there are {count} (page=1 to page={count})") from None
+
+
+def body_as(request: Request, model: type[BaseModel]) -> Any:
+    """The body as ``model``; else 400 ``{"error": ...}`` naming the field (``exception_handler``)."""
+    if not isinstance(request.data, dict):
+        raise _Invalid("body: expected a JSON object")
+    try:
+        return model.model_validate(request.data)
+    except ValidationError as exc:
+        raise _Invalid(schema.describe_validation_error(exc, prefix="")) from None
+
+
+def editable_project(request: Request, slug: str | None) -> models.Project:
+    projects = access.editable_projects(request.user)
+    if slug:
+        project = projects.filter(slug=slug).first()
+        if project is None:
+            raise PermissionDenied(f"project {slug}: no such project where you may write (editor or admin)")
+        return project
+    choices = list(projects.distinct()[:2])
+    if len(choices) != 1:
+        raise _Invalid("project: name the project's slug (you may write to several, or to none)")
+    return choices[0]
