@@ -9,7 +9,7 @@ from django.core.management import call_command
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agents.demo import catalog
+from agents.demo import catalog, chat, travel
 from agents.models import Agent, Membership, Message, Project, Session, ToolCall
 
 BROKEN_KINDS = {
@@ -156,8 +156,8 @@ def _travel(seed: int, day: int):
     import datetime as dt
     import random
 
-    start = catalog.EPOCH + dt.timedelta(days=day)
-    return catalog._travel_session(random.Random(seed), 1, start)
+    start = chat.EPOCH + dt.timedelta(days=day)
+    return travel.travel_session(random.Random(seed), 1, start)
 
 
 @settings(max_examples=150, deadline=None)

@@ -1,1 +1,4 @@
-"""Demo data: realistic conversations generated from seeded templates (``manage.py seed_demo``)."""
+"""Demo data (``manage.py seed_demo``): realistic conversations generated from seeded templates, pure Python. The
+projects, agents and the list of every conversation in ``catalog``; each agent's conversations in a module of its
+own (``travel``, ``support``, ``code_review``, ``research``), sessions broken in each way in ``broken``, and the
+builder they share in ``chat``."""
