@@ -18,7 +18,7 @@ from django.utils import timezone
 from agents import access, models
 from agents.memory.schema import Conversation
 from agents.store import writing
-from agents.transfer import imports
+from agents.transfer import imports, staging
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -76,7 +76,7 @@ def test_it_hides_a_session_from_every_reader_while_its_rows_are_written(
 
 
 def test_it_answers_404_for_a_session_still_importing(db, agent: models.Agent, alice_client) -> None:
-    run = imports.ImportRun()
+    run = staging.ImportRun()
     hidden = run.session_start(agent=agent, conversation=Conversation(messages=[], title="Secret"), counter="cl100k")
     assert alice_client.get(f"/sessions/{hidden.pk}/").status_code == 404
     assert alice_client.get(f"/api/sessions/{hidden.pk}/").status_code == 404
@@ -140,7 +140,7 @@ def test_it_refuses_to_append_to_a_session_that_changed_meanwhile(
     db, tmp_path: Path, agent: models.Agent, make_session
 ) -> None:
     stored = make_session([{"role": "user", "content": "hi", "external_id": "m0"}], external_id="conv")
-    run = imports.ImportRun()
+    run = staging.ImportRun()
     data = {"format": "memoryviz", "version": 1, "sessions": [{"external_id": "conv", "messages": [
         {"role": "user", "content": "hi", "external_id": "m0"},
         {"role": "assistant", "content": "yo", "external_id": "m1"}]}]}
@@ -171,7 +171,7 @@ def test_it_cleans_up_sessions_whose_import_is_gone_and_leaves_running_ones(db, 
     running = hidden(f"{here}:{os.getpid()}", now - dt.timedelta(days=1))
     remote_quiet = hidden("elsewhere:123", now - dt.timedelta(hours=1))
     remote_busy = hidden("elsewhere:456", now - dt.timedelta(seconds=30))
-    removed = imports.imports_cleanup(stale_after=dt.timedelta(minutes=15), now=now)
+    removed = staging.imports_cleanup(stale_after=dt.timedelta(minutes=15), now=now)
     assert sorted(removed) == sorted([killed.pk, remote_quiet.pk])
     left = set(models.Session.objects.values_list("pk", flat=True))
     assert left == {running.pk, remote_busy.pk}

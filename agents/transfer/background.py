@@ -14,7 +14,7 @@ from agents import access, models
 from agents.jobs import queue
 from agents.jobs.queue import job_dir
 from agents.memory.trimming import spec_from_text
-from agents.transfer import exports, imports
+from agents.transfer import exports, imports, staging
 
 
 @queue.job_kind(models.BackgroundJob.Kind.EXPORT, refused=(exports.ExportFailed,))
@@ -35,7 +35,7 @@ def _run_export(job: models.BackgroundJob, progress: Callable[[int], None]) -> N
     job.result = result.to_dict()
 
 
-@queue.job_kind(models.BackgroundJob.Kind.IMPORT, refused=(imports.ImportFailed,), before_retry=imports.imports_cleanup)
+@queue.job_kind(models.BackgroundJob.Kind.IMPORT, refused=(imports.ImportFailed,), before_retry=staging.imports_cleanup)
 def _run_import(job: models.BackgroundJob, progress: Callable[[int], None]) -> None:
     params = job.params
     path = job_dir() / params["upload"]

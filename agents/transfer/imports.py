@@ -4,30 +4,26 @@ A file is imported whole or not at all, without holding the database's write loc
 are streamed from the file (``agents.memory.formats.open_stream``), counted and protocol-checked batch by batch,
 and written in short committed transactions into sessions that stay hidden (``Session.state = importing``; every
 reader goes through ``access.sessions_for_user``, which shows ready sessions only). When the whole file has been
-read, one short transaction makes its sessions ready (:class:`ImportRun`); a failure removes what was written, and
-a run killed outright is cleaned up at the next start or by ``manage.py cleanup_imports``
-(:func:`imports_cleanup`). New messages for a stored session are written into a hidden staging session and moved
+read, one short transaction makes its sessions ready (``staging.ImportRun``); a failure removes what was written,
+and a run killed outright is cleaned up at the next start or by ``manage.py cleanup_imports``
+(``staging.imports_cleanup``). New messages for a stored session are written into a hidden staging session and moved
 into it in that last transaction. The pages, the API, the command line and the benchmark all call
-:func:`import_file` (or :func:`preview_file` to see what would happen).
+:func:`import_file` (or :func:`preview_file` to see what would happen); what it tells is in ``import_report``
+(``ImportReport``, ``ImportFailed``, both reachable from here).
 """
 from __future__ import annotations
 
-import contextlib
 import datetime as dt
-import functools
 import hashlib
 import os
 import re
 import sys
-import uuid
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from typing import IO, Any
 
-from django.db import DatabaseError, IntegrityError, transaction
-from django.utils import timezone
+from django.db import DatabaseError, transaction
 from django.utils.text import slugify
 
 from agents import models
@@ -36,111 +32,15 @@ from agents.memory.chain import ProtocolChecker, Violation
 from agents.memory.schema import Conversation, Message
 from agents.memory.tokens import DEFAULT_COUNTER, get_counter
 from agents.review import annotating
-from agents.store import mapping, outlines, reading, writing
+from agents.store import mapping, reading, writing
+from agents.transfer.import_report import ImportFailed, ImportReport, SessionOutcome
+from agents.transfer.staging import ImportRun, Staged
 
 # Where neither the caller nor the file names a project, sessions go to this one (created when missing).
 DEFAULT_PROJECT_SLUG = "imported"
 DEFAULT_PROJECT_NAME = "Imported"
 
 Source = str | os.PathLike[str] | IO[bytes]
-
-
-class ImportFailed(Exception):
-    """The file could not be imported and nothing of it was saved. ``str(e)`` is ``place: what is wrong``;
-    ``choose_format`` as in FormatError (naming the format would let the file be read)."""
-
-    def __init__(self, message: str, *, choose_format: bool = False) -> None:
-        super().__init__(message)
-        self.choose_format = choose_format
-
-    def naming(self, file: str) -> str:
-        """The error naming the file, once (some errors name it already)."""
-        text = str(self)
-        return text if text.startswith(f"{file}: ") else f"{file}: {text}"
-
-
-@dataclass
-class SessionOutcome:
-    """What happened to one conversation of the file."""
-
-    index: int
-    external_id: str
-    title: str
-    agent: str
-    status: str  # "imported", "updated" (new messages appended), "already imported"
-    session_id: int | None = None
-    messages: int = 0  # messages read from the file
-    added: int = 0  # messages saved
-    skipped: int = 0  # messages not saved because their id is already stored (or repeated in the file)
-    violations: list[dict[str, Any]] = field(default_factory=list)
-    naive_times: int = 0  # timestamps without a time zone, read as UTC
-    agent_name: str = ""  # the agent's name, which the pages show (``agent`` is its slug, for the command and API)
-    annotations: int = 0  # reviewers' labels and comments stored with the session (native files carry them)
-
-    @property
-    def error_count(self) -> int:
-        return sum(1 for v in self.violations if v.get("severity", "error") == "error")
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "index": self.index,
-            "session_id": self.session_id,
-            "external_id": self.external_id,
-            "title": self.title,
-            "agent": self.agent,
-            "status": self.status,
-            "messages": self.messages,
-            "added": self.added,
-            "skipped": self.skipped,
-            "violation_count": self.error_count,
-            "violations": self.violations,
-            "annotations": self.annotations,
-        }
-
-
-@dataclass
-class ImportReport:
-    """The report of one file: sessions, messages, violations found, warnings, what was dropped."""
-
-    file: str
-    format: str = ""
-    project: str = ""
-    saved: bool = False  # False for a preview
-    sessions: list[SessionOutcome] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)
-    dropped: list[str] = field(default_factory=list)
-
-    @property
-    def sessions_imported(self) -> int:
-        return sum(1 for s in self.sessions if s.status != "already imported")
-
-    @property
-    def messages_imported(self) -> int:
-        return sum(s.added for s in self.sessions)
-
-    @property
-    def messages_read(self) -> int:
-        return sum(s.messages for s in self.sessions)
-
-    @property
-    def violation_count(self) -> int:
-        return sum(s.error_count for s in self.sessions)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "file": self.file,
-            "format": self.format,
-            "project": self.project,
-            "saved": self.saved,
-            "sessions_read": len(self.sessions),
-            "sessions_imported": self.sessions_imported,
-            "messages_read": self.messages_read,
-            "messages_imported": self.messages_imported,
-            "violation_count": self.violation_count,
-            "sessions": [s.to_dict() for s in self.sessions],
-            "warnings": self.warnings,
-            "dropped": self.dropped,
-        }
 
 
 ProgressCallback = Callable[[int], None]
@@ -422,7 +322,7 @@ def _store(
     outcome.annotations = annotations.added
     # The session's own id (or content hash) is set when it is made ready: until then it keeps a provisional one,
     # so that two imports of one conversation never collide before either is complete.
-    run.staged.append(_Staged(session=session, outcome=outcome, external_id=outcome.external_id,
+    run.staged.append(Staged(session=session, outcome=outcome, external_id=outcome.external_id,
                               content_named=accepted.hasher is not None, tool_names=stored.tool_names))
     outcome.session_id = session.pk
 
@@ -463,179 +363,12 @@ def _append(
         run.session_discard(staging)
         return
     stored = accepted.stored
-    run.staged.append(_Staged(
+    run.staged.append(Staged(
         session=staging, outcome=accepted.outcome, target=session, expected_count=start,
         tool_names=added.tool_names,
         summaries={"message_count": stored.count + added.count, "token_counts_sum": stored.tokens + added.tokens,
                    "has_errors": stored.has_errors or added.has_errors, "violations": accepted.violations},
     ))
-
-
-# --- a run: what one import writes, hidden until it completes --------------------------------------------------
-
-
-@dataclass
-class _Staged:
-    """A hidden session of a run: a new session (made ready under ``external_id``), or new messages for
-    ``target`` (moved into it, which must still end at ``expected_count`` messages)."""
-
-    session: models.Session
-    outcome: SessionOutcome
-    external_id: str = ""
-    content_named: bool = False  # external_id is the content hash: a collision means "already imported"
-    target: models.Session | None = None
-    expected_count: int = 0
-    summaries: dict[str, Any] = field(default_factory=dict)
-    tool_names: set[str] = field(default_factory=set)
-
-
-class ImportRun:
-    """The sessions (and the projects and agents) one import writes. They stay hidden from every reader until
-    :meth:`complete` makes them ready in one short transaction; :meth:`discard` removes them."""
-
-    def __init__(self) -> None:
-        self.owner = writing.process_owner()
-        self.staged: list[_Staged] = []
-        self.hidden: list[int] = []  # every session this run started, staged or not
-        self.projects: list[int] = []  # created by this run: removed again on failure when left empty
-        self.agents: list[int] = []
-
-    def session_start(
-        self,
-        *,
-        agent: models.Agent,
-        conversation: Conversation,
-        counter: str | None,
-        append_to: models.Session | None = None,
-    ) -> models.Session:
-        def create() -> models.Session:
-            with transaction.atomic():
-                return writing.session_create(
-                    agent=agent, conversation=conversation, counter=counter,
-                    external_id=f"pending:{uuid.uuid4().hex}", state=models.Session.State.IMPORTING,
-                    import_owner=self.owner, append_to=append_to,
-                )
-
-        session = writing.write_retrying(create)
-        self.hidden.append(session.pk)
-        return session
-
-    def session_named(self, agent: models.Agent, external_id: str) -> models.Session | None:
-        """The new session this run writes for the agent under ``external_id``, if any."""
-        for item in self.staged:
-            if item.target is None and item.external_id == external_id and item.session.agent_id == agent.pk:
-                return item.session
-        return None
-
-    def session_discard(self, session: models.Session) -> None:
-        session_remove(session.pk)
-        self.hidden.remove(session.pk)
-
-    def complete(self) -> None:
-        """Make every staged session ready (or move its messages into its target), in one transaction."""
-        writing.write_retrying(self._complete)
-        for item in self.staged:
-            if item.tool_names:
-                writing.write_retrying(functools.partial(
-                    writing.tool_names_note, project_id=item.session.agent.project_id, names=item.tool_names))
-        if sum(item.outcome.added for item in self.staged) >= writing.ANALYZE_AFTER_MESSAGES:
-            writing.tables_analyze()
-        written = [item.outcome.session_id for item in self.staged
-                   if item.outcome.added and item.outcome.status != "already imported"]
-        self.staged, self.hidden = [], []
-        # Each session's structure, kept now: its first trim reads one value, not every row. The import is complete
-        # already: when this fails, the first trim of a session reads its rows instead.
-        with contextlib.suppress(DatabaseError):
-            outlines.sessions_structure_keep(list(models.Session.objects.filter(pk__in=written).order_by("pk")))
-
-    def _complete(self) -> None:
-        Session = models.Session
-        with transaction.atomic():
-            for item in self.staged:
-                outcome = item.outcome
-                if item.target is not None:
-                    target = Session.objects.select_for_update().get(pk=item.target.pk)
-                    if target.message_count != item.expected_count:
-                        raise ImportFailed(
-                            f"conversation {outcome.index + 1}: session {target.pk} received messages from "
-                            "elsewhere while this file was imported; nothing of the file was saved: import it again")
-                    models.Message.objects.filter(session_id=item.session.pk).update(session_id=target.pk)
-                    models.ToolCall.objects.filter(session_id=item.session.pk).update(session_id=target.pk)
-                    writing.session_changed(target)  # what was computed from its old messages is not used again
-                    writing.session_finish(session=target, **item.summaries)
-                    Session.objects.filter(pk=item.session.pk).delete()
-                    outcome.session_id = target.pk
-                    continue
-                try:
-                    with transaction.atomic():
-                        Session.objects.filter(pk=item.session.pk).update(
-                            external_id=item.external_id, state=Session.State.READY, import_owner="",
-                            import_heartbeat=None)
-                except IntegrityError:
-                    other = Session.objects.filter(agent_id=item.session.agent_id, external_id=item.external_id).first()
-                    if not item.content_named or other is None:
-                        raise ImportFailed(
-                            f"conversation {outcome.index + 1}: another import stored a session with the id "
-                            f"{item.external_id!r} meanwhile; nothing of the file was saved: import it again to add "
-                            "what is new") from None
-                    # The same messages were imported by another run at the same time: this copy goes.
-                    outcome.status, outcome.session_id = "already imported", other.pk
-                    outcome.skipped, outcome.added, outcome.violations = outcome.messages, 0, []
-                    item.tool_names = set()
-                    models.ToolCall.objects.filter(session_id=item.session.pk).delete()
-                    models.Message.objects.filter(session_id=item.session.pk)._raw_delete("default")
-                    Session.objects.filter(pk=item.session.pk).delete()
-
-    def discard(self) -> None:
-        """Remove what the run wrote: its hidden sessions, then the projects and agents it created, if empty."""
-        for pk in reversed(self.hidden):
-            session_remove(pk)
-        self.staged, self.hidden = [], []
-        for pk in reversed(self.agents):
-            writing.write_retrying(models.Agent.objects.filter(pk=pk, sessions=None).delete)
-        for pk in reversed(self.projects):
-            writing.write_retrying(models.Project.objects.filter(pk=pk, agents=None).delete)
-
-
-def session_remove(session_id: int) -> None:
-    """Delete a hidden session and its rows a batch at a time, each batch a short transaction of its own, so
-    that removing a million messages never holds the write lock for long."""
-    Message, ToolCall = models.Message, models.ToolCall
-
-    def batch() -> bool:
-        with transaction.atomic():
-            ids = list(Message.objects.filter(session_id=session_id).order_by().values_list("pk", flat=True)
-                       [:writing.BATCH_SIZE])
-            if not ids:
-                models.Session.objects.filter(pk=session_id).delete()
-                return False
-            ToolCall.objects.filter(message_id__in=ids).delete()
-            # The tool calls are gone: the rows go without Django loading each to collect what cascades.
-            Message.objects.filter(pk__in=ids)._raw_delete(Message.objects.db)
-            return True
-
-    while writing.write_retrying(batch):
-        pass
-
-
-def imports_cleanup(*, stale_after: dt.timedelta | None = None, now: dt.datetime | None = None) -> list[int]:
-    """Remove the hidden sessions of imports that will never complete: their process on this host is gone (a
-    ``kill -9``, a crash), or no batch was committed for ``stale_after`` (a process on another host). Returns
-    the ids of the sessions removed."""
-    from django.conf import settings
-
-    if stale_after is None:
-        stale_after = dt.timedelta(seconds=settings.MEMORYVIZ_IMPORT_STALE_SECONDS)
-    limit = (now or timezone.now()) - stale_after
-    removed = []
-    for pk, owner, beat in models.Session.objects.filter(state=models.Session.State.IMPORTING).values_list(
-        "pk", "import_owner", "import_heartbeat"
-    ):
-        alive = writing.process_alive(owner)
-        if alive is False or (alive is None and (beat is None or beat < limit)):
-            session_remove(pk)
-            removed.append(pk)
-    return removed
 
 
 # --- targets ------------------------------------------------------------------------------------------------

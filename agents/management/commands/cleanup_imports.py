@@ -15,7 +15,7 @@ from typing import Any
 from django.core.management.base import CommandParser
 
 from agents.management.cli import ContractCommand
-from agents.transfer import imports
+from agents.transfer import staging
 
 
 class Command(ContractCommand):
@@ -29,5 +29,5 @@ class Command(ContractCommand):
         stale = options["stale_after"]
         if stale is not None and stale < 0:
             self.fail("--stale-after: expected a number of seconds, 0 or more")
-        removed = imports.imports_cleanup(stale_after=dt.timedelta(seconds=stale) if stale is not None else None)
+        removed = staging.imports_cleanup(stale_after=dt.timedelta(seconds=stale) if stale is not None else None)
         self.stdout.write(json.dumps({"removed": removed}))

@@ -26,7 +26,7 @@ from agents.jobs import queue
 from agents.management.cli import CHOOSE_FORMAT, ContractCommand, raw_stream
 from agents.management.progress import ProgressBar
 from agents.store import writing
-from agents.transfer import imports
+from agents.transfer import imports, staging
 
 
 class Command(ContractCommand):
@@ -65,7 +65,7 @@ class Command(ContractCommand):
             self.fail(f"--member: no such user: {', '.join(missing)}")
         show = options["progress"] or self.stderr.isatty()
         reports: list[imports.ImportReport] = []
-        run = imports.ImportRun()
+        run = staging.ImportRun()
         try:
             try:
                 for path in options["files"]:
@@ -98,7 +98,7 @@ class Command(ContractCommand):
         self.stdout.write(json.dumps(out, indent=2, ensure_ascii=False))
 
     def _import_one(
-        self, path: str, options: dict[str, Any], show: bool, run: imports.ImportRun
+        self, path: str, options: dict[str, Any], show: bool, run: staging.ImportRun
     ) -> imports.ImportReport:
         if path != "-" and not os.path.exists(path):
             raise imports.ImportFailed(f"{path}: no such file")

@@ -16,14 +16,14 @@ from django.db import connection
 from django_tasks_db.management.commands import db_worker
 
 from agents.jobs import queue
-from agents.transfer import imports
+from agents.transfer import staging
 
 logger = logging.getLogger(__name__)
 
 
 def _housekeeping() -> None:
     try:
-        imports.imports_cleanup()
+        staging.imports_cleanup()
         queue.jobs_recover()
         queue.jobs_expire()
     finally:
