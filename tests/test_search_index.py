@@ -14,7 +14,7 @@ from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
 
 from agents import access, models
-from agents.sessions.views import SESSIONS_PER_PAGE
+from agents.sessions.list_page import SESSIONS_PER_PAGE
 from agents.store import listing
 
 TEXTS = [

@@ -1,12 +1,14 @@
-"""An agent: what a project's editors may change about it (the agent page and ``PATCH /api/agents/{id}/``)."""
+"""An agent: what a project's editors may change about it, and its page (the page and ``PATCH /api/agents/{id}/``
+both change it through ``agent_page``)."""
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from django import forms
 from django.core.exceptions import PermissionDenied
 
-from agents import models
+from agents import access, models
 from agents.access import User, agent_editable
 from agents.store.filters import form_choice
 
@@ -60,3 +62,30 @@ class AgentForm(forms.Form):
     @staticmethod
     def initial_for(agent: Any) -> dict[str, Any]:
         return {name: getattr(agent, name) for name in AGENT_FIELDS}
+
+
+@dataclass
+class AgentPage:
+    agent: models.Agent
+    can_edit: bool  # an editor or admin of its project: the form is offered
+    form: AgentForm | None  # the form, filled in from what was sent (with its errors); None for a reader
+    saved: bool  # what was sent was valid and is saved
+    refused: bool  # a reader sent changes: nothing was saved (the page and the API each say so their way)
+    session_count: int
+
+
+def agent_page(*, user: User, agent_id: int, data: Any = None, partial: bool = False) -> AgentPage:
+    """The agent (404 when it is not in the user's projects) and, with ``data`` (the page's POST; with ``partial``,
+    the API's PATCH: only the fields to change), the change validated by ``AgentForm`` and saved when valid."""
+    agent = access.agent_for_user(user, agent_id)
+    can_edit = agent_editable(user, agent)
+    form = None
+    if can_edit:
+        form = (AgentForm(initial=AgentForm.initial_for(agent)) if data is None
+                else AgentForm({**AgentForm.initial_for(agent), **data} if partial else data))
+    saved = form is not None and data is not None and form.is_valid()
+    if saved:
+        assert form is not None
+        agent_update(agent=agent, user=user, changes=form.cleaned_data)
+    session_count = agent.sessions.filter(state=models.Session.State.READY).count()
+    return AgentPage(agent, can_edit, form, saved, data is not None and not can_edit, session_count)

@@ -1,0 +1,71 @@
+"""What the session list shows, read and decided in one call from its view: the filters (as the form read them),
+one page of the sessions they keep with their labels, the links that keep the filters, and the choices the filter
+form offers (on a whole page only)."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlencode
+
+from django.core.paginator import Paginator
+from django.http import QueryDict
+
+from agents import access
+from agents.review import workflow
+from agents.store import listing
+from agents.store.filters import SessionFilterForm
+
+SESSIONS_PER_PAGE = 50
+
+
+@dataclass
+class SessionListPage:
+    """The list's context; and where a filter the form had to clear (an agent of another project, a bad date) is
+    left out of the address: ``address`` is then the list's address without it (a redirect for a whole page, the
+    URL htmx pushes for the table)."""
+
+    context: dict[str, Any] = field(default_factory=dict)
+    address: str = ""
+
+
+def session_list_page(*, user: access.User, query: QueryDict, path: str, fragment: bool) -> SessionListPage:
+    """The session list for ``query`` (the list's query string) at ``path``; ``fragment``: the table alone (htmx),
+    without the form's choices. A whole page asked with a filter the form clears is only its new ``address``."""
+    form = SessionFilterForm(query or None, user=user)
+    form.is_valid()  # invalid fields are dropped from the filters and shown with their error
+    address = ""
+    if form.cleared:
+        kept = query.copy()
+        for name in form.cleared:
+            kept.pop(name, None)
+        address = f"{path}?{kept.urlencode()}" if kept else path
+        if not fragment:
+            return SessionListPage(address=address)
+    filters = form.filters()
+    sessions = listing.sessions_filtered(user, filters).select_related("assignee")
+    page = Paginator(sessions, SESSIONS_PER_PAGE).get_page(query.get("page"))
+    shown = query.copy()
+    for name in ["page", "queue", *form.cleared]:
+        shown.pop(name, None)
+    sort_query = shown.copy()
+    sort_query.pop("sort", None)
+    context = {
+        "form": form,
+        "page": page,
+        "query": shown.urlencode(),
+        "sort_prefix": f"?{sort_query.urlencode()}&" if sort_query else "?",
+        "sort": filters.sort,
+        # Asked by the template only when the list is empty.
+        "has_projects": access.user_projects(user).exists,
+        # Opened from a search, a session lands on its first hit.
+        "hit_query": urlencode({"q": filters.q}) if filters.q else "",
+        "queue_empty": query.get("queue") == "empty",
+        # From /review/next/ with an invalid filter: the queue did not open, for the error the form shows.
+        "queue_refused": query.get("queue") == "invalid" and (form.refusal() or "a filter is not valid"),
+    }
+    workflow.attach_labels(page.object_list)
+    if not fragment:
+        # The filter form's choices and tool suggestions: the table alone does not show them.
+        context["tool_names"] = listing.tool_names_for_user(user)
+        context |= workflow.list_choices(user)
+    return SessionListPage(context, address=address)
