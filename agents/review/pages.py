@@ -57,25 +57,27 @@ def annotation_added(*, user: access.User, session_id: int, data: Any, fragment:
     """``data`` (the form): ``seq`` (empty: the whole session), ``label``, ``comment``."""
     session = access.session_for_user(user, session_id)
     seq = None
+    error = ""
     try:
         seq = _seq(data.get("seq"))
         annotating.annotation_create(user=user, session=session, seq=seq, label=data.get("label") or None,
                                      comment=data.get("comment", ""))
     except ValueError as exc:
-        return _answer(user, session, data, fragment=fragment, error=str(exc))
-    return _answer(user, session, data, fragment=fragment, seq=seq)
+        error = str(exc)
+    return _answer(user, session, data, fragment=fragment, error=error, seq=None if error else seq)
 
 
 def annotation_changed(*, user: access.User, session_id: int, annotation_id: int, data: Any,
                        fragment: bool) -> ReviewAnswer:
     session, annotation = annotating.annotation_for_user(user, session_id, annotation_id)
     seq = annotation.message.seq if annotation.message else None
+    error = ""
     try:
         annotating.annotation_update(user=user, annotation=annotation, label=data.get("label") or None,
                                      comment=data.get("comment", ""))
     except ValueError as exc:
-        return _answer(user, session, data, fragment=fragment, error=str(exc))
-    return _answer(user, session, data, fragment=fragment, seq=seq)
+        error = str(exc)
+    return _answer(user, session, data, fragment=fragment, error=error, seq=None if error else seq)
 
 
 def annotation_removed(*, user: access.User, session_id: int, annotation_id: int, data: Any,
