@@ -96,8 +96,8 @@ def test_it_flags_stale_deleted_unmatched_and_empty_recalls() -> None:
     ]
     document = MemoryDocument(format="x", stores=[store(records)], recalls=recalls)
     found = [(f.kind, f.index, f.record, f.version) for f in document_findings(document)]
-    assert found == [("stale_recall", 1, "m1", 1), ("recall_of_deleted", 1, "m2", 2), ("unmatched_recall", 1, None, None),
-                     ("zero_hit_recall", 3, None, None)]
+    assert found == [("stale_recall", 1, "m1", 1), ("recall_of_deleted", 1, "m2", 2),
+                     ("unmatched_recall", 1, None, None), ("zero_hit_recall", 3, None, None)]
 
 
 def test_it_does_not_call_a_recall_unmatched_when_the_store_s_records_are_unknown() -> None:
