@@ -1,21 +1,38 @@
-"""What the lab's page shows: one session under one strategy (or a preset), its replay call by call, and where else
-the same result comes from."""
+"""What the lab's pages show, each decided in one call from its view: one session under one strategy (or a preset),
+its replay call by call and where else the same result comes from; what saving its setting as a preset answers; and
+the report of strategies across the sessions of a filtered list (compare: ``lab.compare``)."""
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlencode
 
 from django.conf import settings
-from django.http import QueryDict
+from django.db.models import Count, Sum
+from django.http import HttpResponse, QueryDict
+from django.urls import reverse
 
 from agents import access, models
-from agents.lab import charts, presets, previews
+from agents.http import int_or_none
+from agents.jobs import queue
+from agents.lab import charts, presets, previews, reports
 from agents.lab import trimming as lab_trimming
+from agents.lab.compare import MAX_COLUMNS
 from agents.lab.forms import strategy_params_form
 from agents.memory.replay import Replay
 from agents.memory.tokens import COUNTERS
-from agents.memory.trimming import MEMORY_KINDS, STRATEGIES, StrategySpec, get_strategy, strategy_spec
+from agents.memory.trimming import (
+    MEMORY_KINDS,
+    STRATEGIES,
+    StrategyError,
+    StrategySpec,
+    get_strategy,
+    spec_from_query,
+    strategy_spec,
+)
 from agents.memory.trimming.catalog import strategies_by_framework, strategy_entry
+from agents.store import listing
+from agents.store.filters import SessionFilterForm, session_filter_pairs
 
 # --- the lab: one session under one strategy --------------------------------------------------------------------
 
@@ -145,3 +162,131 @@ def _replay_links(run: Replay, spec: StrategySpec, counter: str, session: models
         return None if step is None else {"step": step, "call": run.steps[step].call}
 
     return {"query": query, "violation": at(run.first_violation), "question": at(run.first_question_lost)}
+
+
+# --- saving the lab's setting as a preset -----------------------------------------------------------------------
+
+
+@dataclass
+class PresetSave:
+    """What saving the lab's setting as a preset answers: the lab under the preset's link (``address``), or, refused,
+    the save form with the error beside it and the name as typed (``form_context``, over htmx) or the whole lab
+    with it (``lab_context``, without JS; ``replay_part`` as the lab's own query says)."""
+
+    address: str = ""
+    form_context: dict[str, Any] = field(default_factory=dict)
+    lab_context: dict[str, Any] = field(default_factory=dict)
+    replay_part: bool = False
+
+
+def preset_save(*, user: access.User, session_id: int, data: QueryDict, fragment: bool, site: str) -> PresetSave:
+    """Save the lab's strategy, parameters and counter (``data``, as the lab's form sends them, with
+    ``preset_name``) as a preset of the session's project (404 outside the user's projects)."""
+    session = access.session_for_user(user, session_id)
+    name = data.get("strategy", "")
+    typed = data.get("preset_name", "")
+    counter = data.get("counter") or session.token_counter
+    try:
+        spec = spec_from_query(name, data)
+        preset = presets.preset_create(
+            user=user, project=session.agent.project, name=typed,
+            strategy=spec.name, params=spec.params.model_dump(mode="json"), counter=counter,
+        )
+    except (StrategyError, presets.PresetError) as exc:
+        error = str(exc)
+    else:
+        lab_url = reverse("agents:session_lab", args=[session.pk])
+        return PresetSave(address=f"{lab_url}?{urlencode({'preset': preset.name})}")
+    # The lab's own fields, as the form sent them.
+    query = data.copy()
+    for key in ("csrfmiddlewaretoken", "preset_name"):
+        query.pop(key, None)
+    if fragment:
+        return PresetSave(form_context={
+            "session": session, "counter": counter, "preset_save_error": error, "preset_name": typed,
+            "preset_fields": [(key, value) for key, values in query.lists() if key != "counter" for value in values],
+        })
+    query["params_for"] = name
+    replay_part = query.get("part") == "replay"
+    return PresetSave(lab_context=lab_page(user=user, session_id=session.pk, query=query,
+                                           step=int_or_none(query.get("step")), site=site, save_error=error,
+                                           preset_name=typed, replay_part=replay_part),
+                      replay_part=replay_part)
+
+
+# --- the report across sessions ---------------------------------------------------------------------------------
+
+DEFAULT_REPORT = ["buffered", "langchain_last", "safe_token_budget"]
+
+
+@dataclass
+class ReportPage:
+    """The report page's context; or the background job that runs a report too big for one request (the page
+    opens the job's), or the report as a file (``?download=csv|json``)."""
+
+    context: dict[str, Any] = field(default_factory=dict)
+    job: models.BackgroundJob | None = None
+    download: HttpResponse | None = None
+
+
+def report_page(*, user: access.User, query: QueryDict) -> ReportPage:
+    """Up to four strategies (``s``: a strategy's text, or a preset of the user's projects) over the sessions the
+    list's filters in ``query`` keep (an invalid filter is dropped and shown with its error, as on the list);
+    ``per_call``: every call of each run replayed too."""
+    filter_form = SessionFilterForm(query or None, user=user)
+    filter_form.is_valid()  # invalid filters are dropped and shown with their error, as on the session list
+    filters = filter_form.filters()
+    texts = [t.strip() for t in query.getlist("s") if t.strip()][:MAX_COLUMNS] or DEFAULT_REPORT
+    specs: list[StrategySpec] = []
+    counters: list[str | None] = []  # what each counts with: a preset's counter, else None (each session's own)
+    labels: list[str] = []  # each strategy as the report names it: its text, or the preset, its text and counter
+    spec_fields: list[dict[str, Any]] = []
+    for text in texts:
+        try:
+            # A box may name a preset of the user's projects: "preset:NAME".
+            spec, preset = presets.spec_or_preset(user=user, text=text, filters=filters)
+        except (StrategyError, presets.PresetError) as exc:
+            spec_fields.append({"text": text, "error": str(exc)})
+            continue
+        specs.append(spec)
+        counters.append(presets.trim_counter(preset))
+        spec_fields.append({"text": text if preset is not None else spec.text, "error": ""})
+        labels.append(f"{text} ({spec.text}; {preset.counter})" if preset is not None else spec.text)
+    # Over htmx only the result is swapped: what the report leaves out is said there too, not only beside the box.
+    left_out = [{"box": k, **f} for k, f in enumerate(spec_fields, 1) if f["error"]]
+    spec_fields += [{"text": "", "error": ""}] * (MAX_COLUMNS - len(spec_fields))
+    sessions = listing.sessions_filtered(user, filters)
+    per_call = query.get("per_call") == "1"
+    if specs:
+        counted = sessions.aggregate(n=Sum("message_count"), sessions=Count("pk"))
+        total, count = counted["n"] or 0, counted["sessions"]
+        # What one request may hold (the report's own caps included): past it, a worker runs the report over every
+        # matching session and its page shows progress; the report never covers fewer sessions than match.
+        most = min(settings.MEMORYVIZ_BACKGROUND_REPORT_MESSAGES, reports.REPORT_MESSAGE_LIMIT)
+        if total > most or count > reports.REPORT_SESSION_LIMIT:
+            texts = [s.text for s in specs]
+            # The list's filters it ran with are kept too: its page links "of N" to these sessions in the list.
+            params: dict[str, Any] = {"session_ids": list(sessions.values_list("pk", flat=True)), "specs": texts,
+                                      "filters": session_filter_pairs(query)}
+            if per_call:
+                params["per_call"] = True
+            if any(counters):
+                params["counters"], params["labels"] = counters, labels
+            title = f"Trimming report{' (every call)' if per_call else ''}: {', '.join(texts)}"
+            return ReportPage(job=queue.job_enqueue(user=user, kind=models.BackgroundJob.Kind.REPORT, params=params,
+                                                    title=title, total=total))
+    report = reports.trimming_report(sessions, specs, per_call=per_call, counters=counters) if specs else None
+    shown = reports.report_shown_context(query, report, labels)
+    if isinstance(shown, HttpResponse):
+        return ReportPage(download=shown)  # ?download=csv|json
+    return ReportPage({
+        **shown,
+        "filter_form": filter_form,
+        "spec_fields": spec_fields,
+        "left_out": left_out,
+        # (The form has a field named "errors", which {{ filter_form.errors }} would give.)
+        "filter_problems": [f"{name}: {' '.join(map(str, errors))}" for name, errors in filter_form.errors.items()],
+        "per_call": per_call,
+        "preset_counters": any(counters),
+        "strategies": list(STRATEGIES.values()),
+    })
