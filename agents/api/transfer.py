@@ -24,7 +24,6 @@ from agents.api.endpoints import ApiError, api, bad_request, documented, editabl
 from agents.memory.formats import FORMATS
 from agents.throttling import expensive_api
 from agents.transfer import imports, pages
-from agents.transfer import views as transfer_views
 
 
 @documented("formats_list", "Formats memoryviz reads and writes")
@@ -105,7 +104,7 @@ def _export_answer(request: Request, *, session_id: int | None = None) -> Any:
                          "status": answer.job.status}, status=202)
     if answer.chunks is None:
         return bad_request(str((answer.page or {}).get("error") or "nothing to export"))
-    return transfer_views.export_download(answer)
+    return pages.export_download(answer)
 
 
 @extend_schema(operation_id="session_export", summary="Download a session in any format, whole or trimmed",

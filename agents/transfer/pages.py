@@ -9,6 +9,7 @@ from urllib.parse import urlencode
 
 from django.conf import settings
 from django.db.models import Count, Sum
+from django.http import StreamingHttpResponse
 from django.urls import reverse
 
 from agents import access, models
@@ -177,3 +178,14 @@ def _export_spec(
             raise exports.ExportFailed(f"strategy: {exc}") from None
         field = "set" if query.getlist("set") and not query.get("params") else "params"
         raise exports.ExportFailed(exc.text(flag=f"{field}: ")) from None
+
+
+def export_download(answer: ExportAnswer) -> StreamingHttpResponse:
+    """The file of an export answer, streamed with its content type and name (the pages and the API)."""
+    assert answer.chunks is not None, "an answer with its file"
+    response = StreamingHttpResponse(answer.chunks, content_type=answer.media_type)
+    response["Content-Disposition"] = f'attachment; filename="{answer.filename}"'
+    if answer.skipped:
+        # The body is streamed, so the skipped conversations are told up front, and kept on the export record.
+        response["X-Memoryviz-Skipped"] = str(len(answer.skipped))
+    return response
