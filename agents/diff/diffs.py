@@ -1,5 +1,6 @@
 """The diff page's logic: two stored sessions (two runs of one task), or a session against a trimmed view of it,
-aligned by the core (``agents.memory.diff``), and one page of the result as the template shows it.
+aligned by the core (``agents.memory.diff``), one page of the result as the template shows it, and the page itself
+(``session_diff_page``).
 
 A 10,000-message pair stays fast: the alignment is one pass over both sessions plus a search bounded by the edits;
 identical runs are folded into one block each, the blocks are paged, and only the pairs on the page have their
@@ -10,14 +11,18 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from typing import Any, Literal
+from urllib.parse import urlencode
 
 from django.core.paginator import Page, Paginator
+from django.http import Http404
 
 from agents import access, models
+from agents.lab import presets
 from agents.lab import trimming as lab_trimming
 from agents.memory.diff import CallDiff, Fold, MessageDiff, PairDiff, Row, TextDiff, diff_messages, diff_trim
 from agents.memory.schema import Message, ToolCall
-from agents.memory.trimming import StrategySpec, TrimResult
+from agents.memory.tokens import COUNTERS
+from agents.memory.trimming import STRATEGIES, StrategyError, StrategySpec, TrimResult
 from agents.sessions import find
 from agents.store import reading
 
@@ -307,3 +312,43 @@ def diff_candidates(*, user: access.User, session: models.Session) -> list[model
     can see may be compared; these are the likely second runs)."""
     others = access.sessions_for_user(user).filter(agent=session.agent).exclude(pk=session.pk)
     return list(others.order_by("-started_at", "-pk")[:CANDIDATES])
+
+
+# --- the diff page ------------------------------------------------------------------------------------------------
+
+
+def session_diff_page(*, user: access.User, session_id: int, query: Any) -> dict[str, Any]:
+    """The diff page's context: ``with=ID``, this session (A) against another (B); ``trim=SPEC``, against its
+    trimmed view (``trim=preset:NAME``: a preset of the session's project; ``counter=``: what the trimmed view counts
+    with, the lab's when it counts again, else the preset's or the session's stored counts), one page of rows
+    (``page``, ``rows``). Without either, or with a wrong one, no ``found``: the page offers the choices (an invalid
+    ``trim=`` is shown on the form)."""
+    session = access.session_for_user(user, session_id)
+    other, spec_text = query.get("with", "").strip(), query.get("trim", "").strip()
+    counter = query.get("counter", "").strip() if spec_text else ""
+    context: dict[str, Any] = {"session": session, "with": other, "trim": spec_text, "strategies": STRATEGIES}
+    found = None
+    try:
+        if other:
+            found = session_diff(left=session, right=access.session_for_user(user, _session_id(other)))
+        elif spec_text:
+            spec, preset = presets.spec_or_preset(user=None, text=spec_text, project=session.agent.project)
+            if counter and counter not in COUNTERS:
+                raise StrategyError(f"counter: unknown counter '{counter}'; valid: {', '.join(sorted(COUNTERS))}")
+            found = session_diff_trimmed(session=session, spec=spec,
+                                         counter=presets.trim_counter(preset, counter or None))
+    except (StrategyError, presets.PresetError) as exc:
+        context["error"] = f"trim={spec_text}: {exc}"
+    if found is None:
+        context["candidates"] = diff_candidates(user=user, session=session)
+        return context
+    kept = urlencode({"with": other} if other else {"trim": spec_text, **({"counter": counter} if counter else {})})
+    page = diff_page(found, query=kept, page=query.get("page"), rows=query.get("rows"))
+    context.update(found=found, page=page, query=kept, counts=found.diff.counts(), labels=LABELS[found.trimmed])
+    return context
+
+
+def _session_id(text: str) -> int:
+    if not text.isdigit():
+        raise Http404(f"with={text}: no such session")
+    return int(text)
