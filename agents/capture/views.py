@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 
-from django.conf import settings
 from django.contrib.auth.decorators import login_not_required
 from django.http import HttpRequest, HttpResponse
 from django.views.decorators.csrf import csrf_exempt
@@ -16,9 +15,8 @@ from google.protobuf import json_format
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceResponse
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
-from agents.capture import ingest
+from agents.capture import receiver
 from agents.memory import otlp
-from agents.projects import keys as projects_keys
 
 # google.rpc.Code numbers for the Status body of a refusal.
 _RPC_CODES = {400: 3, 401: 16, 403: 7, 413: 8, 415: 3, 405: 12}
@@ -56,30 +54,18 @@ def _receive(request: HttpRequest, signal: otlp.Signal) -> HttpResponse:
     as_json = content_type.split(";", 1)[0].strip().lower() == otlp.JSON
     if request.method != "POST":
         return _refuse(405, "OTLP/HTTP takes POST", as_json)
-    scheme, _, key = request.META.get("HTTP_AUTHORIZATION", "").partition(" ")
-    if scheme.lower() != "bearer" or not key.strip():
-        return _refuse(401, "missing API key: send the header Authorization: Bearer <key> "
-                            "(OTEL_EXPORTER_OTLP_HEADERS=Authorization=Bearer%20<key>)", as_json)
-    try:
-        api_key = projects_keys.api_key_authenticate(key=key)
-    except projects_keys.ApiKeyError as exc:
-        return _refuse(401, str(exc), as_json)
-    limit = settings.MEMORYVIZ_OTLP_MAX_BYTES
-    declared = request.META.get("CONTENT_LENGTH") or "0"
-    if declared.isdigit() and int(declared) > limit:
-        return _refuse(413, f"body too large: {declared} bytes, the limit is {limit}", as_json)
-    body = request.read(limit + 1)
-    try:
-        batch = otlp.decode(body, signal=signal, content_type=content_type,
-                            content_encoding=request.META.get("HTTP_CONTENT_ENCODING", ""), max_bytes=limit)
-    except otlp.OtlpError as exc:
-        return _refuse(exc.status, str(exc), as_json)
-    result = ingest.otlp_ingest(api_key=api_key, batch=batch)
+    receipt = receiver.otlp_receive(
+        signal=signal, authorization=request.META.get("HTTP_AUTHORIZATION", ""),
+        declared_length=request.META.get("CONTENT_LENGTH") or "0", read=request.read, content_type=content_type,
+        content_encoding=request.META.get("HTTP_CONTENT_ENCODING", ""),
+    )
+    if receipt.status != 200:
+        return _refuse(receipt.status, receipt.message, as_json)
     traces = signal == "traces"
     reply = ExportTraceServiceResponse() if traces else ExportLogsServiceResponse()
-    if result.rejected:
-        setattr(reply.partial_success, "rejected_spans" if traces else "rejected_log_records", result.rejected)
-        reply.partial_success.error_message = result.error_message
+    if receipt.rejected:
+        setattr(reply.partial_success, "rejected_spans" if traces else "rejected_log_records", receipt.rejected)
+        reply.partial_success.error_message = receipt.error_message
     if as_json:
         return HttpResponse(json_format.MessageToJson(reply), content_type=otlp.JSON)
     return HttpResponse(reply.SerializeToString(), content_type=otlp.PROTOBUF)
