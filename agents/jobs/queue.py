@@ -24,7 +24,8 @@ from typing import Any
 
 from django.conf import settings
 from django.db import transaction
-from django.http import HttpResponse, QueryDict
+from django.http import Http404, HttpResponse, QueryDict
+from django.shortcuts import get_object_or_404
 from django.utils import timezone
 from django_tasks import task
 
@@ -109,13 +110,29 @@ def job_kind(kind: str, *, refused: tuple[type[Exception], ...] = (), before_ret
     return register
 
 
-def job_shown(user: Any, job: models.BackgroundJob, query: QueryDict) -> dict[str, Any] | HttpResponse:
-    """What the job's page shows of its result: its kind's (a finished report, ordered and downloaded as on the
-    report page), or nothing more than the job."""
+@dataclass
+class JobPage:
+    job: models.BackgroundJob
+    # What its kind shows of it once done (a report: ordered, narrowed and downloaded as on the report page), or the
+    # download its page's query asks for.
+    shown: dict[str, Any] | HttpResponse
+
+
+def job_page(*, user: Any, job_id: int, query: QueryDict) -> JobPage:
+    """The user's job (404 for anyone else's) and what its page shows of its result."""
+    job = get_object_or_404(jobs_for_user(user), pk=job_id)
     kind = KINDS.get(job.kind)
-    if kind is None or kind.shown is None:
-        return {}
-    return kind.shown(user, job, query)
+    return JobPage(job, kind.shown(user, job, query) if kind is not None and kind.shown is not None else {})
+
+
+def job_file(*, user: Any, job_id: int) -> tuple[Path, str]:
+    """The file a finished export job wrote, and the name to download it as, for its owner only (404 when it is not
+    there: not finished, or expired)."""
+    job = get_object_or_404(jobs_for_user(user), pk=job_id)
+    path = job_dir() / job.file_name if job.file_name else None
+    if job.status != job.Status.DONE or path is None or not path.exists():
+        raise Http404("This export's file is not there (not finished, or expired).")
+    return path, job.download_name or job.file_name
 
 
 # --- the worker's side ------------------------------------------------------------------------------------------
