@@ -166,3 +166,19 @@ def session_for_user(user: User, session_id: int) -> models.Session:
         return sessions_for_user(user).get(pk=session_id)
     except models.Session.DoesNotExist:
         raise Http404("No such session.") from None
+
+
+def project_to_write(user: User, slug: str | None) -> models.Project:
+    """The project a write goes to (a new session, an import through the API): the one named by ``slug`` among those
+    where the user may write (PermissionDenied when there is none of that name), or without a slug their only one
+    (ValueError when they may write to several, or to none)."""
+    projects = editable_projects(user)
+    if slug:
+        project = projects.filter(slug=slug).first()
+        if project is None:
+            raise PermissionDenied(f"project {slug}: no such project where you may write (editor or admin)")
+        return project
+    choices = list(projects.distinct()[:2])
+    if len(choices) != 1:
+        raise ValueError("project: name the project's slug (you may write to several, or to none)")
+    return choices[0]

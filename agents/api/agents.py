@@ -3,17 +3,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.db.models import Count, Q
 from django.urls import reverse
 from pydantic import BaseModel, ConfigDict, Field
 from rest_framework.exceptions import PermissionDenied
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from agents import access, models
+from agents import models
 from agents.api.endpoints import ApiPages, api, bad_request, body_as, documented, write_api
 from agents.sessions import agents as sessions_agents
-from agents.sessions.agents import AgentForm
 
 
 class AgentPatch(BaseModel):
@@ -49,10 +47,7 @@ def _agent_dict(request: Request, agent: models.Agent, *, can_edit: bool, sessio
 @documented("agents_list", "The agents of your projects", 401)
 @api
 def agent_list(request: Request) -> Response:
-    agents = access.agents_for_user(request.user).annotate(
-        session_total=Count("sessions", filter=Q(sessions__state=models.Session.State.READY))).order_by(
-        "project__name", "name", "pk")
-    editable = set(access.editable_projects(request.user).values_list("pk", flat=True))
+    agents, editable = sessions_agents.agents_listed(user=request.user)
     paginator = ApiPages()
     page = paginator.paginate_queryset(agents, request)
     return paginator.get_paginated_response([
@@ -62,20 +57,15 @@ def agent_list(request: Request) -> Response:
 
 @documented("agent_retrieve", "One agent", 401, 404, method="GET")
 @documented("agent_update", "Change an agent's name, description, model or context window (editors and admins)",
-             400, 403, 404, method="PATCH", request=AgentPatch)
+            400, 403, 404, method="PATCH", request=AgentPatch)
 @write_api(["GET", "PATCH"])
 def agent_detail(request: Request, agent_id: int) -> Response:
     """The JSON twin of the agent page: PATCH takes the fields to change, checked as the page's form checks them."""
-    agent = access.agent_for_user(request.user, agent_id)
-    can_edit = access.agent_editable(request.user, agent)
-    if request.method == "PATCH":
-        if not can_edit:
-            raise PermissionDenied("changing an agent needs the editor or admin role in its project")
-        patch = body_as(request, AgentPatch)
-        form = AgentForm({**AgentForm.initial_for(agent), **patch.model_dump(exclude_unset=True)})
-        if not form.is_valid():
-            field, errors = next(iter(form.errors.items()))
-            return bad_request(f"{field}: {errors[0]}")
-        sessions_agents.agent_update(agent=agent, user=request.user, changes=form.cleaned_data)
-    ready = agent.sessions.filter(state=models.Session.State.READY)
-    return Response(_agent_dict(request, agent, can_edit=can_edit, session_count=ready.count()))
+    patch = body_as(request, AgentPatch).model_dump(exclude_unset=True) if request.method == "PATCH" else None
+    shown = sessions_agents.agent_page(user=request.user, agent_id=agent_id, data=patch, partial=True)
+    if shown.refused:
+        raise PermissionDenied("changing an agent needs the editor or admin role in its project")
+    if patch is not None and not shown.saved and shown.form is not None:
+        field, errors = next(iter(shown.form.errors.items()))
+        return bad_request(f"{field}: {errors[0]}")
+    return Response(_agent_dict(request, shown.agent, can_edit=shown.can_edit, session_count=shown.session_count))

@@ -10,14 +10,14 @@ from pydantic import BaseModel, ConfigDict, Field
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from agents import access, models
-from agents.api.endpoints import api, bad_request, body_as, documented, session_summary, write_api
+from agents import models
+from agents.api.endpoints import api, body_as, documented, session_summary, write_api
 from agents.diff import diffs
 from agents.http import collector_paused
 from agents.lab import presets as lab_presets
 from agents.lab import trimming as lab_trimming
 from agents.memory.tokens import DEFAULT_COUNTER
-from agents.memory.trimming import FALSE_WORDS, STRATEGIES, TRUE_WORDS, StrategyError
+from agents.memory.trimming import STRATEGIES
 from agents.throttling import expensive_api
 
 
@@ -73,11 +73,6 @@ def strategy_list(request: Request) -> Response:
     )
 
 
-# Rows of a diff per answer by default, and at most.
-DIFF_ROWS = 500
-MAX_DIFF_ROWS = 5000
-
-
 @api
 @expensive_api
 def session_diff(request: Request, session_id: int, other_id: int | None = None) -> Response:
@@ -85,35 +80,10 @@ def session_diff(request: Request, session_id: int, other_id: int | None = None)
     ``?trim=SPEC``: against its trimmed view (``name:key=value,...``). The rows ``start`` to ``start + limit``
     (500 by default) come as blocks, identical runs folded (``context`` identical rows kept beside each change);
     ``messages=1`` adds each row's messages in OpenAI format."""
-    session = access.session_for_user(request.user, session_id)
     query = request.query_params
-    other = other_id if other_id is not None else query.get("with", "").strip()
-    spec_text = query.get("trim", "").strip()
-    numbers: dict[str, int] = {}
-    for key, default, top in (("start", 0, None), ("limit", DIFF_ROWS, MAX_DIFF_ROWS), ("context", 1, 50)):
-        text = query.get(key, str(default))
-        if not text.isdigit() or (top is not None and int(text) > top):
-            return bad_request(f"{key}={text}: expected a whole number{f' up to {top}' if top else ''}")
-        numbers[key] = int(text)
-    with_messages = query.get("messages", "0").strip().lower()
-    if with_messages not in TRUE_WORDS | FALSE_WORDS | {""}:
-        return bad_request(f"messages={with_messages}: expected 1 or 0")
-    if other == "" and not spec_text:
-        return bad_request("say what to compare with: /diff/{id}/, ?with=ID or ?trim=name:key=value")
-    if other != "":
-        if not str(other).isdigit():
-            return bad_request(f"with={other}: expected a session id")
-        found = diffs.session_diff(left=session, right=access.session_for_user(request.user, int(other)))
-    else:
-        try:
-            # trim=preset:NAME: a preset of the session's project.
-            spec, preset = lab_presets.spec_or_preset(user=None, text=spec_text, project=session.agent.project)
-            found = diffs.session_diff_trimmed(session=session, spec=spec, counter=lab_presets.trim_counter(preset))
-        except (StrategyError, lab_presets.PresetError) as exc:
-            return bad_request(f"trim: {exc}")
-    start = numbers["start"]
-    data = diffs.diff_dict(found, start=start, stop=start + numbers["limit"], context=numbers["context"],
-                           messages=with_messages in TRUE_WORDS)
+    found, data = diffs.session_diff_answer(user=request.user, session_id=session_id,
+                                            other=other_id if other_id is not None else query.get("with", "").strip(),
+                                            query=query)
     return Response({
         "left": session_summary(request, found.left),
         "right": session_summary(request, found.right) if found.right is not None else None,
@@ -146,7 +116,7 @@ def _preset_dict(request: Request, preset: models.Preset) -> dict[str, Any]:
 
 
 @documented("presets_list", "The presets of your projects", 400, method="GET",
-             parameters=[OpenApiParameter("project", str)])
+            parameters=[OpenApiParameter("project", str)])
 @documented("presets_create", "Save a preset", 400, 401, ok=(201,), method="POST", request=PresetIn)
 @write_api(["GET", "POST"])
 def preset_list(request: Request) -> Response:
@@ -155,19 +125,8 @@ def preset_list(request: Request) -> Response:
     the preset, or 400 with a sentence saying what is wrong."""
     if request.method == "POST":
         body = body_as(request, PresetIn)
-        project = access.user_projects(request.user).filter(slug=body.project).first()
-        if project is None:
-            return bad_request(f"project: no project {body.project!r} among yours")
-        preset = lab_presets.preset_create(
-            user=request.user, project=project, name=body.name, strategy=body.strategy, params=body.params,
-            counter=body.counter,
-        )
+        preset = lab_presets.preset_saved(user=request.user, project=body.project, name=body.name,
+                                          strategy=body.strategy, params=body.params, counter=body.counter)
         return Response(_preset_dict(request, preset), status=201)
-    project = None
-    slug = request.query_params.get("project")
-    if slug:
-        project = access.user_projects(request.user).filter(slug=slug).first()
-        if project is None:
-            return bad_request(f"project: no project {slug!r} among yours")
-    presets = lab_presets.presets_for_user(request.user, project=project)
+    presets = lab_presets.presets_listed(user=request.user, project=request.query_params.get("project"))
     return Response({"presets": [_preset_dict(request, p) for p in presets]})

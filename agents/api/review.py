@@ -5,9 +5,9 @@ from pydantic import BaseModel, ConfigDict, Field
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from agents import access
 from agents.api.endpoints import body_as, documented, write_api
 from agents.review import annotating
+from agents.review import pages as review_pages
 
 # --- annotations ----------------------------------------------------------------------------------------------
 
@@ -33,35 +33,33 @@ class AnnotationUpdate(BaseModel):
 
 @documented("session_annotations_list", "A session's annotations", 401, 404, method="GET")
 @documented("session_annotations_create", "Annotate a message or the session", 400, 403, 404, ok=(201,),
-             method="POST", request=AnnotationCreate)
+            method="POST", request=AnnotationCreate)
 @write_api(["GET", "POST"])
 def session_annotations(request: Request, session_id: int) -> Response:
     """GET: the session's annotations (the session's own first, then by message). POST (annotator or more):
     ``{"seq": 12 or null, "label": "hallucination", "comment": "..."}``."""
-    session = access.session_for_user(request.user, session_id)
     if request.method == "POST":
         body = body_as(request, AnnotationCreate)
-        annotation = annotating.annotation_create(user=request.user, session=session, seq=body.seq, label=body.label,
-                                                  comment=body.comment)
-        annotation = annotating.annotations_for_session(session).get(pk=annotation.pk)
+        annotation = review_pages.annotation_made(user=request.user, session_id=session_id, seq=body.seq,
+                                                  label=body.label, comment=body.comment)
         return Response(annotating.annotation_dict(annotation, user=request.user), status=201)
-    rows = annotating.annotations_for_session(session)
+    session, rows = review_pages.session_annotations_listed(user=request.user, session_id=session_id)
     return Response(
         {"session": session.pk, "annotations": [annotating.annotation_dict(a, user=request.user) for a in rows]}
     )
 
 
 @documented("session_annotation_update", "Change one of your annotations", 400, 403, 404, method="PATCH",
-             request=AnnotationUpdate)
+            request=AnnotationUpdate)
 @documented("session_annotation_delete", "Delete one of your annotations", 403, 404, ok=(204,), method="DELETE")
 @write_api(["PATCH", "DELETE"])
 def session_annotation(request: Request, session_id: int, annotation_id: int) -> Response:
     """PATCH: its author changes ``label`` and/or ``comment``. DELETE: its author (or a project admin) removes it."""
-    _session, annotation = annotating.annotation_for_user(request.user, session_id, annotation_id)
     if request.method == "DELETE":
-        annotating.annotation_delete(user=request.user, annotation=annotation)
+        review_pages.annotation_dropped(user=request.user, session_id=session_id, annotation_id=annotation_id)
         return Response(status=204)
     body = body_as(request, AnnotationUpdate)
     changes = {name: getattr(body, name) for name in body.model_fields_set}
-    annotating.annotation_update(user=request.user, annotation=annotation, **changes)
+    annotation = review_pages.annotation_edited(user=request.user, session_id=session_id,
+                                                annotation_id=annotation_id, changes=changes)
     return Response(annotating.annotation_dict(annotation, user=request.user))

@@ -2,13 +2,11 @@
 trimmed), and a history file imported."""
 from __future__ import annotations
 
-import io
 import json
 from types import SimpleNamespace
 from typing import Any, cast
 
 from django.http import QueryDict
-from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from pydantic import BaseModel, ConfigDict
@@ -19,11 +17,10 @@ from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from agents import models
-from agents.api.endpoints import ApiError, api, bad_request, documented, editable_project, write_api
+from agents.api.endpoints import ApiError, api, bad_request, documented, write_api
 from agents.memory.formats import FORMATS
 from agents.throttling import expensive_api
-from agents.transfer import imports, pages
+from agents.transfer import import_page, pages
 
 
 @documented("formats_list", "Formats memoryviz reads and writes")
@@ -147,10 +144,10 @@ class ImportUpload(BaseModel):
         "multipart/form-data": {
             "type": "object",
             "properties": {
-                "file": {"type": "string", "format": "binary"},
-                "project": {"type": "string"},
-                "agent": {"type": "string"},
-                "format": {"type": "string", "enum": sorted(FORMATS)},
+               "file": {"type": "string", "format": "binary"},
+               "project": {"type": "string"},
+               "agent": {"type": "string"},
+               "format": {"type": "string", "enum": sorted(FORMATS)},
             },
             "required": ["file"],
         }
@@ -166,18 +163,6 @@ def import_upload(request: Request) -> Response:
     if upload is None:
         return bad_request("file: send the history as a multipart file field named file")
     options = ImportUpload.model_validate({k: request.data.get(k) or None for k in ("project", "agent", "format")})
-    project = editable_project(request, options.project)
-    if options.format and options.format not in FORMATS:
-        return bad_request(f"format: unknown format {options.format!r}; valid: {', '.join(sorted(FORMATS))}")
-    source: Any = (
-        upload.temporary_file_path() if hasattr(upload, "temporary_file_path") else io.BufferedReader(upload.file)
-    )
-    try:
-        report = imports.import_file(source, project=project, agent=options.agent, format=options.format,
-                                     label=upload.name, name=upload.name)
-    except imports.ImportFailed as exc:
-        named = exc.naming(upload.name) + (" in the format field" if exc.choose_format else "")
-        return bad_request(f"{named} Nothing was imported.")
-    models.Session.objects.filter(pk__in=[s.session_id for s in report.sessions if s.session_id and s.added]).update(
-        last_activity_at=timezone.now())
+    report = import_page.import_from_api(user=request.user, upload=upload, project=options.project,
+                                         agent=options.agent, format=options.format)
     return Response(report.to_dict(), status=201)

@@ -22,7 +22,7 @@ from agents.lab import trimming as lab_trimming
 from agents.memory.diff import CallDiff, Fold, MessageDiff, PairDiff, Row, TextDiff, diff_messages, diff_trim
 from agents.memory.schema import Message, ToolCall
 from agents.memory.tokens import COUNTERS
-from agents.memory.trimming import STRATEGIES, StrategyError, StrategySpec, TrimResult
+from agents.memory.trimming import FALSE_WORDS, STRATEGIES, TRUE_WORDS, StrategyError, StrategySpec, TrimResult
 from agents.sessions import find
 from agents.store import reading
 
@@ -352,3 +352,45 @@ def _session_id(text: str) -> int:
     if not text.isdigit():
         raise Http404(f"with={text}: no such session")
     return int(text)
+
+
+# --- the API's diff ----------------------------------------------------------------------------------------------
+
+# Rows of a diff per answer by default, and at most.
+DIFF_ROWS = 500
+MAX_DIFF_ROWS = 5000
+
+
+def session_diff_answer(*, user: access.User, session_id: int, other: str | int, query: Any) -> tuple[SessionDiff,
+                                                                                                      dict[str, Any]]:
+    """The diff the API answers: the session (left, 404 outside the user's projects) against ``other`` (a session
+    id) or, with ``trim=SPEC`` in ``query``, against its trimmed view (``trim=preset:NAME``: a preset of the
+    session's project); the rows ``start`` to ``start + limit`` as ``diff_dict`` gives them. ValueError names a
+    wrong parameter."""
+    session = access.session_for_user(user, session_id)
+    spec_text = query.get("trim", "").strip()
+    numbers: dict[str, int] = {}
+    for key, default, top in (("start", 0, None), ("limit", DIFF_ROWS, MAX_DIFF_ROWS), ("context", 1, 50)):
+        text = query.get(key, str(default))
+        if not text.isdigit() or (top is not None and int(text) > top):
+            raise ValueError(f"{key}={text}: expected a whole number{f' up to {top}' if top else ''}")
+        numbers[key] = int(text)
+    with_messages = query.get("messages", "0").strip().lower()
+    if with_messages not in TRUE_WORDS | FALSE_WORDS | {""}:
+        raise ValueError(f"messages={with_messages}: expected 1 or 0")
+    if other == "" and not spec_text:
+        raise ValueError("say what to compare with: /diff/{id}/, ?with=ID or ?trim=name:key=value")
+    if other != "":
+        if not str(other).isdigit():
+            raise ValueError(f"with={other}: expected a session id")
+        found = session_diff(left=session, right=access.session_for_user(user, int(other)))
+    else:
+        try:
+            # trim=preset:NAME: a preset of the session's project.
+            spec, preset = presets.spec_or_preset(user=None, text=spec_text, project=session.agent.project)
+            found = session_diff_trimmed(session=session, spec=spec, counter=presets.trim_counter(preset))
+        except (StrategyError, presets.PresetError) as exc:
+            raise ValueError(f"trim: {exc}") from None
+    start = numbers["start"]
+    return found, diff_dict(found, start=start, stop=start + numbers["limit"], context=numbers["context"],
+                            messages=with_messages in TRUE_WORDS)

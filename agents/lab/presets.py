@@ -121,3 +121,23 @@ def _recorded_user(user: User) -> Any:
     if isinstance(user, KeyUser):
         return user.acting_user
     return user if user.is_authenticated else None
+
+
+def presets_listed(*, user: User, project: str | None = None) -> QuerySet[models.Preset]:
+    """The presets of the user's projects, or of the one of them slugged ``project`` (ValueError when it is not
+    one of theirs)."""
+    found = None
+    if project:
+        found = user_projects(user).filter(slug=project).first()
+        if found is None:
+            raise ValueError(f"project: no project {project!r} among yours")
+    return presets_for_user(user, project=found)
+
+
+def preset_saved(*, user: User, project: str, name: str, strategy: str, params: dict[str, Any],
+                 counter: str) -> models.Preset:
+    """``preset_create`` in the user's project slugged ``project`` (ValueError when it is not one of theirs)."""
+    found = user_projects(user).filter(slug=project).first()
+    if found is None:
+        raise ValueError(f"project: no project {project!r} among yours")
+    return preset_create(user=user, project=found, name=name, strategy=strategy, params=params, counter=counter)

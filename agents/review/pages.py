@@ -127,3 +127,43 @@ def review_next_address(*, user: access.User, query: Any) -> str:
     if session is None:
         return reverse("agents:session_list") + "?" + (f"{kept}&" if kept else "") + "queue=empty"
     return session.get_absolute_url() + "?" + urlencode({"queue": kept})
+
+
+# --- what the API's review endpoints answer ------------------------------------------------------------------------
+
+
+def session_review_changed(*, user: access.User, session_id: int, changes: dict[str, Any]) -> models.Session:
+    """The session (404 outside the user's projects) with its ``review_status`` and/or ``assignee`` set (a role that
+    may not: PermissionDenied; a wrong value: ValueError naming the field)."""
+    session = access.session_for_user(user, session_id)
+    workflow.session_review_update(user=user, session=session, **changes)
+    return session
+
+
+def session_annotations_listed(*, user: access.User, session_id: int) -> tuple[models.Session,
+                                                                               list[models.Annotation]]:
+    """The session's annotations (404 outside the user's projects): the session's own first, then by message."""
+    session = access.session_for_user(user, session_id)
+    return session, list(annotating.annotations_for_session(session))
+
+
+def annotation_made(*, user: access.User, session_id: int, seq: int | None, label: str | None,
+                    comment: str) -> models.Annotation:
+    """A new annotation on message ``seq`` of the session (None: the whole session), read back as the list reads
+    it."""
+    session = access.session_for_user(user, session_id)
+    annotation = annotating.annotation_create(user=user, session=session, seq=seq, label=label, comment=comment)
+    return annotating.annotations_for_session(session).get(pk=annotation.pk)
+
+
+def annotation_edited(*, user: access.User, session_id: int, annotation_id: int,
+                      changes: dict[str, Any]) -> models.Annotation:
+    """One of the user's annotations with its ``label`` and/or ``comment`` changed (its author only)."""
+    _session, annotation = annotating.annotation_for_user(user, session_id, annotation_id)
+    return annotating.annotation_update(user=user, annotation=annotation, **changes)
+
+
+def annotation_dropped(*, user: access.User, session_id: int, annotation_id: int) -> None:
+    """Delete an annotation: its author, or an admin of the project."""
+    _session, annotation = annotating.annotation_for_user(user, session_id, annotation_id)
+    annotating.annotation_delete(user=user, annotation=annotation)

@@ -7,6 +7,7 @@ from typing import Any
 
 from django import forms
 from django.core.exceptions import PermissionDenied
+from django.db.models import Count, Q, QuerySet
 
 from agents import access, models
 from agents.access import User, agent_editable
@@ -89,3 +90,12 @@ def agent_page(*, user: User, agent_id: int, data: Any = None, partial: bool = F
         agent_update(agent=agent, user=user, changes=form.cleaned_data)
     session_count = agent.sessions.filter(state=models.Session.State.READY).count()
     return AgentPage(agent, can_edit, form, saved, data is not None and not can_edit, session_count)
+
+
+def agents_listed(*, user: User) -> tuple[QuerySet[models.Agent], set[int]]:
+    """The agents of the user's projects, each with its count of ready sessions (``session_total``), by project and
+    name; and the projects where the user may change them."""
+    agents = access.agents_for_user(user).annotate(
+        session_total=Count("sessions", filter=Q(sessions__state=models.Session.State.READY))).order_by(
+        "project__name", "name", "pk")
+    return agents, set(access.editable_projects(user).values_list("pk", flat=True))

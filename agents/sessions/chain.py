@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from agents import models
+from agents import access, models
 from agents.memory.chain import ResultPlace, place_results
 from agents.memory.tokens import get_counter
+from agents.sessions import find
 from agents.sessions.find import NO_FILTER, ChainFilter
 from agents.store.mapping import message_to_schema
 from agents.store.reading import session_row_batches
@@ -121,3 +122,31 @@ def session_chain_page(
     except ValueError:  # a counter no longer installed: the header's total shows without it
         per_list = 0
     return ChainPage(page, results, per_list)
+
+
+@dataclass
+class MessagesPage:
+    """A page of the API's messages of a session: the rows, whether more follow, and with a search its cleaned
+    query and how many messages match it."""
+
+    session: models.Session
+    rows: list[models.Message]
+    more: bool
+    q: str = ""
+    count: int | None = None
+
+
+def session_messages_page(*, user: access.User, session_id: int, after: int | None, limit: int,
+                          q: str | None = None) -> MessagesPage:
+    """One page of the session's messages in order after seq ``after`` (keyset: every page costs the same), or with
+    ``q`` (not None) only those that mention it. 404 outside the user's projects; ValueError for an empty search."""
+    session = access.session_for_user(user, session_id)
+    if q is not None:
+        q = find.clean_query(q)
+        if not q:
+            raise ValueError("q: say what to look for")
+        matches = find.message_matches(session, q)
+        found = list((matches.filter(seq__gt=after) if after is not None else matches)[: limit + 1])
+        return MessagesPage(session, found[:limit], len(found) > limit, q, matches.count())
+    page = session_message_page(session, after=after, size=limit)
+    return MessagesPage(session, page.rows, page.next_after is not None)

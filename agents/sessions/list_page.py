@@ -8,9 +8,10 @@ from typing import Any
 from urllib.parse import urlencode
 
 from django.core.paginator import Paginator
+from django.db.models import QuerySet
 from django.http import QueryDict
 
-from agents import access
+from agents import access, models
 from agents.review import workflow
 from agents.store import listing
 from agents.store.filters import SessionFilterForm
@@ -69,3 +70,12 @@ def session_list_page(*, user: access.User, query: QueryDict, path: str, fragmen
         context["tool_names"] = listing.tool_names_for_user(user)
         context |= workflow.list_choices(user)
     return SessionListPage(context, address=address)
+
+
+def sessions_listed(*, user: access.User, query: QueryDict) -> QuerySet[models.Session]:
+    """The user's sessions that the list's filters in ``query`` keep, sorted (the API's list). A filter that cannot
+    apply (an invalid value, another project's agent) is refused with ValueError naming it, never dropped."""
+    form = SessionFilterForm(query or None, user=user)
+    if form.is_bound and form.refusal():
+        raise ValueError(form.refusal())
+    return listing.sessions_filtered(user, form.filters())

@@ -1,11 +1,13 @@
 """What the import pages answer, each decided in one call from its view: the form; an upload kept under a token and
 previewed (what would be imported, nothing stored); the previewed upload imported (the report), or handed to a
-worker when it is big (the job). The upload waits in ``transfer.uploads`` between preview and confirm.
+worker when it is big (the job). The upload waits in ``transfer.uploads`` between preview and confirm. The API's
+import too (``import_from_api``).
 
 Importing needs the editor or admin role (PermissionDenied, 403, otherwise); a form with what is wrong answers 200,
 like every form with errors (nothing was stored)."""
 from __future__ import annotations
 
+import io
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
@@ -13,6 +15,7 @@ from typing import Any, cast
 from django.conf import settings
 from django.core.exceptions import PermissionDenied
 from django.forms import ChoiceField
+from django.utils import timezone
 
 from agents import access, models
 from agents.jobs import queue
@@ -178,3 +181,28 @@ def _detection_name(label: str) -> str | None:
 def _import_error(exc: imports.ImportFailed, label: str) -> str:
     """What went wrong in the file, and where the page names a format when naming one would let it be read."""
     return exc.naming(label) + (" in the Format list" if exc.choose_format else "")
+
+
+# --- the API's import ----------------------------------------------------------------------------------------------
+
+
+def import_from_api(*, user: access.User, upload: Any, project: str | None, agent: str | None,
+                    format: str | None) -> imports.ImportReport:
+    """An uploaded history file (``upload``: its name and content) imported into ``project`` (a slug; none: the
+    only project the user may write to), as the import page takes it; nothing is stored when it fails (ValueError,
+    naming the place and the field)."""
+    target = access.project_to_write(user, project)
+    if format and format not in formats.FORMATS:
+        raise ValueError(f"format: unknown format {format!r}; valid: {', '.join(sorted(formats.FORMATS))}")
+    source: Any = (
+        upload.temporary_file_path() if hasattr(upload, "temporary_file_path") else io.BufferedReader(upload.file)
+    )
+    try:
+        report = imports.import_file(source, project=target, agent=agent, format=format, label=upload.name,
+                                     name=upload.name)
+    except imports.ImportFailed as exc:
+        named = exc.naming(upload.name) + (" in the format field" if exc.choose_format else "")
+        raise ValueError(f"{named} Nothing was imported.") from None
+    models.Session.objects.filter(pk__in=[s.session_id for s in report.sessions if s.session_id and s.added]).update(
+        last_activity_at=timezone.now())
+    return report
