@@ -19,7 +19,7 @@ from drf_spectacular.utils import extend_schema
 from pydantic import BaseModel, ValidationError
 from rest_framework.authentication import SessionAuthentication
 from rest_framework.decorators import api_view, authentication_classes
-from rest_framework.exceptions import NotFound, PermissionDenied
+from rest_framework.exceptions import NotFound
 from rest_framework.exceptions import ValidationError as _Invalid
 from rest_framework.pagination import PageNumberPagination
 from rest_framework.request import Request
@@ -27,7 +27,7 @@ from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 from rest_framework.views import get_view_description
 
-from agents import access, models
+from agents import models
 from agents.api.auth import ApiKeyAuthentication
 from agents.auth import ThrottledBasicAuthentication
 from agents.memory import schema
@@ -153,16 +153,3 @@ def body_as(request: Request, model: type[BaseModel]) -> Any:
         return model.model_validate(request.data)
     except ValidationError as exc:
         raise _Invalid(schema.describe_validation_error(exc, prefix="")) from None
-
-
-def editable_project(request: Request, slug: str | None) -> models.Project:
-    projects = access.editable_projects(request.user)
-    if slug:
-        project = projects.filter(slug=slug).first()
-        if project is None:
-            raise PermissionDenied(f"project {slug}: no such project where you may write (editor or admin)")
-        return project
-    choices = list(projects.distinct()[:2])
-    if len(choices) != 1:
-        raise _Invalid("project: name the project's slug (you may write to several, or to none)")
-    return choices[0]

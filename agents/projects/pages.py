@@ -7,6 +7,7 @@ services it calls (403 for a member whose role does not allow the action). A for
 the error beside it, as every form here does: htmx swaps no 4xx answer."""
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -130,62 +131,56 @@ def _label(project: models.Project, label_id: int) -> models.Label:
     return get_object_or_404(models.Label.objects.select_related("project"), project=project, pk=label_id)
 
 
+def _changed(user: access.User, project: models.Project, region: str, change: Callable[[], object], *,
+             fragment: bool, endpoint: str) -> SectionAnswer:
+    """Make ``change`` (a service call, which refuses with ValueError), then answer with its section."""
+    error = ""
+    try:
+        change()
+    except ValueError as exc:
+        error = str(exc)
+    return _section(user, project, region, fragment=fragment, endpoint=endpoint, error=error)
+
+
 def member_added(*, user: access.User, slug: str, data: Any, fragment: bool, endpoint: str) -> SectionAnswer:
     """``data``: the form's ``username`` and ``role``."""
     project = _project(user, slug)
-    error = ""
-    try:
-        member_add(user=user, project=project, username=data.get("username", ""), role=data.get("role", ""))
-    except ValueError as exc:
-        error = str(exc)
-    return _section(user, project, "members", fragment=fragment, endpoint=endpoint, error=error)
+    return _changed(user, project, "members", lambda: member_add(
+        user=user, project=project, username=data.get("username", ""), role=data.get("role", "")),
+        fragment=fragment, endpoint=endpoint)
 
 
 def member_role_set(*, user: access.User, slug: str, membership_id: int, data: Any, fragment: bool,
                     endpoint: str) -> SectionAnswer:
     project = _project(user, slug)
     membership = _membership(project, membership_id)
-    error = ""
-    try:
-        member_set_role(user=user, membership=membership, role=data.get("role", ""))
-    except ValueError as exc:
-        error = str(exc)
-    return _section(user, project, "members", fragment=fragment, endpoint=endpoint, error=error)
+    return _changed(user, project, "members", lambda: member_set_role(
+        user=user, membership=membership, role=data.get("role", "")), fragment=fragment, endpoint=endpoint)
 
 
 def member_removed(*, user: access.User, slug: str, membership_id: int, fragment: bool,
                    endpoint: str) -> SectionAnswer:
     project = _project(user, slug)
     membership = _membership(project, membership_id)
-    error = ""
-    try:
-        member_remove(user=user, membership=membership)
-    except ValueError as exc:
-        error = str(exc)
-    return _section(user, project, "members", fragment=fragment, endpoint=endpoint, error=error)
+    return _changed(user, project, "members", lambda: member_remove(user=user, membership=membership),
+                    fragment=fragment, endpoint=endpoint)
 
 
 def label_added(*, user: access.User, slug: str, data: Any, fragment: bool, endpoint: str) -> SectionAnswer:
     """``data``: the form's ``name`` and ``color`` (the last offered colour when none is sent)."""
     project = _project(user, slug)
-    error = ""
-    try:
-        label_create(user=user, project=project, name=data.get("name", ""), color=data.get("color", LABEL_COLORS[-1]))
-    except ValueError as exc:
-        error = str(exc)
-    return _section(user, project, "labels", fragment=fragment, endpoint=endpoint, error=error)
+    return _changed(user, project, "labels", lambda: label_create(
+        user=user, project=project, name=data.get("name", ""), color=data.get("color", LABEL_COLORS[-1])),
+        fragment=fragment, endpoint=endpoint)
 
 
 def label_changed(*, user: access.User, slug: str, label_id: int, data: Any, fragment: bool,
                   endpoint: str) -> SectionAnswer:
     project = _project(user, slug)
     label = _label(project, label_id)
-    error = ""
-    try:
-        label_update(user=user, label=label, name=data.get("name", ""), color=data.get("color", label.color))
-    except ValueError as exc:
-        error = str(exc)
-    return _section(user, project, "labels", fragment=fragment, endpoint=endpoint, error=error)
+    return _changed(user, project, "labels", lambda: label_update(
+        user=user, label=label, name=data.get("name", ""), color=data.get("color", label.color)),
+        fragment=fragment, endpoint=endpoint)
 
 
 def label_removed(*, user: access.User, slug: str, label_id: int, fragment: bool, endpoint: str) -> SectionAnswer:

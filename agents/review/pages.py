@@ -7,6 +7,7 @@ band). Working through the queue, the page keeps its queue bar (the forms carry 
 ``queue_view``)."""
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlencode
@@ -53,31 +54,41 @@ def _seq(value: str | None) -> int | None:
     return int(value)
 
 
+def _changed(user: access.User, session: models.Session, data: Any, change: Callable[[], int | None], *,
+             fragment: bool) -> ReviewAnswer:
+    """Make ``change`` (which refuses with ValueError, and gives the message whose annotations it changed), then
+    answer."""
+    error, seq = "", None
+    try:
+        seq = change()
+    except ValueError as exc:
+        error = str(exc)
+    return _answer(user, session, data, fragment=fragment, error=error, seq=seq)
+
+
 def annotation_added(*, user: access.User, session_id: int, data: Any, fragment: bool) -> ReviewAnswer:
     """``data`` (the form): ``seq`` (empty: the whole session), ``label``, ``comment``."""
     session = access.session_for_user(user, session_id)
-    seq = None
-    error = ""
-    try:
+
+    def add() -> int | None:
         seq = _seq(data.get("seq"))
         annotating.annotation_create(user=user, session=session, seq=seq, label=data.get("label") or None,
                                      comment=data.get("comment", ""))
-    except ValueError as exc:
-        error = str(exc)
-    return _answer(user, session, data, fragment=fragment, error=error, seq=None if error else seq)
+        return seq
+
+    return _changed(user, session, data, add, fragment=fragment)
 
 
 def annotation_changed(*, user: access.User, session_id: int, annotation_id: int, data: Any,
                        fragment: bool) -> ReviewAnswer:
     session, annotation = annotating.annotation_for_user(user, session_id, annotation_id)
-    seq = annotation.message.seq if annotation.message else None
-    error = ""
-    try:
+
+    def change() -> int | None:
         annotating.annotation_update(user=user, annotation=annotation, label=data.get("label") or None,
                                      comment=data.get("comment", ""))
-    except ValueError as exc:
-        error = str(exc)
-    return _answer(user, session, data, fragment=fragment, error=error, seq=None if error else seq)
+        return annotation.message.seq if annotation.message else None
+
+    return _changed(user, session, data, change, fragment=fragment)
 
 
 def annotation_removed(*, user: access.User, session_id: int, annotation_id: int, data: Any,
