@@ -63,7 +63,7 @@ class Membership(models.Model):
 
     # Each role may do what the one before it may, and more: a viewer reads; an annotator also labels,
     # comments and sets review status; an editor also imports, deletes sessions and edits agents; an admin also
-    # manages members, labels and API keys. The policy itself lives in services (``roles_for``, ``require_role``).
+    # manages members, labels and API keys. The policy itself lives in access.py (``roles_for``, ``require_role``).
     ORDER = (Level.VIEWER, Level.ANNOTATOR, Level.EDITOR, Level.ADMIN)
     # The roles that may change a project's data (import, edit agents); ADMIN alone manages its members.
     EDIT_ROLES = (Level.EDITOR, Level.ADMIN)
@@ -147,8 +147,8 @@ class Session(models.Model):
     assignee = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="assigned_sessions"
     )
-    # Bumped by every change of its messages (services.session_changed: the row writer, a recount, live capture's
-    # rewrite): part of the key of what a trim of it computed (services.session_trim's cache).
+    # Bumped by every change of its messages (store.writing.session_changed: the row writer, a recount, live capture's
+    # rewrite): part of the key of what a trim of it computed (lab.trimming.session_trim's cache).
     content_version = models.PositiveBigIntegerField(default=0)
     # The content_version of its last change that was not an append at the end (an edit, a recount, a rewrite): what
     # was computed from its first messages at this version or later still holds for them (SessionStructure).
@@ -269,7 +269,7 @@ class SessionStructure(models.Model):
     """A session's structure in one value (``memory.structure``): each message's role, name, call ids, tool calls,
     flags and stored count, no text. What every trim of the session reads (the lab, compare, the trim API, trimmed
     exports) instead of one row per message; written by the first trim after the session changed
-    (``services.session_structure``), and used only while the session's ``content_version``, ``token_counter``
+    (``store.outlines.session_structure``), and used only while the session's ``content_version``, ``token_counter``
     and ``message_count`` are still the ones it was read at."""
 
     session = models.OneToOneField(Session, primary_key=True, on_delete=models.CASCADE, related_name="+")
@@ -305,7 +305,7 @@ class ToolCall(models.Model):
 
 class ToolName(models.Model):
     """A tool name some call in the project uses: the session list's tool filter suggests these, so that a render
-    never runs a DISTINCT over every tool call. Written by the row writer (``services.messages_append``) as calls
+    never runs a DISTINCT over every tool call. Written by the row writer (``store.writing.messages_append``) as calls
     are stored; never removed (a suggestion that matches nothing any more finds nothing)."""
 
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="tool_names")

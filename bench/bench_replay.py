@@ -17,7 +17,7 @@
    per size a child fills a fresh SQLite database (bench_export.fill: a tool loop, rows written with plain sqlite3)
    and another child serves, through Django's test client as a logged-in member, the session page (the baseline),
    the lab's preview (langchain_last at a tenth of the tokens; first: the first trim of the session, which reads its
-   rows and keeps its structure, services.session_structure; cold: no trim of the session cached; and again,
+   rows and keeps its structure, store.outlines.session_structure; cold: no trim of the session cached; and again,
    cached; past MEMORYVIZ_LAB_REPLAY_INLINE_MESSAGES without its replay, and the replay that the page then asks
    for, ``?part=replay``), compare of four strategies, and the trim API (the result; with its messages). Each
    request's time (median of ``--repeat``) as a multiple of the session page's, and its peak memory growth

@@ -24,7 +24,7 @@
    read, only the violations were, and the column was "+ violations"). Neither side includes process start-up
    or the conversion of the input. Each side holds the history as it does in use: AutoGen its list of messages
    (a call's results grouped into one message when they are added), LangChain and the others their lists, and
-   memoryviz a stored session as services reads it (``services._outlines``): a ``Grouped`` tuple, whose roles
+   memoryviz a stored session as the store reads it (``store.outlines._outlines``): a ``Grouped`` tuple, whose roles
    are read and units found once when the session is read (what AutoGen does when messages are added), and a
    tuple of counts; ``trim`` shares both instead of copying them. Times are CPU time of the process
    (``time.process_time``): the machine is shared.
@@ -148,7 +148,7 @@ def compare_here(n: int, repeat: int, only: set[str]) -> list[dict[str, Any]]:
             return [i for m in out if id(m) in where for i in where[id(m)]]
         return [int(m.id) for m in out]
 
-    held, held_counts = Grouped(history), tuple(counts)  # as services holds a stored session (below)
+    held, held_counts = Grouped(history), tuple(counts)  # as the store holds a stored session (below)
 
     def ours(name: str) -> Callable[[], Any]:
         spec = strategy_spec(name, {**params[name], "pin_system": False})  # read once, as an interface does

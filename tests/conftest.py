@@ -55,7 +55,7 @@ def other_agent(other_project) -> Agent:
 
 @pytest.fixture
 def make_session(agent):
-    """Store a conversation (OpenAI-shaped message dicts) through services.session_store."""
+    """Store a conversation (OpenAI-shaped message dicts) through store.writing.session_store."""
     from agents.memory.schema import Conversation, parse_messages
     from agents.store.writing import session_store
 
@@ -108,7 +108,7 @@ def _private_job_dir(settings, tmp_path_factory):
 
 @pytest.fixture(autouse=True)
 def _fresh_trim_cache():
-    """What a trim computed is kept per session version (services.session_trim): no test sees another's."""
+    """What a trim computed is kept per session version (lab.trimming.session_trim): no test sees another's."""
     from django.core.cache import caches
 
     caches["trims"].clear()

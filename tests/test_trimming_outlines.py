@@ -97,7 +97,7 @@ def test_it_reads_a_stored_list_from_the_end_back_in_batches_too():
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(conversations, st.data())
 def test_it_replays_outlines_as_it_replays_the_messages(messages: list[Message], data: st.DataObject):
-    """The lab's replay of a stored session runs on its outlines for these strategies (services.session_replay):
+    """The lab's replay of a stored session runs on its outlines for these strategies (lab.trimming.session_replay):
     every call of the run, and what any one call sent, come out as on the whole messages."""
     counts = count_messages(messages, "approx")
     name, params = data.draw(strategy_and_params(sum(counts) + 3, TEXT_FREE))

@@ -2,7 +2,7 @@
 
 The core reads the bodies (``memory.otlp``), the calls (``memory.llm_calls``) and places each call in its
 session's chain (``memory.stitch``); this module keeps the chain in the database. ``StoredChain`` answers the
-stitcher's questions with indexed lookups (``Message.content_key``), new messages go through the services' one
+stitcher's questions with indexed lookups (``Message.content_key``), new messages go through the store's one
 row writer, and the session's summaries (counts, running totals, violations) are brought up to date once per
 batch. A call that belongs before calls already placed (it arrived late, or the rest of its log events did)
 rolls the session back to where it belongs and replays the later calls, as ``memory.stitch.Stitcher`` does.
@@ -328,7 +328,7 @@ def _place(session: models.Session, chain: StoredChain, call: CapturedCall) -> N
 
 def session_append(*, session: models.Session, messages: Sequence[schema.Message],
                    content_keys: Sequence[str] | None = None) -> writing.StoredBatch:
-    """Append messages at the end of a session as they arrive (live capture, the write API): the services' row
+    """Append messages at the end of a session as they arrive (live capture, the write API): the store's row
     writer stores them with their running totals, and the session's checker is fed only these. Call
     ``session_refresh`` once the batch is done to write the summaries."""
     start = session.message_count
