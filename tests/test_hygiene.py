@@ -133,3 +133,61 @@ def test_the_database_pass_keeps_every_test_that_reaches_the_database() -> None:
     assert "test_it_refuses_a_script_that_got_into_the_page" in kept  # live_server
     assert "test_it_generates_the_same_conversations_from_the_same_seed" not in kept  # pure
     assert "deselected" in done.stdout.splitlines()[-1]
+
+
+def _shell_graph() -> dict[str, set[str]]:
+    """The shell's modules (agents/, the core and the migrations aside) and the shell modules each imports."""
+    files = [p for p in (ROOT / "agents").rglob("*.py") if not {"migrations", "memory"} & set(p.parts)]
+    known = {_module_name(p) for p in files} - {"agents"}  # the app's package itself: `from agents import models`
+    return {_module_name(p): _imports(p, known) for p in files if _module_name(p) in known}
+
+
+def _capability(module: str) -> str:
+    """The package a module of the shell belongs to (agents.lab.pages -> agents.lab), or the module itself when it
+    sits at the top of the app (agents.access)."""
+    return ".".join(module.split(".")[:2])
+
+
+def test_no_capability_imports_another_ones_views() -> None:
+    # A view renders; what it shows is decided by its capability's services, which the other capabilities and the
+    # API call. Only the URLs name views.
+    offenders = sorted(
+        f"{module} imports {name}"
+        for module, names in _shell_graph().items()
+        for name in names
+        if name.rpartition(".")[2] == "views" and module != "agents.urls" and _capability(name) != _capability(module)
+    )
+    assert offenders == []
+
+
+def test_the_capabilities_scope_through_access_and_import_each_other_one_way() -> None:
+    # Every capability package (sessions, lab, transfer, ...) may use access.py and the ones below it, never the
+    # ones that use it: a circle between two packages means their pages and services are tangled again.
+    graph: dict[str, set[str]] = {}
+    for module, names in _shell_graph().items():
+        graph.setdefault(_capability(module), set()).update(
+            _capability(n) for n in names if _capability(n) != _capability(module))
+    assert "agents.access" in graph and graph["agents.access"] <= {"agents.models"}, graph.get("agents.access")
+    cycles: list[list[str]] = []
+    state: dict[str, int] = {}
+
+    def visit(name: str, path: list[str]) -> None:
+        state[name] = 1
+        for nxt in sorted(graph.get(name, ())):
+            if state.get(nxt) == 1:
+                cycles.append(path[path.index(nxt):] + [nxt])
+            elif nxt not in state:
+                visit(nxt, [*path, nxt])
+        state[name] = 2
+
+    for name in sorted(graph):
+        if name not in state:
+            visit(name, [name])
+    assert cycles == []
+    # Scoping by project and role is access.py's alone: no capability filters by membership itself.
+    own_scoping = sorted(
+        str(p.relative_to(ROOT)) for p in (ROOT / "agents").rglob("*.py")
+        if not {"migrations", "memory"} & set(p.parts) and p.name not in ("access.py", "models.py", "admin.py")
+        and "memberships__user" in p.read_text(encoding="utf-8")
+    )
+    assert own_scoping == []
