@@ -1,2 +1,2 @@
-"""Live capture: the OTLP/HTTP receiver, and the calls its batches describe stored as sessions, messages and LlmCall
-rows."""
+"""Live capture: the OTLP/HTTP receiver, the calls its batches describe stored as sessions, messages and LlmCall
+rows, sessions written through the API as they happen, and what each captured call was sent."""
