@@ -61,21 +61,14 @@ def _imports(path: Path, known: set[str]) -> set[str]:
     return {name for name in found if name in known}
 
 
-def test_it_has_no_import_cycle_in_the_app() -> None:
-    files = [p for p in (ROOT / "agents").rglob("*.py") if "migrations" not in p.parts]
-    known = {_module_name(p) for p in files}
-    graph = {_module_name(p): _imports(p, known) for p in files}
-    # A package's __init__ importing its own modules is how a package is made, not a cycle.
-    for name in graph:
-        graph[name] = {
-            m for m in graph[name] if m != name and not (m.startswith(name + ".") or name.startswith(m + "."))
-        }
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The import cycles of ``graph`` (a name -> the names it imports), each as the path that closes it."""
     cycles: list[list[str]] = []
     state: dict[str, int] = {}  # 1: on the current path, 2: done
 
     def visit(name: str, path: list[str]) -> None:
         state[name] = 1
-        for nxt in sorted(graph[name]):
+        for nxt in sorted(graph.get(name, ())):
             if state.get(nxt) == 1:
                 cycles.append(path[path.index(nxt):] + [nxt])
             elif nxt not in state:
@@ -85,6 +78,19 @@ def test_it_has_no_import_cycle_in_the_app() -> None:
     for name in sorted(graph):
         if name not in state:
             visit(name, [name])
+    return cycles
+
+
+def test_it_has_no_import_cycle_in_the_app() -> None:
+    files = [p for p in (ROOT / "agents").rglob("*.py") if "migrations" not in p.parts]
+    known = {_module_name(p) for p in files}
+    graph = {_module_name(p): _imports(p, known) for p in files}
+    # A package's __init__ importing its own modules is how a package is made, not a cycle.
+    for name in graph:
+        graph[name] = {
+            m for m in graph[name] if m != name and not (m.startswith(name + ".") or name.startswith(m + "."))
+        }
+    cycles = _cycles(graph)
     assert cycles == []
 
 
@@ -168,21 +174,7 @@ def test_the_capabilities_scope_through_access_and_import_each_other_one_way() -
         graph.setdefault(_capability(module), set()).update(
             _capability(n) for n in names if _capability(n) != _capability(module))
     assert "agents.access" in graph and graph["agents.access"] <= {"agents.models"}, graph.get("agents.access")
-    cycles: list[list[str]] = []
-    state: dict[str, int] = {}
-
-    def visit(name: str, path: list[str]) -> None:
-        state[name] = 1
-        for nxt in sorted(graph.get(name, ())):
-            if state.get(nxt) == 1:
-                cycles.append(path[path.index(nxt):] + [nxt])
-            elif nxt not in state:
-                visit(nxt, [*path, nxt])
-        state[name] = 2
-
-    for name in sorted(graph):
-        if name not in state:
-            visit(name, [name])
+    cycles = _cycles(graph)
     assert cycles == []
     # Scoping by project and role is access.py's alone: no capability filters by membership itself.
     own_scoping = sorted(
