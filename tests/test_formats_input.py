@@ -347,7 +347,8 @@ def test_it_reads_the_format_the_user_names() -> None:
     [conv] = read_input(SAMPLES[4], "openmanus")  # the openai sample, named as OpenManus
     assert conv.source_format == "openmanus"
     err = error_of(lambda: read_input(SAMPLES[4], "nonsense"))
-    assert str(err).startswith("format: unknown format 'nonsense'; valid: agentscope, anthropic")
+    # Any format memoryviz reads: the memory formats' message lists are conversations too.
+    assert str(err).startswith("format: unknown format 'nonsense'; valid: agentscope, agentscope_session, anthropic")
 
 
 def test_it_tells_openmanus_from_openai_only_when_clear() -> None:

@@ -218,10 +218,11 @@ def test_it_fails_cleanly_as_a_process_on_malformed_input() -> None:
 def test_it_reports_a_reader_crash_without_a_traceback(monkeypatch: pytest.MonkeyPatch, command: str) -> None:
     from agents.memory import formats
 
-    def crash(source: Any, format: str | None = None) -> Any:
+    def crash(source: Any, format: str | None = None, **options: Any) -> Any:
         raise TypeError("unhashable type: 'list'")
 
-    monkeypatch.setattr(formats, "open_stream", crash)
+    # Both commands read every layer of a file through open_layers.
+    monkeypatch.setattr(formats, "open_layers", crash)
     code, out, err = run(command, str(SAMPLE))
     assert (code, out) == (2, "")
     assert "internal error (TypeError: unhashable type: 'list')" in err and "Traceback" not in err

@@ -1,21 +1,25 @@
 """A file's memory layers (a core ``MemoryDocument``) into rows, as the last part of its import.
 
-An import is all or nothing, and never holds the database's write lock for long (``agents.imports``). Its memory
+An import is all or nothing, and never holds the database's write lock for long (``agents.transfer``). Its memory
 layers follow the same rules, in two steps that the import run calls:
 
-- ``stage``: before the run completes. Each store of the document is joined to the project's store of the same
-  kind, source and scope (so a mem0 export imported beside an AgentScope session, or after it, fills the store its
-  recalls point to), or created hidden (``MemoryStore.State.IMPORTING``). The records of a new store are written now,
-  in short committed batches (a store of a million versions never holds the lock); those of a joined store wait.
+- ``stage``: before the run completes, once the file is read. Each store of the document is joined to the
+  project's store of the same kind, source and scope (so a mem0 export imported beside an AgentScope session, or
+  after it, fills the store its recalls point to), or created hidden (``MemoryStore.State.IMPORTING``). The records
+  of a new store are written now, in short committed batches (a store of a million versions never holds the lock);
+  those of a joined store wait.
 - ``finish``: inside the transaction in which the run makes its sessions ready. The joined stores' records, every
   recall (matched to records by id, then by the text's hash, where the reader could not), every snapshot (linked to
   its parent, or to the one before it in its session), the summaries, and the new stores made ready.
 
-``discard`` removes the hidden stores of a run that failed. Importing the same file again adds nothing: a record is
-keyed by its library id, a version by its event id or its body, a recall by its place and items, a snapshot by its id.
+``discard`` removes the hidden stores of a run that failed; ``preview`` says what an import would do, writing
+nothing. Whatever the database cannot store (a NUL character, NaN) is refused naming its place, before anything is
+written. Importing the same file again adds nothing: a record is keyed by its library id, a version by its event id
+or its body, a recall by its place and items, a snapshot by its id.
 """
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 from collections.abc import Callable, Iterable, Sequence
@@ -29,6 +33,7 @@ from django.db.models import Count, Max, Q, Sum
 from agents import models
 from agents.memory import ledger as core
 from agents.memory.formats import FormatError
+from agents.store.mapping import value_problem
 
 BATCH = 2000
 
@@ -88,7 +93,7 @@ class _Store:
 class MemoryImport:
     """One file's memory layers, for one import run."""
 
-    def __init__(self, *, project: models.Project, document: core.MemoryDocument, agent_named: AgentNamed,
+    def __init__(self, *, project: models.Project | None, document: core.MemoryDocument, agent_named: AgentNamed,
                  default_agent: models.Agent | None, owner: str) -> None:
         self.project = project
         self.document = document
@@ -98,13 +103,39 @@ class MemoryImport:
         self.outcome = MemoryOutcome(notes=list(document.notes))
         self.stores: dict[str, _Store] = {}
 
+    # --- what an import would do ---------------------------------------------------------------------------------
+
+    def preview(self) -> MemoryOutcome:
+        """The outcome without writing: each store new or joined, and what the file holds (a record or version
+        the store holds already is counted as new here; the import skips it)."""
+        for given in self.document.stores:
+            existing = self._joinable(given)
+            self.outcome.stores.append({"name": existing.name if existing else given.name, "kind": given.kind,
+                                        "status": "joined" if existing else "new",
+                                        "id": existing.pk if existing else None})
+        for key, record in self.document.all_records():
+            _check_record(key, record)
+            self.outcome.records += 1
+            self.outcome.versions += len(record.versions) or 1
+        for i, recall in enumerate(self.document.recalls):
+            _check(f"memory.recalls[{i}]", recall.query, recall.params, *((it.text, it.ref) for it in recall.items))
+            self.outcome.recalls += 1
+            self.outcome.recall_items += len(recall.items)
+        for i, snapshot in enumerate(self.document.snapshots):
+            _check(f"memory.snapshots[{i}].value", snapshot.value)
+        self.outcome.snapshots = len(self.document.snapshots)
+        return self.outcome
+
     # --- before the run completes ---------------------------------------------------------------------------------
 
     def stage(self, session_at: SessionAt) -> None:
+        if self.project is None:
+            raise FormatError("project", "none to store the memory layers in")
         for i, store in enumerate(self.document.stores):
             self.stores[store.key] = self._store_for(store, f"memory.stores[{i}]")
         batch: list[tuple[_Store, core.RecordIn]] = []
         for key, record in self.document.all_records():
+            _check_record(key, record)
             target = self.stores.get(key)
             if target is None:
                 raise FormatError("memory.records", f"a record of store {key!r}, which the file does not hold")
@@ -118,22 +149,27 @@ class MemoryImport:
         if batch:
             self._committed(batch, session_at)
 
-    def _store_for(self, given: core.StoreIn, place: str) -> _Store:
-        agent = self.agent_named(given.agent) if given.agent else None
-        key = scope_key(given.scope)
+    def _joinable(self, given: core.StoreIn, agent: models.Agent | None = None) -> models.MemoryStore | None:
+        """The project's store that ``given`` is more of: the same kind, source and scope, and no other agent's."""
         candidates = models.MemoryStore.objects.filter(
-            project=self.project, kind=given.kind, source_format=given.source_format, scope_key=key,
+            project=self.project, kind=given.kind, source_format=given.source_format, scope_key=scope_key(given.scope),
             state=models.MemoryStore.State.READY,
         ).order_by("id")
         if agent is not None:
             candidates = candidates.filter(Q(agent=agent) | Q(agent__isnull=True))
-        existing = candidates.first()
+        return candidates.first()
+
+    def _store_for(self, given: core.StoreIn, place: str) -> _Store:
+        agent = self.agent_named(given.agent) if given.agent else None
+        key = scope_key(given.scope)
+        existing = self._joinable(given, agent)
         if existing is not None:
             if existing.agent_id is None and agent is not None:
                 existing.agent = agent  # the file says whose it is
             self.outcome.stores.append({"name": existing.name, "kind": existing.kind, "status": "joined",
                                         "id": existing.pk})
             return _Store(given, existing, new=False)
+        assert self.project is not None  # stage() says so first
         row = models.MemoryStore.objects.create(
             project=self.project, agent=agent, name=given.name[:200], kind=given.kind,
             source_format=given.source_format[:40], scope=given.scope, scope_key=key,
@@ -150,9 +186,19 @@ class MemoryImport:
     # --- in the run's last transaction ---------------------------------------------------------------------------
 
     def finish(self, session_at: SessionAt) -> None:
+        """Inside the run's last transaction, which is tried again as a whole when SQLite is busy: what it counts
+        is counted again from where ``stage`` left it."""
+        staged = copy.deepcopy(self.outcome)
+        try:
+            self._finish(session_at)
+        except BaseException:
+            self.outcome = staged
+            raise
+
+    def _finish(self, session_at: SessionAt) -> None:
         for store in self.stores.values():
             if store.waiting:
-                records, store.waiting = store.waiting, []
+                records = store.waiting
                 for start in range(0, len(records), BATCH):
                     self._records_write([(store, r) for r in records[start:start + BATCH]], session_at)
         self._recalls_write(session_at)
@@ -240,6 +286,7 @@ class MemoryImport:
         matchers: dict[int, _StoreMatcher] = {}
         for i, recall in enumerate(recalls):
             place = f"memory.recalls[{i}]"
+            _check(place, recall.query, recall.params, *((item.text, item.ref) for item in recall.items))
             session, seq = session_at(recall.session, recall.seq, place)
             if session is None:
                 self.outcome.notes.append(f"{place}: a read that fed no message of a conversation of the file "
@@ -287,6 +334,7 @@ class MemoryImport:
                                      pair[1].taken_at.timestamp() if pair[1].taken_at else 0.0, pair[0]))
         for i, snapshot in given:
             place = f"memory.snapshots[{i}]"
+            _check(f"{place}.value", snapshot.value)
             session, seq = session_at(snapshot.session, snapshot.seq, place)
             agent = (self.agent_named(snapshot.agent) if snapshot.agent else None) or (
                 session.agent if session is not None else self.default_agent)
@@ -310,6 +358,23 @@ class MemoryImport:
                 format_version=(snapshot.format_version or "")[:40], value=snapshot.value,
             )
             self.outcome.snapshots += 1
+
+
+# --- what cannot be stored ------------------------------------------------------------------------------------------
+
+
+def _check(place: str, *values: Any) -> None:
+    for value in values:
+        problem = value_problem(value) if value else None
+        if problem:
+            raise FormatError(place, problem)
+
+
+def _check_record(store: str, record: core.RecordIn) -> None:
+    place = f"memory.stores[{store!r}].records[{record.external_id!r}]"
+    _check(place, record.external_id, record.text, record.value, record.metadata)
+    for i, version in enumerate(record.versions):
+        _check(f"{place}.versions[{i}]", version.text, version.value, version.actor)
 
 
 # --- helpers -------------------------------------------------------------------------------------------------------

@@ -34,8 +34,8 @@ class ContractCommand(BaseCommand):
         sys.exit(EXIT_UNREADABLE)
 
     def check_format(self, name: str | None) -> str | None:
-        if name and name not in formats.FORMATS:
-            self.fail(f"--format: unknown format {name!r}; valid: {', '.join(sorted(formats.FORMATS))}")
+        if name and name not in formats.ALL_FORMATS:
+            self.fail(f"--format: unknown format {name!r}; valid: {', '.join(sorted(formats.ALL_FORMATS))}")
         return name
 
     def check_counter(self, name: str) -> TokenCounter:

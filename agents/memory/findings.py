@@ -196,8 +196,11 @@ def injection_findings(session: str | None, recalls: Sequence[RecallFacts], repl
 # --- a file --------------------------------------------------------------------------------------------------------
 
 
-def document_findings(document: MemoryDocument) -> list[Finding]:
-    """Every finding of a file's memory layers (its records listed: ``MemoryDocument.materialized``)."""
+def document_findings(document: MemoryDocument,
+                      replies: Mapping[str | None, Sequence[int]] | None = None) -> list[Finding]:
+    """Every finding of a file's memory layers (its records listed: ``MemoryDocument.materialized``).
+    ``replies``: each conversation's assistant messages by its key (its external id, or ``#N``), for a file whose
+    conversations were streamed rather than kept in the document."""
     found: list[Finding] = []
     facts: dict[str, StoreFacts] = {}
     for store in document.stores:
@@ -212,9 +215,9 @@ def document_findings(document: MemoryDocument) -> list[Finding]:
             query=recall.query, items=[ItemFacts(i.text, i.record, i.version) for i in recall.items])
         found += recall_findings(recall_facts, facts.get(recall.store) if recall.store else None)
         by_session.setdefault(recall.session, []).append(recall_facts)
-    replies = _replies(document)
+    known = dict(replies) if replies is not None else _replies(document)
     for session, recalls in by_session.items():
-        found += injection_findings(session, recalls, replies.get(session, ()))
+        found += injection_findings(session, recalls, known.get(session, ()))
     return found
 
 

@@ -252,6 +252,10 @@ class MemoryDocument:
                               recalls=self.recalls, snapshots=self.snapshots, agent=self.agent, notes=self.notes,
                               compactions=self.compactions)
 
+    def holds_memory(self) -> bool:
+        """Whether it holds anything beyond conversations: stores, recalls, snapshots or compactions."""
+        return bool(self.stores or self.recalls or self.snapshots or self.compactions)
+
     def is_empty(self) -> bool:
         return not (self.conversations or self.stores or self.recalls or self.snapshots or self.compactions)
 

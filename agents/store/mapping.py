@@ -75,7 +75,7 @@ def message_problem(message: schema.Message) -> str | None:
         if value and "\x00" in value:
             return f"{name}: {_NUL}"
     for name, value in (("content", message.content), *((n, getattr(message, n)) for n in _MESSAGE_JSON)):
-        what = _json_problem(value) if value else None
+        what = value_problem(value) if value else None
         if what:
             return f"{name}: {what}"
     return None
@@ -90,7 +90,7 @@ def conversation_problem(conversation: schema.Conversation) -> str | None:
         return f"source_format: {conversation.source_format[:50]!r} is not a format name"
     for name in ("external_id", "title", "source_format", "agent", "project", "metadata", "tools"):
         value = getattr(conversation, name)
-        what = _json_problem(value) if value else None
+        what = value_problem(value) if value else None
         if what:
             return f"{name}: {what}"
     return None
@@ -99,7 +99,9 @@ def conversation_problem(conversation: schema.Conversation) -> str | None:
 _NUL = "contains a NUL character (\\u0000), which the database cannot store"
 
 
-def _json_problem(value: Any) -> str | None:
+def value_problem(value: Any) -> str | None:
+    """What in a value (a text, or JSON) the database cannot store, said before an INSERT fails: a NUL character,
+    NaN or Infinity; None when it can all be stored."""
     if isinstance(value, str):
         return _NUL if "\x00" in value else None
     if isinstance(value, float):
@@ -110,12 +112,12 @@ def _json_problem(value: Any) -> str | None:
         return None
     if isinstance(value, dict):
         for key, item in value.items():
-            what = _json_problem(key) or _json_problem(item)
+            what = value_problem(key) or value_problem(item)
             if what:
                 return what
     elif isinstance(value, list):
         for item in value:
-            what = _json_problem(item)
+            what = value_problem(item)
             if what:
                 return what
     return None

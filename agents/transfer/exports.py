@@ -17,6 +17,7 @@ from django.utils import timezone
 
 from agents import models
 from agents.lab import trimming as lab_trimming
+from agents.ledger import exporting
 from agents.memory import formats
 from agents.memory.schema import Conversation, Message
 from agents.memory.trimming import StrategySpec, TrimResult
@@ -142,7 +143,11 @@ def export_chunks(
     record = _record_start(plan, user=user, interface=interface)
     progress = writing.Progress(on_messages)
     report = formats.WriteReport(format=plan.format)
-    pieces = formats.write_chunks(_conversations(plan, progress), plan.format, report, on_invalid=plan.on_invalid)
+    # Native carries the memory layers that go with the sessions (a trimmed view is another conversation, which
+    # no recall or snapshot points into); every other format says what it leaves out of them.
+    memory = exporting.memory_of_sessions(plan.sessions) if not plan.trimmed else None
+    pieces = formats.write_chunks(_conversations(plan, progress), plan.format, report, on_invalid=plan.on_invalid,
+                                  memory=memory)
     try:
         yield from _joined(pieces)
     except formats.FormatError as exc:

@@ -48,7 +48,7 @@ class ImportForm(forms.Form):
                                          empty_label=agent_field.empty_label)
         agent_field.widget.choices = offered.choices
         form_choice(self, "format").choices = [("", "Detect automatically")] + [
-            (name, getattr(spec, "label", name)) for name, spec in formats.FORMATS.items()
+            (name, getattr(spec, "label", name)) for name, spec in formats.ALL_FORMATS.items()
         ]
 
     def clean(self) -> dict[str, Any]:

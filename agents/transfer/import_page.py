@@ -79,7 +79,7 @@ def import_previewed(*, user: access.User, data: Any, files: Any) -> ImportPage:
         if reread:
             # A wrong format keeps the upload and the preview it replaced, with what the other format said.
             shown = data.get("shown_format") or None
-            shown = shown if shown in formats.FORMATS else None
+            shown = shown if shown in formats.ALL_FORMATS else None
             try:
                 preview = imports.preview_file(path, project=project, agent=agent, format=shown, label=label,
                                                name=_detection_name(label))
@@ -192,8 +192,8 @@ def import_from_api(*, user: access.User, upload: Any, project: str | None, agen
     only project the user may write to), as the import page takes it; nothing is stored when it fails (ValueError,
     naming the place and the field)."""
     target = access.project_to_write(user, project)
-    if format and format not in formats.FORMATS:
-        raise ValueError(f"format: unknown format {format!r}; valid: {', '.join(sorted(formats.FORMATS))}")
+    if format and format not in formats.ALL_FORMATS:
+        raise ValueError(f"format: unknown format {format!r}; valid: {', '.join(sorted(formats.ALL_FORMATS))}")
     source: Any = (
         upload.temporary_file_path() if hasattr(upload, "temporary_file_path") else io.BufferedReader(upload.file)
     )

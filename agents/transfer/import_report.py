@@ -70,6 +70,8 @@ class ImportReport:
     sessions: list[SessionOutcome] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     dropped: list[str] = field(default_factory=list)
+    # The file's memory layers beyond its messages (``ledger.storing.MemoryOutcome.to_dict()``), when it has some.
+    memory: dict[str, Any] | None = None
 
     @property
     def sessions_imported(self) -> int:
@@ -101,4 +103,5 @@ class ImportReport:
             "sessions": [s.to_dict() for s in self.sessions],
             "warnings": self.warnings,
             "dropped": self.dropped,
+            **({"memory": self.memory} if self.memory is not None else {}),
         }

@@ -13,11 +13,10 @@ into it in that last transaction. The pages, the API, the command line and the b
 """
 from __future__ import annotations
 
+import bisect
 import datetime as dt
 import hashlib
 import os
-import re
-import sys
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
@@ -27,8 +26,10 @@ from django.db import DatabaseError, transaction
 from django.utils.text import slugify
 
 from agents import models
+from agents.ledger import storing
 from agents.memory import formats
 from agents.memory.chain import ProtocolChecker, Violation
+from agents.memory.ledger import MemoryDocument
 from agents.memory.schema import Conversation, Message
 from agents.memory.tokens import DEFAULT_COUNTER, get_counter
 from agents.review import annotating
@@ -143,54 +144,171 @@ def _walk(
     progress: writing.Progress | None,
     run: ImportRun | None = None,
 ) -> None:
-    """Read the file conversation by conversation into ``report``: stored (hidden, in ``run``) when a ``progress``
-    is given (the import), only told otherwise (the preview, which creates no project, agent or row)."""
+    """Read the file conversation by conversation into ``report``, then its memory layers: stored (hidden, in
+    ``run``) when a ``progress`` is given (the import), only told otherwise (the preview, which creates no project,
+    agent or row)."""
     projects: dict[str | None, models.Project | None] = {}
-    handle, close, file_format = _open(source, format)
-    streams = formats.open_stream(handle, format, name=name)
-    for index, stream in enumerate(_closing(streams, handle if close else None)):
-        conv = stream.conversation
-        report.format = report.format or (file_format or conv.source_format or "")
-        problem = mapping.conversation_problem(conv)
-        if problem:
-            raise ImportFailed(f"conversation {index + 1}: {problem}")
-        key = conv.project if project is None else None
-        if key not in projects:
-            projects[key] = _project_for(project, conv, create=run)
-        project_row = projects[key]
-        report.project = report.project or (project_row.slug if project_row is not None else "")
-        wanted = agent if isinstance(agent, models.Agent) else (
-            agent or conv.agent or conv.source_format or report.format or "imported")
-        agent_row = _agent_for(project_row, wanted, create=run)
-        outcome = SessionOutcome(
-            index=index, external_id=conv.external_id or "", title=conv.title or "", status="imported",
-            agent=agent_row.slug if agent_row is not None else slugify(str(wanted)) or "imported",
-            agent_name=agent_row.name if agent_row is not None else str(wanted)[:200],
-        )
-        existing = None
-        if agent_row is not None and conv.external_id:
-            existing = models.Session.objects.filter(
-                agent=agent_row, external_id=conv.external_id, state=models.Session.State.READY).first()
-            if existing is None and run is not None:
-                # The same conversation earlier in this import: new messages go to its (still hidden) session.
-                existing = run.session_named(agent_row, conv.external_id)
-        accepted = _Accepted(outcome, existing, derive_title=report.format != "native")
-        messages = accepted.messages(stream.messages)
-        if progress is None:
-            deque(messages, maxlen=0)
-            accepted.settle(agent_row)
-        elif existing is not None:
-            assert run is not None
-            _append(accepted, existing, messages, counter=counter, progress=progress, run=run)
-        else:
-            assert agent_row is not None and run is not None  # created when saving
-            _store(accepted, conv, agent_row, messages, counter=counter, progress=progress, run=run)
-        report.sessions.append(outcome)
-    if not report.sessions:
+    placed: dict[str, _Placed] = {}
+    with _layers(source, format, name) as layers:
+        for index, stream in enumerate(layers.streams):
+            conv = stream.conversation
+            report.format = report.format or (layers.format or conv.source_format or "")
+            problem = mapping.conversation_problem(conv)
+            if problem:
+                raise ImportFailed(f"conversation {index + 1}: {problem}")
+            key = conv.project if project is None else None
+            if key not in projects:
+                projects[key] = _project_for(project, conv, create=run)
+            project_row = projects[key]
+            report.project = report.project or (project_row.slug if project_row is not None else "")
+            wanted = agent if isinstance(agent, models.Agent) else (
+                agent or conv.agent or conv.source_format or report.format or "imported")
+            agent_row = _agent_for(project_row, wanted, create=run)
+            outcome = SessionOutcome(
+                index=index, external_id=conv.external_id or "", title=conv.title or "", status="imported",
+                agent=agent_row.slug if agent_row is not None else slugify(str(wanted)) or "imported",
+                agent_name=agent_row.name if agent_row is not None else str(wanted)[:200],
+            )
+            existing = None
+            if agent_row is not None and conv.external_id:
+                existing = models.Session.objects.filter(
+                    agent=agent_row, external_id=conv.external_id, state=models.Session.State.READY).first()
+                if existing is None and run is not None:
+                    # The same conversation earlier in this import: new messages go to its (still hidden) session.
+                    existing = run.session_named(agent_row, conv.external_id)
+            accepted = _Accepted(outcome, existing, derive_title=report.format != "native")
+            messages = accepted.messages(stream.messages)
+            if progress is None:
+                deque(messages, maxlen=0)
+                accepted.settle(agent_row)
+            elif existing is not None:
+                assert run is not None
+                _append(accepted, existing, messages, counter=counter, progress=progress, run=run)
+            else:
+                assert agent_row is not None and run is not None  # created when saving
+                _store(accepted, conv, agent_row, messages, counter=counter, progress=progress, run=run)
+            report.sessions.append(outcome)
+            # Recalls, versions and snapshots name a conversation by its id, or as "#N" (native exports do).
+            placed[f"#{index}"] = accepted.placed
+            if conv.external_id:
+                placed.setdefault(conv.external_id, accepted.placed)
+        # Inside: a big store's records are read from the file as they are written.
+        document = layers.memory()
+        if document.holds_memory():
+            report.format = report.format or document.format
+            _memory(document, report, project=project, agent=agent, projects=projects, placed=placed, run=run)
+    if not report.sessions and report.memory is None:
         raise ImportFailed(f"{report.file}: no conversation found, so there is nothing to import.")
-    if not report.messages_read:
+    if report.sessions and not report.messages_read and report.memory is None:
         raise ImportFailed(f"{report.file}: has no message, so there is nothing to import.")
     _note_skips(report)
+
+
+@contextmanager
+def _layers(source: Source, format: str | None, name: str | None) -> Iterator[formats.Layers]:
+    """Every layer of the file (``formats.open_layers``), a path opened by it (a SQLite file is read from its place,
+    with what a running agent left in its log), a missing or unreadable path said in one line."""
+    if isinstance(source, (str, os.PathLike)) and os.fspath(source) != "-":
+        try:
+            with open(source, "rb"):
+                pass
+        except OSError as exc:
+            raise ImportFailed(f"{os.fspath(source)}: {exc.strerror or exc}") from None
+    with formats.open_layers(source, format, name=name) as layers:
+        yield layers
+
+
+# --- the memory layers --------------------------------------------------------------------------------------
+
+
+class _Placed:
+    """Where the messages of one conversation of the file went: the seq each position has in its stored session.
+    Positions not stored (their id was known already) are found again by that id; kept compact (only skips are
+    listed), since a conversation may have a million messages."""
+
+    def __init__(self, outcome: SessionOutcome) -> None:
+        self.outcome = outcome
+        self.base = 0  # the seq the first stored message got
+        self.skipped: list[int] = []
+        self.skipped_ids: list[str | None] = []
+        self.identical = False  # the same messages stored already: each at its own position
+
+    def seq(self, pos: int) -> tuple[int | None, str | None]:
+        """The seq of the message at ``pos``, or (None, its id) for one that was not stored again."""
+        if self.identical:
+            return pos, None
+        i = bisect.bisect_left(self.skipped, pos)
+        if i < len(self.skipped) and self.skipped[i] == pos:
+            return None, self.skipped_ids[i]
+        return self.base + pos - i, None
+
+
+def _memory(
+    document: MemoryDocument,
+    report: ImportReport,
+    *,
+    project: models.Project | str | None,
+    agent: models.Agent | str | None,
+    projects: dict[str | None, models.Project | None],
+    placed: dict[str, _Placed],
+    run: ImportRun | None,
+) -> None:
+    """The file's memory layers: staged now and finished when the run completes (the import), or told (preview)."""
+    project_row = next(iter(projects.values()), None) if projects else _project_for(
+        project, Conversation(), create=run)
+    if project_row is None and run is not None:
+        raise ImportFailed("project: none to store the memory layers in")
+    report.project = report.project or (project_row.slug if project_row is not None else "")
+    agents: dict[str, models.Agent | None] = {}
+
+    def agent_named(name: str | None) -> models.Agent | None:
+        if not name:
+            return None
+        if name not in agents:
+            agents[name] = _agent_for(project_row, name, create=run)
+        return agents[name]
+
+    default_agent = agent if isinstance(agent, models.Agent) else agent_named(
+        agent or document.agent or document.format or "imported")
+    sessions: dict[int, models.Session] = {}
+
+    def session_at(key: str | None, pos: int | None, place: str) -> tuple[models.Session | None, int | None]:
+        if key is None:
+            return None, None
+        where = placed.get(key)
+        if where is None:
+            raise formats.FormatError(f"{place}.session", f"no conversation {key!r} in the file")
+        session_id = where.outcome.session_id
+        if session_id is None:
+            return None, None
+        if session_id not in sessions:
+            sessions[session_id] = models.Session.objects.get(pk=session_id)
+        session = sessions[session_id]
+        if pos is None:
+            return session, None
+        if pos >= where.outcome.messages:
+            raise formats.FormatError(f"{place}.seq", f"no message #{pos}; the conversation has "
+                                                      f"{where.outcome.messages}")
+        seq, known_id = where.seq(pos)
+        if seq is None and known_id:
+            seq = models.Message.objects.filter(session=session, external_id=known_id).values_list(
+                "seq", flat=True).first()
+        return session, seq
+
+    importer = storing.MemoryImport(project=project_row, document=document, agent_named=agent_named,
+                                    default_agent=default_agent, owner=run.owner if run else "")
+    if run is None:
+        outcome = importer.preview()
+    else:
+        run.discarders.append(importer.discard)
+        importer.stage(session_at)
+        run.finishers.append(lambda: importer.finish(session_at))
+        outcome = importer.outcome
+    report.memory = outcome.to_dict()
+    report.warnings.extend(f"memory: {note}" for note in outcome.notes)
+    if run is not None:
+        # The counts change when the run completes: the report shows them then.
+        run.finishers.append(lambda: setattr(report, "memory", importer.outcome.to_dict()))
 
 
 class _Accepted:
@@ -214,6 +332,7 @@ class _Accepted:
         if existing is not None:
             self.known_ids.update(existing.messages.exclude(external_id="").values_list("external_id", flat=True))
         self.stored = writing.StoredBatch()  # what the existing session holds already
+        self.placed = _Placed(outcome)
         self.first_question = ""
         self.first_created_at: dt.datetime | None = None
 
@@ -231,6 +350,8 @@ class _Accepted:
             # Appending, a message without an id cannot be matched to a stored one: a re-import never adds it.
             if (mid and mid in self.known_ids) or (self.existing is not None and not mid):
                 outcome.skipped += 1
+                self.placed.skipped.append(pos)
+                self.placed.skipped_ids.append(mid)
                 continue
             if mid:
                 self.known_ids.add(mid)
@@ -283,6 +404,7 @@ class _Accepted:
             # session list does (the file may give no title).
             outcome.status, outcome.session_id = "already imported", duplicate.pk
             outcome.title = duplicate.title or outcome.title
+            self.placed.identical = True
             outcome.skipped, outcome.added, outcome.violations = outcome.messages, 0, []
         return duplicate
 
@@ -352,6 +474,7 @@ def _append(
     # The last stored message gives both where new messages go and the running total they continue.
     last = session.messages.order_by("-seq").values_list("seq", "token_running").first()
     start = (last[0] + 1) if last is not None else 0
+    accepted.placed.base = start
     staging = run.session_start(agent=session.agent, conversation=Conversation(messages=[]),
                                 counter=session.token_counter or counter, append_to=session)
     added = writing.messages_append(
@@ -428,40 +551,6 @@ def _agent_for(
 
 
 # --- helpers ----------------------------------------------------------------------------------------------
-
-
-_NATIVE_MARK = re.compile(rb'"format"\s*:\s*"memoryviz"')
-
-
-def _open(source: Source, format: str | None) -> tuple[IO[bytes], bool, str | None]:
-    """The input as a buffered binary stream, whether to close it, and the file's format when it is native.
-
-    A native file's sessions say the format they were first imported from (``source_format``); the report
-    names the file's own format, so the first bytes are peeked (without being consumed) for native's mark.
-    """
-    if isinstance(source, (str, os.PathLike)) and os.fspath(source) != "-":
-        try:
-            handle: IO[bytes] = open(source, "rb")  # noqa: SIM115 - closed by _closing
-        except OSError as exc:
-            raise ImportFailed(f"{os.fspath(source)}: {exc.strerror or exc}") from None
-        close = True
-    elif isinstance(source, (str, os.PathLike)):
-        handle, close = sys.stdin.buffer, False
-    else:
-        handle, close = source, False
-    if format:
-        return handle, close, format
-    peek = getattr(handle, "peek", None)
-    head = peek(65_536)[:65_536] if callable(peek) else b""
-    return handle, close, ("native" if _NATIVE_MARK.search(head) else None)
-
-
-def _closing(streams: Iterator[Any], handle: IO[bytes] | None) -> Iterator[Any]:
-    try:
-        yield from streams
-    finally:
-        if handle is not None:
-            handle.close()
 
 
 def _title_from(text: str, limit: int = 80) -> str:

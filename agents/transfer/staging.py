@@ -7,6 +7,7 @@ import contextlib
 import datetime as dt
 import functools
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -14,6 +15,7 @@ from django.db import DatabaseError, IntegrityError, transaction
 from django.utils import timezone
 
 from agents import models
+from agents.ledger import storing
 from agents.memory.schema import Conversation
 from agents.store import outlines, writing
 from agents.transfer.import_report import ImportFailed, SessionOutcome
@@ -46,6 +48,11 @@ class ImportRun:
         self.hidden: list[int] = []  # every session this run started, staged or not
         self.projects: list[int] = []  # created by this run: removed again on failure when left empty
         self.agents: list[int] = []
+        # What else the run writes beside its sessions (a file's memory layers): each finished inside the
+        # transaction that makes the sessions ready, after them (and tried again with it, so idempotent), and
+        # discarded with them.
+        self.finishers: list[Callable[[], None]] = []
+        self.discarders: list[Callable[[], None]] = []
 
     def session_start(
         self,
@@ -89,7 +96,7 @@ class ImportRun:
             writing.tables_analyze()
         written = [item.outcome.session_id for item in self.staged
                    if item.outcome.added and item.outcome.status != "already imported"]
-        self.staged, self.hidden = [], []
+        self.staged, self.hidden, self.finishers, self.discarders = [], [], [], []
         # Each session's structure, kept now: its first trim reads one value, not every row. The import is complete
         # already: when this fails, the first trim of a session reads its rows instead.
         with contextlib.suppress(DatabaseError):
@@ -132,12 +139,16 @@ class ImportRun:
                     models.ToolCall.objects.filter(session_id=item.session.pk).delete()
                     models.Message.objects.filter(session_id=item.session.pk)._raw_delete("default")
                     Session.objects.filter(pk=item.session.pk).delete()
+            for finish in self.finishers:
+                finish()
 
     def discard(self) -> None:
         """Remove what the run wrote: its hidden sessions, then the projects and agents it created, if empty."""
+        for discard in self.discarders:
+            discard()
         for pk in reversed(self.hidden):
             session_remove(pk)
-        self.staged, self.hidden = [], []
+        self.staged, self.hidden, self.finishers, self.discarders = [], [], [], []
         for pk in reversed(self.agents):
             writing.write_retrying(models.Agent.objects.filter(pk=pk, sessions=None).delete)
         for pk in reversed(self.projects):
@@ -182,4 +193,7 @@ def imports_cleanup(*, stale_after: dt.timedelta | None = None, now: dt.datetime
         if alive is False or (alive is None and (beat is None or beat < limit)):
             session_remove(pk)
             removed.append(pk)
+    # The memory stores such an import was writing, hidden too (a store written from another host is left to its
+    # own host's cleanup: it holds no heartbeat to judge it by).
+    storing.stores_cleanup(lambda owner: writing.process_alive(owner) is False)
     return removed

@@ -23,7 +23,8 @@ from agents.memory.tokens import COUNTERS, DEFAULT_COUNTER, TokenCounter, total_
 def count_source(source: Any, counter: TokenCounter, *, format: str | None = None) -> list[list[int]]:
     """Per-message counts of each conversation in ``source``, counted as the messages are read."""
     count = counter.count
-    return [[count(m) for m in stream.messages] for stream in formats.open_stream(source, format)]
+    with formats.open_layers(source, format) as layers:
+        return [[count(m) for m in stream.messages] for stream in layers.streams]
 
 
 class Command(ContractCommand):

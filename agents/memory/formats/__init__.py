@@ -212,7 +212,7 @@ def detect_format(data: Any) -> str:
     if not found:
         raise FormatError(
             "input",
-            f"unknown format: {describe_shape(data)}, which matches none of {', '.join(sorted(_CODECS))}; "
+            f"unknown format: {describe_shape(data)}, which matches none of {', '.join(sorted(ALL_FORMATS))}; "
             "name the format",
             choose_format=True,
         )
@@ -248,9 +248,11 @@ def read_input(
 def iter_conversations(
     source: str | os.PathLike[str] | IO[bytes], format: str | None = None, *, name: str | None = None
 ) -> Iterator[Conversation]:
-    for stream in open_stream(source, format, name=name):
-        messages = list(stream.messages)
-        yield stream.conversation.model_copy(update={"messages": messages})
+    """The conversations of any file memoryviz reads, a memory format's included (its message lists)."""
+    with open_layers(source, format, name=name) as layers:
+        for stream in layers.streams:
+            messages = list(stream.messages)
+            yield stream.conversation.model_copy(update={"messages": messages})
 
 
 def open_stream(
