@@ -8,6 +8,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, Spec
 
 from agents.api import agents as api_agents
 from agents.api import lab as api_lab
+from agents.api import memory as api_memory
 from agents.api import review as api_review
 from agents.api import sessions as api_sessions
 from agents.api import transfer as api_transfer
@@ -93,6 +94,17 @@ api_urlpatterns = [
     path("formats/", api_transfer.format_list, name="format_list"),
     path("presets/", api_lab.preset_list, name="preset_list"),
     path("import/", api_transfer.import_upload, name="import_upload"),
+    # The memory layers (agents.api.memory).
+    path("memory/stores/", api_memory.memory_store_list, name="memory_store_list"),
+    path("memory/stores/<int:store_id>/records/", api_memory.memory_store_records, name="memory_store_records"),
+    path("memory/stores/<int:store_id>/export/", api_memory.memory_store_export, name="memory_store_export"),
+    path("memory/records/<int:record_id>/", api_memory.memory_record, name="memory_record"),
+    path("memory/records/<int:record_id>/diff/", api_memory.memory_record_diff, name="memory_record_diff"),
+    path("agents/<int:agent_id>/memory/", api_memory.agent_memory, name="agent_memory"),
+    path("agents/<int:agent_id>/snapshots/", api_memory.agent_snapshots, name="agent_snapshots"),
+    path("sessions/<int:session_id>/recalls/", api_memory.session_recalls, name="session_recalls"),
+    path("snapshots/<int:snapshot_id>/", api_memory.snapshot_detail, name="snapshot_detail"),
+    path("snapshots/<int:snapshot_id>/diff/<int:other_id>/", api_memory.snapshot_diff, name="snapshot_diff"),
     # Open to the login middleware: SPECTACULAR_SETTINGS lets in a logged-in user or an API client only.
     path("schema/", login_not_required(SpectacularAPIView.as_view()), name="schema"),
     # The split view serves its start-up script as a file (?script), not inline: the Content-Security-Policy allows
