@@ -1,0 +1,590 @@
+"""What the memory pages show, read and decided in one call from their views: an agent's memory (its stores, one
+store's records searched, filtered, sorted and paged) and one record (its versions, a diff of two, its reads).
+
+Every list is paged by keyset (the last row's place in the sort, never an OFFSET), and the store page counts
+nothing it does not have to: a store's own summaries say how many records it holds; a filtered list is counted up
+to ``COUNT_CAP`` only. A store of a million records pages at the cost of one of a hundred (bench/bench_memory_pages.py).
+
+The links other pages show to these (the session list, the session page, the agent page) are decided here too:
+``agents_with_memory`` and ``memory_store_count``.
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+from urllib.parse import urlencode
+
+from django.db.models import F, OuterRef, Q, QuerySet, Subquery
+from django.http import Http404
+from django.urls import reverse
+from django.utils.html import escape
+from django.utils.safestring import SafeString, mark_safe
+
+from agents import models
+from agents.access import User
+from agents.ledger import reading
+from agents.memory.diff import diff_text
+from agents.memory.findings import NEAR_LIMIT
+from agents.memory.ledger import scope_of
+
+READY = models.MemoryStore.State.READY
+RECORDS_PER_PAGE = 50
+VERSIONS_PER_PAGE = 20
+READS_PER_PAGE = 20
+# A filtered list is counted up to this many (a bounded COUNT over a LIMIT): "1,000+ match" past it.
+COUNT_CAP = 1000
+# Characters of a record's text shown in the table (around the first hit, when searching).
+PREVIEW_CHARS = 280
+# A version's text longer than this is folded on the record page.
+FOLD_CHARS = 600
+# The keys a record's own scope is read from (mem0's entity keys, as the importers read them).
+SCOPE_KEYS = ("user_id", "agent_id", "run_id")
+# The query parameters of the store page's filters (the page, the sort and the store aside), with their labels.
+FILTER_LABELS = {
+    "q": "Search", "state": "State", "scope": "Scope", "changed_from": "Changed from", "changed_to": "Changed until",
+    "read": "Read", "sort": "Sort",
+}
+
+
+# --- the links other pages show --------------------------------------------------------------------------------
+
+
+def _memory_of(agents: Iterable[models.Agent]) -> QuerySet[models.MemoryStore]:
+    """The ready stores the memory pages of ``agents`` show: each agent's own and those its project shares."""
+    agents = list(agents)
+    return models.MemoryStore.objects.filter(
+        Q(agent__in=[a.pk for a in agents]) | Q(agent__isnull=True, project__in={a.project_id for a in agents}),
+        state=READY)
+
+
+def agents_with_memory(agents: Iterable[models.Agent]) -> set[int]:
+    """The ids of those of ``agents`` that have a memory page worth opening (a store of their own, or one their
+    project shares): one query for a whole page of the session list."""
+    agents = list(agents)
+    if not agents:
+        return set()
+    held = set(_memory_of(agents).values_list("agent_id", "project_id").distinct())
+    shared = {project for agent, project in held if agent is None}
+    return {a.pk for a in agents if (a.pk, a.project_id) in held or a.project_id in shared}
+
+
+def memory_store_count(agent: models.Agent) -> int:
+    return _memory_of([agent]).count()
+
+
+# --- paging by keyset --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Keyset:
+    """One of the store page's sorts as a keyset: a field, its direction, then the id in the same direction. A
+    nullable field is read in two runs (its values, then its NULLs, or the other way round) so that each run is an
+    index range on either database: PostgreSQL's index on ``-updated_at`` holds NULLs first, SQLite's last, and an
+    ``ORDER BY ... NULLS LAST`` that the index does not hold sorts the whole store."""
+
+    field: str
+    descending: bool
+    nullable: bool = False
+    nulls_first: bool = False  # where NULLs sit in this order (a nullable field only)
+
+    def runs(self, forward: bool) -> list[bool | None]:
+        """The runs in reading order: None (the field never NULL), False (its values), True (its NULLs)."""
+        if not self.nullable:
+            return [None]
+        nulls_first = self.nulls_first if forward else not self.nulls_first
+        return [True, False] if nulls_first else [False, True]
+
+    def read(self, records: QuerySet[Any], *, anchor: tuple[Any, int] | None, forward: bool, size: int
+             ) -> list[Any]:
+        """Up to ``size + 1`` rows after (``forward``) or before ``anchor`` (its value and id), in reading order."""
+        descending = self.descending == forward
+        runs = self.runs(forward)
+        if anchor is not None and self.nullable:
+            runs = runs[runs.index(anchor[0] is None):]
+        rows: list[Any] = []
+        for i, null in enumerate(runs):
+            part = records
+            if null is not None:
+                part = part.filter(**{f"{self.field}__isnull": null})
+            if anchor is not None and i == 0:
+                value, pk = anchor
+                beyond = Q(pk__lt=pk) if descending else Q(pk__gt=pk)
+                if not null:
+                    lookup = "lt" if descending else "gt"
+                    beyond = Q(**{f"{self.field}__{lookup}": value}) | (Q(**{self.field: value}) & beyond)
+                part = part.filter(beyond)
+            order = ("-pk",) if descending else ("pk",)
+            if not null:
+                order = (f"-{self.field}" if descending else self.field, *order)
+            rows += part.order_by(*order)[: size + 1 - len(rows)]
+            if len(rows) > size:
+                break
+        return rows
+
+
+# As reading.RECORD_SORTS orders them.
+RECORD_KEYSETS: dict[str, Keyset] = {
+    "updated": Keyset("updated_at", descending=False, nullable=True, nulls_first=True),
+    "-updated": Keyset("updated_at", descending=True, nullable=True, nulls_first=False),
+    "reads": Keyset("read_count", descending=False),
+    "-reads": Keyset("read_count", descending=True),
+    "versions": Keyset("version_count", descending=False),
+    "-versions": Keyset("version_count", descending=True),
+    "id": Keyset("external_id", descending=False),
+}
+
+
+# --- an agent's memory ---------------------------------------------------------------------------------------------
+
+
+@dataclass
+class StoreRow:
+    store: models.MemoryStore
+    shared: bool  # the project's, not the agent's own
+    scope: str  # "user_id=user_1 · agent_id=Friday"
+    url: str
+    current: bool
+
+
+@dataclass
+class Fill:
+    """A block's text against its limit."""
+
+    chars: int
+    limit: int
+    near_at: int  # where "near the limit" starts (findings.NEAR_LIMIT)
+
+    @property
+    def percent(self) -> int:
+        return round(100 * self.chars / self.limit) if self.limit else 0
+
+    @property
+    def level(self) -> Literal["over", "near", "ok"]:
+        return "over" if self.chars > self.limit else "near" if self.chars >= self.near_at else "ok"
+
+
+@dataclass
+class RecordRow:
+    record: models.MemoryRecord
+    url: str
+    preview: SafeString  # escaped, the search's hits marked
+    scope: str
+    fill: Fill | None
+
+
+@dataclass
+class RecordsShown:
+    rows: list[RecordRow]
+    total: int | None  # every record of the store (its stored count), when no filter applies
+    matched: int | None  # the records the filters keep, counted up to COUNT_CAP
+    capped: bool  # more than COUNT_CAP match
+    start: int | None  # the place of the first row shown (1 for the first page), when known
+    first_url: str
+    previous_url: str
+    next_url: str
+    show_scope: bool  # some record shown carries a scope of its own
+
+
+@dataclass
+class AgentMemoryPage:
+    agent: models.Agent
+    stores: list[StoreRow]
+    snapshots: int
+    store: models.MemoryStore | None  # the one whose records are shown
+    filters: reading.RecordFilters
+    scope: str  # the scope filter as given (key=value), when valid
+    values: dict[str, str]  # what the filter form shows: each field as it was sent
+    errors: list[str]  # "State: expected one of ..."
+    records: RecordsShown | None
+    path: str
+    query: str  # the store and the valid filters, for the links that keep them
+    sort_prefix: str  # "?store=..&q=..&" : the sort headers' links add sort=
+    json_url: str  # the page's JSON twin: GET /api/agents/<id>/memory/
+    records_json_url: str  # the records' twin: GET /api/memory/stores/<id>/records/?q=&state=
+    scope_choices: list[str] = field(default_factory=list)
+
+
+def agent_memory_page(*, user: User, agent_id: int, query: Mapping[str, str]) -> AgentMemoryPage:
+    """An agent's memory (404 when the agent is not in the user's projects): its stores and those its project
+    shares, and the records of the one ``?store=`` names (404 when it is not one of them; the first store without
+    it), searched, filtered and sorted as ``query`` says, one page after ``?after=`` or before ``?before=`` (a
+    record's id). A filter that cannot apply is left out and said why in ``errors``."""
+    memory = reading.agent_memory(user=user, agent_id=agent_id)
+    agent = memory.agent
+    path = reverse("agents:agent_memory", args=[agent.pk])
+    wanted = _int(query.get("store"))
+    store = next((s for s in memory.stores if s.pk == wanted), None) if wanted is not None else (
+        memory.stores[0] if memory.stores else None)
+    if wanted is not None and store is None:
+        raise Http404("No such memory store.")
+    filters, scope, errors = _filters(query)
+    kept: dict[str, str] = {"store": str(store.pk)} if store is not None and wanted is not None else {}
+    for name in FILTER_LABELS:
+        value = scope if name == "scope" else getattr(filters, name, "")
+        if value and not (name == "sort" and value == reading.DEFAULT_RECORD_SORT):
+            kept[name] = str(value)
+    keep = urlencode(kept)
+    sort_keep = urlencode({k: v for k, v in kept.items() if k != "sort"})
+    stores = [StoreRow(store=s, shared=s.agent_id is None, scope=" · ".join(
+        f"{key}={value}" for key, value in (s.scope.items() if isinstance(s.scope, dict) else ())),
+                       url=f"{path}?{urlencode({'store': s.pk})}", current=s == store) for s in memory.stores]
+    records = None
+    if store is not None:
+        records = _records_shown(store, filters, scope, query, path=path, keep=keep)
+    # What the scope field suggests: the store's scope and the scopes of the records shown (no query of its own).
+    scope_choices = sorted(set(_scope_items(store.scope if store else {})).union(
+        *(_scope_items(r.record.metadata) for r in (records.rows if records else []))))
+    return AgentMemoryPage(
+        agent=agent, stores=stores, snapshots=memory.snapshots, store=store, filters=filters, scope=scope,
+        values={name: str(query.get(name, "")) for name in FILTER_LABELS}, errors=errors, records=records,
+        path=path, query=keep, sort_prefix=f"?{sort_keep}&" if sort_keep else "?",
+        json_url=f"/api/agents/{agent.pk}/memory/",
+        records_json_url=f"/api/memory/stores/{store.pk}/records/" + (
+            "?" + urlencode({k: v for k, v in (("q", filters.q), ("state", filters.state)) if v})
+            if filters.q or filters.state else "") if store is not None else "",
+        scope_choices=scope_choices,
+    )
+
+
+def _int(value: Any) -> int | None:
+    try:
+        number = int(str(value))
+    except (TypeError, ValueError):
+        return None
+    return number if number >= 0 else None
+
+
+def _filters(query: Mapping[str, str]) -> tuple[reading.RecordFilters, str, list[str]]:
+    """The filters ``query`` asks for, each one that cannot apply left out (``reading.RecordFilters.from_query``
+    refuses the first it meets: it is asked again without it), with what was wrong with each."""
+    given = {name: str(query.get(name) or "") for name in FILTER_LABELS}
+    errors: list[str] = []
+    scope = given.pop("scope").strip()
+    if scope:
+        key, sep, value = scope.partition("=")
+        if not sep or key.strip() not in SCOPE_KEYS or not value.strip():
+            errors.append(f"Scope: expected {', '.join(f'{k}=…' for k in SCOPE_KEYS)}")
+            scope = ""
+        else:
+            scope = f"{key.strip()}={value.strip()}"
+    for _ in range(len(given) + 1):
+        try:
+            filters = reading.RecordFilters.from_query(given)
+            break
+        except reading.LedgerRequestError as exc:
+            name, _, what = str(exc).partition(": ")
+            if not given.get(name):  # not a field this page sends: nothing to leave out
+                raise
+            errors.append(f"{FILTER_LABELS[name]}: {what}")
+            given[name] = ""
+    else:  # pragma: no cover (each round leaves a field out)
+        filters = reading.RecordFilters()
+    if filters.changed_from and filters.changed_to and filters.changed_from > filters.changed_to:
+        errors.append("Changed until: before the day it starts from")
+        filters.changed_to = None
+    return filters, scope, errors
+
+
+def _records_shown(store: models.MemoryStore, filters: reading.RecordFilters, scope: str, query: Mapping[str, str],
+                   *, path: str, keep: str) -> RecordsShown:
+    records = reading.store_records(store, filters)
+    if scope:
+        key, _, value = scope.partition("=")
+        records = records.filter(**{f"metadata__{key}": value})
+    records = records.defer("value")
+    keyset = RECORD_KEYSETS[filters.sort]
+    after, before = _int(query.get("after")), _int(query.get("before"))
+    forward = before is None
+    anchor = None
+    if after is not None or before is not None:
+        found = models.MemoryRecord.objects.filter(store=store, pk=after if forward else before).values_list(
+            keyset.field, "pk").first()
+        anchor = (found[0], found[1]) if found else None
+    rows = keyset.read(records, anchor=anchor, forward=forward, size=RECORDS_PER_PAGE)
+    more = len(rows) > RECORDS_PER_PAGE
+    rows = rows[:RECORDS_PER_PAGE]
+    if not forward:
+        rows.reverse()
+    start = _int(query.get("start")) if anchor is not None else 1
+    if start is not None and not forward:
+        start = max(1, start - len(rows))
+    # Earlier rows exist when we came from them (after=), or there are more before (before= read past a page).
+    has_previous = anchor is not None and (forward or more)
+    has_next = more if forward else anchor is not None
+    filtered = bool(filters.q or filters.state or filters.read or filters.changed_from or filters.changed_to or scope)
+    matched, capped = None, False
+    if filtered:
+        matched = records.order_by()[: COUNT_CAP + 1].count()
+        capped = matched > COUNT_CAP
+        matched = min(matched, COUNT_CAP)
+
+    def link(**more: Any) -> str:
+        extra = urlencode({k: v for k, v in more.items() if v is not None})
+        return f"{path}?{keep}{'&' if keep and extra else ''}{extra}" if keep or extra else path
+
+    shown = [_record_row(r, filters.q) for r in rows]
+    return RecordsShown(
+        rows=shown, total=None if filtered else store.record_count, matched=matched, capped=capped, start=start,
+        first_url=link() if anchor is not None else "",
+        previous_url=link(before=rows[0].pk, start=start) if has_previous and rows else "",
+        next_url=link(after=rows[-1].pk, start=start + len(rows) if start is not None else None)
+        if has_next and rows else "",
+        show_scope=any(r.scope for r in shown),
+    )
+
+
+def _record_row(record: models.MemoryRecord, q: str) -> RecordRow:
+    fill = None
+    if record.char_limit:
+        fill = Fill(chars=len(record.text), limit=record.char_limit, near_at=int(record.char_limit * NEAR_LIMIT))
+    return RecordRow(record=record, url=reverse("agents:memory_record", args=[record.pk]),
+                     preview=_preview(record.text, q), scope=_scope_text(record.metadata), fill=fill)
+
+
+def _scope_items(values: Any) -> list[str]:
+    """``key=value`` for each scope key ``values`` (a store's scope, a record's metadata) carries."""
+    if not isinstance(values, dict):
+        return []
+    return [f"{key}={value}" for key, value in scope_of(values, SCOPE_KEYS).items()]
+
+
+def _scope_text(values: Any) -> str:
+    return " · ".join(_scope_items(values))
+
+
+def _preview(text: str, q: str) -> SafeString:
+    """The first characters of ``text`` (from a little before the first hit of ``q``), escaped, each hit marked."""
+    begin = 0
+    if q:
+        hit = text.casefold().find(q.casefold())
+        begin = max(0, hit - PREVIEW_CHARS // 4) if hit > PREVIEW_CHARS // 2 else 0
+    piece = text[begin:begin + PREVIEW_CHARS]
+    html = _marked(piece, q)
+    return mark_safe(("…" if begin else "") + html + ("…" if begin + PREVIEW_CHARS < len(text) else ""))
+
+
+def _marked(text: str, q: str) -> str:
+    if not q:
+        return str(escape(text))
+    parts = re.split(f"({re.escape(q)})", text, flags=re.IGNORECASE)
+    return "".join(f'<mark class="hit">{escape(p)}</mark>' if i % 2 else str(escape(p)) for i, p in enumerate(parts))
+
+
+# --- one record ----------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class VersionRow:
+    version: models.RecordVersion
+    message_url: str  # the session page at the message that caused it
+    call_url: str  # the captured call that caused it
+    diff_url: str  # this version against the one before
+    current: bool  # the record's latest
+    folded: bool  # long: shown under <details>
+
+
+@dataclass
+class ReadRow:
+    item: models.RecallItem
+    current_then: int | None  # the record's version when the recall was made (None: not known)
+    message_url: str  # the message that carried the recalled text
+    call_url: str  # the captured call it fed
+
+    @property
+    def stale(self) -> bool:
+        """What was sent is an older version than the record had at that moment (findings' ``stale_recall``)."""
+        return self.item.version is not None and self.current_then is not None and self.item.version < \
+            self.current_then
+
+
+@dataclass
+class VersionsDiff:
+    left: models.RecordVersion
+    right: models.RecordVersion
+    segments: list[tuple[str, str]]  # ("=" | "-" | "+", text)
+    removed: int  # words
+    added: int
+
+    @property
+    def same(self) -> bool:
+        return not (self.removed or self.added)
+
+
+@dataclass
+class Paging:
+    newer_url: str = ""
+    older_url: str = ""
+    newest_url: str = ""
+
+
+@dataclass
+class RecordPage:
+    record: models.MemoryRecord
+    store: models.MemoryStore
+    memory_url: str  # the agent's memory page at this store (none for a shared store: it has no agent)
+    versions: list[VersionRow]
+    versions_paging: Paging
+    diff: VersionsDiff | None
+    diff_from: int | None
+    diff_to: int | None
+    diff_error: str
+    reads: list[ReadRow]
+    reads_paging: Paging
+    fill: Fill | None
+    scope: str
+    path: str
+    json_url: str  # GET /api/memory/records/<id>/
+
+
+def memory_record_page(*, user: User, record_id: int, query: Mapping[str, str]) -> RecordPage:
+    """A record (404 when its store is not in the user's projects): one page of its versions, newest first
+    (``?versions_before=N`` / ``?versions_after=N``: numbers), the word diff of versions ``?from=`` and ``?to=``
+    (the last two without them), and one page of its reads, newest first (``?reads_after=`` / ``?reads_before=``:
+    a read's id), each with the version that was current when it was made."""
+    record = reading.record_for_user(user, record_id)
+    store = record.store
+    path = reverse("agents:memory_record", args=[record.pk])
+    versions, versions_paging = _versions_page(record, query, path)
+    diff_from, diff_to = _int(query.get("from")), _int(query.get("to"))
+    diff, diff_error = _versions_diff(record, diff_from, diff_to)
+    if diff is not None:
+        diff_from, diff_to = diff.left.number, diff.right.number
+    reads, reads_paging = _reads_page(record, query, path)
+    fill = None
+    if record.char_limit:
+        fill = Fill(chars=len(record.text), limit=record.char_limit, near_at=int(record.char_limit * NEAR_LIMIT))
+    memory_url = ""
+    if store.agent_id is not None:
+        memory_url = f"{reverse('agents:agent_memory', args=[store.agent_id])}?{urlencode({'store': store.pk})}"
+    return RecordPage(
+        record=record, store=store, memory_url=memory_url, versions=versions, versions_paging=versions_paging,
+        diff=diff, diff_from=diff_from, diff_to=diff_to, diff_error=diff_error, reads=reads,
+        reads_paging=reads_paging, fill=fill, scope=_scope_text(record.metadata), path=path,
+        json_url=f"/api/memory/records/{record.pk}/",
+    )
+
+
+def _link(path: str, query: Mapping[str, str], drop: Iterable[str], **set_: Any) -> str:
+    """``path`` with ``query`` kept but for ``drop``, and ``set_`` added: one part of the page pages, the others
+    stay where they are (a shared link shows all three as they were)."""
+    kept = {k: v for k, v in query.items() if k not in set(drop) and k in _RECORD_PARAMS and v != ""}
+    kept |= {k: str(v) for k, v in set_.items() if v is not None}
+    return f"{path}?{urlencode(kept)}" if kept else path
+
+
+_RECORD_PARAMS = ("from", "to", "versions_before", "versions_after", "reads_before", "reads_after")
+
+
+def _versions_page(record: models.MemoryRecord, query: Mapping[str, str], path: str
+                   ) -> tuple[list[VersionRow], Paging]:
+    before, after = _int(query.get("versions_before")), _int(query.get("versions_after"))
+    versions = models.RecordVersion.objects.filter(record=record).select_related("session").defer(
+        "value", "session__metadata", "session__violations")
+    if after is not None and before is None:
+        rows = list(versions.filter(number__gt=after).order_by("number")[: VERSIONS_PER_PAGE + 1])
+        newer = len(rows) > VERSIONS_PER_PAGE
+        rows = rows[:VERSIONS_PER_PAGE][::-1]
+        older = True
+    else:
+        if before is not None:
+            versions = versions.filter(number__lt=before)
+        rows = list(versions.order_by("-number")[: VERSIONS_PER_PAGE + 1])
+        older = len(rows) > VERSIONS_PER_PAGE
+        rows = rows[:VERSIONS_PER_PAGE]
+        newer = before is not None
+    drop = ("versions_before", "versions_after")
+    paging = Paging(
+        newer_url=_link(path, query, drop, versions_after=rows[0].number) if newer and rows else "",
+        older_url=_link(path, query, drop, versions_before=rows[-1].number) if older and rows else "",
+        newest_url=_link(path, query, drop) if newer else "",
+    )
+    shown = [VersionRow(
+        version=v, message_url=_message_url(v.session, v.seq), call_url=_call_url(v.session_id, v.llm_call_id),
+        diff_url=_link(path, query, ("from", "to"), **{"from": v.number - 1, "to": v.number}) if v.number > 1 else "",
+        current=v.number == record.version_count, folded=len(v.text or "") > FOLD_CHARS,
+    ) for v in rows]
+    return shown, paging
+
+
+def _versions_diff(record: models.MemoryRecord, left: int | None, right: int | None
+                   ) -> tuple[VersionsDiff | None, str]:
+    if left is None and right is None:
+        if record.version_count < 2:
+            return None, ""
+        left, right = record.version_count - 1, record.version_count
+    elif left is None or right is None:
+        return None, "Give both versions to compare: from and to."
+    found = {v.number: v for v in models.RecordVersion.objects.filter(record=record, number__in=[left, right])}
+    missing = [n for n in (left, right) if n not in found]
+    if missing:
+        return None, (f"No version {missing[0]}: this record has versions 1 to {record.version_count}."
+                      if record.version_count else "This record has no versions.")
+    a, b = found[left], found[right]
+    segments = [(op, text) for op, text in diff_text(a.text or "", b.text or "").segments]
+    words = re.compile(r"\w+")
+    return VersionsDiff(
+        left=a, right=b, segments=segments,
+        removed=sum(len(words.findall(t)) or bool(t.strip()) for op, t in segments if op == "-"),
+        added=sum(len(words.findall(t)) or bool(t.strip()) for op, t in segments if op == "+"),
+    ), ""
+
+
+def _reads_page(record: models.MemoryRecord, query: Mapping[str, str], path: str) -> tuple[list[ReadRow], Paging]:
+    after, before = _int(query.get("reads_after")), _int(query.get("reads_before"))
+    # The record's version when the recall was made: the last written by then (a version without a time counts as
+    # written before), as findings.version_at reads it. Read from the newest version down, on (record, number).
+    then = models.RecordVersion.objects.filter(
+        Q(at__lte=OuterRef("recall__at")) | Q(at__isnull=True), record=record).order_by("-number").values("number")[:1]
+    reads = models.RecallItem.objects.filter(record=record).select_related("recall", "recall__session").defer(
+        "recall__params", "recall__session__metadata", "recall__session__violations").annotate(
+        current_then=Subquery(then))
+    anchor_id = before if before is not None else after
+    anchor = None
+    if anchor_id is not None:
+        anchor = models.RecallItem.objects.filter(record=record, pk=anchor_id).values_list(
+            "recall_id", "rank", "pk").first()
+    newest_first = (F("recall_id").desc(), F("rank").asc(), F("pk").asc())
+    if anchor is not None and before is not None:
+        recall_id, rank, pk = anchor
+        earlier = Q(recall_id__gt=recall_id) | Q(recall_id=recall_id, rank__lt=rank) | Q(
+            recall_id=recall_id, rank=rank, pk__lt=pk)
+        rows = list(reads.filter(earlier).order_by("recall_id", "-rank", "-pk")[: READS_PER_PAGE + 1])
+        newer = len(rows) > READS_PER_PAGE
+        rows = rows[:READS_PER_PAGE][::-1]
+        older = True
+    else:
+        if anchor is not None:
+            recall_id, rank, pk = anchor
+            reads = reads.filter(Q(recall_id__lt=recall_id) | Q(recall_id=recall_id, rank__gt=rank) | Q(
+                recall_id=recall_id, rank=rank, pk__gt=pk))
+        rows = list(reads.order_by(*newest_first)[: READS_PER_PAGE + 1])
+        older = len(rows) > READS_PER_PAGE
+        rows = rows[:READS_PER_PAGE]
+        newer = anchor is not None
+    drop = ("reads_before", "reads_after")
+    paging = Paging(
+        newer_url=_link(path, query, drop, reads_before=rows[0].pk) if newer and rows else "",
+        older_url=_link(path, query, drop, reads_after=rows[-1].pk) if older and rows else "",
+        newest_url=_link(path, query, drop) if newer else "",
+    )
+    shown = [ReadRow(item=item, current_then=item.current_then,  # type: ignore[attr-defined]
+                     message_url=_message_url(item.recall.session, item.recall.seq),
+                     call_url=_call_url(item.recall.session_id, item.recall.llm_call_id)) for item in rows]
+    return shown, paging
+
+
+def _message_url(session: models.Session | None, seq: int | None) -> str:
+    """The session page at message ``seq`` (as sessions.find.permalink: ``?at=`` opens its page, ``#m-`` scrolls)."""
+    if session is None:
+        return ""
+    if seq is None:
+        return session.get_absolute_url()
+    return f"{session.get_absolute_url()}?at={seq}#m-{seq}"
+
+
+def _call_url(session_id: int | None, call_id: int | None) -> str:
+    if session_id is None or call_id is None:
+        return ""
+    return reverse("agents:llm_call", args=[session_id, call_id])

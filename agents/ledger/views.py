@@ -1,0 +1,34 @@
+"""The memory pages: an agent's memory and one record. Each view reads its input, calls one function of
+``ledger.pages`` and renders what it returns; over htmx, only the part that was asked for."""
+from __future__ import annotations
+
+from django.http import HttpResponse
+from django.shortcuts import render
+from django.views.decorators.http import require_GET
+
+from agents.http import HtmxHttpRequest
+from agents.ledger import pages
+
+# The parts of the record page that page or change on their own (the id of the element each replaces).
+RECORD_PARTS = ("versions", "diff", "reads")
+
+
+@require_GET
+def agent_memory(request: HtmxHttpRequest, agent_id: int) -> HttpResponse:
+    """The agent's stores, and one store's records searched, filtered, sorted and paged (the filters in the URL)."""
+    shown = pages.agent_memory_page(user=request.user, agent_id=agent_id, query=request.GET)
+    template_name = "agents/agent_memory.html"
+    if request.htmx:
+        # The records' table alone (with the filters' errors out of band): the stores and the form stay.
+        template_name += "#records"
+    return render(request, template_name, {"memory": shown})
+
+
+@require_GET
+def memory_record(request: HtmxHttpRequest, record_id: int) -> HttpResponse:
+    """A record: its versions as a timeline, the word diff of two (``?from=&to=``), and every read of it."""
+    shown = pages.memory_record_page(user=request.user, record_id=record_id, query=request.GET)
+    template_name = "agents/memory_record.html"
+    if request.htmx and request.htmx.target in RECORD_PARTS:
+        template_name += f"#{request.htmx.target}"
+    return render(request, template_name, {"page": shown})
