@@ -16,6 +16,7 @@ from agents.capture import views as capture_views
 from agents.diff import views as diff_views
 from agents.jobs import views as jobs_views
 from agents.lab import views as lab_views
+from agents.ledger import views as ledger_views
 from agents.projects import views as projects_views
 from agents.review import views as review_views
 from agents.sessions import views as sessions_views
@@ -32,6 +33,9 @@ urlpatterns = [
     path("sessions/<int:session_id>/calls/<int:call_id>/", sessions_views.llm_call, name="llm_call"),
     path("agents/<int:agent_id>/", sessions_views.agent_detail, name="agent_detail"),
     path("favicon.ico", sessions_views.favicon, name="favicon"),
+    # The memory pages (agents.ledger.views): an agent's stores and records, one record's versions and reads.
+    path("agents/<int:agent_id>/memory/", ledger_views.agent_memory, name="agent_memory"),
+    path("memory/records/<int:record_id>/", ledger_views.memory_record, name="memory_record"),
     # Import and export (agents.transfer.views).
     path("import/", transfer_views.import_upload, name="import_upload"),
     path("import/confirm/", transfer_views.import_confirm, name="import_confirm"),
