@@ -34,6 +34,7 @@ from agents import models
 from agents.memory import ledger as core
 from agents.memory.formats import FormatError
 from agents.store.mapping import value_problem
+from agents.store.writing import RowInsert
 
 BATCH = 2000
 
@@ -237,47 +238,55 @@ class MemoryImport:
                 update={"versions": [*seen.versions, *record.versions]})
         existing = {r.external_id: r for r in models.MemoryRecord.objects.filter(
             store=store, external_id__in=list(merged))}
-        known = _known_versions(existing.values())
-        new_rows = []
-        for external_id, record in merged.items():
-            if external_id not in existing:
-                new_rows.append(_record_row(store, record.with_hash()))
-        if new_rows:
-            models.MemoryRecord.objects.bulk_create(new_rows, batch_size=BATCH)
-            self.outcome.records += len(new_rows)
-            existing |= {r.external_id: r for r in models.MemoryRecord.objects.filter(
-                store=store, external_id__in=[r.external_id for r in new_rows])}
-        versions: list[models.RecordVersion] = []
+        versions: list[tuple[Any, ...]] = []
+        # New records are written whole, with their versions: one INSERT of each kind for the batch.
+        fresh = {external_id: _ordered(record) for external_id, record in merged.items()
+                 if external_id not in existing}
+        if fresh:
+            _RECORD_INSERT.insert(_record_row(store, merged[e].with_hash(), len(v)) for e, v in fresh.items())
+            ids = dict(models.MemoryRecord.objects.filter(store=store, external_id__in=list(fresh)).values_list(
+                "external_id", "pk"))
+            for external_id, ordered in fresh.items():
+                versions += self._versions(ids[external_id], external_id, ordered, 0, set(), session_at)
+            self.outcome.records += len(fresh)
+        # Records stored already (a joined store): only the versions they lack, numbered after theirs.
+        known = _known_versions(r for e, r in existing.items() if e in merged)
         changed: list[models.MemoryRecord] = []
-        for external_id, record in merged.items():
-            row = existing[external_id]
-            ordered = record.ordered_versions() or [core.VersionIn(op="ADD", text=record.text, value=record.value,
-                                                                   at=record.updated_at or record.created_at)]
-            have = known.get(row.pk, (0, set()))
-            number = have[0]
-            added = 0
-            for version in ordered:
-                if _version_key(version) in have[1]:
-                    self.outcome.skipped += 1
-                    continue
-                number += 1
-                added += 1
-                session, seq = session_at(version.session, version.seq, f"records[{external_id}].versions")
-                versions.append(models.RecordVersion(
-                    record=row, number=number, op=version.op[:40], text=version.text, value=version.value,
-                    at=_aware(version.at), actor=(version.actor or "")[:255], session=session, seq=seq,
-                    external_id=(version.external_id or "")[:255],
-                ))
+        for external_id, row in existing.items():
+            record = merged[external_id]
+            last, keys = known.get(row.pk, (0, set()))
+            added = self._versions(row.pk, external_id, _ordered(record), last, keys, session_at)
+            versions += added
             if added or row.text != record.text or row.state != record.state:
-                _record_update(row, record, number)
+                _record_update(row, record, last + len(added))
                 changed.append(row)
         if versions:
-            models.RecordVersion.objects.bulk_create(versions, batch_size=BATCH)
+            _VERSION_INSERT.insert_values(versions)
             self.outcome.versions += len(versions)
         if changed:
             models.MemoryRecord.objects.bulk_update(
                 changed, ["text", "value", "metadata", "state", "content_hash", "char_limit", "updated_at",
                           "version_count"], batch_size=BATCH)
+
+    def _versions(self, record_id: int, external_id: str, ordered: list[core.VersionIn], last: int, keys: set[str],
+                  session_at: SessionAt) -> list[tuple[Any, ...]]:
+        """The record's versions not stored yet, as rows of ``_VERSION_INSERT``, numbered after ``last``."""
+        out = []
+        number = last
+        for version in ordered:
+            if keys and _version_key(version) in keys:
+                self.outcome.skipped += 1
+                continue
+            number += 1
+            session, seq = (None, None) if version.session is None else session_at(
+                version.session, version.seq, f"records[{external_id}].versions")
+            out.append(_VERSION_INSERT.values(
+                record_id=record_id, number=number, op=version.op[:40], text=version.text, value=version.value,
+                at=_aware(version.at), actor=(version.actor or "")[:255],
+                session_id=session.pk if session is not None else None, seq=seq, llm_call_id=None,
+                external_id=(version.external_id or "")[:255],
+            ))
+        return out
 
     # --- recalls -------------------------------------------------------------------------------------------------
 
@@ -380,11 +389,23 @@ def _check_record(store: str, record: core.RecordIn) -> None:
 # --- helpers -------------------------------------------------------------------------------------------------------
 
 
-def _record_row(store: models.MemoryStore, record: core.RecordIn) -> models.MemoryRecord:
+_RECORD_INSERT = RowInsert(models.MemoryRecord)
+_VERSION_INSERT = RowInsert(models.RecordVersion)
+
+
+def _ordered(record: core.RecordIn) -> list[core.VersionIn]:
+    """The record's versions in the order the library wrote them (numbered as they are written); a record listed
+    without any has one, itself."""
+    return core.order_events(record.versions) or [core.VersionIn(op="ADD", text=record.text, value=record.value,
+                                                                  at=record.updated_at or record.created_at)]
+
+
+def _record_row(store: models.MemoryStore, record: core.RecordIn, versions: int) -> models.MemoryRecord:
     return models.MemoryRecord(
         store=store, external_id=record.external_id[:255], text=record.text, value=record.value,
         metadata=record.metadata, state=record.state, content_hash=record.content_hash or "",
         char_limit=record.char_limit, created_at=_aware(record.created_at), updated_at=_aware(record.updated_at),
+        version_count=versions,
     )
 
 
