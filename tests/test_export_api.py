@@ -137,3 +137,15 @@ def test_the_schema_documents_the_exports(alice_client: Any):
     assert schema.status_code == 200
     assert "/api/sessions/{session_id}/export/" in text and "/api/exports/" in text
     assert "session_export" in text and "exports_create" in text
+
+
+def test_a_project_key_exports_a_session_recorded_as_the_keys_creator(agent: models.Agent, alice: User):
+    from agents.projects import keys
+
+    session = store(agent, "a")
+    key = keys.api_key_create(project=agent.project, name="script", created_by=alice).key
+    response = Client().post(export_url(session), {"format": "openai"}, HTTP_AUTHORIZATION=f"Bearer {key}")
+    assert response.status_code == 200
+    assert json.loads(body(response))[0]["content"] == "hi"
+    record = models.ExportRecord.objects.get()
+    assert (record.user, record.interface, record.project) == (alice, "api", agent.project)

@@ -15,7 +15,7 @@ from typing import IO, Any
 from django.db.models import QuerySet, Sum
 from django.utils import timezone
 
-from agents import models
+from agents import access, models
 from agents.lab import trimming as lab_trimming
 from agents.ledger import exporting
 from agents.memory import formats
@@ -279,11 +279,18 @@ def _conversations(plan: ExportPlan, counter: writing.Progress) -> Iterator[Any]
 # --- the record ---------------------------------------------------------------------------------------------
 
 
+def _who(user: Any) -> Any:
+    """Who an export record names: the logged-in user; for an API key, the person who created it (or nobody)."""
+    if isinstance(user, access.KeyUser):
+        return user.acting_user
+    return user if getattr(user, "is_authenticated", False) else None
+
+
 def _record_start(plan: ExportPlan, *, user: Any, interface: str) -> models.ExportRecord:
     summary = plan.sessions.aggregate(n=Sum("message_count"))
     projects = list(plan.sessions.order_by().values_list("agent__project", flat=True).distinct()[:2])
     return models.ExportRecord.objects.create(
-        user=user if getattr(user, "is_authenticated", False) else None,
+        user=_who(user),
         project_id=projects[0] if len(projects) == 1 else None,
         format=plan.format,
         scope=plan.scope[:500],
