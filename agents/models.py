@@ -704,6 +704,9 @@ class RecordVersion(models.Model):
     llm_call = models.ForeignKey(LlmCall, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     # The library's id of the event (mem0's history row) or a client's id (the write API): a retry never duplicates.
     external_id = models.CharField(max_length=255, blank=True)
+    # False: the write was seen without its body (an OpenTelemetry memory span with content capture off, or a body
+    # too big to read): text and value are unknown, not empty.
+    body_captured = models.BooleanField(default=True)
 
     class Meta:
         ordering = ["record", "number"]
@@ -738,6 +741,9 @@ class Recall(models.Model):
     at = models.DateTimeField(null=True, blank=True)
     item_count = models.PositiveIntegerField(default=0)
     external_id = models.CharField(max_length=255, blank=True)
+    # Live capture: the position, in ``llm_call``'s input, of the message carrying the recalled text; ``seq`` follows
+    # it when the call's messages move (a call that arrived late is placed before later ones).
+    call_input = models.PositiveIntegerField(null=True, blank=True)
 
     class Meta:
         ordering = ["session", "seq", "id"]
@@ -803,3 +809,81 @@ class Snapshot(models.Model):
 
     def __str__(self) -> str:
         return f"snapshot {self.external_id}"
+
+
+class Compaction(models.Model):
+    """A framework or provider compacting a session's message list between calls (DESIGN.md, "compaction"): when,
+    the summary that came in where the source carries it (None: not captured, or encrypted), and the call that
+    carried it first (``seq``: the reply that brought it, or the input message that passed it back)."""
+
+    class Source(models.TextChoices):
+        OUTPUT = "output"  # a compaction part in a call's reply
+        INPUT = "input"  # a compaction part passed back in a call's input
+        FLAG = "flag"  # gen_ai.conversation.compacted on the call
+
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="compactions")
+    seq = models.PositiveIntegerField(null=True, blank=True)
+    llm_call = models.ForeignKey(LlmCall, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    call_input = models.PositiveIntegerField(null=True, blank=True)
+    at = models.DateTimeField(null=True, blank=True)
+    summary = models.TextField(null=True, blank=True)  # noqa: DJ001 (None: not captured; "" is a summary)
+    source = models.CharField(max_length=20, blank=True)
+    external_id = models.CharField(max_length=255)
+
+    class Meta:
+        ordering = ["session", "at", "id"]
+        constraints = [
+            models.UniqueConstraint(fields=["session", "external_id"], name="compaction_unique_session_external_id"),
+        ]
+        indexes = [models.Index(fields=["session", "seq"], name="compaction_session_seq")]
+
+    def __str__(self) -> str:
+        return f"compaction {self.external_id}"
+
+
+class CapturedSpan(models.Model):
+    """Which span each captured span is under: the tree that links a memory read to the model call it fed
+    (``memory.memory_spans.link_reads``), kept for every span since an agent or chain span between the two may
+    arrive in any batch, before or after them."""
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="+")
+    trace_id = models.CharField(max_length=32)
+    span_id = models.CharField(max_length=16)
+    parent_span_id = models.CharField(max_length=16, blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["project", "trace_id", "span_id"], name="capturedspan_unique_span"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.trace_id}/{self.span_id}"
+
+
+class CapturedMemorySpan(models.Model):
+    """A memory write, read or compaction as its span told it (``memory.memory_spans``' MemoryWrite, MemoryRead, or
+    a span's Compaction list, as JSON): everything a trace's ledger is built from again when a later batch of the
+    trace arrives. One per span: a batch sent again adds nothing."""
+
+    class Kind(models.TextChoices):
+        WRITE = "write"
+        WIPE = "wipe"  # a write that empties its store: delete_memory without a record id, delete_memory_store
+        READ = "read"
+        COMPACTION = "compaction"
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="+")
+    trace_id = models.CharField(max_length=32)
+    span_id = models.CharField(max_length=16)
+    kind = models.CharField(max_length=20, choices=Kind.choices)
+    store_id = models.CharField(max_length=255, blank=True, help_text="gen_ai.memory.store.id, for a wipe's store.")
+    data = models.JSONField()
+    received_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["project", "trace_id", "span_id"], name="capturedmemoryspan_unique_span"),
+        ]
+        indexes = [models.Index(fields=["project", "kind", "store_id"], name="capturedmemoryspan_store")]
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.trace_id}/{self.span_id}"
