@@ -42,6 +42,8 @@ BATCH = 2000
 #   -> (the stored session, the message's seq in it)
 SessionAt = Callable[[str | None, int | None, str], tuple[models.Session | None, int | None]]
 AgentNamed = Callable[[str | None], models.Agent | None]
+# A captured call's span id (``llm_call`` in the document) -> its LlmCall row's id, for live capture.
+CallNamed = Callable[[str | None], int | None]
 
 
 @dataclass
@@ -55,6 +57,7 @@ class MemoryOutcome:
     recall_items: int = 0
     unmatched_items: int = 0
     snapshots: int = 0
+    compactions: int = 0
     skipped: int = 0  # already stored: versions, recalls and snapshots that a re-import leaves as they are
     notes: list[str] = field(default_factory=list)
 
@@ -62,7 +65,8 @@ class MemoryOutcome:
         return {
             "stores": self.stores, "records": self.records, "versions": self.versions, "recalls": self.recalls,
             "recall_items": self.recall_items, "unmatched_items": self.unmatched_items,
-            "snapshots": self.snapshots, "skipped": self.skipped, "notes": self.notes,
+            "snapshots": self.snapshots, "compactions": self.compactions, "skipped": self.skipped,
+            "notes": self.notes,
         }
 
     @property
@@ -95,12 +99,13 @@ class MemoryImport:
     """One file's memory layers, for one import run."""
 
     def __init__(self, *, project: models.Project | None, document: core.MemoryDocument, agent_named: AgentNamed,
-                 default_agent: models.Agent | None, owner: str) -> None:
+                 default_agent: models.Agent | None, owner: str, call_named: CallNamed | None = None) -> None:
         self.project = project
         self.document = document
         self.agent_named = agent_named
         self.default_agent = default_agent
         self.owner = owner
+        self.call_named: CallNamed = call_named or (lambda span_id: None)
         self.outcome = MemoryOutcome(notes=list(document.notes))
         self.stores: dict[str, _Store] = {}
 
@@ -204,6 +209,7 @@ class MemoryImport:
                     self._records_write([(store, r) for r in records[start:start + BATCH]], session_at)
         self._recalls_write(session_at)
         self._snapshots_write(session_at)
+        self._compactions_write(session_at)
         for store in self.stores.values():
             _store_summaries(store.row)
             if store.new:
@@ -249,15 +255,26 @@ class MemoryImport:
             for external_id, ordered in fresh.items():
                 versions += self._versions(ids[external_id], external_id, ordered, 0, set(), session_at)
             self.outcome.records += len(fresh)
-        # Records stored already (a joined store): only the versions they lack, numbered after theirs.
+        # Records stored already (a joined store): only the versions they lack, numbered after theirs; a version
+        # older than the record's last is placed by its time (the record renumbered), and the record's body is then
+        # its last version's. A document restates a record only where its last version is the record's last.
         known = _known_versions(r for e, r in existing.items() if e in merged)
         changed: list[models.MemoryRecord] = []
+        reordered: dict[int, dict[str, Any]] = {}
+        grown: list[int] = []
         for external_id, row in existing.items():
             record = merged[external_id]
-            last, keys = known.get(row.pk, (0, set()))
-            added = self._versions(row.pk, external_id, _ordered(record), last, keys, session_at)
+            last, keys, last_at, last_key = known.get(row.pk, (0, set(), None, None))
+            ordered = _ordered(record)
+            added = self._versions(row.pk, external_id, ordered, last, keys, session_at)
             versions += added
-            if added or row.text != record.text or row.state != record.state:
+            if added:
+                grown.append(row.pk)
+            times = [when for v in ordered if (when := _aware(v.at)) is not None and _version_key(v) not in keys]
+            if added and last_at is not None and times and min(times) < last_at:
+                reordered[row.pk] = record.metadata
+            elif added or ((row.text != record.text or row.state != record.state)
+                           and _version_key(ordered[-1]) == last_key):
                 _record_update(row, record, last + len(added))
                 changed.append(row)
         if versions:
@@ -267,6 +284,10 @@ class MemoryImport:
             models.MemoryRecord.objects.bulk_update(
                 changed, ["text", "value", "metadata", "state", "content_hash", "char_limit", "updated_at",
                           "version_count"], batch_size=BATCH)
+        if reordered:
+            records_reordered(reordered)
+        if grown:
+            items_reversioned(grown)
 
     def _versions(self, record_id: int, external_id: str, ordered: list[core.VersionIn], last: int, keys: set[str],
                   session_at: SessionAt) -> list[tuple[Any, ...]]:
@@ -283,8 +304,9 @@ class MemoryImport:
             out.append(_VERSION_INSERT.values(
                 record_id=record_id, number=number, op=version.op[:40], text=version.text, value=version.value,
                 at=_aware(version.at), actor=(version.actor or "")[:255],
-                session_id=session.pk if session is not None else None, seq=seq, llm_call_id=None,
-                external_id=(version.external_id or "")[:255],
+                session_id=session.pk if session is not None else None, seq=seq,
+                llm_call_id=self.call_named(version.llm_call), external_id=(version.external_id or "")[:255],
+                body_captured=version.captured,
             ))
         return out
 
@@ -315,6 +337,7 @@ class MemoryImport:
                 session=session, seq=seq, store=store, query=recall.query or "", params=recall.params,
                 placement=recall.placement, persisted=recall.persisted, at=_aware(recall.at),
                 item_count=len(recall.items), external_id=external_id[:255],
+                llm_call_id=self.call_named(recall.llm_call), call_input=recall.call_input,
             )
             matcher = None
             if store is not None:
@@ -367,6 +390,25 @@ class MemoryImport:
                 format_version=(snapshot.format_version or "")[:40], value=snapshot.value,
             )
             self.outcome.snapshots += 1
+
+
+    # --- compactions ---------------------------------------------------------------------------------------------
+
+    def _compactions_write(self, session_at: SessionAt) -> None:
+        for i, compaction in enumerate(self.document.compactions):
+            place = f"memory.compactions[{i}]"
+            _check(place, compaction.summary, compaction.external_id)
+            session, seq = session_at(compaction.session, compaction.seq, place)
+            if session is None:
+                self.outcome.notes.append(f"{place}: a compaction of no known session is not stored")
+                continue
+            if models.Compaction.objects.filter(session=session, external_id=compaction.external_id[:255]).exists():
+                self.outcome.skipped += 1
+                continue
+            models.Compaction.objects.create(
+                session=session, seq=seq, llm_call_id=self.call_named(compaction.llm_call), at=_aware(compaction.at),
+                summary=compaction.summary, source=compaction.source[:20], external_id=compaction.external_id[:255])
+            self.outcome.compactions += 1
 
 
 # --- what cannot be stored ------------------------------------------------------------------------------------------
@@ -428,19 +470,107 @@ def _version_key(version: core.VersionIn) -> str:
     return json.dumps([version.op, version.text, when.isoformat() if when else None], ensure_ascii=False)
 
 
-def _known_versions(records: Iterable[models.MemoryRecord]) -> dict[int, tuple[int, set[str]]]:
-    """For each stored record: its last version's number and the keys of its versions."""
+_Known = tuple[int, set[str], datetime | None, str | None]
+
+
+def _known_versions(records: Iterable[models.MemoryRecord]) -> dict[int, _Known]:
+    """For each stored record: its last version's number, the keys of its versions, the latest time among them
+    and its last version's key."""
     ids = [r.pk for r in records if r.version_count]
-    known: dict[int, tuple[int, set[str]]] = {}
+    known: dict[int, _Known] = {}
     if not ids:
         return known
     for record_id, number, op, text, at, external_id in models.RecordVersion.objects.filter(
             record_id__in=ids).order_by("record_id", "number").values_list(
             "record_id", "number", "op", "text", "at", "external_id"):
-        last, keys = known.get(record_id, (0, set()))
-        keys.add(_version_key(core.VersionIn(op=op, text=text, at=at, external_id=external_id or None)))
-        known[record_id] = (max(last, number), keys)
+        last, keys, last_at, _ = known.get(record_id, (0, set(), None, None))
+        key = _version_key(core.VersionIn(op=op, text=text, at=at, external_id=external_id or None))
+        keys.add(key)
+        known[record_id] = (max(last, number), keys, at if last_at is None or (at and at > last_at) else last_at,
+                            key)
     return known
+
+
+def records_reordered(records: dict[int, dict[str, Any]]) -> None:
+    """Records that a late version reached (record id -> the metadata its document gives): their versions numbered
+    again by time, then arrival (a version without a time keeps its place after the one before it), in two steps
+    (``number`` is unique per record), and each record's body, state and times taken from its versions again."""
+    ids = sorted(records)
+    for start in range(0, len(ids), BATCH):
+        chunk = ids[start:start + BATCH]
+        by_record: dict[int, list[models.RecordVersion]] = {}
+        for version in models.RecordVersion.objects.filter(record_id__in=chunk).order_by("record_id", "number").only(
+                "pk", "record_id", "number", "op", "text", "value", "at", "body_captured"):
+            by_record.setdefault(version.record_id, []).append(version)
+        moved: list[tuple[models.RecordVersion, int, int]] = []  # (version, its number for now, its place)
+        rows = {r.pk: r for r in models.MemoryRecord.objects.filter(pk__in=chunk)}
+        for record_id, versions in by_record.items():
+            placed = _by_time(versions)
+            if [v.pk for v in placed] != [v.pk for v in versions]:
+                top = max(v.number for v in versions)  # first past every number the record holds: no two rows meet
+                moved += [(version, top + number, number) for number, version in enumerate(placed, 1)]
+            _record_refreshed(rows[record_id], placed, records[record_id])
+        for step in (1, 2):
+            for version, for_now, place in moved:
+                version.number = for_now if step == 1 else place
+            if moved:
+                models.RecordVersion.objects.bulk_update([m[0] for m in moved], ["number"], batch_size=BATCH)
+        models.MemoryRecord.objects.bulk_update(
+            list(rows.values()), ["text", "value", "metadata", "state", "content_hash", "created_at", "updated_at",
+                                  "version_count"], batch_size=BATCH)
+
+
+def _by_time(versions: list[models.RecordVersion]) -> list[models.RecordVersion]:
+    keyed = []
+    last: datetime | None = None
+    for version in versions:  # in their present order: one without a time stays after the one before it
+        when = version.at if version.at is not None else last
+        last = when
+        keyed.append((when is not None, when.timestamp() if when else 0.0, version.pk, version))
+    return [k[3] for k in sorted(keyed, key=lambda k: k[:3])]
+
+
+def _record_refreshed(row: models.MemoryRecord, versions: list[models.RecordVersion], metadata: dict[str, Any]) -> None:
+    """The record as its last version leaves it: a deleted record keeps the last body written, and a body seen
+    without its content is unknown (no text, no value), as ``memory_spans.to_document`` says of a trace."""
+    last = versions[-1]
+    body = next((v for v in reversed(versions) if v.op.upper() != "DELETE"), None) if last.op.upper() == "DELETE" \
+        else last
+    known = body is not None and body.body_captured
+    row.text = (body.text or "") if known and body is not None else ""
+    row.value = body.value if known and body is not None else None
+    row.metadata = row.metadata or metadata
+    row.state = "deleted" if last.op.upper() == "DELETE" else "active"
+    row.content_hash = core.content_hash(row.text)
+    row.created_at = versions[0].at or row.created_at
+    row.updated_at = last.at or row.updated_at
+    row.version_count = len(versions)
+
+
+def items_reversioned(record_ids: Sequence[int]) -> int:
+    """The recalled items of records whose versions changed, each given again the version current at its recall
+    (a version that arrived later may be the one a recall read). Returns how many changed."""
+    changed = []
+    for start in range(0, len(record_ids), BATCH):
+        chunk = record_ids[start:start + BATCH]
+        items = list(models.RecallItem.objects.filter(record_id__in=chunk).select_related("recall").only(
+            "pk", "record_id", "version", "text", "recall__at"))
+        if not items:
+            continue
+        versions: dict[int, list[core.VersionIn]] = {}
+        for record_id, number, op, text, at in models.RecordVersion.objects.filter(
+                record_id__in={i.record_id for i in items}).order_by("record_id", "number").values_list(
+                "record_id", "number", "op", "text", "at"):
+            versions.setdefault(record_id, []).append(core.VersionIn(op=op, text=text, at=at, number=number))
+        for item in items:
+            assert item.record_id is not None
+            version = core.version_at(versions.get(item.record_id, []), item.recall.at, item.text)
+            if version != item.version:
+                item.version = version
+                changed.append(item)
+    if changed:
+        models.RecallItem.objects.bulk_update(changed, ["version"], batch_size=BATCH)
+    return len(changed)
 
 
 def _recall_id(recall: core.RecallIn, seq: int | None) -> str:
