@@ -113,6 +113,8 @@ def test_it_gives_an_agent_as_json(client, alice, agent, make_session):
         "page_url": f"http://testserver/agents/{agent.pk}/", "project": "alpha", "name": "Travel bot",
         "slug": "travel-bot", "description": "", "model": "gpt-4o", "context_window": 128_000, "session_count": 1,
         "can_edit": True, "token_counter": "cl100k", "counter": "cl100k",
+        "memory_url": f"http://testserver/api/agents/{agent.pk}/memory/",
+        "snapshots_url": f"http://testserver/api/agents/{agent.pk}/snapshots/",
     }
     listing = client.get("/api/agents/", **_basic("alice", "pw-alice-123")).json()
     assert [a["id"] for a in listing["results"]] == [agent.pk]

@@ -41,6 +41,8 @@ def _agent_dict(request: Request, agent: models.Agent, *, can_edit: bool, sessio
         "counter": agent.counter,  # what its new sessions count with
         "session_count": session_count,
         "can_edit": can_edit,
+        "memory_url": request.build_absolute_uri(reverse("api:agent_memory", args=[agent.pk])),
+        "snapshots_url": request.build_absolute_uri(reverse("api:agent_snapshots", args=[agent.pk])),
     }
 
 

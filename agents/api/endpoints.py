@@ -8,19 +8,22 @@ from __future__ import annotations
 
 import functools
 import re
-from typing import Any
+from types import SimpleNamespace
+from typing import Any, cast
 
 from django.contrib.auth.decorators import login_not_required
+from django.core.paginator import Paginator
 from django.urls import reverse
 from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import OpenApiParameter, extend_schema
 from pydantic import BaseModel, ValidationError
 from rest_framework.authentication import SessionAuthentication
 from rest_framework.decorators import api_view, authentication_classes
 from rest_framework.exceptions import NotFound
 from rest_framework.exceptions import ValidationError as _Invalid
+from rest_framework.negotiation import DefaultContentNegotiation
 from rest_framework.pagination import PageNumberPagination
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -60,10 +63,10 @@ class ApiError(BaseModel):
 
 
 def documented(operation_id: str, summary: str, *errors: int, ok: tuple[int, ...] = (200,),
-                method: str | None = None, **more: Any) -> Any:
-    """An endpoint's OpenAPI entry (of one ``method``, or of them all): a JSON object for each code of ``ok`` (no
-    body for 204), and the one error shape for each of ``errors``."""
-    answers: dict[int, Any] = {code: None if code == 204 else OpenApiTypes.OBJECT for code in ok}
+                method: str | None = None, response: Any = OpenApiTypes.OBJECT, **more: Any) -> Any:
+    """An endpoint's OpenAPI entry (of one ``method``, or of them all): ``response`` (a JSON object, or the pydantic
+    model of its shape) for each code of ``ok`` (no body for 204), and the one error shape for each of ``errors``."""
+    answers: dict[int, Any] = {code: None if code == 204 else response for code in ok}
     return extend_schema(operation_id=operation_id, summary=summary, methods=[method] if method else None,
                          responses=answers | dict.fromkeys(errors, ApiError), **more)
 
@@ -133,7 +136,23 @@ def session_summary(request: Request, session: models.Session) -> dict[str, Any]
     }
 
 
+class _CountedPaginator(Paginator):
+    """A paginator told its count (a summary kept on a row), which it then never asks the database for."""
+
+    def __init__(self, object_list: Any, per_page: int, *, count: int) -> None:
+        super().__init__(object_list, per_page)
+        self.__dict__["count"] = count  # what the cached_property would have computed
+
+
 class ApiPages(PageNumberPagination):
+    """Page-number pages, ``{"count", "next", "previous", "results"}``. ``count``: the number of items when it is
+    known without counting them (a store's ``record_count``), so that a page of a million rows costs one query."""
+
+    def __init__(self, *, count: int | None = None) -> None:
+        super().__init__()
+        if count is not None:
+            self.django_paginator_class = functools.partial(_CountedPaginator, count=count)  # type: ignore[assignment]
+
     def paginate_queryset(self, queryset: Any, request: Any, view: Any = None) -> Any:
         try:
             return super().paginate_queryset(queryset, request, view)
@@ -143,6 +162,41 @@ class ApiPages(PageNumberPagination):
             page_size = self.get_page_size(request)  # set: DRF pages (and so raises NotFound) only with a size
             count = self.django_paginator_class(queryset, page_size).num_pages if page_size else 1
             raise NotFound(f"page {asked}: no such page; there are {count} (page=1 to page={count})") from None
+
+
+class _FormatNamesTheFile(DefaultContentNegotiation):
+    """In an export, ``?format=`` names the file's format (as on the pages and in export_history), not DRF's
+    renderer of the answer (which would answer 404 to ``?format=openai``)."""
+
+    settings = cast(Any, SimpleNamespace(URL_FORMAT_OVERRIDE=None))
+
+
+def format_names_the_file(view: Any) -> Any:
+    """On a view made by ``api_view`` (which takes no negotiation class of its own): ``?format=`` is the file's."""
+    view.cls.content_negotiation_class = _FormatNamesTheFile
+    return view
+
+
+def query_as(request: Request, model: type[BaseModel]) -> Any:
+    """The query string as ``model`` (one value a name; names the model does not know are left to others, such as
+    DRF's ``format``); else 400 ``{"error": ...}`` naming the parameter."""
+    try:
+        return model.model_validate({name: request.query_params.get(name) for name in request.query_params})
+    except ValidationError as exc:
+        raise _Invalid(schema.describe_validation_error(exc, prefix="")) from None
+
+
+_PARAMETER_TYPES = {int: OpenApiTypes.INT, str: OpenApiTypes.STR, bool: OpenApiTypes.BOOL}
+
+
+def query_parameters(model: type[BaseModel]) -> list[OpenApiParameter]:
+    """The OpenAPI parameters of a query model (``query_as``): each field with its type and description."""
+    out = []
+    for name, info in model.model_fields.items():
+        kinds: list[Any] = [t for t in getattr(info.annotation, "__args__", (info.annotation,)) if t is not type(None)]
+        out.append(OpenApiParameter(info.alias or name, _PARAMETER_TYPES.get(kinds[0], OpenApiTypes.STR),
+                                    description=info.description or ""))
+    return out
 
 
 def body_as(request: Request, model: type[BaseModel]) -> Any:

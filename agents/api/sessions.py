@@ -75,6 +75,7 @@ def api_root(request: Request) -> Response:
             "strategies": request.build_absolute_uri(reverse("api:strategy_list")),
             "formats": request.build_absolute_uri(reverse("api:format_list")),
             "presets": request.build_absolute_uri(reverse("api:preset_list")),
+            "memory_stores": request.build_absolute_uri(reverse("api:memory_store_list")),
             "counters": sorted(COUNTERS),
         }
     )
@@ -152,6 +153,7 @@ def session_detail(request: Request, session_id: int) -> Response:
     data["violations"] = session.violations
     data["messages_url"] = request.build_absolute_uri(reverse("api:session_messages", args=[session.pk]))
     data["annotations_url"] = request.build_absolute_uri(reverse("api:session_annotations", args=[session.pk]))
+    data["recalls_url"] = request.build_absolute_uri(reverse("api:session_recalls", args=[session.pk]))
     return Response(data)
 
 

@@ -3,8 +3,7 @@ trimmed), and a history file imported."""
 from __future__ import annotations
 
 import json
-from types import SimpleNamespace
-from typing import Any, cast
+from typing import Any
 
 from django.http import QueryDict
 from drf_spectacular.types import OpenApiTypes
@@ -12,23 +11,28 @@ from drf_spectacular.utils import OpenApiParameter, extend_schema
 from pydantic import BaseModel, ConfigDict
 from rest_framework.decorators import parser_classes
 from rest_framework.exceptions import ValidationError as _Invalid
-from rest_framework.negotiation import DefaultContentNegotiation
 from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from agents.api.endpoints import ApiError, api, bad_request, documented, write_api
-from agents.memory.formats import FORMATS
+from agents.api.endpoints import ApiError, api, bad_request, documented, format_names_the_file, write_api
+from agents.memory.formats import ALL_FORMATS, FORMATS, FormatSpec, format_layers
 from agents.throttling import expensive_api
 from agents.transfer import import_page, pages
+
+
+def _format_dict(spec: FormatSpec) -> dict[str, Any]:
+    reads, writes = format_layers(spec.name)
+    return {"name": spec.name, "label": spec.label, "description": spec.description, "reads": reads,
+            "writes": writes}
 
 
 @documented("formats_list", "Formats memoryviz reads and writes")
 @api
 def format_list(request: Request) -> Response:
-    return Response(
-        {"formats": [{"name": f.name, "label": f.label, "description": f.description} for f in FORMATS.values()]}
-    )
+    """The message formats, then the memory formats; each with the layers (``messages``, ``memory``) it reads and
+    writes: a session exports to a format that writes ``messages``, a memory store to one that writes ``memory``."""
+    return Response({"formats": [_format_dict(spec) for spec in ALL_FORMATS.values()]})
 
 
 
@@ -49,19 +53,6 @@ _EXPORT_ANSWERS = {
     (200, "application/octet-stream"): OpenApiTypes.BINARY,
     202: OpenApiTypes.OBJECT, 400: ApiError, 401: ApiError, 404: ApiError,
 }
-
-
-class _FormatNamesTheFile(DefaultContentNegotiation):
-    """In an export, ``?format=`` names the file's format (as on the pages and in export_history), not DRF's
-    renderer of the answer (which would answer 404 to ``?format=openai``)."""
-
-    settings = cast(Any, SimpleNamespace(URL_FORMAT_OVERRIDE=None))
-
-
-def _format_names_the_file(view: Any) -> Any:
-    """On a view made by ``api_view`` (which takes no negotiation class of its own)."""
-    view.cls.content_negotiation_class = _FormatNamesTheFile
-    return view
 
 
 def _export_query(request: Request) -> QueryDict:
@@ -106,7 +97,7 @@ def _export_answer(request: Request, *, session_id: int | None = None) -> Any:
 
 @extend_schema(operation_id="session_export", summary="Download a session in any format, whole or trimmed",
                parameters=_EXPORT_FIELDS, request=None, responses=_EXPORT_ANSWERS)
-@_format_names_the_file
+@format_names_the_file
 @write_api(["POST"])
 @expensive_api
 def session_export(request: Request, session_id: int) -> Any:
@@ -120,7 +111,7 @@ def session_export(request: Request, session_id: int) -> Any:
                parameters=[*_EXPORT_FIELDS, OpenApiParameter("project", str), OpenApiParameter("agent", str),
                            OpenApiParameter("q", str)],
                request=None, responses=_EXPORT_ANSWERS)
-@_format_names_the_file
+@format_names_the_file
 @write_api(["POST"])
 @expensive_api
 def export_create(request: Request) -> Any:

@@ -12,12 +12,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.db import DEFAULT_DB_ALIAS, connections
-from django.db.models import F, Prefetch, Q, QuerySet
+from django.db.models import F, Prefetch, Q, QuerySet, Subquery
 from django.db.models.expressions import RawSQL
 from django.http import Http404
 
 from agents import models
 from agents.access import User, agent_for_user, session_for_user, user_projects
+from agents.memory.diff import TextDiff, diff_text
 from agents.memory.snapshot_diff import SnapshotDiff, diff_snapshots
 from agents.store.listing import TRIGRAM, search_indexed
 
@@ -78,10 +79,26 @@ class AgentMemory:
 
 def agent_memory(*, user: User, agent_id: int) -> AgentMemory:
     agent = agent_for_user(user, agent_id)
-    stores = list(models.MemoryStore.objects.filter(
+    return AgentMemory(agent=agent, stores=list(_agent_stores(agent)),
+                       snapshots=models.Snapshot.objects.filter(agent=agent).count())
+
+
+def agent_stores(*, user: User, agent_id: int) -> tuple[models.Agent, QuerySet[models.MemoryStore]]:
+    """The stores an agent reads, for a caller that pages them: its own, then those its project shares."""
+    agent = agent_for_user(user, agent_id)
+    return agent, _agent_stores(agent)
+
+
+def _agent_stores(agent: models.Agent) -> QuerySet[models.MemoryStore]:
+    return models.MemoryStore.objects.filter(
         Q(agent=agent) | Q(project_id=agent.project_id, agent__isnull=True), state=READY,
-    ).order_by(F("agent_id").asc(nulls_last=True), "name", "id"))
-    return AgentMemory(agent=agent, stores=stores, snapshots=models.Snapshot.objects.filter(agent=agent).count())
+    ).select_related("project").order_by(F("agent_id").asc(nulls_last=True), "name", "id")
+
+
+def stores_listed(*, user: User) -> QuerySet[models.MemoryStore]:
+    """Every store of the user's projects, by project, then an agent's before the shared ones."""
+    return stores_for_user(user).select_related("project").order_by(
+        "project__name", "project_id", F("agent_id").asc(nulls_last=True), "name", "id")
 
 
 # --- a store's records ---------------------------------------------------------------------------------------------
@@ -113,6 +130,12 @@ class RecordFilters:
                    changed_to=_date(query.get("changed_to"), "changed_to"), sort=sort)
 
 
+    @property
+    def narrowing(self) -> bool:
+        """Whether they keep fewer records than the store holds (a sort alone keeps them all)."""
+        return bool(self.q or self.state or self.read or self.changed_from or self.changed_to)
+
+
 def _date(value: Any, name: str) -> dt.date | None:
     if not value:
         return None
@@ -137,6 +160,26 @@ def store_records(store: models.MemoryStore, filters: RecordFilters) -> QuerySet
     if filters.changed_to:
         records = records.filter(updated_at__lt=_day_start(filters.changed_to + dt.timedelta(days=1)))
     return records.order_by(*RECORD_SORTS[filters.sort])
+
+
+@dataclass
+class RecordList:
+    """A store's records as its list shows them: ``records`` to page, and ``count`` when it is known without
+    counting them (the store's stored ``record_count``, when nothing narrows the list); else None."""
+
+    store: models.MemoryStore
+    filters: RecordFilters
+    records: QuerySet[models.MemoryRecord]
+    count: int | None
+
+
+def records_listed(*, user: User, store_id: int, query: Any) -> RecordList:
+    """The store's records (404 outside the user's projects) filtered and sorted by ``query`` (``q``, ``state``,
+    ``read``, ``changed_from``, ``changed_to``, ``sort``); LedgerRequestError names a filter that cannot apply."""
+    store = store_for_user(user, store_id)
+    filters = RecordFilters.from_query(query)
+    return RecordList(store=store, filters=filters, records=store_records(store, filters),
+                      count=None if filters.narrowing else store.record_count)
 
 
 def _text_match(text: str) -> Q:
@@ -168,6 +211,68 @@ def record_reads(record: models.MemoryRecord) -> QuerySet[models.RecallItem]:
         "-recall_id", "rank")
 
 
+@dataclass
+class RecordDetail:
+    """A record with a page of its versions (oldest first, after ``versions_after``) and a page of its reads
+    (newest recall first, after the read ``reads_after``); ``*_more``: another page follows."""
+
+    record: models.MemoryRecord
+    versions: list[models.RecordVersion]
+    versions_more: bool
+    reads: list[models.RecallItem]
+    reads_more: bool
+
+
+def record_detail(*, user: User, record_id: int, versions_after: int | None = None, reads_after: int | None = None,
+                  limit: int = 50) -> RecordDetail:
+    """Three queries whatever the record holds (10,000 versions, 100,000 reads): each page by its keyset."""
+    record = record_for_user(user, record_id)
+    versions = record_versions(record)
+    if versions_after is not None:
+        versions = versions.filter(number__gt=versions_after)
+    reads = record_reads(record)
+    if reads_after is not None:
+        # After that read in the reads' order (-recall, rank, id), told by the read itself, in the same query.
+        after = models.RecallItem.objects.filter(pk=reads_after, record=record)
+        recall, rank = Subquery(after.values("recall_id")[:1]), Subquery(after.values("rank")[:1])
+        reads = reads.filter(Q(recall_id__lt=recall) | Q(recall_id=recall, rank__gt=rank)
+                             | Q(recall_id=recall, rank=rank, pk__gt=reads_after))
+    version_rows = list(versions.defer("value")[: limit + 1])
+    read_rows = list(reads[: limit + 1])
+    return RecordDetail(record=record, versions=version_rows[:limit], versions_more=len(version_rows) > limit,
+                        reads=read_rows[:limit], reads_more=len(read_rows) > limit)
+
+
+@dataclass
+class VersionsDiff:
+    record: models.MemoryRecord
+    left: models.RecordVersion
+    right: models.RecordVersion
+    diff: TextDiff
+
+
+def record_versions_diff(*, user: User, record_id: int, left: int | None = None,
+                         right: int | None = None) -> VersionsDiff:
+    """The word-level diff of two versions of a record (derived, never stored): ``right`` defaults to the latest,
+    ``left`` to the one before ``right``. A delete's text is empty. LedgerRequestError names a number the record
+    does not have."""
+    record = record_for_user(user, record_id)
+    versions = models.RecordVersion.objects.filter(record=record).defer("value")
+    if right is None:
+        right = versions.order_by("-number").values_list("number", flat=True).first()
+        if right is None:
+            raise LedgerRequestError("to: the record has no version")
+    if left is None:
+        left = right - 1
+    found = {v.number: v for v in versions.filter(number__in={left, right})}
+    for name, number in (("from", left), ("to", right)):
+        if number not in found:
+            raise LedgerRequestError(f"{name}: the record has no version {number} (it has "
+                                     f"{record.version_count}, numbered from 1)")
+    old, new = found[left], found[right]
+    return VersionsDiff(record=record, left=old, right=new, diff=diff_text(old.text or "", new.text or ""))
+
+
 # --- a session's recalls -------------------------------------------------------------------------------------------
 
 
@@ -177,6 +282,32 @@ def session_recalls(*, user: User, session_id: int) -> tuple[models.Session, Que
     recalls = models.Recall.objects.filter(session=session).select_related("store").prefetch_related(
         items).order_by(F("seq").asc(nulls_last=True), "id")
     return session, recalls
+
+
+@dataclass
+class RecallPage:
+    """A page of a session's recalls in the order of the messages carrying them (those carried by no message last),
+    each with its items by rank; ``more``: another page follows."""
+
+    session: models.Session
+    recalls: list[models.Recall]
+    more: bool
+
+
+def session_recalls_page(*, user: User, session_id: int, after: int | None = None, after_id: int | None = None,
+                         limit: int = 50) -> RecallPage:
+    """Keyset pages: the recalls after message ``after`` (a seq), or after the recall ``after_id`` of message
+    ``after`` (several recalls may share a message), or with ``after_id`` alone, after that one of the recalls no
+    message carries. Two queries a page, whatever the session holds."""
+    session, recalls = session_recalls(user=user, session_id=session_id)
+    if after is not None and after_id is not None:
+        recalls = recalls.filter(Q(seq__gt=after) | Q(seq=after, pk__gt=after_id) | Q(seq__isnull=True))
+    elif after is not None:
+        recalls = recalls.filter(Q(seq__gt=after) | Q(seq__isnull=True))
+    elif after_id is not None:
+        recalls = recalls.filter(seq__isnull=True, pk__gt=after_id)
+    rows = list(recalls[: limit + 1])
+    return RecallPage(session=session, recalls=rows[:limit], more=len(rows) > limit)
 
 
 # --- snapshots -----------------------------------------------------------------------------------------------------

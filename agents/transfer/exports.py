@@ -1,4 +1,5 @@
-"""Export of stored sessions to any format of DESIGN.md: one session, a filtered list, or a session as trimmed.
+"""Export of stored sessions to any format of DESIGN.md: one session, a filtered list, or a session as trimmed; and of
+one memory store in a memory format its library loads (``store_export``).
 
 Messages are read a batch at a time in seq order and handed lazily to the format's writer, a generator of
 text (``agents.memory.formats.write_chunks``), so that exporting a 1,000,000-message session keeps memory bounded.
@@ -18,6 +19,7 @@ from django.utils import timezone
 from agents import access, models
 from agents.lab import trimming as lab_trimming
 from agents.ledger import exporting
+from agents.ledger import reading as ledger_reading
 from agents.memory import formats
 from agents.memory.schema import Conversation, Message
 from agents.memory.trimming import StrategySpec, TrimResult
@@ -321,6 +323,53 @@ def _skipped_line(item: formats.SkippedConversation) -> str:
 
 def _name(session: models.Session) -> str:
     return session.title or session.external_id
+
+
+# --- one memory store in a format its library loads -------------------------------------------------------------
+
+
+@dataclass
+class StoreExport:
+    """One store written as a file (``text``) with its name and media type, and the export's record, which keeps
+    what the format could not hold (``dropped``)."""
+
+    text: str
+    filename: str
+    media_type: str
+    record: models.ExportRecord
+
+    @property
+    def dropped(self) -> list[str]:
+        return list(self.record.dropped)
+
+
+def store_export(*, store: models.MemoryStore, format: str, user: Any = None,
+                 interface: str = "web") -> StoreExport:
+    """``store`` with every record and version in ``format`` (``formats.MEMORY_WRITE_FORMATS``: mem0, AutoGen's
+    ListMemory, a LangGraph store, native), recorded like a session export. ExportFailed names the field."""
+    if format not in formats.MEMORY_WRITE_FORMATS:
+        raise ExportFailed(f"format: {format!r} is not a memory format memoryviz writes; valid: "
+                           f"{', '.join(formats.MEMORY_WRITE_FORMATS)}")
+    report = formats.WriteReport(format=format)
+    try:
+        text = formats.write_memory(exporting.memory_of_store(store), format, report)
+    except formats.FormatError as exc:
+        raise ExportFailed(str(exc)) from None
+    record = models.ExportRecord.objects.create(
+        user=_who(user), project_id=store.project_id,
+        format=format, scope=f"memory store {store.pk} ({store.name})"[:500], filters={"store": store.pk},
+        dropped=report.dropped, interface=interface,
+    )
+    spec = formats.ALL_FORMATS[format]
+    stamp = timezone.now().strftime("%Y%m%d-%H%M%S")
+    return StoreExport(text=text, filename=f"memoryviz-store-{store.pk}-{format}-{stamp}.{spec.extension.lstrip('.')}",
+                       media_type=f"{spec.media_type}; charset=utf-8", record=record)
+
+
+def store_export_for_user(*, user: Any, store_id: int, format: str, interface: str = "web") -> StoreExport:
+    """``store_export`` of a store of the user's projects (404 for any other): any member may export it."""
+    return store_export(store=ledger_reading.store_for_user(user, store_id), format=format, user=user,
+                        interface=interface)
 
 
 def recent_exports(user: Any, limit: int = 50) -> QuerySet[models.ExportRecord]:

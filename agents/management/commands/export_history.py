@@ -1,10 +1,15 @@
 """python manage.py export_history [--project SLUG] [--agent SLUG] [--session ID] --format NAME
                                    [--strategy NAME --set key=value ... | --preset NAME] [-o FILE]
+   python manage.py export_history --store ID --format mem0|autogen_memory|langgraph_store|native [-o FILE]
 
 ``--preset``: a saved preset's strategy, parameters and counter instead of ``--strategy`` and ``--set`` (of
 ``--project`` when given, else of the ``--session``s' project when several projects have one of that name): the
 sessions are counted again with the preset's counter where it is not their own, as the lab and
 ``trim --preset`` count; ``--strategy`` trims with their stored counts.
+
+``--store``: one memory store with every record and version, in a memory format its library loads (mem0's
+``get_all`` output with its history rows, AutoGen's ``ListMemory`` component, LangGraph store items) or in native,
+which imports again the same.
 
 Writes the export to FILE (-o) or stdout; the report (what the target format could not hold, conversations
 skipped as invalid) goes to stderr as JSON. Exit 2 on a bad argument or when ``--on-invalid stop`` meets an
@@ -15,7 +20,8 @@ from __future__ import annotations
 import json
 import os
 import tempfile
-from typing import Any
+from collections.abc import Callable
+from typing import IO, Any
 
 from django.core.management.base import CommandParser
 from django.db.models import QuerySet, Sum
@@ -36,7 +42,11 @@ class Command(ContractCommand):
         parser.add_argument("--agent", help="Only sessions of this agent (slug).")
         parser.add_argument("--session", action="append", type=int, default=[], metavar="ID",
                             help="Only this session (repeatable).")
-        parser.add_argument("--format", required=True, help=f"One of: {', '.join(sorted(formats.FORMATS))}.")
+        parser.add_argument("--store", type=int, metavar="ID",
+                            help="Export this memory store instead of sessions (--format "
+                                 f"{'|'.join(formats.MEMORY_WRITE_FORMATS)}).")
+        parser.add_argument("--format", required=True, help=f"One of: {', '.join(sorted(formats.FORMATS))}; "
+                                                            f"with --store: {', '.join(formats.MEMORY_WRITE_FORMATS)}.")
         parser.add_argument("--strategy", help="Export each session as trimmed by this strategy.")
         parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", dest="params",
                             help="A strategy parameter (repeatable).")
@@ -50,6 +60,9 @@ class Command(ContractCommand):
                             help="Show a progress bar on stderr even when it is not a terminal.")
 
     def handle(self, *args: Any, **options: Any) -> None:
+        if options["store"] is not None:
+            self._store(options)
+            return
         try:
             if options["output"]:
                 _check_output(options["output"])
@@ -113,36 +126,67 @@ class Command(ContractCommand):
             raise exports.ExportFailed("no session matches")
         return qs, ("; ".join(words) or "all sessions"), filters
 
+    def _store(self, options: dict[str, Any]) -> None:
+        """One memory store (``--store``): the file, then its record (what the format could not hold) on stderr."""
+        try:
+            refused = [flag for flag, key in (("--project", "project"), ("--agent", "agent"), ("--session", "session"),
+                                              ("--strategy", "strategy"), ("--set", "params"), ("--preset", "preset"))
+                       if options[key]]
+            if refused:
+                raise exports.ExportFailed(f"--store: exports one memory store; {', '.join(refused)} "
+                                           "select sessions")
+            if options["output"]:
+                _check_output(options["output"])
+            store = models.MemoryStore.objects.filter(pk=options["store"],
+                                                      state=models.MemoryStore.State.READY).first()
+            if store is None:
+                raise exports.ExportFailed(f"--store: no memory store {options['store']}")
+            exported = exports.store_export(store=store, format=options["format"], interface="command")
+            _into(options["output"], lambda fh: fh.write(exported.text), raw_stream(self.stdout))
+        except exports.ExportFailed as exc:
+            self.fail(str(exc))
+        self.stderr.write(json.dumps({"export_id": exported.record.pk, "format": exported.record.format,
+                                      "scope": exported.record.scope, "dropped": exported.dropped},
+                                     indent=2, ensure_ascii=False))
+
     def _write(self, plan: exports.ExportPlan, output: str | None, bar: ProgressBar) -> exports.ExportResult:
-        if not output:
-            return exports.export_to(plan, raw_stream(self.stdout), interface="command", on_messages=bar.update)
-        if os.path.exists(output) and not os.path.isfile(output) and not os.path.isdir(output):
-            # A device or a pipe (/dev/stdout, /dev/null, a FIFO): write into it; renaming over it would replace it.
-            try:
-                with open(output, "w", encoding="utf-8", newline="") as fh:
-                    return exports.export_to(plan, fh, interface="command", on_messages=bar.update)
-            except OSError as exc:
-                raise exports.ExportFailed(f"-o {output}: {exc.strerror or exc}") from None
-        # Written next to the target and renamed at the end: a failed export never leaves half a file.
-        directory = os.path.dirname(os.path.abspath(output))
-        try:
-            fd, tmp = tempfile.mkstemp(prefix=".export-", dir=directory)
-        except OSError as exc:
-            raise exports.ExportFailed(f"-o {output}: {exc.strerror or exc}") from None
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
-                result = exports.export_to(plan, fh, interface="command", on_messages=bar.update)
-            os.replace(tmp, output)
-        except OSError as exc:
-            # Disk full, the target turned into a folder...: one line naming the file, and no half file left.
-            if os.path.exists(tmp):
-                os.unlink(tmp)
-            raise exports.ExportFailed(f"-o {output}: {exc.strerror or exc}") from None
-        except BaseException:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
-            raise
+        result: exports.ExportResult = _into(
+            output, lambda fh: exports.export_to(plan, fh, interface="command", on_messages=bar.update),
+            raw_stream(self.stdout))
         return result
+
+
+def _into(output: str | None, write: Callable[[IO[str]], Any], stdout: IO[str]) -> Any:
+    """``write(fh)`` into stdout, or into the file ``output`` whole or not at all; its result."""
+    if not output:
+        return write(stdout)
+    if os.path.exists(output) and not os.path.isfile(output) and not os.path.isdir(output):
+        # A device or a pipe (/dev/stdout, /dev/null, a FIFO): write into it; renaming over it would replace it.
+        try:
+            with open(output, "w", encoding="utf-8", newline="") as fh:
+                return write(fh)
+        except OSError as exc:
+            raise exports.ExportFailed(f"-o {output}: {exc.strerror or exc}") from None
+    # Written next to the target and renamed at the end: a failed export never leaves half a file.
+    directory = os.path.dirname(os.path.abspath(output))
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=".export-", dir=directory)
+    except OSError as exc:
+        raise exports.ExportFailed(f"-o {output}: {exc.strerror or exc}") from None
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
+            result = write(fh)
+        os.replace(tmp, output)
+    except OSError as exc:
+        # Disk full, the target turned into a folder...: one line naming the file, and no half file left.
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise exports.ExportFailed(f"-o {output}: {exc.strerror or exc}") from None
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+    return result
 
 
 def _sessions_project(ids: list[int]) -> models.Project | None:

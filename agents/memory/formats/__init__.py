@@ -27,6 +27,10 @@ Public API (the commands, views, API and importer all call these):
   LangGraph, ... and SQLite databases), native's ``memory`` section, and the recalls a message format carries in its
   messages (AutoGen's ListMemory message in a ``save_state``, AgentScope's ``<long_term_memory>`` messages). The one
   path every import takes (the command line, the upload page, the API, the benchmarks).
+- ``write_memory(document, format, report)``: memory layers (one store, as ``ledger.exporting.memory_of_store``
+  reads it) as a file the library loads: ``mem0`` (``get_all`` output and history rows), ``autogen_memory`` (a
+  ``ListMemory`` component), ``langgraph_store`` (items), or ``native``; ``MEMORY_WRITE_FORMATS`` names them.
+  ``format_layers(name)``: which layers (``messages``, ``memory``) a format reads and writes.
 
 Small inputs (up to 8 MB) are parsed whole, so that a JSON syntax error names its line and column; bigger ones
 are parsed with ijson, and detection looks at their first megabyte.
@@ -62,6 +66,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import json
 import os
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -107,6 +112,7 @@ __all__ = [
     "ALL_FORMATS",
     "FORMATS",
     "MEMORY_FORMATS",
+    "MEMORY_WRITE_FORMATS",
     "ConversationStream",
     "FormatError",
     "FormatSpec",
@@ -115,6 +121,7 @@ __all__ = [
     "WriteReport",
     "detect_format",
     "dumps",
+    "format_layers",
     "iter_conversations",
     "open_layers",
     "open_stream",
@@ -122,6 +129,7 @@ __all__ = [
     "read_input",
     "write_chunks",
     "write_conversations",
+    "write_memory",
 ]
 
 # In the order the formats are offered (pages, --help); detection does not depend on it.
@@ -596,3 +604,40 @@ def dumps(conversations: Iterable[Conversation], format: str, *, on_invalid: str
           memory: MemoryDocument | None = None) -> tuple[str, WriteReport]:
     report = WriteReport(format=format)
     return "".join(write_chunks(conversations, format, report, on_invalid=on_invalid, memory=memory)), report
+
+
+# --- the memory layers written as a library's file ----------------------------------------------------------------
+
+# The formats whose library loads what ``write_memory`` writes (native: memoryviz's own, read back the same).
+MEMORY_WRITE_FORMATS = ("native", "mem0", "autogen_memory", "langgraph_store")
+# The memory formats whose files also hold message lists (mem0's history.db its messages table, an AutoGen
+# TaskResult its messages, a checkpoint its thread's); the others hold memory layers only.
+_MEMORY_FORMATS_WITH_MESSAGES = frozenset({"agentscope_session", "mem0", "letta_af", "autogen_memory",
+                                           "langgraph_checkpoints", "openai_agents_session"})
+_MEMORY_FORMATS_WITHOUT_MEMORY = frozenset({"openai_agents_session"})
+
+
+def format_layers(name: str) -> tuple[list[str], list[str]]:
+    """Which layers (``"messages"``, ``"memory"``) a format of ``ALL_FORMATS`` reads and writes."""
+    if name in FORMATS:
+        reads_memory = name == "native" or name in _RECALLS_IN_MESSAGES
+        return (["messages", "memory"] if reads_memory else ["messages"],
+                ["messages", "memory"] if name == "native" else ["messages"])
+    if name not in MEMORY_FORMATS:
+        raise FormatError("format", f"unknown format {name!r}; valid: {', '.join(sorted(ALL_FORMATS))}")
+    reads = [layer for layer, held in (("messages", name in _MEMORY_FORMATS_WITH_MESSAGES),
+                                       ("memory", name not in _MEMORY_FORMATS_WITHOUT_MEMORY)) if held]
+    return reads, ["memory"] if name in MEMORY_WRITE_FORMATS else []
+
+
+def write_memory(document: MemoryDocument, format: str, report: WriteReport) -> str:
+    """``document``'s memory layers as a file of ``format`` (one of ``MEMORY_WRITE_FORMATS``), whose library loads it;
+    ``report`` says what the format could not hold. FormatError for another format, or a document it cannot write
+    at all (a ``ListMemory`` of no store)."""
+    if format == "native":
+        return "".join(native.write([], report, document))
+    codec = memory_files.memory_codec(format)
+    if codec is None or format not in MEMORY_WRITE_FORMATS:
+        raise FormatError("format", f"{format!r} is not a memory format memoryviz writes; valid: "
+                                    f"{', '.join(MEMORY_WRITE_FORMATS)}")
+    return json.dumps(codec.write(document, report), ensure_ascii=False)
