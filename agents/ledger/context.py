@@ -138,9 +138,11 @@ def _compose(session: models.Session, sent: Sequence[int], *, reply: int | None,
             system_recalled.setdefault(recall.seq, []).extend((part, item.text) for item in recall.items.all())
         else:
             carriers.setdefault(recall.seq, part)
-    summaries = set(models.Compaction.objects.filter(session=session, seq__isnull=False).values_list(
-        "seq", flat=True)) if hasattr(models, "Compaction") else set()
-    summaries &= set(sent) if not isinstance(sent, range) else {s for s in summaries if s < sent.stop}
+    # Summaries: where a framework's compaction came in (models.Compaction), among the messages sent.
+    compacted = models.Compaction.objects.filter(session=session, seq__isnull=False)
+    compacted = compacted.filter(seq__lt=sent.stop) if isinstance(sent, range) else compacted.filter(
+        seq__in=list(sent))
+    summaries = set(compacted.values_list("seq", flat=True))
     special = set(carriers) | summaries | set(head)
     after = [s for s in _after(in_sent, last_reply) if s not in special]
     counted = dict(rows.filter(seq__in=[*special, *after]).values_list("seq", "token_count"))
