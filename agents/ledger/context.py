@@ -142,7 +142,7 @@ def _compose(session: models.Session, sent: Sequence[int], *, reply: int | None,
     compacted = models.Compaction.objects.filter(session=session, seq__isnull=False)
     compacted = compacted.filter(seq__lt=sent.stop) if isinstance(sent, range) else compacted.filter(
         seq__in=list(sent))
-    summaries = set(compacted.values_list("seq", flat=True))
+    summaries = {seq for seq in compacted.values_list("seq", flat=True) if seq is not None}
     special = set(carriers) | summaries | set(head)
     after = [s for s in _after(in_sent, last_reply) if s not in special]
     counted = dict(rows.filter(seq__in=[*special, *after]).values_list("seq", "token_count"))
