@@ -10,14 +10,17 @@ The links other pages show to these (the session list, the session page, the age
 """
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 from urllib.parse import urlencode
 
+from django.contrib.humanize.templatetags.humanize import intcomma
 from django.db.models import F, OuterRef, Q, QuerySet, Subquery
 from django.http import Http404
+from django.template.defaultfilters import pluralize
 from django.urls import reverse
 from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
@@ -25,7 +28,7 @@ from django.utils.safestring import SafeString, mark_safe
 from agents import models
 from agents.access import User
 from agents.ledger import reading
-from agents.memory.diff import diff_text
+from agents.memory.diff import Op, diff_text
 from agents.memory.findings import NEAR_LIMIT
 from agents.memory.ledger import scope_of
 
@@ -115,7 +118,7 @@ class Keyset:
                     lookup = "lt" if descending else "gt"
                     beyond = Q(**{f"{self.field}__{lookup}": value}) | (Q(**{self.field: value}) & beyond)
                 part = part.filter(beyond)
-            order = ("-pk",) if descending else ("pk",)
+            order: tuple[str, ...] = ("-pk",) if descending else ("pk",)
             if not null:
                 order = (f"-{self.field}" if descending else self.field, *order)
             rows += part.order_by(*order)[: size + 1 - len(rows)]
@@ -164,6 +167,11 @@ class Fill:
     def level(self) -> Literal["over", "near", "ok"]:
         return "over" if self.chars > self.limit else "near" if self.chars >= self.near_at else "ok"
 
+    @property
+    def scale(self) -> int:
+        """The bar's whole length: the limit, or the text when it is over (the bar then fills, past ``high``)."""
+        return max(self.chars, self.limit)
+
 
 @dataclass
 class RecordRow:
@@ -185,6 +193,21 @@ class RecordsShown:
     previous_url: str
     next_url: str
     show_scope: bool  # some record shown carries a scope of its own
+
+    @property
+    def summary(self) -> str:
+        """"51–100 of 1,000,000 records", "1–50 of 1,000+ records match", "3 records match"."""
+        if self.total is not None:
+            count, what = self.total, f"record{pluralize(self.total)}"
+        else:
+            count, what = self.matched or 0, f"record{pluralize(self.matched or 0)} match" + (
+                "es" if self.matched == 1 and not self.capped else "")
+        said = f"{intcomma(count)}{'+' if self.capped else ''} {what}"
+        if self.rows and self.start is not None:
+            said = f"{intcomma(self.start)}–{intcomma(self.start + len(self.rows) - 1)} of {said}"
+        elif self.rows:
+            said = f"{len(self.rows)} shown of {said}"
+        return said
 
 
 @dataclass
@@ -215,8 +238,9 @@ def agent_memory_page(*, user: User, agent_id: int, query: Mapping[str, str]) ->
     agent = memory.agent
     path = reverse("agents:agent_memory", args=[agent.pk])
     wanted = _int(query.get("store"))
-    store = next((s for s in memory.stores if s.pk == wanted), None) if wanted is not None else (
-        memory.stores[0] if memory.stores else None)
+    # Without ?store=, the first store that holds records (a knowledge base read but not imported holds none).
+    store = next((s for s in memory.stores if s.pk == wanted), None) if wanted is not None else next(
+        (s for s in memory.stores if s.record_count), memory.stores[0] if memory.stores else None)
     if wanted is not None and store is None:
         raise Http404("No such memory store.")
     filters, scope, errors = _filters(query)
@@ -240,8 +264,8 @@ def agent_memory_page(*, user: User, agent_id: int, query: Mapping[str, str]) ->
         agent=agent, stores=stores, snapshots=memory.snapshots, store=store, filters=filters, scope=scope,
         values={name: str(query.get(name, "")) for name in FILTER_LABELS}, errors=errors, records=records,
         path=path, query=keep, sort_prefix=f"?{sort_keep}&" if sort_keep else "?",
-        json_url=f"/api/agents/{agent.pk}/memory/",
-        records_json_url=f"/api/memory/stores/{store.pk}/records/" + (
+        json_url=reverse("api:agent_memory", args=[agent.pk]),
+        records_json_url=reverse("api:memory_store_records", args=[store.pk]) + (
             "?" + urlencode({k: v for k, v in (("q", filters.q), ("state", filters.state)) if v})
             if filters.q or filters.state else "") if store is not None else "",
         scope_choices=scope_choices,
@@ -298,9 +322,9 @@ def _records_shown(store: models.MemoryStore, filters: reading.RecordFilters, sc
     after, before = _int(query.get("after")), _int(query.get("before"))
     forward = before is None
     anchor = None
-    if after is not None or before is not None:
-        found = models.MemoryRecord.objects.filter(store=store, pk=after if forward else before).values_list(
-            keyset.field, "pk").first()
+    anchor_id = after if forward else before
+    if anchor_id is not None:
+        found = models.MemoryRecord.objects.filter(store=store, pk=anchor_id).values_list(keyset.field, "pk").first()
         anchor = (found[0], found[1]) if found else None
     rows = keyset.read(records, anchor=anchor, forward=forward, size=RECORDS_PER_PAGE)
     more = len(rows) > RECORDS_PER_PAGE
@@ -403,7 +427,7 @@ class ReadRow:
 class VersionsDiff:
     left: models.RecordVersion
     right: models.RecordVersion
-    segments: list[tuple[str, str]]  # ("=" | "-" | "+", text)
+    segments: list[tuple[Op, str]]  # ("=" | "-" | "+", text)
     removed: int  # words
     added: int
 
@@ -436,6 +460,9 @@ class RecordPage:
     scope: str
     path: str
     json_url: str  # GET /api/memory/records/<id>/
+    metadata_json: str  # the metadata and the raw value, pretty-printed ("" when there is none)
+    value_json: str
+    kept_for_diff: list[tuple[str, str]]  # what the diff's form sends again: where the versions and reads are paged
 
 
 def memory_record_page(*, user: User, record_id: int, query: Mapping[str, str]) -> RecordPage:
@@ -462,8 +489,15 @@ def memory_record_page(*, user: User, record_id: int, query: Mapping[str, str]) 
         record=record, store=store, memory_url=memory_url, versions=versions, versions_paging=versions_paging,
         diff=diff, diff_from=diff_from, diff_to=diff_to, diff_error=diff_error, reads=reads,
         reads_paging=reads_paging, fill=fill, scope=_scope_text(record.metadata), path=path,
-        json_url=f"/api/memory/records/{record.pk}/",
+        json_url=reverse("api:memory_record", args=[record.pk]),
+        metadata_json=_pretty(record.metadata) if record.metadata else "",
+        value_json=_pretty(record.value) if record.value not in (None, record.text) else "",
+        kept_for_diff=[(k, str(query[k])) for k in _RECORD_PARAMS if k not in ("from", "to") and query.get(k)],
     )
+
+
+def _pretty(value: Any) -> str:
+    return json.dumps(value, indent=2, ensure_ascii=False, sort_keys=False, default=str)
 
 
 def _link(path: str, query: Mapping[str, str], drop: Iterable[str], **set_: Any) -> str:
@@ -522,7 +556,7 @@ def _versions_diff(record: models.MemoryRecord, left: int | None, right: int | N
         return None, (f"No version {missing[0]}: this record has versions 1 to {record.version_count}."
                       if record.version_count else "This record has no versions.")
     a, b = found[left], found[right]
-    segments = [(op, text) for op, text in diff_text(a.text or "", b.text or "").segments]
+    segments = list(diff_text(a.text or "", b.text or "").segments)
     words = re.compile(r"\w+")
     return VersionsDiff(
         left=a, right=b, segments=segments,
@@ -533,13 +567,16 @@ def _versions_diff(record: models.MemoryRecord, left: int | None, right: int | N
 
 def _reads_page(record: models.MemoryRecord, query: Mapping[str, str], path: str) -> tuple[list[ReadRow], Paging]:
     after, before = _int(query.get("reads_after")), _int(query.get("reads_before"))
-    # The record's version when the recall was made: the last written by then (a version without a time counts as
-    # written before), as findings.version_at reads it. Read from the newest version down, on (record, number).
-    then = models.RecordVersion.objects.filter(
-        Q(at__lte=OuterRef("recall__at")) | Q(at__isnull=True), record=record).order_by("-number").values("number")[:1]
+    # The record's version when the recall was made is the one before the first version written after it (a
+    # version without a time counts as written before, as findings.version_at reads it). Looked for from the version
+    # the read sent, which existed then, upwards on (record, number): a read costs the versions written between what
+    # it sent and what was current, not the record's whole history.
+    first_later = models.RecordVersion.objects.filter(
+        record=record, number__gt=OuterRef("version"), at__gt=OuterRef("recall__at")).order_by("number").values(
+        "number")[:1]
     reads = models.RecallItem.objects.filter(record=record).select_related("recall", "recall__session").defer(
         "recall__params", "recall__session__metadata", "recall__session__violations").annotate(
-        current_then=Subquery(then))
+        first_later=Subquery(first_later))
     anchor_id = before if before is not None else after
     anchor = None
     if anchor_id is not None:
@@ -569,10 +606,17 @@ def _reads_page(record: models.MemoryRecord, query: Mapping[str, str], path: str
         older_url=_link(path, query, drop, reads_after=rows[-1].pk) if older and rows else "",
         newest_url=_link(path, query, drop) if newer else "",
     )
-    shown = [ReadRow(item=item, current_then=item.current_then,  # type: ignore[attr-defined]
+    shown = [ReadRow(item=item, current_then=_current_then(record, item),
                      message_url=_message_url(item.recall.session, item.recall.seq),
                      call_url=_call_url(item.recall.session_id, item.recall.llm_call_id)) for item in rows]
     return shown, paging
+
+
+def _current_then(record: models.MemoryRecord, item: models.RecallItem) -> int | None:
+    if item.version is None or item.recall.at is None:
+        return None  # what was sent, or when, is not known
+    later: int | None = item.first_later  # type: ignore[attr-defined]
+    return later - 1 if later is not None else record.version_count
 
 
 def _message_url(session: models.Session | None, seq: int | None) -> str:

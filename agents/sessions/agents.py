@@ -11,6 +11,7 @@ from django.db.models import Count, Q, QuerySet
 
 from agents import access, models
 from agents.access import User, agent_editable
+from agents.ledger.pages import memory_store_count
 from agents.store.filters import form_choice
 
 # What a person may change about an agent (its project and slug name it and stay).
@@ -73,6 +74,7 @@ class AgentPage:
     saved: bool  # what was sent was valid and is saved
     refused: bool  # a reader sent changes: nothing was saved (the page and the API each say so their way)
     session_count: int
+    memory_stores: int  # the stores its memory page shows (its own and those its project shares)
 
 
 def agent_page(*, user: User, agent_id: int, data: Any = None, partial: bool = False) -> AgentPage:
@@ -89,7 +91,8 @@ def agent_page(*, user: User, agent_id: int, data: Any = None, partial: bool = F
         assert form is not None
         agent_update(agent=agent, user=user, changes=form.cleaned_data)
     session_count = agent.sessions.filter(state=models.Session.State.READY).count()
-    return AgentPage(agent, can_edit, form, saved, data is not None and not can_edit, session_count)
+    return AgentPage(agent, can_edit, form, saved, data is not None and not can_edit, session_count,
+                     memory_store_count(agent))
 
 
 def agents_listed(*, user: User) -> tuple[QuerySet[models.Agent], set[int]]:

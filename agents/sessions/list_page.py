@@ -12,6 +12,7 @@ from django.db.models import QuerySet
 from django.http import QueryDict
 
 from agents import access, models
+from agents.ledger.pages import agents_with_memory
 from agents.review import workflow
 from agents.store import listing
 from agents.store.filters import SessionFilterForm
@@ -65,6 +66,8 @@ def session_list_page(*, user: access.User, query: QueryDict, path: str, fragmen
         "queue_refused": query.get("queue") == "invalid" and (form.refusal() or "a filter is not valid"),
     }
     workflow.attach_labels(page.object_list)
+    # The agents of this page with a memory page: one query for the page, whatever it lists.
+    context["memory_agents"] = agents_with_memory({s.agent_id: s.agent for s in page.object_list}.values())
     if not fragment:
         # The filter form's choices and tool suggestions: the table alone does not show them.
         context["tool_names"] = listing.tool_names_for_user(user)

@@ -19,6 +19,7 @@ from django.urls import reverse
 
 from agents import access, models
 from agents.capture import calls as capture_calls
+from agents.ledger.pages import agents_with_memory
 from agents.memory.tokens import COUNTERS
 from agents.review import workflow
 from agents.sessions import chain as sessions_chain
@@ -109,6 +110,9 @@ def session_page(
         "live": session.is_live,
         "last_seq": page.rows[-1].seq if page.rows else (page.after if page.after is not None else -1),
         **_review_context(user, session, messages, annotate=annotate, queue=queue),
+        # The agent's memory page, in the header, when it has stores (the header is not part of a fragment).
+        "memory_url": reverse("agents:agent_memory", args=[session.agent_id])
+        if not fragment and agents_with_memory([session.agent]) else "",
     }
     found = context["find"]
     current = place if found is not None and found.here else None

@@ -118,6 +118,7 @@ def agent_detail(request: HtmxHttpRequest, agent_id: int) -> HttpResponse:
         "can_edit": shown.can_edit,
         "saved": shown.saved,
         "session_count": shown.session_count,
+        "memory_stores": shown.memory_stores,
         "agent_sessions_url": f"{reverse('agents:session_list')}?project={shown.agent.project.slug}"
                               f"&agent={shown.agent.pk}",
     }
