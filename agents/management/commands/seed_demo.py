@@ -1,12 +1,15 @@
-"""``python manage.py seed_demo``: realistic demo data, including broken sessions, and the demo login.
+"""``python manage.py seed_demo``: realistic demo data (broken sessions and memory layers too) and the demo login.
 
 Deterministic (seeded) and idempotent: projects and agents are matched by slug, sessions by (agent,
-external id), so a second run adds nothing and changes nothing. ``--reset`` deletes the demo agents'
-sessions first and stores them again.
+external id), so a second run adds nothing and changes nothing. The memory layers are files the libraries wrote
+(``agents.demo.memory_layers``), imported as any file is (``transfer.imports.import_file``), which adds nothing the
+second time. ``--reset`` deletes the demo agents' sessions and the memory projects' layers first and stores them
+again.
 """
 from __future__ import annotations
 
 import time
+from collections import Counter
 from typing import Any
 
 from django.contrib.auth import get_user_model
@@ -14,9 +17,10 @@ from django.contrib.auth.models import Permission
 from django.core.management.base import BaseCommand, CommandParser
 from django.db import transaction
 
-from agents.demo import catalog
-from agents.models import Agent, Membership, Project, Session
+from agents.demo import catalog, memory_layers
+from agents.models import Agent, Membership, MemoryStore, Project, Session, Snapshot
 from agents.store import outlines, writing
+from agents.transfer import imports
 
 # The demo user may browse the agents app in the admin, read-only: staff (not superuser) with "view" permissions.
 ADMIN_VIEW_MODELS = ("project", "membership", "agent", "session", "message", "toolcall", "exportrecord")
@@ -39,7 +43,7 @@ class Command(BaseCommand):
         with transaction.atomic():
             projects = {
                 p.slug: Project.objects.update_or_create(slug=p.slug, defaults={"name": p.name})[0]
-                for p in catalog.PROJECTS
+                for p in (*catalog.PROJECTS, *memory_layers.PROJECTS)
             }
             agents = {
                 a.slug: Agent.objects.update_or_create(
@@ -58,6 +62,11 @@ class Command(BaseCommand):
             if reset:
                 deleted, _ = Session.objects.filter(agent__in=agents.values()).delete()
                 self.stdout.write(f"Deleted {deleted} rows of the demo agents' sessions.")
+                layers = [projects[p.slug] for p in memory_layers.PROJECTS]
+                deleted = sum(rows.delete()[0] for rows in (
+                    Session.objects.filter(agent__project__in=layers), MemoryStore.objects.filter(project__in=layers),
+                    Snapshot.objects.filter(agent__project__in=layers)))
+                self.stdout.write(f"Deleted {deleted} rows of the memory layers' projects.")
             existing = set(
                 Session.objects.filter(agent__in=agents.values()).values_list("agent__slug", "external_id")
             )
@@ -72,18 +81,36 @@ class Command(BaseCommand):
                 stored_sessions.append(session)
                 messages += session.message_count
         stored = len(stored_sessions)
-        writing.tables_analyze()  # a bulk load
+        added = self._memory_layers()
+        writing.tables_analyze()  # a bulk load: the memory layers' sessions counted too
         outlines.sessions_structure_keep(stored_sessions)  # as an import does: a first trim reads one value
         elapsed = time.monotonic() - started
         self.stdout.write(self.style.SUCCESS(
             f"Demo data: {len(projects)} projects, {len(agents)} agents; {stored} sessions stored "
-            f"({messages:,} messages), {skipped} already there. {elapsed:.1f} s."
+            f"({messages:,} messages), {skipped} already there; memory layers from "
+            f"{len(memory_layers.FILES_IN_ORDER)} files: {added['sessions']} sessions, {added['stores']} stores, "
+            f"{added['records']} records, {added['versions']} versions, {added['recalls']} recalls, "
+            f"{added['snapshots']} snapshots added. {elapsed:.1f} s."
         ))
         if created_user:
             self.stdout.write(f"Log in as {DEMO_USERNAME} / {DEMO_PASSWORD}")
         else:
             self.stdout.write(f"Log in as {DEMO_USERNAME} (existing user, password left as it was; "
                               f"created with {DEMO_PASSWORD})")
+
+    def _memory_layers(self) -> Counter[str]:
+        """Each file imported as a user would import it (each its own run, all or nothing); a file imported before
+        adds nothing."""
+        added: Counter[str] = Counter()
+        for demo in memory_layers.FILES_IN_ORDER:
+            report = imports.import_file(memory_layers.FILES / demo.path, project=demo.project, agent=demo.agent,
+                                         label=demo.path)
+            memory = report.memory or {}
+            added["sessions"] += sum(1 for s in report.sessions if s.status == "imported")
+            added["stores"] += sum(1 for s in memory.get("stores", []) if s["status"] == "new")
+            for key in ("records", "versions", "recalls", "snapshots"):
+                added[key] += memory.get(key, 0)
+        return added
 
     def _demo_user(self) -> tuple[Any, bool]:
         User = get_user_model()
