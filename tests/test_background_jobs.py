@@ -18,6 +18,7 @@ from agents import access, models
 from agents.jobs import queue
 from agents.lab import reports
 from agents.store import writing
+from tests.paths import MEMORY_SAMPLES
 
 # The worker commits as it goes and closes its connection between tasks (close_old_connections), as in
 # production: the tests run on committed data, not inside a transaction it would break.
@@ -240,6 +241,28 @@ def test_a_big_import_runs_in_the_background_and_shows_its_sessions_when_done(
     assert session.message_count == len(TOOL_LOOP)
     assert f'href="/sessions/{session.pk}/"' in alice_client.get(f"/jobs/{job.pk}/").content.decode()
     assert list(job_dir.iterdir()) == []  # the upload went with the import
+
+
+def test_a_big_memory_database_imported_in_the_background_shows_its_memory_layers_when_done(
+    alice, alice_client, project, settings, job_dir
+) -> None:
+    settings.MEMORYVIZ_BACKGROUND_IMPORT_BYTES = 10
+    with open(MEMORY_SAMPLES / "mem0" / "history.db", "rb") as fh:
+        preview = alice_client.post("/import/", {"project": project.slug, "file": fh})
+    assert preview.status_code == 200 and preview.context["confirm_label"] == "Import 1 session and 1 memory store"
+    confirm = alice_client.post("/import/confirm/", {"token": preview.context["token"], "project": project.slug,
+                                                     "label": "history.db", "agent": "", "new_agent": "",
+                                                     "format": ""})
+    job = models.BackgroundJob.objects.get()
+    assert confirm.status_code == 302 and not models.MemoryStore.objects.filter(state="ready").exists()
+    run_worker()
+    job.refresh_from_db()
+    assert job.status == "done", job.message
+    page = alice_client.get(f"/jobs/{job.pk}/").content.decode()
+    shown = " ".join(re.sub(r"<[^>]+>", " ", page.split('class="import-memory"')[1].split("</section>")[0]).split())
+    assert "Stored with the sessions:" in shown and "Records added 4 Versions added 6" in shown
+    assert "mem0 records facts kept across sessions new" in shown
+    assert models.MemoryStore.objects.get(state="ready").record_count == 4
 
 
 def test_a_failed_job_says_why(alice, alice_client, settings, job_dir) -> None:

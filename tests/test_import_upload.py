@@ -11,7 +11,7 @@ from django.urls import reverse
 
 from agents import models
 from agents.transfer.uploads import upload_dir
-from tests.paths import SAMPLES
+from tests.paths import MEMORY_SAMPLES, SAMPLES
 
 WEATHER: list[dict[str, Any]] = [
     {"role": "user", "content": "Weather in Paris?"},
@@ -453,3 +453,120 @@ def test_reading_an_upload_as_a_wrong_format_keeps_it_and_the_previous_preview(a
     done = alice_client.post(reverse("agents:import_confirm"), confirm_fields(text))
     assert done.status_code == 200
     assert models.Session.objects.get(agent__slug="bot").source_format == "openai"
+
+
+# --- the memory layers ------------------------------------------------------------------------------------------
+
+MEMORY_MODELS = (models.MemoryStore, models.MemoryRecord, models.RecordVersion, models.Recall, models.RecallItem,
+                 models.Snapshot)
+
+
+def memory_counts() -> list[int]:
+    return [m.objects.count() for m in MEMORY_MODELS]
+
+
+def sample(path: Any, name: str | None = None) -> SimpleUploadedFile:
+    # What a browser sends for a file it has no type for (a .db, an .af): bytes, not text.
+    return SimpleUploadedFile(name or path.name, path.read_bytes(), content_type="application/octet-stream")
+
+
+def memory_section(html: str) -> str:
+    """The memory layers' part of a preview, report or job page, as text with its tags and spaces folded."""
+    found = re.search(r'<section class="import-memory"[^>]*>(.*?)</section>', html, re.S)
+    assert found, "no memory section"
+    return " ".join(re.sub(r"<[^>]+>", " ", found.group(1)).split())
+
+
+def confirm_button(html: str) -> str:
+    return " ".join(re.search(r'<button type="submit" class="button primary">([^<]*)</button>', html).group(1).split())
+
+
+def test_it_previews_a_mem0_database_upload_and_imports_its_memory(alice_client: Any, project: models.Project) -> None:
+    before = counts(), memory_counts()
+    response = preview(alice_client, project, file=sample(MEMORY_SAMPLES / "mem0" / "history.db"))
+    assert response.status_code == 200
+    body = response.content.decode()
+    assert "form-error" not in body and detected_format(body) == "mem0"
+    shown = memory_section(body)
+    assert "What the import will store beside the sessions (nothing is stored yet" in shown
+    assert "Memory stores 1 Records 4 Versions 6 Recalls 0 (0 items) Snapshots 0" in shown
+    assert "mem0 records facts kept across sessions new" in shown
+    assert confirm_button(body) == "Import 1 session and 1 memory store"
+    assert (counts(), memory_counts()) == before  # the preview stores nothing
+    done = alice_client.post(reverse("agents:import_confirm"), confirm_fields(body))
+    assert done.status_code == 200
+    report = memory_section(done.content.decode())
+    assert "Stored with the sessions:" in report and "Records added 4 Versions added 6" in report
+    assert "mem0 records facts kept across sessions new" in report
+    store = models.MemoryStore.objects.get()
+    assert (store.project, store.kind, store.source_format, store.record_count, store.version_count,
+            store.state) == (project, "records", "mem0", 4, 6, "ready")
+
+
+def test_it_imports_a_letta_agent_file_with_its_blocks(alice_client: Any, project: models.Project) -> None:
+    response = preview(alice_client, project, file=sample(MEMORY_SAMPLES / "letta" / "memgpt_agent_with_convo.v1.af"))
+    body = response.content.decode()
+    assert response.status_code == 200 and detected_format(body) == "letta_af"
+    shown = memory_section(body)
+    assert "core_memory blocks labelled text with a character limit new" in shown
+    assert "Snapshots 1" in shown
+    assert confirm_button(body) == "Import 1 session and 1 memory store"
+    done = alice_client.post(reverse("agents:import_confirm"), confirm_fields(body))
+    assert done.status_code == 200
+    assert "core_memory blocks" in memory_section(done.content.decode())
+    store = models.MemoryStore.objects.get()
+    assert (store.kind, store.agent.name, store.record_count, store.version_count) == ("blocks", "memgpt_agent", 2, 7)
+    assert set(store.records.values_list("external_id", "char_limit")) == {("human", 5000), ("persona", 5000)}
+    assert models.Snapshot.objects.get().agent == store.agent
+    assert models.Session.objects.get(agent=store.agent).message_count == 91
+
+
+def test_a_file_of_memory_alone_says_what_it_imports_and_then_that_it_joins(alice_client: Any,
+                                                                           project: models.Project) -> None:
+    component = MEMORY_SAMPLES / "autogen" / "list_memory_component.json"
+    body = preview(alice_client, project, file=sample(component)).content.decode()
+    assert confirm_button(body) == "Import 1 memory store"
+    assert "already imported" not in body  # a file without sessions is not "nothing new"
+    assert "user_prefs list" in memory_section(body)
+    done = alice_client.post(reverse("agents:import_confirm"), confirm_fields(body))
+    assert done.status_code == 200 and "Records added 2" in memory_section(done.content.decode())
+    again = preview(alice_client, project, file=sample(component)).content.decode()
+    assert "user_prefs list a list sent whole joined adds to the project's store" in memory_section(again)
+    assert confirm_button(again) == "Import into 1 memory store"
+    assert models.MemoryStore.objects.count() == 1
+
+
+def test_the_report_says_plainly_which_recalled_items_match_no_record(alice_client: Any,
+                                                                     project: models.Project) -> None:
+    # AutoGen's save_state carries ListMemory's memory message twice, and names no store it was read from.
+    state = MEMORY_SAMPLES / "autogen" / "assistant_state_after_run2.json"
+    body = preview(alice_client, project, new_agent="assistant", file=sample(state)).content.decode()
+    assert "Recalls 2 (4 items)" in memory_section(body)
+    assert "matched to the records of their store when the file is imported" in memory_section(body)
+    done = alice_client.post(reverse("agents:import_confirm"), confirm_fields(body)).content.decode()
+    assert ("4 of the 4 recalled items match no record: they are kept as sent, marked unmatched"
+            in memory_section(done))
+    assert models.RecallItem.objects.filter(record__isnull=True).count() == 4
+
+
+def test_a_memory_store_named_with_markup_is_shown_as_text(alice_client: Any, project: models.Project) -> None:
+    component = json.loads((MEMORY_SAMPLES / "autogen" / "list_memory_component.json").read_text())
+    component["config"]["name"] = "<img src=x onerror=alert(1)>"
+    body = preview(alice_client, project, file=upload("component.json", component)).content.decode()
+    assert "&lt;img src=x onerror=alert(1)&gt;" in body and "<img src=x" not in body
+
+
+def test_the_file_input_takes_any_file_and_names_the_memory_files(alice_client: Any, project: models.Project) -> None:
+    html = alice_client.get(reverse("agents:import_upload")).content.decode()
+    file_input = re.search(r'<input type="file"[^>]*>', html).group(0)
+    assert "accept=" not in file_input  # detection reads the content: a .db, .sqlite3 or .af is as welcome
+    assert "a Letta .af or a SQLite database" in html and "history.db" in html
+
+
+def test_it_refuses_a_database_over_the_upload_limit(alice_client: Any, project: models.Project,
+                                                     settings: Any) -> None:
+    settings.MEMORYVIZ_MAX_UPLOAD_BYTES = 10_000
+    before = counts(), memory_counts()
+    response = preview(alice_client, project, file=sample(MEMORY_SAMPLES / "mem0" / "history.db"))
+    assert "history.db: the file is 20,480 bytes; the limit is 10,000." in response.content.decode()
+    assert (counts(), memory_counts()) == before

@@ -22,7 +22,9 @@ class ImportForm(forms.Form):
     new_agent = forms.CharField(required=False, max_length=200, label="or a new agent",
                                 help_text="Created in the project when it does not exist.")
     format = forms.ChoiceField(required=False, label="Format")
-    file = forms.FileField(required=False, label="File (JSON or JSONL)")
+    # No accept= on purpose: detection reads the content (a SQLite database by its tables, a Letta .af as JSON), and a
+    # history kept as .txt, .ndjson, .sqlite3 or without an extension is as welcome.
+    file = forms.FileField(required=False, label="File (JSON, JSONL, a Letta .af or a SQLite database)")
     text = forms.CharField(required=False, label="or paste JSON", max_length=MAX_PASTE_CHARS,
                            widget=forms.Textarea(attrs={"rows": 18, "cols": 100, "spellcheck": "false",
                                                         "class": "mono paste-box"}))

@@ -103,9 +103,39 @@ def _preview_page(form: ImportForm, preview: imports.ImportReport, *, token: str
         "new_agent_value": agent if isinstance(agent, str) else "",
         "format_value": chosen or "", "format_chosen": bool(chosen),
         "format_choices": cast(ChoiceField, form.fields["format"]).choices,
-        "nothing_new": preview.sessions_imported == 0,
+        "nothing_new": preview.sessions_imported == 0 and not _memory_to_store(preview.memory),
+        "confirm_label": _confirm_label(preview),
         "error": error,
     })
+
+
+def _memory_to_store(memory: dict[str, Any] | None) -> bool:
+    return memory is not None and any(memory[key] for key in ("stores", "records", "versions", "recalls", "snapshots"))
+
+
+def _confirm_label(preview: imports.ImportReport) -> str:
+    """What the confirm button imports: the new sessions and the new memory stores; a file of memory alone joining a
+    store says so ("Import into 1 memory store")."""
+    parts = []
+    if preview.sessions_imported:
+        parts.append(_counted(preview.sessions_imported, "session"))
+    memory = preview.memory or {}
+    new = sum(1 for store in memory.get("stores", []) if store["status"] == "new")
+    joined = len(memory.get("stores", [])) - new
+    if new:
+        parts.append(_counted(new, "memory store"))
+    elif joined and not parts:
+        # Not how many records: the preview counts those the store holds already too (the import skips them).
+        return f"Import into {_counted(joined, 'memory store')}"
+    elif not parts:
+        for key, noun in (("recalls", "recall"), ("snapshots", "snapshot")):
+            if memory.get(key):
+                parts.append(_counted(memory[key], noun))
+    return "Import " + (" and ".join(parts) or _counted(0, "session"))
+
+
+def _counted(n: int, noun: str) -> str:
+    return f"{n:,} {noun}{'' if n == 1 else 's'}"
 
 
 def import_confirmed(*, user: access.User, data: Any) -> ImportPage:
