@@ -680,8 +680,11 @@ class MemoryRecord(models.Model):
         ]
         indexes = [
             models.Index(fields=["store", "state", "id"], name="memoryrecord_store_state"),
+            # On PostgreSQL NULLS LAST (0022_memoryrecord_sort_indexes), as the list orders: SQLite has no such
+            # clause in an index and puts NULLs last of a DESC order anyway.
             models.Index(fields=["store", "-updated_at", "-id"], name="memoryrecord_store_updated"),
             models.Index(fields=["store", "read_count", "id"], name="memoryrecord_store_reads"),
+            models.Index(fields=["store", "version_count", "id"], name="memoryrecord_store_versions"),
             models.Index(fields=["store", "content_hash"], name="memoryrecord_store_hash"),
         ]
 

@@ -476,3 +476,34 @@ def test_the_schema_validates_and_documents_the_memory_api(alice_client) -> None
     diff_op = document["paths"]["/api/memory/records/{record_id}/diff/"]["get"]
     assert {p["name"] for p in diff_op["parameters"]} >= {"from", "to"}
     assert "from" in schemas["VersionsDiffOut"]["properties"]
+
+
+def _plan(records: Any) -> str:
+    """How the database reads a page of ``records``: on PostgreSQL with sorting and sequential scans discouraged,
+    so that the plan says whether an index can give the order at all, not which is cheaper on a small table."""
+    query = records[50:100]
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SET LOCAL enable_sort = off")
+            cursor.execute("SET LOCAL enable_seqscan = off")
+        try:
+            return query.explain()
+        finally:
+            with connection.cursor() as cursor:
+                cursor.execute("RESET enable_sort")
+                cursor.execute("RESET enable_seqscan")
+    return query.explain()
+
+
+@pytest.mark.parametrize("sort", ["-updated", "updated", "reads", "-reads", "versions", "-versions", "id"])
+def test_every_sort_of_a_stores_records_is_read_in_order_from_an_index(project, tmp_path, sort) -> None:
+    """A page deep in a store of a million records reads its rows in order from an index, never sorts them all:
+    on PostgreSQL too, where a DESC index puts NULLs first and the list puts records without a time last."""
+    from agents.ledger import reading
+
+    imports.import_file(mem0_file(tmp_path, 100), project=project)
+    store = models.MemoryStore.objects.get()
+    plan = _plan(reading.store_records(store, reading.RecordFilters(sort=sort)))
+    assert "TEMP B-TREE FOR ORDER BY" not in plan  # SQLite
+    # PostgreSQL: no Sort node (an Incremental Sort of rows presorted by a unique key sorts nothing).
+    assert not re.search(r"^\s*(->\s*)?Sort\s+\(", plan, re.MULTILINE), plan
