@@ -530,6 +530,8 @@ def test_a_file_of_memory_alone_says_what_it_imports_and_then_that_it_joins(alic
     assert "user_prefs list" in memory_section(body)
     done = alice_client.post(reverse("agents:import_confirm"), confirm_fields(body))
     assert done.status_code == 200 and "Records added 2" in memory_section(done.content.decode())
+    # Its store is the project's (the file names no agent): no empty agent named after the format either.
+    assert not models.Agent.objects.exists()
     again = preview(alice_client, project, file=sample(component)).content.decode()
     assert "user_prefs list a list sent whole joined adds to the project's store" in memory_section(again)
     assert confirm_button(again) == "Import into 1 memory store"

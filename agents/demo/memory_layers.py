@@ -23,9 +23,7 @@ FILES = Path(__file__).resolve().parent / "memory_files"
 class MemoryFile:
     project: str
     path: str  # under FILES
-    # The agent, where the file names none. A file of memory alone names one too: the import would otherwise make an
-    # agent named after the format, with nothing in it.
-    agent: str | None = None
+    agent: str | None = None  # the agent of its conversations, where the file names none
 
 
 PROJECTS: tuple[DemoProject, ...] = (
@@ -43,12 +41,12 @@ FILES_IN_ORDER: tuple[MemoryFile, ...] = (
     MemoryFile("memory-agentscope", "agentscope/turn2/user_1_trip.json"),
     MemoryFile("memory-agentscope", "agentscope/turn3/user_1_trip.json"),
     MemoryFile("memory-agentscope", "agentscope/ltm_mem0_records.json"),
-    MemoryFile("memory-agentscope", "agentscope/hangzhou_guide.knowledge.json", agent="Friday"),
+    MemoryFile("memory-agentscope", "agentscope/hangzhou_guide.knowledge.json"),
     MemoryFile("memory-letta", "letta/memgpt_agent_with_convo.v1.af"),
-    MemoryFile("memory-autogen", "autogen/list_memory_component.json", agent="assistant"),
+    MemoryFile("memory-autogen", "autogen/list_memory_component.json"),
     MemoryFile("memory-autogen", "autogen/assistant_state_after_run2.json", agent="assistant"),
     MemoryFile("memory-langgraph", "langgraph/state_history.json", agent="travel helper"),
-    MemoryFile("memory-langgraph", "langgraph/store_items.json", agent="travel helper"),
+    MemoryFile("memory-langgraph", "langgraph/store_items.json"),
 )
 
 # make_agentscope.py's knowledge base: one document in three chunks (SimpleKnowledge.add_documents).

@@ -268,8 +268,10 @@ def _memory(
             agents[name] = _agent_for(project_row, name, create=run)
         return agents[name]
 
+    # Whose a snapshot is when it names no agent and no conversation: only a file with snapshots needs one, so that a
+    # file of records alone makes no empty agent named after its format.
     default_agent = agent if isinstance(agent, models.Agent) else agent_named(
-        agent or document.agent or document.format or "imported")
+        agent or document.agent or document.format or "imported") if document.snapshots else None
     sessions: dict[int, models.Session] = {}
 
     def session_at(key: str | None, pos: int | None, place: str) -> tuple[models.Session | None, int | None]:
