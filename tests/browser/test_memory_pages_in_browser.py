@@ -1,0 +1,146 @@
+"""The memory pages in Chromium, on files the libraries wrote (AgentScope's two session saves and its mem0 export, a
+Letta agent file, mem0's history.db), imported through the one import path: search and filter a store, open a
+record, diff two of its versions, follow a read to the message that carried it; light and dark, 1440 and 390 px,
+with no console error."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from agents import models
+from tests.browser.conftest import CONTRAST, htmx_idle, screenshot
+from tests.memory_pages import import_friday, import_letta, import_mem0_history
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+# The page's sideways overflow at a phone's width: elements past the right edge that no scrolling box holds.
+OVERFLOW = """() => {
+  const width = document.documentElement.clientWidth;
+  const out = [];
+  if (document.documentElement.scrollWidth > width) out.push(`document ${document.documentElement.scrollWidth}`);
+  for (const e of document.querySelectorAll('body *')) {
+    const r = e.getBoundingClientRect();
+    if (!r.width || r.right <= width + 1) continue;
+    let p = e.parentElement, held = false;
+    for (; p; p = p.parentElement) {
+      if (['auto', 'scroll', 'hidden'].includes(getComputedStyle(p).overflowX)) { held = true; break; }
+    }
+    if (!held) out.push(`${e.tagName.toLowerCase()}.${e.className} right=${Math.round(r.right)}`);
+  }
+  return out.slice(0, 10);
+}"""
+
+
+@pytest.fixture
+def memory(project, tmp_path: Path) -> dict[str, models.Agent]:
+    friday = import_friday(project, tmp_path)
+    letta = import_letta(project)
+    import_mem0_history(project)
+    return {"friday": friday, "letta": letta}
+
+
+def _console_errors(page) -> list[str]:
+    errors: list[str] = []
+    page.on("console", lambda message: errors.append(message.text) if message.type == "error" else None)
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    return errors
+
+
+def test_a_user_searches_a_store_opens_a_record_diffs_it_and_reaches_the_message_that_read_it(
+        logged_in_page, live_server, memory):
+    page = logged_in_page
+    errors = _console_errors(page)
+    friday = memory["friday"]
+    store = friday.memory_stores.get(kind="records")
+    page.goto(f"{live_server.url}/agents/{friday.pk}/memory/")
+    assert page.locator("#stores tr.current-row").inner_text().startswith("long-term memory of Friday")
+    assert page.locator("#records tbody tr").count() == 2
+    # Search: htmx swaps the table, the URL keeps the search.
+    page.fill("#rf-q", "trains")
+    page.wait_for_function("() => location.search.includes('q=trains')")
+    htmx_idle(page)
+    assert page.locator("#records tbody tr").count() == 1
+    assert page.locator("#records mark.hit").inner_text() == "trains"
+    # A filter that keeps nothing says so; one that cannot apply says why, beside the form.
+    page.select_option("#rf-state", "deleted")
+    page.wait_for_function("() => location.search.includes('state=deleted')")
+    htmx_idle(page)
+    assert "No record matches these filters." in page.locator("#records").inner_text()
+    page.select_option("#rf-state", "")
+    page.fill("#rf-scope", "nope")
+    page.press("#rf-scope", "Enter")
+    page.wait_for_function("() => location.search.includes('scope=nope')")
+    htmx_idle(page)
+    assert "Scope: expected user_id=" in page.locator("#filter-errors").inner_text()
+    assert page.locator("#records tbody tr").count() == 1  # the search still applies
+    # Open the record; its last change, word by word.
+    page.click("#records td.record-id a")
+    page.wait_for_selector("#word-diff")
+    record = store.records.get(text__contains="trains")
+    assert page.url.endswith(f"/memory/records/{record.pk}/")
+    assert page.locator("#word-diff ins.ins").inner_text().strip() == "high-speed"
+    # Any two versions, at an address to share.
+    page.fill("#diff-from", "2")
+    page.fill("#diff-to", "1")
+    page.click(".diff-form button[type=submit]")
+    page.wait_for_function("() => location.search.includes('from=2') && location.search.includes('to=1')")
+    htmx_idle(page)
+    assert page.locator("#word-diff del.del").inner_text().strip() == "high-speed"
+    page.reload()
+    assert page.locator("#word-diff del.del").inner_text().strip() == "high-speed"
+    # The read: its query, and the message that carried it.
+    read = page.locator("#reads tbody tr").first
+    assert "Make me a plan for the trip." in read.inner_text()
+    read.locator("a.read-message").click()
+    page.wait_for_selector("#m-7")
+    assert "?at=7" in page.url and page.url.endswith("#m-7")
+    assert page.evaluate("() => document.querySelector(':target')?.id") == "m-7"
+    # From the session page, back to the agent's memory.
+    page.click("#agent-memory-link")
+    page.wait_for_selector("#stores")
+    assert errors == []
+
+
+def test_a_blocks_fill_and_a_shared_store_read_well_in_light_and_dark_at_1440_and_390(browser, live_server, alice,
+                                                                                     memory):
+    friday, letta = memory["friday"], memory["letta"]
+    record = models.MemoryRecord.objects.get(text="User prefers high-speed trains over flights")
+    shared = models.MemoryStore.objects.get(agent__isnull=True)
+    pages = {
+        "memory": f"/agents/{friday.pk}/memory/",
+        "memory-blocks": f"/agents/{letta.pk}/memory/",
+        "memory-shared": f"/agents/{friday.pk}/memory/?store={shared.pk}",
+        "record": f"/memory/records/{record.pk}/",
+    }
+    for scheme in ("light", "dark"):
+        context = browser.new_context(viewport={"width": 1440, "height": 900}, color_scheme=scheme)
+        try:
+            page = context.new_page()
+            errors = _console_errors(page)
+            page.goto(f"{live_server.url}/login/")
+            page.fill("input[name=username]", "alice")
+            page.fill("input[name=password]", "pw-alice-123")
+            page.click("button[type=submit]")
+            page.wait_for_load_state()
+            for name, path in pages.items():
+                page.goto(f"{live_server.url}{path}")
+                page.wait_for_load_state()
+                for selector in ("h1", ".facts dt", "#stores td.title-cell a, .timeline-head",
+                                 "#records td.record-text, #reads td.query-cell", ".kind-tag"):
+                    ratio = page.evaluate(CONTRAST, selector)
+                    assert ratio is not None and ratio >= 4.5, (scheme, name, selector, ratio)
+                if name == "memory-blocks":
+                    assert page.locator("meter.fill-meter").count() == 2
+                    assert "/ 20,000" in page.locator("#records .fill-numbers").first.inner_text()
+                if name == "memory-shared":
+                    assert "shared by Alpha" in page.locator("#stores tr.current-row").inner_text()
+                for width in (1440, 390):
+                    page.set_viewport_size({"width": width, "height": 900})
+                    if width == 390:
+                        assert page.evaluate(OVERFLOW) == [], (scheme, name)
+                    screenshot(page, f"memory-{scheme}-{name}-{width}")
+                page.set_viewport_size({"width": 1440, "height": 900})
+            assert errors == [], scheme
+        finally:
+            context.close()
