@@ -99,13 +99,17 @@ class MemoryImport:
     """One file's memory layers, for one import run."""
 
     def __init__(self, *, project: models.Project | None, document: core.MemoryDocument, agent_named: AgentNamed,
-                 default_agent: models.Agent | None, owner: str, call_named: CallNamed | None = None) -> None:
+                 default_agent: models.Agent | None, owner: str, call_named: CallNamed | None = None,
+                 partial_records: bool = False) -> None:
         self.project = project
         self.document = document
         self.agent_named = agent_named
         self.default_agent = default_agent
         self.owner = owner
         self.call_named: CallNamed = call_named or (lambda span_id: None)
+        # True: the document holds part of each record's history (one trace of a live capture), not the record as
+        # it stands: a stored record's body is then always its last version's, never the document's.
+        self.partial_records = partial_records
         self.outcome = MemoryOutcome(notes=list(document.notes))
         self.stores: dict[str, _Store] = {}
 
@@ -260,7 +264,7 @@ class MemoryImport:
         # its last version's. A document restates a record only where its last version is the record's last.
         known = _known_versions(r for e, r in existing.items() if e in merged)
         changed: list[models.MemoryRecord] = []
-        reordered: dict[int, dict[str, Any]] = {}
+        reordered: dict[int, tuple[dict[str, Any], str | None]] = {}
         grown: list[int] = []
         for external_id, row in existing.items():
             record = merged[external_id]
@@ -271,10 +275,11 @@ class MemoryImport:
             if added:
                 grown.append(row.pk)
             times = [when for v in ordered if (when := _aware(v.at)) is not None and _version_key(v) not in keys]
-            if added and last_at is not None and times and min(times) < last_at:
-                reordered[row.pk] = record.metadata
-            elif added or ((row.text != record.text or row.state != record.state)
-                           and _version_key(ordered[-1]) == last_key):
+            if added and (self.partial_records or (last_at is not None and times and min(times) < last_at)):
+                body = next((v for v in reversed(ordered) if v.op.upper() != "DELETE"), None)
+                reordered[row.pk] = (record.metadata, _version_key(body) if body is not None else None)
+            elif (added or ((row.text != record.text or row.state != record.state)
+                            and _version_key(ordered[-1]) == last_key)) and not self.partial_records:
                 _record_update(row, record, last + len(added))
                 changed.append(row)
         if versions:
@@ -491,25 +496,27 @@ def _known_versions(records: Iterable[models.MemoryRecord]) -> dict[int, _Known]
     return known
 
 
-def records_reordered(records: dict[int, dict[str, Any]]) -> None:
-    """Records that a late version reached (record id -> the metadata its document gives): their versions numbered
-    again by time, then arrival (a version without a time keeps its place after the one before it), in two steps
-    (``number`` is unique per record), and each record's body, state and times taken from its versions again."""
+def records_reordered(records: dict[int, tuple[dict[str, Any], str | None]]) -> None:
+    """Records that a late version reached, or that lost one (record id -> the metadata its document gives, and the
+    key of the document's last version with a body): their versions numbered again by time, then arrival (a version
+    without a time keeps its place after the one before it), from 1 without a gap, in two steps (``number`` is
+    unique per record), and each record's body, state and times taken from its versions again (its metadata from
+    the document that wrote its last body)."""
     ids = sorted(records)
     for start in range(0, len(ids), BATCH):
         chunk = ids[start:start + BATCH]
         by_record: dict[int, list[models.RecordVersion]] = {}
         for version in models.RecordVersion.objects.filter(record_id__in=chunk).order_by("record_id", "number").only(
-                "pk", "record_id", "number", "op", "text", "value", "at", "body_captured"):
+                "pk", "record_id", "number", "op", "text", "value", "at", "body_captured", "external_id"):
             by_record.setdefault(version.record_id, []).append(version)
         moved: list[tuple[models.RecordVersion, int, int]] = []  # (version, its number for now, its place)
         rows = {r.pk: r for r in models.MemoryRecord.objects.filter(pk__in=chunk)}
         for record_id, versions in by_record.items():
             placed = _by_time(versions)
-            if [v.pk for v in placed] != [v.pk for v in versions]:
+            if [v.pk for v in placed] != [v.pk for v in versions] or versions[-1].number != len(versions):
                 top = max(v.number for v in versions)  # first past every number the record holds: no two rows meet
                 moved += [(version, top + number, number) for number, version in enumerate(placed, 1)]
-            _record_refreshed(rows[record_id], placed, records[record_id])
+            _record_refreshed(rows[record_id], placed, *records[record_id])
         for step in (1, 2):
             for version, for_now, place in moved:
                 version.number = for_now if step == 1 else place
@@ -530,16 +537,20 @@ def _by_time(versions: list[models.RecordVersion]) -> list[models.RecordVersion]
     return [k[3] for k in sorted(keyed, key=lambda k: k[:3])]
 
 
-def _record_refreshed(row: models.MemoryRecord, versions: list[models.RecordVersion], metadata: dict[str, Any]) -> None:
+def _record_refreshed(row: models.MemoryRecord, versions: list[models.RecordVersion], metadata: dict[str, Any],
+                      body_key: str | None) -> None:
     """The record as its last version leaves it: a deleted record keeps the last body written, and a body seen
     without its content is unknown (no text, no value), as ``memory_spans.to_document`` says of a trace."""
     last = versions[-1]
-    body = next((v for v in reversed(versions) if v.op.upper() != "DELETE"), None) if last.op.upper() == "DELETE" \
-        else last
+    body = next((v for v in reversed(versions) if v.op.upper() != "DELETE"), None)
     known = body is not None and body.body_captured
     row.text = (body.text or "") if known and body is not None else ""
     row.value = body.value if known and body is not None else None
-    row.metadata = row.metadata or metadata
+    if metadata and body is not None and body_key == _version_key(core.VersionIn(
+            op=body.op, text=body.text, at=body.at, external_id=body.external_id or None)):
+        row.metadata = metadata  # the document wrote the body the record holds now
+    else:
+        row.metadata = row.metadata or metadata
     row.state = "deleted" if last.op.upper() == "DELETE" else "active"
     row.content_hash = core.content_hash(row.text)
     row.created_at = versions[0].at or row.created_at
