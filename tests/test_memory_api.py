@@ -309,7 +309,8 @@ def test_a_bad_page_of_a_record_is_refused(alice_client, friday) -> None:
     for query, error in (("?limit=0", "limit: Input should be greater than or equal to 1"),
                          ("?limit=5000", "limit: Input should be less than or equal to 1000"),
                          ("?versions_after=x", "versions_after: Input should be a valid integer, unable to parse "
-                                               "string as an integer")):
+                                               "string as an integer"),
+                         ("?reads_after=999999", "reads_after: the record has no read 999999")):
         response = alice_client.get(f"/api/memory/records/{trains.pk}/{query}")
         assert (response.status_code, response.json()) == (400, {"error": error}), query
 
@@ -351,7 +352,8 @@ def test_a_sessions_recalls_are_paged_by_seq_even_where_several_share_a_message(
         queries.add(len(captured))
         seen += [r["id"] for r in data["recalls"]]
         url = data["next"]
-    assert seen == expected and len(queries) == 1
+    # The session and the user, the session, its recalls (and those no message carries, once reached), their items.
+    assert seen == expected and queries == {5, 6}
     after = get(alice_client, f"/api/sessions/{friday.pk}/recalls/?after=7")
     assert [r["seq"] for r in after["recalls"]] == [8, 9, None, None]
     first = get(alice_client, f"/api/sessions/{friday.pk}/recalls/?limit=2")
@@ -507,3 +509,37 @@ def test_every_sort_of_a_stores_records_is_read_in_order_from_an_index(project, 
     assert "TEMP B-TREE FOR ORDER BY" not in plan  # SQLite
     # PostgreSQL: no Sort node (an Incremental Sort of rows presorted by a unique key sorts nothing).
     assert not re.search(r"^\s*(->\s*)?Sort\s+\(", plan, re.MULTILINE), plan
+
+
+def _plans_of(captured: CaptureQueriesContext, table: str, order: str) -> list[str]:
+    """The plans of the captured queries that page ``table`` in an order starting with ``order``."""
+    plans = []
+    with connection.cursor() as cursor:
+        for query in captured.captured_queries:
+            if f'FROM "{table}"' in query["sql"] and f"ORDER BY {order}" in query["sql"] and "LIMIT" in query["sql"]:
+                cursor.execute(("EXPLAIN QUERY PLAN " if connection.vendor == "sqlite" else "EXPLAIN ") + query["sql"])
+                plans.append(" | ".join(str(row[-1]) for row in cursor.fetchall()))
+    return plans
+
+
+def test_a_page_deep_in_a_sessions_recalls_or_a_records_reads_starts_at_its_cursor(alice_client, friday) -> None:
+    """Keyset pages read from the cursor on, by a range of the index, not every row before it filtered out."""
+    record = models.MemoryRecord.objects.get(text=TRAINS)
+    recalls = models.Recall.objects.bulk_create([
+        models.Recall(session=friday, seq=100 + i // 2, store=record.store, query="q") for i in range(400)])
+    models.RecallItem.objects.bulk_create([
+        models.RecallItem(recall=r, record=record, rank=1, version=2, text=TRAINS) for r in recalls])
+    last = get(alice_client, f"/api/sessions/{friday.pk}/recalls/?after=280&limit=1")["recalls"][-1]
+    with CaptureQueriesContext(connection) as captured:
+        get(alice_client, f"/api/sessions/{friday.pk}/recalls/?after={last['seq']}&after_id={last['id']}")
+    placed = _plans_of(captured, "agents_recall", '"agents_recall"."seq" ASC')[0]
+    read = get(alice_client, f"/api/memory/records/{record.pk}/?limit=300")["reads"][-1]
+    with CaptureQueriesContext(connection) as captured:
+        get(alice_client, f"/api/memory/records/{record.pk}/?reads_after={read['id']}")
+    reads = _plans_of(captured, "agents_recallitem", '"agents_recallitem"."recall_id" DESC')[0]
+    if connection.vendor == "sqlite":
+        assert "recall_session_seq (session_id=? AND seq>?)" in placed, placed
+        assert "recallitem_record_recall (record_id=? AND recall_id<?)" in reads, reads
+    else:
+        assert f"(seq >= {last['seq']})" in placed and "Index Cond" in placed, placed
+        assert f"(recall_id <= {read['recall']})" in reads and "Index Cond" in reads, reads

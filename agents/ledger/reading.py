@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.db import DEFAULT_DB_ALIAS, connections
-from django.db.models import F, Prefetch, Q, QuerySet, Subquery
+from django.db.models import F, Prefetch, Q, QuerySet, prefetch_related_objects
 from django.db.models.expressions import RawSQL
 from django.http import Http404
 
@@ -207,8 +207,8 @@ def record_versions(record: models.MemoryRecord) -> QuerySet[models.RecordVersio
 
 def record_reads(record: models.MemoryRecord) -> QuerySet[models.RecallItem]:
     """Every read of the record, newest first: the recall (query, session, message), rank and score."""
-    return models.RecallItem.objects.filter(record=record).select_related("recall", "recall__session").order_by(
-        "-recall_id", "rank")
+    return models.RecallItem.objects.filter(record=record).select_related("recall").order_by(
+        "-recall_id", "rank", "id")
 
 
 @dataclass
@@ -225,7 +225,8 @@ class RecordDetail:
 
 def record_detail(*, user: User, record_id: int, versions_after: int | None = None, reads_after: int | None = None,
                   limit: int = 50) -> RecordDetail:
-    """Three queries whatever the record holds (10,000 versions, 100,000 reads): each page by its keyset."""
+    """Three queries whatever the record holds (10,000 versions, 100,000 reads), four after a read: each page by its
+    keyset."""
     record = record_for_user(user, record_id)
     versions = record_versions(record)
     if versions_after is not None:
@@ -233,10 +234,16 @@ def record_detail(*, user: User, record_id: int, versions_after: int | None = No
     reads = record_reads(record)
     if reads_after is not None:
         # After that read in the reads' order (-recall, rank, id), told by the read itself, in the same query.
-        after = models.RecallItem.objects.filter(pk=reads_after, record=record)
-        recall, rank = Subquery(after.values("recall_id")[:1]), Subquery(after.values("rank")[:1])
-        reads = reads.filter(Q(recall_id__lt=recall) | Q(recall_id=recall, rank__gt=rank)
-                             | Q(recall_id=recall, rank=rank, pk__gt=reads_after))
+        # A range of the index on (record, -recall), less the cursor's recall up to the cursor (an OR of the three
+        # cases would read the record's reads from the first one at every page), with the cursor's values known to
+        # the planner (as subqueries, PostgreSQL guessed a third of the reads and merged them with every recall).
+        cursor = models.RecallItem.objects.filter(pk=reads_after, record=record).values_list(
+            "recall_id", "rank").order_by().first()
+        if cursor is None:
+            raise LedgerRequestError(f"reads_after: the record has no read {reads_after}")
+        recall, rank = cursor
+        reads = reads.filter(recall_id__lte=recall).exclude(
+            Q(recall_id=recall) & (Q(rank__lt=rank) | Q(rank=rank, pk__lte=reads_after)))
     version_rows = list(versions.defer("value")[: limit + 1])
     read_rows = list(reads[: limit + 1])
     return RecordDetail(record=record, versions=version_rows[:limit], versions_more=len(version_rows) > limit,
@@ -276,11 +283,14 @@ def record_versions_diff(*, user: User, record_id: int, left: int | None = None,
 # --- a session's recalls -------------------------------------------------------------------------------------------
 
 
+def _recall_items() -> Prefetch:
+    return Prefetch("items", queryset=models.RecallItem.objects.select_related("record").order_by("rank"))
+
+
 def session_recalls(*, user: User, session_id: int) -> tuple[models.Session, QuerySet[models.Recall]]:
     session = session_for_user(user, session_id)
-    items = Prefetch("items", queryset=models.RecallItem.objects.select_related("record").order_by("rank"))
     recalls = models.Recall.objects.filter(session=session).select_related("store").prefetch_related(
-        items).order_by(F("seq").asc(nulls_last=True), "id")
+        _recall_items()).order_by(F("seq").asc(nulls_last=True), "id")
     return session, recalls
 
 
@@ -298,15 +308,24 @@ def session_recalls_page(*, user: User, session_id: int, after: int | None = Non
                          limit: int = 50) -> RecallPage:
     """Keyset pages: the recalls after message ``after`` (a seq), or after the recall ``after_id`` of message
     ``after`` (several recalls may share a message), or with ``after_id`` alone, after that one of the recalls no
-    message carries. Two queries a page, whatever the session holds."""
+    message carries. Each part is a range of the index on (session, seq, id): a page costs the same at the end of a
+    session of 50,000 recalls as at its start (the recalls, then their items: two queries, three when the page
+    reaches the recalls no message carries)."""
     session, recalls = session_recalls(user=user, session_id=session_id)
-    if after is not None and after_id is not None:
-        recalls = recalls.filter(Q(seq__gt=after) | Q(seq=after, pk__gt=after_id) | Q(seq__isnull=True))
-    elif after is not None:
-        recalls = recalls.filter(Q(seq__gt=after) | Q(seq__isnull=True))
-    elif after_id is not None:
-        recalls = recalls.filter(seq__isnull=True, pk__gt=after_id)
-    rows = list(recalls[: limit + 1])
+    recalls = recalls.prefetch_related(None)  # the items once for the whole page, below
+    unplaced = recalls.filter(seq__isnull=True)
+    if after is None and after_id is not None:
+        rows = list(unplaced.filter(pk__gt=after_id)[: limit + 1])
+    else:
+        placed = recalls.filter(seq__isnull=False)
+        if after is not None and after_id is not None:
+            placed = placed.filter(seq__gte=after).exclude(seq=after, pk__lte=after_id)
+        elif after is not None:
+            placed = placed.filter(seq__gt=after)
+        rows = list(placed[: limit + 1])
+        if len(rows) <= limit:
+            rows += unplaced[: limit + 1 - len(rows)]
+    prefetch_related_objects(rows[:limit], _recall_items())
     return RecallPage(session=session, recalls=rows[:limit], more=len(rows) > limit)
 
 
