@@ -50,6 +50,14 @@ class KeyUser:
 User = AccountUser | AnonymousUser | KeyUser
 
 
+def recorded_user(user: User) -> AccountUser | None:
+    """Who to record as having done something (an export, a preset, an annotation, a background job's owner): the
+    logged-in user; for an API key, the user who created it (None for a key made on the command line)."""
+    if isinstance(user, KeyUser):
+        return user.acting_user
+    return user if isinstance(user, AccountUser) and user.is_authenticated else None
+
+
 # --- access -------------------------------------------------------------------------------------------------
 
 

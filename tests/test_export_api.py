@@ -149,3 +149,26 @@ def test_a_project_key_exports_a_session_recorded_as_the_keys_creator(agent: mod
     assert json.loads(body(response))[0]["content"] == "hi"
     record = models.ExportRecord.objects.get()
     assert (record.user, record.interface, record.project) == (alice, "api", agent.project)
+
+
+def test_a_project_key_s_big_export_is_a_job_of_the_key_s_creator(agent: models.Agent, alice: User, settings):
+    from agents.projects import keys
+
+    settings.MEMORYVIZ_BACKGROUND_EXPORT_MESSAGES = 3
+    session = store(agent, "a")
+    key = keys.api_key_create(project=agent.project, name="script", created_by=alice).key
+    response = Client().post(export_url(session), {"format": "native"}, HTTP_AUTHORIZATION=f"Bearer {key}")
+    assert response.status_code == 202
+    assert models.BackgroundJob.objects.get().user == alice
+
+
+def test_a_key_made_on_the_command_line_cannot_own_a_background_export(agent: models.Agent, settings):
+    from agents.projects import keys
+
+    settings.MEMORYVIZ_BACKGROUND_EXPORT_MESSAGES = 3
+    session = store(agent, "a")
+    key = keys.api_key_create(project=agent.project, name="cron").key
+    response = Client().post(export_url(session), {"format": "native"}, HTTP_AUTHORIZATION=f"Bearer {key}")
+    assert response.status_code == 400
+    assert "belongs to no one" in response.json()["error"]
+    assert not models.BackgroundJob.objects.exists()

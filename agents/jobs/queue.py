@@ -29,7 +29,7 @@ from django.shortcuts import get_object_or_404
 from django.utils import timezone
 from django_tasks import task
 
-from agents import models
+from agents import access, models
 from agents.memory.trimming import StrategyError
 from agents.store import writing
 
@@ -57,9 +57,12 @@ def job_dir() -> Path:
 
 def job_enqueue(*, user: Any, kind: str, title: str, params: dict[str, Any], total: int = 0,
                 unit: str = "messages") -> models.BackgroundJob:
-    """Record a job for ``user`` and queue it for a worker."""
+    """Record a job for ``user`` (an API key's: the user who created it) and queue it for a worker."""
+    owner = access.recorded_user(user)
+    if owner is None:
+        raise ValueError("a background job belongs to a person, and this request is no one's")
     job = writing.write_retrying(lambda: Job.objects.create(
-        user=user, kind=kind, title=title[:500], params=params, total=total, unit=unit))
+        user=owner, kind=kind, title=title[:500], params=params, total=total, unit=unit))
     _enqueue(job)
     return job
 

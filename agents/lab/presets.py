@@ -7,7 +7,7 @@ from typing import Any
 from django.db.models import QuerySet
 
 from agents import models
-from agents.access import KeyUser, User, editable_projects, user_projects
+from agents.access import User, editable_projects, recorded_user, user_projects
 from agents.memory.tokens import get_counter
 from agents.memory.trimming import StrategyError, StrategySpec, spec_from_text, strategy_spec
 from agents.store.listing import SessionFilters
@@ -104,7 +104,7 @@ def preset_create(
         raise PresetError(f"Project {project.name} already has a preset named \u201c{name}\u201d.")
     return models.Preset.objects.create(
         project=project, name=name, strategy=strategy, params=resolved.model_dump(mode="json"), counter=counter,
-        created_by=_recorded_user(user),
+        created_by=recorded_user(user),
     )
 
 
@@ -114,13 +114,6 @@ def preset_spec(preset: models.Preset) -> StrategySpec:
         return strategy_spec(preset.strategy, preset.params)
     except StrategyError as exc:
         raise PresetError(f"Preset \u201c{preset.name}\u201d no longer applies: {exc}") from None
-
-
-def _recorded_user(user: User) -> Any:
-    """Who to record as having done something: an API key records the user who created it."""
-    if isinstance(user, KeyUser):
-        return user.acting_user
-    return user if user.is_authenticated else None
 
 
 def presets_listed(*, user: User, project: str | None = None) -> QuerySet[models.Preset]:

@@ -77,7 +77,7 @@ def _comment(text: str | None) -> str:
 def acting_author(user: User) -> tuple[Any, str]:
     """(author, author_name) for something ``user`` writes: an API key writes as the user who made it."""
     if isinstance(user, access.KeyUser):
-        return user.acting_user, "" if user.acting_user is not None else user.username
+        return access.recorded_user(user), "" if user.acting_user is not None else user.username
     return user, ""
 
 

@@ -281,18 +281,11 @@ def _conversations(plan: ExportPlan, counter: writing.Progress) -> Iterator[Any]
 # --- the record ---------------------------------------------------------------------------------------------
 
 
-def _who(user: Any) -> Any:
-    """Who an export record names: the logged-in user; for an API key, the person who created it (or nobody)."""
-    if isinstance(user, access.KeyUser):
-        return user.acting_user
-    return user if getattr(user, "is_authenticated", False) else None
-
-
 def _record_start(plan: ExportPlan, *, user: Any, interface: str) -> models.ExportRecord:
     summary = plan.sessions.aggregate(n=Sum("message_count"))
     projects = list(plan.sessions.order_by().values_list("agent__project", flat=True).distinct()[:2])
     return models.ExportRecord.objects.create(
-        user=_who(user),
+        user=access.recorded_user(user),
         project_id=projects[0] if len(projects) == 1 else None,
         format=plan.format,
         scope=plan.scope[:500],
@@ -356,7 +349,7 @@ def store_export(*, store: models.MemoryStore, format: str, user: Any = None,
     except formats.FormatError as exc:
         raise ExportFailed(str(exc)) from None
     record = models.ExportRecord.objects.create(
-        user=_who(user), project_id=store.project_id,
+        user=access.recorded_user(user), project_id=store.project_id,
         format=format, scope=f"memory store {store.pk} ({store.name})"[:500], filters={"store": store.pk},
         dropped=report.dropped, interface=interface,
     )

@@ -83,7 +83,13 @@ def export_request(*, user: access.User, data: Any, download: bool, session_id: 
     filename = exports.export_filename(plan, single=single)
     total = plan.sessions.aggregate(n=Sum("message_count"))["n"] or 0
     if total > settings.MEMORYVIZ_BACKGROUND_EXPORT_MESSAGES:
-        # Too long for one request: a worker writes the file, the job's page links it when done.
+        # Too long for one request: a worker writes the file, the job's page links it when done. The job is its
+        # owner's alone: an API key works for the user who created it; one made on the command line has no one.
+        if access.recorded_user(user) is None:
+            return ExportAnswer(page=_export_page(user, data, scope=scope, single=single, error=(
+                f"an export of {total:,} messages is written by a background job, which belongs to a person: this "
+                "API key was made on the command line and belongs to no one; use a key created by a user "
+                "(Projects, API keys), or export_history")))
         params = {"session_ids": list(plan.sessions.values_list("pk", flat=True)), "format": plan.format,
                   "spec": plan.spec.text if plan.spec is not None else None, "counter": plan.counter,
                   "on_invalid": plan.on_invalid,
