@@ -107,6 +107,7 @@ api_urlpatterns = [
     path("agents/<int:agent_id>/memory/", api_memory.agent_memory, name="agent_memory"),
     path("agents/<int:agent_id>/snapshots/", api_memory.agent_snapshots, name="agent_snapshots"),
     path("sessions/<int:session_id>/recalls/", api_memory.session_recalls, name="session_recalls"),
+    path("sessions/<int:session_id>/context/", api_memory.session_context, name="session_context"),
     path("snapshots/<int:snapshot_id>/", api_memory.snapshot_detail, name="snapshot_detail"),
     path("snapshots/<int:snapshot_id>/diff/<int:other_id>/", api_memory.snapshot_diff, name="snapshot_diff"),
     # Open to the login middleware: SPECTACULAR_SETTINGS lets in a logged-in user or an API client only.

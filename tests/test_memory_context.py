@@ -103,3 +103,22 @@ def test_a_reply_deep_in_a_long_session_costs_the_queries_of_a_short_one(db, ali
         queries.append(len(captured))
         assert sum(p.tokens for p in composition.parts) == composition.total
     assert queries[0] == queries[1]
+
+
+def test_the_api_answers_the_same_parts(friday, alice, client) -> None:
+    client.force_login(alice)
+    answer = client.get(f"/api/sessions/{friday.pk}/context/?seq=9")
+    assert answer.status_code == 200
+    body = answer.json()
+    expected = reply_context(user=alice, session_id=friday.pk, seq=9).to_dict()
+    assert body == expected | {"parts": [p | ({} if "seqs" in p else {"seqs": None}) for p in expected["parts"]]}
+    assert (body["seq"], body["window"], sum(p["tokens"] for p in body["parts"])) == (9, 128_000, body["total"])
+    assert client.get(f"/api/sessions/{friday.pk}/context/?seq=4").json() == {
+        "error": "seq: message #4 is a tool message; a reply is an assistant message"}
+    assert client.get(f"/api/sessions/{friday.pk}/context/?seq=x").status_code == 400
+    assert "session_context" in client.get("/api/schema/", HTTP_ACCEPT="application/json").content.decode()
+
+
+def test_the_api_hides_another_project_s_session(friday, bob, client) -> None:
+    client.force_login(bob)
+    assert client.get(f"/api/sessions/{friday.pk}/context/?seq=9").status_code == 404

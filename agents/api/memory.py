@@ -35,7 +35,7 @@ from agents.api.endpoints import (
     query_parameters,
     write_api,
 )
-from agents.ledger import reading
+from agents.ledger import context, reading
 from agents.memory.formats import MEMORY_WRITE_FORMATS
 from agents.memory.snapshot_diff import DISPLAY_CHARS
 from agents.throttling import expensive_api
@@ -245,6 +245,42 @@ class RecallPageOut(BaseModel):
     session: int
     next: str | None
     recalls: list[RecallOut]
+
+
+class ContextQuery(BaseModel):
+    seq: int | None = Field(default=None, ge=0, description="The reply (an assistant message's seq).")
+    call: int | None = Field(default=None, ge=1, description="A captured call's id, instead of seq.")
+
+
+class ContextPartOut(BaseModel):
+    part: Literal["system", "memory_blocks", "recalled_memory", "retrieved_documents", "summary", "history",
+                  "tool_definitions", "input"]
+    tokens: int
+    count: int = Field(description="How many messages hold this part.")
+    ranges: list[list[int]] = Field(description="Its messages as [first, last] runs of seqs.")
+    seqs: list[int] | None = Field(default=None, description="Its messages' seqs, when 2,000 or fewer.")
+
+
+class ContextOut(BaseModel):
+    """What one model call was sent, by part, against the agent's window; the parts add up to ``total``."""
+
+    model_config = _examples({
+        "session": 12, "seq": 9, "call": None, "window": 128000, "total": 305, "counter": "cl100k",
+        "parts": [{"part": "system", "tokens": 14, "count": 1, "ranges": [[0, 0]], "seqs": [0]},
+                  {"part": "recalled_memory", "tokens": 46, "count": 1, "ranges": [[7, 7]], "seqs": [7]},
+                  {"part": "retrieved_documents", "tokens": 140, "count": 2, "ranges": [[2, 2], [8, 8]],
+                   "seqs": [2, 8]},
+                  {"part": "history", "tokens": 85, "count": 4, "ranges": [[1, 1], [3, 5]], "seqs": [1, 3, 4, 5]},
+                  {"part": "input", "tokens": 20, "count": 1, "ranges": [[6, 6]], "seqs": [6]}],
+    })
+
+    session: int
+    seq: int | None
+    call: int | None
+    window: int
+    total: int
+    counter: str
+    parts: list[ContextPartOut]
 
 
 class SnapshotOut(BaseModel):
@@ -509,6 +545,22 @@ def session_recalls(request: Request, session_id: int) -> Response:
         items=[RecallItemOut(record=item.record_id, version=item.version, rank=item.rank, score=item.score,
                              text=item.text) for item in recall.items.all()],
     ) for recall in page.recalls]).model_dump(mode="json"))
+
+
+@documented("session_context", "What one model call was sent, by part", 400, 401, 404, response=ContextOut,
+            parameters=query_parameters(ContextQuery))
+@api
+def session_context(request: Request, session_id: int) -> Response:
+    """What filled the window for the reply at ``seq`` (every message before it) or for the captured call
+    ``call`` (what it was sent): tokens per part (system, memory blocks, recalled memory, retrieved documents,
+    summary, history, tool definitions, input) against the agent's context window."""
+    query = query_as(request, ContextQuery)
+    try:
+        composition = context.reply_context(user=request.user, session_id=session_id, seq=query.seq,
+                                            call_id=query.call)
+    except context.ContextRequestError as exc:
+        return bad_request(str(exc))
+    return Response(ContextOut.model_validate(composition.to_dict()).model_dump(mode="json"))
 
 
 @documented("agent_snapshots", "An agent's snapshots (without their values)", 401, 404, response=SnapshotPage)
