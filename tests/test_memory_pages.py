@@ -81,6 +81,11 @@ def test_it_links_its_json_twins(alice_client, friday):
     page = alice_client.get(memory_url(friday, store=store.pk, q="trains", state="active")).content.decode()
     assert f'id="memory-json" href="/api/agents/{friday.pk}/memory/"' in page
     assert f'id="records-json" href="/api/memory/stores/{store.pk}/records/?q=trains&amp;state=active"' in page
+    # The twins answer with the same stores and records.
+    stores = alice_client.get(f"/api/agents/{friday.pk}/memory/").json()
+    assert {s["name"] for s in stores["stores"]} == {"knowledge of Friday", "long-term memory of Friday"}
+    records = alice_client.get(f"/api/memory/stores/{store.pk}/records/", {"q": "trains", "state": "active"})
+    assert [r["text"] for r in records.json()["results"]] == ["User prefers high-speed trains over flights"]
 
 
 def test_it_searches_the_records_and_marks_each_hit_escaped(alice_client, agent):
@@ -243,6 +248,32 @@ def test_the_store_page_costs_the_same_queries_at_100_and_10000_records(alice_cl
     assert not [q["sql"] for q in ctx.captured_queries if "COUNT(" in q["sql"] and "memoryrecord" in q["sql"]]
 
 
+@pytest.mark.parametrize("sort", ["-updated", "updated", "-reads", "reads", "-versions", "versions", "id"])
+def test_the_store_page_reads_each_sort_from_an_index(alice_client, agent, sort):
+    # A sort the index does not hold makes the database sort the whole store for each page (PostgreSQL did for
+    # "-updated": a DESC order is NULLS FIRST to it, its index NULLS LAST). Every query of the page that orders
+    # records must be read in the index's order, on the first page and past its anchor.
+    store = bulk_store(agent, 200)
+    models.MemoryRecord.objects.filter(store=store, external_id__lt="r0000020").update(updated_at=None)
+    first = alice_client.get(memory_url(agent, store=store.pk, sort=sort))
+    with CaptureQueriesContext(connection) as ctx:
+        alice_client.get(first.context["memory"].records.next_url)
+        alice_client.get(memory_url(agent, store=store.pk, sort=sort))
+    ordered = [q["sql"] for q in ctx.captured_queries if q["sql"].startswith('SELECT "agents_memoryrecord"."id"')
+               and "ORDER BY" in q["sql"]]
+    assert ordered
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            cursor.execute("SET LOCAL enable_sort = off")  # a sort then shows only where no index gives the order
+        for sql in ordered:
+            cursor.execute(f"EXPLAIN {sql}")
+            plan = [str(row[-1]) for row in cursor.fetchall()]
+            # (PostgreSQL's Incremental Sort orders the ids within one value, read in order from the index: fine.)
+            full_sorts = [line for line in plan if "TEMP B-TREE FOR ORDER BY" in line
+                          or re.match(r"\s*(->\s+)?Sort\s+\(", line)]
+            assert full_sorts == [], (sql, plan)
+
+
 # --- the links to it ---------------------------------------------------------------------------------------------
 
 
@@ -361,6 +392,10 @@ def test_it_answers_htmx_with_the_part_asked_for(alice_client, busy, part):
 def test_a_record_page_links_its_json_twin(alice_client, busy):
     page = alice_client.get(record_url(busy)).content.decode()
     assert f'id="record-json" href="/api/memory/records/{busy.pk}/"' in page
+    twin = alice_client.get(f"/api/memory/records/{busy.pk}/").json()
+    assert (twin["id"], twin["versions"][0]["number"]) == (busy.pk, 1)
+    diff = alice_client.get(f"/api/memory/records/{busy.pk}/diff/", {"from": 3, "to": 40}).json()
+    assert diff["diff"] == [["=", "the user likes version "], ["-", "3"], ["+", "40"]]
 
 
 def test_a_record_page_escapes_what_the_library_wrote(alice_client, agent, make_session):

@@ -86,9 +86,8 @@ def memory_store_count(agent: models.Agent) -> int:
 @dataclass(frozen=True)
 class Keyset:
     """One of the store page's sorts as a keyset: a field, its direction, then the id in the same direction. A
-    nullable field is read in two runs (its values, then its NULLs, or the other way round) so that each run is an
-    index range on either database: PostgreSQL's index on ``-updated_at`` holds NULLs first, SQLite's last, and an
-    ``ORDER BY ... NULLS LAST`` that the index does not hold sorts the whole store."""
+    nullable field is read in two runs (its values, then its NULLs, or the other way round), so that the condition
+    that starts a page at its anchor is one index range in each (a condition with ``OR ... IS NULL`` is not)."""
 
     field: str
     descending: bool
@@ -124,9 +123,15 @@ class Keyset:
                     part = part.filter(**{f"{self.field}__{lookup}e": value})
                     beyond = Q(**{f"{self.field}__{lookup}": value}) | (Q(**{self.field: value}) & beyond)
                 part = part.filter(beyond)
-            order: tuple[str, ...] = ("-pk",) if descending else ("pk",)
-            if not null:
-                order = (f"-{self.field}" if descending else self.field, *order)
+            order: list[Any] = [F("pk").desc() if descending else F("pk").asc()]
+            if null is False:
+                # Said as the index holds it (0022: DESC NULLS LAST, read backwards ASC NULLS FIRST; SQLite's order
+                # without the clause): a plain DESC means NULLS FIRST to PostgreSQL, which then sorts the whole
+                # store although this run holds no NULL.
+                order.insert(0, F(self.field).desc(nulls_last=True) if descending else F(self.field).asc(
+                    nulls_first=True))
+            elif null is None:
+                order.insert(0, F(self.field).desc() if descending else F(self.field).asc())
             rows += part.order_by(*order)[: size + 1 - len(rows)]
             if len(rows) > size:
                 break
