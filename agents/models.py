@@ -153,6 +153,11 @@ class Session(models.Model):
     # The content_version of its last change that was not an append at the end (an edit, a recount, a rewrite): what
     # was computed from its first messages at this version or later still holds for them (SessionStructure).
     rewritten_version = models.PositiveBigIntegerField(default=0)
+    # Memory findings (MemoryFinding rows of this session: its recalls', DESIGN's kinds), counted so that the list's
+    # "has memory findings" filter reads no other row; and what they were computed from (``ledger.findings``: the
+    # session's content version, its recalls, the stores they read), so that a reader can tell they still hold.
+    memory_finding_count = models.PositiveIntegerField(default=0)
+    memory_findings_key = models.CharField(max_length=255, blank=True)
 
     class Meta:
         ordering = ["-started_at", "-id"]
@@ -175,6 +180,7 @@ class Session(models.Model):
             models.Index(fields=["-last_activity_at", "-id"], name="session_last_activity"),
             models.Index(fields=["state", "import_heartbeat"], name="session_state_heartbeat"),
             models.Index(fields=["review_status"], name="session_review_status"),
+            models.Index(fields=["memory_finding_count"], name="session_memory_findings"),
         ]
 
     def __str__(self) -> str:
@@ -631,6 +637,10 @@ class MemoryStore(models.Model):
     read_count = models.PositiveBigIntegerField(default=0)
     last_write_at = models.DateTimeField(null=True, blank=True)
     last_read_at = models.DateTimeField(null=True, blank=True)
+    # Its records' memory findings (MemoryFinding rows of the store), and what they were computed from, as a
+    # session's.
+    finding_count = models.PositiveIntegerField(default=0)
+    findings_key = models.CharField(max_length=255, blank=True)
 
     class Meta:
         ordering = ["name", "id"]
@@ -783,6 +793,77 @@ class RecallItem(models.Model):
 
     def __str__(self) -> str:
         return f"{self.recall_id}#{self.rank}"
+
+
+class RecallItemMark(models.Model):
+    """A QA person's word on one recalled item: relevant to the recall's query or not (retrieval quality,
+    ``ledger.quality``). One per item and author; the review roles (annotator and up) write them."""
+
+    item = models.ForeignKey(RecallItem, on_delete=models.CASCADE, related_name="marks")
+    author = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    relevant = models.BooleanField()
+    at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["item", "author"]
+        constraints = [
+            models.UniqueConstraint(fields=["item", "author"], name="recallitemmark_unique_item_author"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.item_id} {'relevant' if self.relevant else 'not relevant'}"
+
+
+class RecallJudgement(models.Model):
+    """How many records of its store answer a recall's query, as a QA person counted them: what recall (the metric)
+    needs beside the marks, known only where someone counted. One per recall and author."""
+
+    recall = models.ForeignKey(Recall, on_delete=models.CASCADE, related_name="judgements")
+    author = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    relevant_total = models.PositiveIntegerField()
+    at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["recall", "author"]
+        constraints = [
+            models.UniqueConstraint(fields=["recall", "author"], name="recalljudgement_unique_recall_author"),
+        ]
+
+    def __str__(self) -> str:
+        return f"recall {self.recall_id}: {self.relevant_total} relevant"
+
+
+class MemoryFinding(models.Model):
+    """One memory finding (``agents.memory.findings``: DESIGN's stable kinds) as the database's rows gave it, stored
+    when its session or store changes (``ledger.findings``), so that a page or a list reads them, never computes
+    them. Of a session (its recalls': ``seq`` the message carrying the recall) or of a store (its records'), never
+    both."""
+
+    session = models.ForeignKey(Session, null=True, blank=True, on_delete=models.CASCADE,
+                                related_name="memory_findings")
+    store = models.ForeignKey(MemoryStore, null=True, blank=True, on_delete=models.CASCADE, related_name="findings")
+    kind = models.CharField(max_length=40)
+    seq = models.PositiveIntegerField(null=True, blank=True, help_text="The message it is flagged on.")
+    recall = models.ForeignKey(Recall, null=True, blank=True, on_delete=models.CASCADE, related_name="+")
+    record = models.ForeignKey(MemoryRecord, null=True, blank=True, on_delete=models.CASCADE, related_name="+")
+    version = models.PositiveIntegerField(null=True, blank=True)
+    message = models.TextField()
+    # When it happened, where known (the version written, the recall made): what a period of store health counts.
+    at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["session", "store", "seq", "id"]
+        constraints = [
+            models.CheckConstraint(condition=Q(session__isnull=True) ^ Q(store__isnull=True),
+                                   name="memoryfinding_of_session_or_store"),
+        ]
+        indexes = [
+            models.Index(fields=["session", "seq", "id"], name="memoryfinding_session_seq"),
+            models.Index(fields=["store", "kind", "id"], name="memoryfinding_store_kind"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.kind} at {self.session_id or self.store_id}#{self.seq}"
 
 
 class Snapshot(models.Model):
