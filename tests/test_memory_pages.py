@@ -363,6 +363,15 @@ def test_it_marks_a_read_that_sent_an_older_version_than_the_record_had(alice_cl
         in page
 
 
+def test_a_read_links_the_version_it_sent_in_the_timeline(alice_client, busy):
+    page = alice_client.get(record_url(busy)).context["page"]
+    links = {r.item.version: r.version_url for r in page.reads}
+    # v45 is on the page (the newest 20 versions: 45 to 26); v25 is on the next page of versions.
+    assert links[45] == "#v-45"
+    assert links[25] == f"{record_url(busy)}?versions_before=26#v-25"
+    assert 'id="v-25"' in alice_client.get(links[25]).content.decode()
+
+
 def test_it_pages_versions_and_reads_each_on_its_own(alice_client, busy):
     first = alice_client.get(record_url(busy)).context["page"]
     assert [v.version.number for v in first.versions][:2] == [45, 44] and len(first.versions) == 20

@@ -443,6 +443,7 @@ class ReadRow:
     current_then: int | None  # the record's version when the recall was made (None: not known)
     message_url: str  # the message that carried the recalled text
     call_url: str  # the captured call it fed
+    version_url: str  # the version sent in the timeline: here when shown, else the page of versions holding it
 
     @property
     def stale(self) -> bool:
@@ -506,7 +507,7 @@ def memory_record_page(*, user: User, record_id: int, query: Mapping[str, str]) 
     diff, diff_error = _versions_diff(record, diff_from, diff_to)
     if diff is not None:
         diff_from, diff_to = diff.left.number, diff.right.number
-    reads, reads_paging = _reads_page(record, query, path)
+    reads, reads_paging = _reads_page(record, query, path, shown={row.version.number for row in versions})
     fill = None
     if record.char_limit:
         fill = Fill(chars=len(record.text), limit=record.char_limit, near_at=int(record.char_limit * NEAR_LIMIT))
@@ -593,7 +594,8 @@ def _versions_diff(record: models.MemoryRecord, left: int | None, right: int | N
     ), ""
 
 
-def _reads_page(record: models.MemoryRecord, query: Mapping[str, str], path: str) -> tuple[list[ReadRow], Paging]:
+def _reads_page(record: models.MemoryRecord, query: Mapping[str, str], path: str, *, shown: set[int]
+                ) -> tuple[list[ReadRow], Paging]:
     after, before = _int(query.get("reads_after")), _int(query.get("reads_before"))
     # The record's version when the recall was made is the one before the first version written after it (a
     # version without a time counts as written before, as findings.version_at reads it). Looked for from the version
@@ -636,10 +638,18 @@ def _reads_page(record: models.MemoryRecord, query: Mapping[str, str], path: str
         older_url=_link(path, query, drop, reads_after=rows[-1].pk) if older and rows else "",
         newest_url=_link(path, query, drop) if newer else "",
     )
-    shown = [ReadRow(item=item, current_then=_current_then(record, item),
-                     message_url=_message_url(item.recall.session, item.recall.seq),
-                     call_url=_call_url(item.recall.session_id, item.recall.llm_call_id)) for item in rows]
-    return shown, paging
+    def version_url(number: int | None) -> str:
+        if number is None:
+            return ""
+        if number in shown:
+            return f"#v-{number}"
+        return _link(path, query, ("versions_before", "versions_after"), versions_before=number + 1) + f"#v-{number}"
+
+    reads_shown = [ReadRow(item=item, current_then=_current_then(record, item),
+                           message_url=_message_url(item.recall.session, item.recall.seq),
+                           call_url=_call_url(item.recall.session_id, item.recall.llm_call_id),
+                           version_url=version_url(item.version)) for item in rows]
+    return reads_shown, paging
 
 
 def _current_then(record: models.MemoryRecord, item: models.RecallItem) -> int | None:
