@@ -174,23 +174,34 @@ def injection_findings(session: str | None, recalls: Sequence[RecallFacts], repl
     """``repeated_injection``: a call (a reply at ``replies[i]``, sent what came before it) that was sent the same
     recalled memory more than once, because the message carrying it stayed in the list and was added again. Flagged
     on the later carrier, once, when a call came after it."""
-    found: list[Finding] = []
+    check = InjectionCheck(session, max(replies, default=-1))
     placed = sorted((r for r in recalls if r.seq is not None), key=lambda r: r.seq or 0)
-    last_reply = max(replies, default=-1)
-    seen: dict[str, int] = {}  # what each recalled memory is -> the first carrier sent that still stays in the list
-    for recall in placed:
-        assert recall.seq is not None
+    return [finding for recall in placed for finding in check.add(recall)]
+
+
+class InjectionCheck:
+    """``injection_findings`` a recall at a time, for a caller that streams a session's recalls in the order of the
+    messages carrying them (the database's: a session of 50,000 recalls is never held whole). ``last_reply``: the
+    session's last assistant message (-1: none)."""
+
+    def __init__(self, session: str | None, last_reply: int) -> None:
+        self.session = session
+        self.last_reply = last_reply
+        self.seen: dict[str, int] = {}  # what each recalled memory is -> the first carrier sent that stays in the list
+
+    def add(self, recall: RecallFacts) -> list[Finding]:
+        if recall.seq is None:
+            return []
         for item in recall.items:
             key = item.record or ("text:" + folded(item.text))
-            first = seen.get(key)
-            if first is not None and first != recall.seq and recall.seq < last_reply:
-                found.append(Finding("repeated_injection", f"{_short(item.text)} was put into the list at #{first} "
-                                     f"and again at #{recall.seq}: later calls carry it twice",
-                                     index=recall.seq, record=item.record, session=session, store=recall.store))
-                break
+            first = self.seen.get(key)
+            if first is not None and first != recall.seq and recall.seq < self.last_reply:
+                return [Finding("repeated_injection", f"{_short(item.text)} was put into the list at #{first} "
+                                f"and again at #{recall.seq}: later calls carry it twice",
+                                index=recall.seq, record=item.record, session=self.session, store=recall.store)]
             if recall.persisted and first is None:
-                seen[key] = recall.seq
-    return found
+                self.seen[key] = recall.seq
+        return []
 
 
 # --- a file --------------------------------------------------------------------------------------------------------

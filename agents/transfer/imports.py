@@ -26,7 +26,7 @@ from django.db import DatabaseError, transaction
 from django.utils.text import slugify
 
 from agents import models
-from agents.ledger import storing
+from agents.ledger import findings, storing
 from agents.memory import formats
 from agents.memory.chain import ProtocolChecker, Violation
 from agents.memory.ledger import MemoryDocument
@@ -305,6 +305,10 @@ def _memory(
         run.discarders.append(importer.discard)
         importer.stage(session_at)
         run.finishers.append(lambda: importer.finish(session_at))
+        # The memory findings of what it wrote, and of every session reading a store it wrote, in the same
+        # transaction: the session list's "has memory findings" filter is right as soon as the import is seen.
+        run.finishers.append(lambda: findings.findings_refresh(
+            sessions=[s.pk for s in sessions.values()], stores=[s.row.pk for s in importer.stores.values()]))
         outcome = importer.outcome
     report.memory = outcome.to_dict()
     report.warnings.extend(f"memory: {note}" for note in outcome.notes)
