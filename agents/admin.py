@@ -321,6 +321,8 @@ class SessionAdmin(ProjectScopedAdmin):
         "append_to",
         "content_version",
         "rewritten_version",
+        "memory_finding_count",
+        "memory_findings_key",
     ]
     show_full_result_count = False
 

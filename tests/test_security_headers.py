@@ -54,14 +54,17 @@ def _every_page_url(ids: dict[str, object]) -> list[str]:
 def test_it_sends_the_strict_policy_on_every_route_of_the_pages_whatever_it_answers(alice_client, make_session):
     # Walked from the URL list, so that a page added tomorrow is checked too; POST-only routes answer 405, missing
     # rows 404: every answer carries the policy.
-    from agents.models import Label, LlmCall, Membership
+    from agents.models import Label, LlmCall, Membership, MemoryRecord, MemoryStore
 
     session = make_session(CHAT)
     project = session.agent.project
+    store = MemoryStore.objects.create(project=project, agent=session.agent, name="notes", kind="records",
+                                       record_count=1, version_count=1)
+    record = MemoryRecord.objects.create(store=store, external_id="r1", text="<b>likes trains</b>", version_count=1)
     ids = {"session_id": session.pk, "agent_id": session.agent_id, "slug": project.slug, "prefix": "abc",
            "job_id": 999999, "membership_id": Membership.objects.filter(project=project).first().pk,
            "label_id": Label.objects.create(project=project, name="x").pk, "annotation_id": 999999,
-           "call_id": getattr(LlmCall.objects.first(), "pk", 999999)}
+           "call_id": getattr(LlmCall.objects.first(), "pk", 999999), "record_id": record.pk}
     urls = _every_page_url(ids)
     assert len(urls) >= 35
     for url in urls:

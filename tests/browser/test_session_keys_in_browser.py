@@ -70,12 +70,17 @@ def test_the_keys_move_through_messages_hits_and_errors(browser, live_server, al
         # / the search; Enter lands on the first hit; n and p step through them.
         page.keyboard.press("/")
         page.keyboard.type("px-")
+        # Each step loads a page: its keys are listened to once its scripts have run (the load event), not when
+        # the count is first drawn.
         page.keyboard.press("Enter")
         page.wait_for_selector("#find-count:has-text('hit 1 of 4')")
+        page.wait_for_load_state("load")
         page.keyboard.press("n")
         page.wait_for_selector("#find-count:has-text('hit 2 of 4')")
+        page.wait_for_load_state("load")
         page.keyboard.press("p")
         page.wait_for_selector("#find-count:has-text('hit 1 of 4')")
+        page.wait_for_load_state("load")
         # Typing in the search field types: n is a letter there, not a key of the page.
         page.locator("#find-q").focus()
         page.keyboard.press("End")
