@@ -100,6 +100,25 @@ def test_it_searches_the_records_and_marks_each_hit_escaped(alice_client, agent)
     assert shown(alice_client.get(memory_url(agent, store=store.pk, q="number 17 about"))) == ["r0000017"]
 
 
+@pytest.mark.parametrize("way", ["scan", "ids", "walk"])
+def test_a_search_finds_the_same_records_whichever_way_it_reads_them(alice_client, agent, monkeypatch, way):
+    # A small store is read (scan); a big one's matches come from the trigram index, listed by id when they are few
+    # (ids), else the store is walked in the sort's order (walk). The thresholds made small to reach each way.
+    from agents.ledger import pages
+
+    store = bulk_store(agent, 40)
+    if way != "scan":
+        monkeypatch.setattr(pages, "SEARCH_SCAN_MAX", 10)
+        monkeypatch.setattr(pages, "SEARCH_IDS_INLINE", 39 if way == "ids" else 5)
+    response = alice_client.get(memory_url(agent, store=store.pk, q="TRIP", state="active", sort="reads"))
+    expected = list(store.records.filter(state="active").order_by("read_count", "id").values_list(
+        "external_id", flat=True))
+    assert shown(response) == expected
+    assert response.context["memory"].records.summary == (
+        "1–36 of 5+ records match" if way == "walk" else "1–36 of 36 records match")
+    assert shown(alice_client.get(memory_url(agent, store=store.pk, q="number 17 about"))) == ["r0000017"]
+
+
 def test_it_filters_by_state_scope_period_and_reads(alice_client, agent):
     store = bulk_store(agent, 40)
 
