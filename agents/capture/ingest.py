@@ -38,6 +38,8 @@ class IngestResult:
     rejected: int = 0  # spans or log records that could not be read
     problems: list[str] = field(default_factory=list)
     sessions: set[int] = field(default_factory=set)
+    traces: set[str] = field(default_factory=set)  # the traces of the calls it stored
+    replayed: set[int] = field(default_factory=set)  # sessions whose later calls were placed again after a late one
 
     @property
     def error_message(self) -> str:
@@ -86,12 +88,13 @@ def _ingest(project: models.Project, extraction: Extraction) -> IngestResult:
         for (external_id, agent_name), calls in groups.items():
             session = _session(project, external_id, agent_name, calls)
             for call in sorted(calls, key=call_order):
-                if call_capture(session=session, call=call):
+                result.traces.add(call.trace_id)
+                if call_capture(session=session, call=call, replayed=result.replayed):
                     result.calls += 1
             session_refresh(session=session)
             result.sessions.add(session.pk)
         for trace_id, (external_id, agent_name) in named.items():
-            moved = _move_trace_session(project, trace_id, external_id, agent_name)
+            moved = _move_trace_session(project, trace_id, external_id, agent_name, result.replayed)
             if moved is not None:
                 result.sessions.add(moved.pk)
     return result
@@ -207,7 +210,7 @@ def _title(calls: Sequence[CapturedCall]) -> str:
 
 
 def _move_trace_session(
-    project: models.Project, trace_id: str, external_id: str, agent_name: str
+    project: models.Project, trace_id: str, external_id: str, agent_name: str, replayed: set[int]
 ) -> models.Session | None:
     """Calls that waited in their trace's own session go to the session a span of the trace has now named."""
     # Locked before its calls are read: a concurrent batch storing calls there (it did not see the name yet) either
@@ -220,7 +223,7 @@ def _move_trace_session(
     calls = stored_calls(waiting)
     target = _session(project, external_id, agent_name or waiting.agent.name, calls)
     for call in sorted(calls, key=call_order):
-        call_capture(session=target, call=call)
+        call_capture(session=target, call=call, replayed=replayed)
     waiting.delete()
     session_refresh(session=target)
     return target
@@ -264,9 +267,10 @@ class StoredChain:
             self._last, self._last_known = keys[-1], True
 
 
-def call_capture(*, session: models.Session, call: CapturedCall) -> bool:
+def call_capture(*, session: models.Session, call: CapturedCall, replayed: set[int] | None = None) -> bool:
     """Store one call in ``session``: place it (and replay the calls after it, if it belongs before them), or
-    complete the call it is the other half of. False when it added nothing."""
+    complete the call it is the other half of. False when it added nothing. ``replayed`` gets the session when
+    calls already placed were placed again (what was recalled into them moves with their messages)."""
     row = models.LlmCall.objects.filter(session=session, trace_id=call.trace_id, span_id=call.span_id).first()
     if row is not None:
         before = call_from_row(row, reading.session_message_loader(session.pk)(sorted(set(_seqs_of(row)))))
@@ -300,6 +304,8 @@ def call_capture(*, session: models.Session, call: CapturedCall) -> bool:
         messages = reading.session_message_loader(session.pk)(sorted({s for r in later for s in _seqs_of(r)}))
         replay += [call_from_row(r, messages) for r in later]
         _truncate(session, start, [r.pk for r in later] + ([row.pk] if row is not None else []))
+        if replayed is not None:
+            replayed.add(session.pk)
     chain = StoredChain(session)
     for each in sorted(replay, key=call_order):
         _place(session, chain, each)

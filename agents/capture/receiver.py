@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from django.conf import settings
 
-from agents.capture import ingest
+from agents.capture import ingest, live_memory
 from agents.memory import otlp
 from agents.projects import keys
 
@@ -16,7 +16,8 @@ from agents.projects import keys
 @dataclass
 class Receipt:
     """A refusal (``status`` 4xx and its ``message``: nothing stored), or what the batch stored: how many spans
-    or log records could not be used (``rejected``), and why."""
+    or log records could not be used (``rejected``), and why; ``error_message`` also names what was kept only in
+    part (OTLP's warnings: a partial success with nothing rejected)."""
 
     status: int = 200
     message: str = ""
@@ -47,4 +48,8 @@ def otlp_receive(*, signal: otlp.Signal, authorization: str, declared_length: st
     except otlp.OtlpError as exc:
         return Receipt(exc.status, str(exc))
     result = ingest.otlp_ingest(api_key=api_key, batch=batch)
+    # Then what the same batch says of memory: its writes, reads and compactions, and the calls its reads fed.
+    memory = live_memory.memory_ingest(project=api_key.project, batch=batch, calls=result)
+    result.rejected += memory.rejected
+    result.problems += memory.problems
     return Receipt(rejected=result.rejected, error_message=result.error_message)

@@ -63,7 +63,8 @@ def _receive(request: HttpRequest, signal: otlp.Signal) -> HttpResponse:
         return _refuse(receipt.status, receipt.message, as_json)
     traces = signal == "traces"
     reply = ExportTraceServiceResponse() if traces else ExportLogsServiceResponse()
-    if receipt.rejected:
+    if receipt.rejected or receipt.error_message:
+        # With nothing rejected, the message is a warning (what was kept only in part), as OTLP allows.
         setattr(reply.partial_success, "rejected_spans" if traces else "rejected_log_records", receipt.rejected)
         reply.partial_success.error_message = receipt.error_message
     if as_json:

@@ -93,6 +93,7 @@ class _Store:
     # Records of a joined store, written in ``finish``.
     waiting: list[core.RecordIn] = field(default_factory=list)
     touched: bool = False
+    written: list[core.RecordIn] = field(default_factory=list)  # with partial_records: what a rematch looks for
 
 
 class MemoryImport:
@@ -110,6 +111,7 @@ class MemoryImport:
         # True: the document holds part of each record's history (one trace of a live capture), not the record as
         # it stands: a stored record's body is then always its last version's, never the document's.
         self.partial_records = partial_records
+        self.read_records: set[int] = set()  # records whose recalled items this run wrote or matched
         self.outcome = MemoryOutcome(notes=list(document.notes))
         self.stores: dict[str, _Store] = {}
 
@@ -215,7 +217,8 @@ class MemoryImport:
         self._snapshots_write(session_at)
         self._compactions_write(session_at)
         for store in self.stores.values():
-            _store_summaries(store.row)
+            # A live document touches a few records of a store that may hold many: only their reads are counted.
+            _store_summaries(store.row, self.read_records if self.partial_records else None)
             if store.new:
                 models.MemoryStore.objects.filter(pk=store.row.pk).update(
                     state=models.MemoryStore.State.READY, import_owner="")
@@ -235,6 +238,8 @@ class MemoryImport:
         for store, record in batch:
             by_store.setdefault(store.row.pk, []).append(record)
             stores[store.row.pk] = store
+            if self.partial_records:
+                store.written.append(record)
         for pk, records in by_store.items():
             stores[pk].touched = True
             self._store_records(stores[pk].row, records, session_at)
@@ -275,8 +280,14 @@ class MemoryImport:
             if added:
                 grown.append(row.pk)
             times = [when for v in ordered if (when := _aware(v.at)) is not None and _version_key(v) not in keys]
-            if added and (self.partial_records or (last_at is not None and times and min(times) < last_at)):
-                body = next((v for v in reversed(ordered) if v.op.upper() != "DELETE"), None)
+            late = last_at is not None and bool(times) and min(times) < last_at
+            if added and self.partial_records and not late and ordered[-1].op.upper() != "DELETE" and (
+                    ordered[-1].captured and _version_key(ordered[-1]) not in keys):
+                # The document wrote the record's last body, appended: the record is that body (no reload).
+                _record_written(row, ordered[-1], record.metadata, last + len(added))
+                changed.append(row)
+            elif added and (self.partial_records or late):
+                body = next((v for v in reversed(ordered) if v.op.upper() != "DELETE" and v.captured), None)
                 reordered[row.pk] = (record.metadata, _version_key(body) if body is not None else None)
             elif (added or ((row.text != record.text or row.state != record.state)
                             and _version_key(ordered[-1]) == last_key)) and not self.partial_records:
@@ -346,20 +357,25 @@ class MemoryImport:
             )
             matcher = None
             if store is not None:
-                matcher = matchers.get(store.pk) or matchers.setdefault(store.pk, _StoreMatcher(store))
+                matcher = matchers.get(store.pk)
+                if matcher is None:
+                    matcher = matchers[store.pk] = _StoreMatcher(store)
+                    matcher.prime(i for r in recalls if r.store == recall.store for i in r.items)
             items = []
             for item in recall.items:
                 record_id, version = matcher.find(item, _aware(recall.at)) if matcher else (None, None)
                 items.append(models.RecallItem(recall=row, record_id=record_id, version=version, rank=item.rank,
                                                score=item.score, text=item.text, ref=item.ref))
                 self.outcome.unmatched_items += record_id is None
+                if record_id is not None:
+                    self.read_records.add(record_id)
             models.RecallItem.objects.bulk_create(items, batch_size=BATCH)
             self.outcome.recalls += 1
             self.outcome.recall_items += len(items)
         # Items recalled before their store's records came (an AgentScope session imported before its mem0 export).
         for staged in self.stores.values():
             if staged.touched:
-                rematch_store(staged.row)
+                self.read_records |= rematch_store(staged.row, staged.written if self.partial_records else None)
 
     # --- snapshots -----------------------------------------------------------------------------------------------
 
@@ -467,6 +483,18 @@ def _record_update(row: models.MemoryRecord, record: core.RecordIn, versions: in
     row.version_count = versions
 
 
+def _record_written(row: models.MemoryRecord, last: core.VersionIn, metadata: dict[str, Any], versions: int) -> None:
+    """A record whose new last version (a body seen whole) a partial document wrote: as ``_record_refreshed`` leaves
+    it."""
+    row.text = last.text or ""
+    row.value = last.value
+    row.metadata = metadata  # the body's metadata, whole: none is none
+    row.state = "active"
+    row.content_hash = core.content_hash(row.text)
+    row.updated_at = _aware(last.at) or row.updated_at
+    row.version_count = versions
+
+
 def _version_key(version: core.VersionIn) -> str:
     """What tells a version already stored: the library's event id, else its body and time."""
     if version.external_id:
@@ -498,10 +526,10 @@ def _known_versions(records: Iterable[models.MemoryRecord]) -> dict[int, _Known]
 
 def records_reordered(records: dict[int, tuple[dict[str, Any], str | None]]) -> None:
     """Records that a late version reached, or that lost one (record id -> the metadata its document gives, and the
-    key of the document's last version with a body): their versions numbered again by time, then arrival (a version
-    without a time keeps its place after the one before it), from 1 without a gap, in two steps (``number`` is
-    unique per record), and each record's body, state and times taken from its versions again (its metadata from
-    the document that wrote its last body)."""
+    key of the document's last version with a body seen whole): their versions numbered again by time, then
+    arrival (a version without a time keeps its place after the one before it), from 1 without a gap, in two steps
+    (``number`` is unique per record), and each record's body, state and times taken from its versions again (its
+    metadata from the document that wrote its last body seen whole)."""
     ids = sorted(records)
     for start in range(0, len(ids), BATCH):
         chunk = ids[start:start + BATCH]
@@ -546,11 +574,11 @@ def _record_refreshed(row: models.MemoryRecord, versions: list[models.RecordVers
     known = body is not None and body.body_captured
     row.text = (body.text or "") if known and body is not None else ""
     row.value = body.value if known and body is not None else None
-    if metadata and body is not None and body_key == _version_key(core.VersionIn(
-            op=body.op, text=body.text, at=body.at, external_id=body.external_id or None)):
-        row.metadata = metadata  # the document wrote the body the record holds now
-    else:
-        row.metadata = row.metadata or metadata
+    # Metadata comes whole with a body seen whole (none is none), from the document that wrote the last such body.
+    described = next((v for v in reversed(versions) if v.op.upper() != "DELETE" and v.body_captured), None)
+    if described is not None and body_key == _version_key(core.VersionIn(
+            op=described.op, text=described.text, at=described.at, external_id=described.external_id or None)):
+        row.metadata = metadata
     row.state = "deleted" if last.op.upper() == "DELETE" else "active"
     row.content_hash = core.content_hash(row.text)
     row.created_at = versions[0].at or row.created_at
@@ -598,6 +626,25 @@ class _StoreMatcher:
 
     def __init__(self, store: models.MemoryStore) -> None:
         self.store = store
+        # Primed: records by the ids the items name, and their versions (two queries for a batch of recalls).
+        self._ids: dict[str, int | None] = {}
+        self._versions: dict[int, list[core.VersionIn]] = {}
+
+    def prime(self, items: Iterable[core.RecallItemIn]) -> None:
+        wanted = sorted({str(name) for item in items for name in (item.record, item.ref.get("id"))
+                         if name is not None} - self._ids.keys())
+        for start in range(0, len(wanted), BATCH):
+            chunk = wanted[start:start + BATCH]
+            found = dict(models.MemoryRecord.objects.filter(store=self.store, external_id__in=chunk).values_list(
+                "external_id", "pk"))
+            self._ids.update((name, found.get(name)) for name in chunk)
+        ids = sorted({pk for pk in self._ids.values() if pk is not None} - self._versions.keys())
+        for start in range(0, len(ids), BATCH):
+            for record_id, number, op, text, at in models.RecordVersion.objects.filter(
+                    record_id__in=ids[start:start + BATCH]).order_by("record_id", "number").values_list(
+                    "record_id", "number", "op", "text", "at"):
+                self._versions.setdefault(record_id, []).append(core.VersionIn(op=op, text=text, at=at,
+                                                                               number=number))
 
     def find(self, item: core.RecallItemIn, when: datetime | None) -> tuple[int | None, int | None]:
         record_id = None
@@ -613,10 +660,14 @@ class _StoreMatcher:
             return None, None
         version = item.version
         if version is None:
-            version = by_text[1] if by_text else _version_current(record_id, when, item.text)
+            version = by_text[1] if by_text else (
+                core.version_at(self._versions[record_id], when, item.text) if record_id in self._versions
+                else _version_current(record_id, when, item.text))
         return record_id, version
 
     def _by_external_id(self, external_id: str) -> int | None:
+        if external_id in self._ids:
+            return self._ids[external_id]
         return models.MemoryRecord.objects.filter(store=self.store, external_id=external_id).values_list(
             "pk", flat=True).first()
 
@@ -645,28 +696,44 @@ def _version_current(record_id: int, when: datetime | None, text: str) -> int | 
     return core.version_at(versions, when, text)
 
 
-def rematch_store(store: models.MemoryStore) -> int:
+def rematch_store(store: models.MemoryStore, written: Sequence[core.RecordIn] | None = None) -> set[int]:
     """Items recalled from ``store`` that matched no record when they were stored, matched again now that it holds
-    more records. Returns how many found one."""
+    more records (``written``: only those that name one of these records by id or by a text it had, for a live
+    batch that wrote a few records of a store where many items may never match). Returns the records found."""
     matcher = _StoreMatcher(store)
     found = []
-    for item in models.RecallItem.objects.filter(recall__store=store, record__isnull=True).select_related("recall"):
-        record_id, version = matcher.find(
-            core.RecallItemIn(text=item.text, rank=item.rank, ref=item.ref), item.recall.at)
+    unmatched = models.RecallItem.objects.filter(recall__store=store, record__isnull=True).select_related("recall")
+    items: dict[int, models.RecallItem] = {}
+    if written is None:
+        items = {item.pk: item for item in unmatched}
+    for start in range(0, len(written or ()), BATCH):
+        chunk = (written or [])[start:start + BATCH]
+        texts = sorted({t for r in chunk for t in (r.text, *(v.text for v in r.versions)) if t})
+        items.update((item.pk, item) for item in unmatched.filter(
+            Q(ref__id__in=[r.external_id for r in chunk]) | Q(text__in=texts)))
+    listed = [(item, core.RecallItemIn(text=item.text, rank=item.rank, ref=item.ref))
+              for _, item in sorted(items.items())]
+    matcher.prime(given for _, given in listed)
+    for item, given in listed:
+        record_id, version = matcher.find(given, item.recall.at)
         if record_id is not None:
             item.record_id, item.version = record_id, version
             found.append(item)
     if found:
         models.RecallItem.objects.bulk_update(found, ["record", "version"], batch_size=BATCH)
-    return len(found)
+    return {item.record_id for item in found if item.record_id is not None}
 
 
-def _store_summaries(store: models.MemoryStore) -> None:
-    """The counts the memory page lists, from the rows (once per import, not per record)."""
+def _store_summaries(store: models.MemoryStore, read: set[int] | None = None) -> None:
+    """The counts the memory page lists, from the rows (once per import, not per record); the reads of ``read``
+    records only, when given."""
     records = models.MemoryRecord.objects.filter(store=store)
     totals = records.aggregate(records=Count("id"), versions=Sum("version_count"), updated=Max("updated_at"))
     # Reads: every item that matched a record of the store.
-    reads = models.RecallItem.objects.filter(record__store=store).values("record_id").annotate(
+    items = models.RecallItem.objects.filter(record__store=store)
+    if read is not None:
+        items = items.filter(record_id__in=sorted(read))
+    reads = items.values("record_id").annotate(
         n=Count("id"), last=Max("recall__at")).values_list("record_id", "n", "last")
     for record_id, n, last in reads:
         models.MemoryRecord.objects.filter(pk=record_id).exclude(read_count=n).update(read_count=n, last_read_at=last)
