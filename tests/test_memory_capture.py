@@ -594,6 +594,47 @@ def test_a_records_metadata_is_its_last_whole_bodys_in_any_order(client, db):
                                                "deleted")
 
 
+def test_it_makes_each_kind_of_read_a_recall_matched_by_id_then_content(client, db):
+    # A memory search (one item without an id, one naming a record no batch wrote), a GenAI retrieval of a data
+    # source and an OpenInference reranker, all feeding one call: three recalls linked to it, their items matched
+    # to the store's records by id, then by text; what matches nothing kept as such, with what the span said of it.
+    project, key = new_project(1)
+    found = json.dumps([{"content": "Alice is vegan", "score": 0.9}, {"id": "mem-1", "content": "Alice is vegan"},
+                        {"id": "mem-404", "content": "Alice likes cats", "score": 0.1}])
+    documents = json.dumps([{"id": "doc-1", "score": 0.7, "content": "Trains to Rome leave hourly"}])
+    batch = (
+        write("w1", "create_memory", "mem-1", "Alice is vegan", start=0),
+        search("s1", "diet", None, raw=found, start=1),
+        span("r1", "retrieval kb", {"gen_ai.operation.name": "retrieval", "gen_ai.data_source.id": "kb",
+                                    "gen_ai.request.top_k": 2, "gen_ai.retrieval.query.text": "rome trains",
+                                    "gen_ai.retrieval.documents": documents}, parent="turn", start=1.5),
+        span("k1", "reranker", {"openinference.span.kind": "RERANKER", "reranker.query": "rome", "reranker.top_k": 1,
+                                "reranker.input_documents.0.document.content": "Trains to Rome leave hourly",
+                                "reranker.output_documents.0.document.content": "Trains to Rome leave hourly",
+                                "reranker.output_documents.0.document.score": 0.8}, parent="turn", start=2),
+        chat("c1", start=3, system="Known: Alice is vegan\nAlice likes cats",
+             question="Context: Trains to Rome leave hourly. When do I go?"),
+    )
+    for _ in range(2):  # sent again: nothing twice
+        assert answer(client, key, *batch) == (0, "")
+    recalls = models.Recall.objects.filter(session__agent__project=project).order_by("at")
+    assert [(r.llm_call.span_id, r.store.name if r.store else None, r.store.kind if r.store else None, r.query,
+             r.params, r.placement, r.call_input) for r in recalls] == [
+        (sid("c1"), "prefs", "records", "diet", {}, "system", 0),
+        (sid("c1"), "kb", "knowledge", "rome trains", {"top_k": 2}, "message", 1),
+        (sid("c1"), None, None, "rome", {"top_k": 1, "record_count": 1, "reranker": "reranker"}, "message", 1)]
+    items = [[(i.rank, i.record.external_id if i.record else None, i.version, i.score, i.text, i.ref)
+              for i in r.items.order_by("rank").select_related("record")] for r in recalls]
+    assert items == [
+        [(1, "mem-1", 1, 0.9, "Alice is vegan", {}), (2, "mem-1", 1, None, "Alice is vegan", {"id": "mem-1"}),
+         (3, None, None, 0.1, "Alice likes cats", {"id": "mem-404"})],
+        [(1, None, None, 0.7, "Trains to Rome leave hourly", {"id": "doc-1"})],
+        [(1, None, None, 0.8, "Trains to Rome leave hourly", {})]]
+    record = models.MemoryRecord.objects.get(store__project=project, external_id="mem-1")
+    assert (record.read_count, models.RecallItem.objects.filter(recall__session__agent__project=project).count()) \
+        == (2, 5)
+
+
 def test_it_stores_compactions_and_writes_seen_without_their_body(client, db):
     project, key = new_project(1)
     part = {"type": "compaction", "id": "cmp_1", "content": "Alice is vegan; booked Rome."}
