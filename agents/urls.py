@@ -33,9 +33,11 @@ urlpatterns = [
     path("sessions/<int:session_id>/calls/<int:call_id>/", sessions_views.llm_call, name="llm_call"),
     path("agents/<int:agent_id>/", sessions_views.agent_detail, name="agent_detail"),
     path("favicon.ico", sessions_views.favicon, name="favicon"),
-    # The memory pages (agents.ledger.views): an agent's stores and records, one record's versions and reads.
+    # The memory pages (agents.ledger.views): an agent's stores and records, one record's versions and reads, an
+    # agent's snapshots.
     path("agents/<int:agent_id>/memory/", ledger_views.agent_memory, name="agent_memory"),
     path("memory/records/<int:record_id>/", ledger_views.memory_record, name="memory_record"),
+    path("agents/<int:agent_id>/snapshots/", ledger_views.agent_snapshots, name="agent_snapshots"),
     # Import and export (agents.transfer.views).
     path("import/", transfer_views.import_upload, name="import_upload"),
     path("import/confirm/", transfer_views.import_confirm, name="import_confirm"),
