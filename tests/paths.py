@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent  # the checkout
-SAMPLES = ROOT / "tests" / "samples"
+SAMPLES = Path(__file__).resolve().parent / "samples"
 MEMORY_SAMPLES = SAMPLES / "memory"
 SAMPLE_FILES = sorted(SAMPLES.glob("*/travel.*"))
