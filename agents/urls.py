@@ -34,9 +34,11 @@ urlpatterns = [
     path("sessions/<int:session_id>/calls/<int:call_id>/", sessions_views.llm_call, name="llm_call"),
     path("agents/<int:agent_id>/", sessions_views.agent_detail, name="agent_detail"),
     path("favicon.ico", sessions_views.favicon, name="favicon"),
-    # The memory pages (agents.ledger.views): an agent's stores and records, one record's versions and reads.
+    # The memory pages (agents.ledger.views): an agent's stores and records, one record's versions and reads, an
+    # agent's snapshots.
     path("agents/<int:agent_id>/memory/", ledger_views.agent_memory, name="agent_memory"),
     path("memory/records/<int:record_id>/", ledger_views.memory_record, name="memory_record"),
+    path("agents/<int:agent_id>/snapshots/", ledger_views.agent_snapshots, name="agent_snapshots"),
     # Import and export (agents.transfer.views).
     path("import/", transfer_views.import_upload, name="import_upload"),
     path("import/confirm/", transfer_views.import_confirm, name="import_confirm"),
@@ -103,12 +105,15 @@ api_urlpatterns = [
     path("memory/stores/", api_memory.memory_store_list, name="memory_store_list"),
     path("memory/stores/<int:store_id>/records/", api_memory.memory_store_records, name="memory_store_records"),
     path("memory/stores/<int:store_id>/export/", api_memory.memory_store_export, name="memory_store_export"),
+    path("memory/stores/<int:store_id>/findings/", api_memory.memory_store_findings, name="memory_store_findings"),
     path("memory/records/<int:record_id>/", api_memory.memory_record, name="memory_record"),
     path("memory/records/<int:record_id>/diff/", api_memory.memory_record_diff, name="memory_record_diff"),
     path("agents/<int:agent_id>/memory/", api_memory.agent_memory, name="agent_memory"),
     path("agents/<int:agent_id>/snapshots/", api_memory.agent_snapshots, name="agent_snapshots"),
     path("sessions/<int:session_id>/recalls/", api_memory.session_recalls, name="session_recalls"),
     path("sessions/<int:session_id>/context/", api_memory.session_context, name="session_context"),
+    path("sessions/<int:session_id>/memory-findings/", api_memory.session_memory_findings,
+         name="session_memory_findings"),
     path("snapshots/<int:snapshot_id>/", api_memory.snapshot_detail, name="snapshot_detail"),
     path("snapshots/<int:snapshot_id>/diff/<int:other_id>/", api_memory.snapshot_diff, name="snapshot_diff"),
     # The memory write API, for teams that do not trace (agents.api.memory_writes).

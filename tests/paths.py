@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-SAMPLES = Path(__file__).resolve().parent / "samples"
+ROOT = Path(__file__).resolve().parent.parent  # the checkout
+SAMPLES = ROOT / "tests" / "samples"
 MEMORY_SAMPLES = SAMPLES / "memory"
 SAMPLE_FILES = sorted(SAMPLES.glob("*/travel.*"))

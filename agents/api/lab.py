@@ -103,7 +103,7 @@ class PresetIn(BaseModel):
     counter: str = DEFAULT_COUNTER
 
 
-def _preset_dict(request: Request, preset: models.Preset) -> dict[str, Any]:
+def _preset_dict(preset: models.Preset) -> dict[str, Any]:
     return {
         "name": preset.name,
         "project": preset.project.slug,
@@ -127,6 +127,6 @@ def preset_list(request: Request) -> Response:
         body = body_as(request, PresetIn)
         preset = lab_presets.preset_saved(user=request.user, project=body.project, name=body.name,
                                           strategy=body.strategy, params=body.params, counter=body.counter)
-        return Response(_preset_dict(request, preset), status=201)
+        return Response(_preset_dict(preset), status=201)
     presets = lab_presets.presets_listed(user=request.user, project=request.query_params.get("project"))
-    return Response({"presets": [_preset_dict(request, p) for p in presets]})
+    return Response({"presets": [_preset_dict(p) for p in presets]})

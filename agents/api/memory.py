@@ -35,7 +35,7 @@ from agents.api.endpoints import (
     query_parameters,
     write_api,
 )
-from agents.ledger import context, reading
+from agents.ledger import context, findings, reading
 from agents.memory.formats import MEMORY_WRITE_FORMATS
 from agents.memory.snapshot_diff import DISPLAY_CHARS
 from agents.throttling import expensive_api
@@ -624,3 +624,105 @@ def memory_store_export(request: Request, store_id: int) -> HttpResponse | Respo
     # ASCII JSON: a header's value is Latin-1, and a store's name may be any text.
     response["X-Memoryviz-Dropped"] = json.dumps(exported.dropped)
     return response
+
+
+# --- memory findings (issue 27) ---------------------------------------------------------------------------------------
+
+
+class FindingOut(BaseModel):
+    """One memory finding (DESIGN's stable kinds), where it is and what to do about it."""
+
+    model_config = _examples({
+        "id": 8, "kind": "stale_recall", "seq": 13, "recall": 6, "record": 1,
+        "record_url": "https://memoryviz.example/api/memory/records/1/", "version": 1,
+        "message": "item 2 sent version 1 of '97471722-3994-4a2e-ae92-ad22be78fc72'; the record was at version 2 "
+                   "by then",
+        "advice": "Read the record again before sending it, or invalidate cached retrievals when it changes.",
+        "at": "2026-12-07T00:51:32.719000+00:00",
+    })
+
+    id: int
+    kind: str
+    seq: int | None = Field(description="The message it is flagged on (a session's findings).")
+    recall: int | None
+    record: int | None
+    record_url: str | None
+    version: int | None
+    message: str
+    advice: str = Field(description="What to do about it, in one sentence.")
+    at: Time
+
+
+class SessionFindingsOut(BaseModel):
+    """A session's memory findings by the message they are flagged on, with how many of each kind."""
+
+    session: int
+    counts: dict[str, int]
+    count: int
+    next: str | None
+    previous: str | None
+    results: list[FindingOut]
+
+
+class StoreFindingsOut(BaseModel):
+    """The findings of a store's records, by kind, with how many of each kind."""
+
+    store: int
+    counts: dict[str, int]
+    count: int
+    next: str | None
+    previous: str | None
+    results: list[FindingOut]
+
+
+class FindingsQuery(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    kind: str = Field(default="", description="Only findings of this kind")
+
+
+def _finding(request: Request, finding: models.MemoryFinding) -> dict[str, Any]:
+    return FindingOut(
+        id=finding.pk, kind=finding.kind, seq=finding.seq, recall=finding.recall_id, record=finding.record_id,
+        record_url=_url(request, "memory_record", finding.record_id) if finding.record_id else None,
+        version=finding.version, message=finding.message, advice=findings.advice(finding.kind), at=finding.at,
+    ).model_dump(mode="json")
+
+
+@documented("session_memory_findings", "A session's memory findings", 400, 401, 404, response=SessionFindingsOut,
+            parameters=[*query_parameters(FindingsQuery), OpenApiParameter("page", int)])
+@api
+def session_memory_findings(request: Request, session_id: int) -> Response:
+    """What went wrong with what the session's model calls were sent of memory: stale or deleted records sent,
+    recalled text no record holds, searches that found nothing, the same memory sent twice. Each on the message
+    carrying the recall (``seq``), with what to do about it; ``counts`` by kind. Computed from the rows when they
+    change, never on a page view."""
+    query = query_as(request, FindingsQuery)
+    try:
+        listed = findings.session_findings_listed(user=request.user, session_id=session_id, kind=query.kind)
+    except findings.FindingsRequestError as exc:
+        return bad_request(str(exc))
+    count = listed.counts.get(query.kind, 0) if query.kind else listed.session.memory_finding_count
+    paginator, shown = _paged(request, listed.findings, _finding, count=count)
+    return Response(SessionFindingsOut(
+        session=listed.session.pk, counts=listed.counts, count=count, next=paginator.get_next_link(),
+        previous=paginator.get_previous_link(), results=shown,
+    ).model_dump(mode="json"))
+
+
+@documented("memory_store_findings", "The findings of a store's records", 400, 401, 404, response=StoreFindingsOut,
+            parameters=[*query_parameters(FindingsQuery), OpenApiParameter("page", int)])
+@api
+def memory_store_findings(request: Request, store_id: int) -> Response:
+    """The same text stored twice, updates that changed nothing, blocks over or near their character limit: each
+    on its record, with what to do about it; ``counts`` by kind. ``kind`` lists one kind."""
+    query = query_as(request, FindingsQuery)
+    try:
+        listed = findings.store_findings_listed(user=request.user, store_id=store_id, kind=query.kind)
+    except findings.FindingsRequestError as exc:
+        return bad_request(str(exc))
+    paginator, shown = _paged(request, listed.findings, _finding, count=listed.count)
+    return Response(StoreFindingsOut(
+        store=listed.store.pk, counts=listed.counts, count=listed.count or 0, next=paginator.get_next_link(),
+        previous=paginator.get_previous_link(), results=shown,
+    ).model_dump(mode="json"))

@@ -83,15 +83,15 @@ def api_root(request: Request) -> Response:
 
 @documented("sessions_list", "The sessions of your projects, filtered and sorted", 400, 401, 404, method="GET",
             parameters=[OpenApiParameter(name, str, description=name) for name in (
-                "project", "agent", "q", "tool", "violations", "errors", "date_from", "date_to", "min_tokens",
-                "max_tokens", "label", "review_status", "assignee", "sort", "page",
+                "project", "agent", "q", "tool", "violations", "errors", "memory_findings", "date_from", "date_to",
+                "min_tokens", "max_tokens", "label", "review_status", "assignee", "sort", "page",
             )])
 @documented("sessions_create", "Create a session", 400, 403, 409, ok=(201,), method="POST", request=SessionCreate)
 @write_api(["GET", "POST"])
 def session_list(request: Request) -> Response:
-    """GET: the session list with the page's filters (project, agent, q, tool, violations, errors, dates, tokens,
-    label, review status, assignee, sort). POST: create a session (``SessionCreate``), with its first messages if
-    given."""
+    """GET: the session list with the page's filters (project, agent, q, tool, violations, errors, memory findings,
+    dates, tokens, label, review status, assignee, sort). POST: create a session (``SessionCreate``), with its first
+    messages if given."""
     if request.method == "POST":
         body = body_as(request, SessionCreate)
         created = writes.session_created(user=request.user, project=body.project, agent=body.agent,

@@ -33,11 +33,13 @@ def session_lab(request: HtmxHttpRequest, session_id: int) -> HttpResponse:
             return HttpResponseClientRedirect(saved.address) if request.htmx else redirect(saved.address)
         if request.htmx:
             return render(request, "agents/_lab_elsewhere.html#preset-save", saved.form_context)
-        return _render_lab(request, saved.lab_context, replay_part=saved.replay_part)
-    # ?part=replay: the replay of a long session, asked for by its lab page once the preview is shown.
-    replay_part = request.GET.get("part") == "replay"
-    context = pages.lab_page(user=request.user, session_id=session_id, query=request.GET,
-                             step=int_or_none(request.GET.get("step")), site=_site(request), replay_part=replay_part)
+        context, replay_part = saved.lab_context, saved.replay_part
+    else:
+        # ?part=replay: the replay of a long session, asked for by its lab page once the preview is shown.
+        replay_part = request.GET.get("part") == "replay"
+        context = pages.lab_page(user=request.user, session_id=session_id, query=request.GET,
+                                 step=int_or_none(request.GET.get("step")), site=_site(request),
+                                 replay_part=replay_part)
     return _render_lab(request, context, replay_part=replay_part)
 
 

@@ -61,7 +61,9 @@ def record_for_user(user: User, record_id: int) -> models.MemoryRecord:
 
 def snapshot_for_user(user: User, snapshot_id: int) -> models.Snapshot:
     try:
-        return models.Snapshot.objects.select_related("agent", "session", "parent").get(
+        # The parent is named, not read: its value may be as big as this one's.
+        return models.Snapshot.objects.select_related("agent", "session", "parent").defer(
+            "parent__value", "session__metadata", "session__violations").get(
             pk=snapshot_id, agent__project__in=user_projects(user))
     except models.Snapshot.DoesNotExist:
         raise Http404("No such snapshot.") from None

@@ -1,5 +1,5 @@
-"""The memory pages: an agent's memory and one record. Each view reads its input, calls one function of
-``ledger.pages`` and renders what it returns; over htmx, only the part that was asked for."""
+"""The memory pages: an agent's memory, one record, an agent's snapshots. Each view reads its input, calls one
+function of ``ledger.pages`` (``ledger.snapshots``) and renders what it returns; over htmx, only the part asked for."""
 from __future__ import annotations
 
 from django.http import HttpResponse
@@ -7,10 +7,12 @@ from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
 from agents.http import HtmxHttpRequest
-from agents.ledger import pages
+from agents.ledger import pages, snapshots
 
 # The parts of the record page that page or change on their own (the id of the element each replaces).
 RECORD_PARTS = ("versions", "diff", "reads")
+# The snapshots page's part that pages on its own.
+SNAPSHOT_PARTS = ("timeline",)
 
 
 @require_GET
@@ -30,5 +32,15 @@ def memory_record(request: HtmxHttpRequest, record_id: int) -> HttpResponse:
     shown = pages.memory_record_page(user=request.user, record_id=record_id, query=request.GET)
     template_name = "agents/memory_record.html"
     if request.htmx and request.htmx.target in RECORD_PARTS:
+        template_name += f"#{request.htmx.target}"
+    return render(request, template_name, {"page": shown})
+
+
+@require_GET
+def agent_snapshots(request: HtmxHttpRequest, agent_id: int) -> HttpResponse:
+    """An agent's snapshots on a timeline (paged), one opened as a tree (``?snapshot=``), two compared (``?a=&b=``)."""
+    shown = snapshots.agent_snapshots_page(user=request.user, agent_id=agent_id, query=request.GET)
+    template_name = "agents/agent_snapshots.html"
+    if request.htmx and request.htmx.target in SNAPSHOT_PARTS:
         template_name += f"#{request.htmx.target}"
     return render(request, template_name, {"page": shown})

@@ -62,6 +62,7 @@ class SessionFilterForm(forms.Form):
     # A field named like Form.errors: Django's form metaclass takes declared fields off the class, so .errors stays
     # the ErrorDict, which mypy cannot see.
     errors: ErrorDict = forms.BooleanField(required=False, label="Has tool errors")  # type: ignore[assignment]
+    memory_findings = forms.BooleanField(required=False, label="Has memory findings")
     date_from = forms.DateField(required=False, label="Started from", widget=forms.DateInput(attrs={"type": "date"}))
     date_to = forms.DateField(required=False, label="Started until", widget=forms.DateInput(attrs={"type": "date"}))
     min_tokens = forms.IntegerField(required=False, min_value=0, label="Min tokens")
@@ -117,6 +118,7 @@ class SessionFilterForm(forms.Form):
             tool=data.get("tool") or "",
             has_violations=bool(data.get("violations")),
             has_errors=bool(data.get("errors")),
+            has_memory_findings=bool(data.get("memory_findings")),
             date_from=data.get("date_from"),
             date_to=data.get("date_to"),
             min_tokens=data.get("min_tokens"),

@@ -52,6 +52,7 @@ class SessionFilters:
     tool: str = ""
     has_violations: bool = False
     has_errors: bool = False
+    has_memory_findings: bool = False  # Session.memory_finding_count, kept by ledger.findings
     date_from: dt.date | None = None
     date_to: dt.date | None = None
     min_tokens: int | None = None
@@ -95,6 +96,8 @@ def sessions_filtered(user: User, filters: SessionFilters) -> QuerySet[models.Se
         qs = qs.filter(violation_count__gt=0)
     if filters.has_errors:
         qs = qs.filter(has_errors=True)
+    if filters.has_memory_findings:
+        qs = qs.filter(memory_finding_count__gt=0)
     # Day bounds as datetimes in the site's time zone, so that the started_at index serves the range.
     if filters.date_from is not None:
         qs = qs.filter(started_at__gte=_day_start(filters.date_from))
