@@ -139,6 +139,12 @@ def test_two_snapshots_side_by_side_list_what_the_api_lists(alice_client, friday
     assert [r.path for r in added] == [f"$.memory.content[{k}]" for k in range(5, 11)]
     # Each reaches its message in the session, found by its id (the session starts with the system prompt).
     assert [r.message_seq for r in added] == list(range(6, 12))
+    # A whole message added says who said what; the plan's tool call by name.
+    assert [r.said for r in added][:4] == [
+        "user: Make me a plan for the trip.",
+        "user: <long_term_memory>The content below are retrieved from long-term memory, which maybe usef…",
+        "user: <retrieved_knowledge>Use the following content from the knowledge base(s) if it's helpful…",
+        "assistant: (calls create_plan)"]
     html = response.content.decode()
     assert f'href="/sessions/{second.session_id}/?at=7#m-7">message #7 in the session</a>' in html
     assert f'href="{reverse("api:snapshot_diff", args=[first.pk, second.pk])}?limit=200" id="compare-json"' in html

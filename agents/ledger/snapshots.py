@@ -38,6 +38,8 @@ TREE_DEPTH = 32
 # A string longer than this is folded under <details> (its first characters as the summary).
 FOLD_CHARS = 160
 PREVIEW_CHARS = 90
+# A change whose value is longer than this many lines is folded under <details>.
+FOLD_LINES = 16
 # Where the cuts of one tree are listed, at most this many of them.
 CUTS_LISTED = 20
 
@@ -191,13 +193,27 @@ def _one_line(text: str, limit: int) -> str:
 
 
 def _message_summary(said: tuple[str, dict[str, Any]]) -> str:
+    """Who said what, in a line: the text, else the tools it calls or answers."""
     role, fields = said
     content = fields.get("content")
-    if isinstance(content, list):  # blocks: their text
-        content = " ".join(str(b.get("text", "")) if isinstance(b, dict) else str(b) for b in content)
+    calls = [c for c in fields.get("tool_calls") or [] if isinstance(c, dict)]
+    if isinstance(content, list):  # blocks: their text; AgentScope's tool_use and tool_result blocks by name
+        texts = []
+        for block in content:
+            if not isinstance(block, dict):
+                texts.append(str(block))
+            elif block.get("type") == "tool_use":
+                calls.append(block)
+            elif block.get("type") == "tool_result":
+                texts.append(f"(result of {block.get('name') or 'a tool'})")
+            else:
+                texts.append(str(block.get("text", "")))
+        content = " ".join(t for t in texts if t)
     text = _one_line(content, PREVIEW_CHARS) if isinstance(content, str) and content.strip() else ""
-    if not text and fields.get("tool_calls"):
-        text = "(tool calls)"
+    if not text and calls:
+        names = [str(c.get("name") or (c["function"].get("name") if isinstance(c.get("function"), dict) else None)
+                     or "?") for c in calls]
+        text = f"(calls {', '.join(names)})"
     return f"{role}: {text}" if text else role
 
 
@@ -240,6 +256,12 @@ class ChangeRow:
     message: int | None  # the index of the message it reaches in its list
     message_url: str  # the session at that message
     message_seq: int | None  # that message's place in the session
+    said: str = ""  # a whole message added or removed: who said what ("user: Make me a plan")
+
+    @property
+    def folded(self) -> bool:
+        """Its values are long, or it is a whole message its summary names: under <details>."""
+        return bool(self.said) or max(self.old.count("\n"), self.new.count("\n")) > FOLD_LINES
 
 
 @dataclass
@@ -395,10 +417,13 @@ def _compare(user: User, agent: models.Agent, a: int, b: int, path: str, query: 
     for change, link in zip(pair.diff.changes, links, strict=True):
         shown = change.to_dict(max_chars=DISPLAY_CHARS)
         cut = shown.get("cut", {})
+        whole = change.new if change.op == "added" else change.old if change.op == "removed" else None
+        said = message_fields(whole) if whole is not None and change.message_list is not None else None
         rows.append(ChangeRow(
             path=change.path, op=change.op, old=_as_text(shown["old"]) if change.op != "added" else "",
             new=_as_text(shown["new"]) if change.op != "removed" else "", old_cut=cut.get("old"),
-            new_cut=cut.get("new"), message=change.message, message_url=link[0], message_seq=link[1]))
+            new_cut=cut.get("new"), message=change.message, message_url=link[0], message_seq=link[1],
+            said=_message_summary(said) if said else ""))
     return SnapshotCompare(
         left=pair.left, right=pair.right, rows=rows, total=pair.diff.total, counts=pair.diff.counts,
         truncated=pair.diff.truncated, exact=pair.diff.exact,
