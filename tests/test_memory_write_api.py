@@ -137,6 +137,24 @@ def test_a_recall_is_posted_once_with_its_items_matched_by_id_then_text(client, 
     assert models.MemoryRecord.objects.get(external_id="mem-1").read_count == 1
 
 
+def test_a_recall_given_its_call_alone_is_at_the_input_message_carrying_its_items(client, project, agent, auth):
+    session = agent.sessions.create(external_id="s1", title="t")
+    for seq, (role, content) in enumerate([("system", "You help Alice."), ("user", "Dinner?"), ("assistant", "Pasta"),
+                                           ("user", "Memories:\n- Alice   is vegan\nBreakfast?")]):
+        models.Message.objects.create(session=session, seq=seq, role=role, content=content)
+    call = models.LlmCall.objects.create(session=session, trace_id="ab" * 16, span_id="cd" * 8, sent=[0, 1, 2, 3],
+                                         placed=True)
+    body = {"id": "read-1", "session": session.pk, "llm_call": call.pk, "query": "diet",
+            "items": [{"text": "Alice is vegan"}]}
+    assert post(client, "recalls", body, auth).status_code == 201
+    [recall] = models.Recall.objects.filter(session=session)
+    assert (recall.seq, recall.call_input, recall.llm_call) == (3, 3, call)
+    # Items no input message holds: the call alone, no message.
+    assert post(client, "recalls", {**body, "id": "read-2", "items": [{"text": "Alice runs"}]}, auth).status_code \
+        == 201
+    assert models.Recall.objects.values_list("seq", "call_input").get(external_id="read-2") == (None, None)
+
+
 def test_a_snapshot_is_posted_once_after_its_parent(client, project, agent, auth):
     session = agent.sessions.create(external_id="s1", title="t")
     first = {"id": "state-1", "agent": "travel-bot", "format": "autogen", "value": {"messages": []}, "step": 1,

@@ -93,7 +93,8 @@ class ApiRecallItem(BaseModel):
 
 class ApiRecall(BaseModel):
     """A read of a store that fed a model call: its query and items, and the message carrying them (``seq``) or the
-    captured call it fed (``llm_call``), in ``session``."""
+    captured call it fed (``llm_call``), in ``session``. Given the call alone, the recall is at the message of the
+    call's input that holds its items, where one does."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -291,17 +292,22 @@ def recall_posted(*, user: access.User, body: ApiRecall) -> storing.MemoryOutcom
     session = _session(project, body.session, "session")
     assert session is not None
     stores = [_store_in(_store_row(project, body.store))] if body.store is not None else []
-    call_id = None
+    call_id = call_input = None
     seq = body.seq
+    if seq is not None and not models.Message.objects.filter(session=session, seq=seq).exists():
+        raise ValueError(f"seq: session {session.pk} has no message {seq}")
     if body.llm_call is not None:
         call = models.LlmCall.objects.filter(pk=body.llm_call, session=session).first()
         if call is None:
             raise ValueError(f"llm_call: no captured call {body.llm_call} in session {session.pk}")
         call_id = call.pk
-    if seq is not None and not models.Message.objects.filter(session=session, seq=seq).exists():
-        raise ValueError(f"seq: session {session.pk} has no message {seq}")
+        if seq is None:
+            seq = _carrying(session, call, [item.text for item in body.items])
+        # Its position in the call's input: the recall follows that message when a late call moves it.
+        call_input = call.sent.index(seq) if call.placed and seq in call.sent else None
     recall = core.RecallIn(
         session=str(session.pk), seq=seq, llm_call=str(call_id) if call_id is not None else None,
+        call_input=call_input,
         store=body.store, query=body.query, params=body.params, placement=body.placement, persisted=body.persisted,
         at=body.at or timezone.now(), external_id=body.id,
         items=[core.RecallItemIn(text=item.text, rank=item.rank or i, score=item.score, record=item.record,
@@ -309,6 +315,21 @@ def recall_posted(*, user: access.User, body: ApiRecall) -> storing.MemoryOutcom
     document = core.MemoryDocument(format=SOURCE_FORMAT, stores=stores, recalls=[recall])
     return _stored(project, document, {str(session.pk): session},
                    call_named=lambda given: call_id if given is not None and given == str(call_id) else None)
+
+
+def _carrying(session: models.Session, call: models.LlmCall, texts: list[str]) -> int | None:
+    """The message of the call's input that carries the recalled texts, as the receiver finds it: the last one,
+    not the model's own, that holds one of them (whitespace folded)."""
+    wanted = [core.folded(text) for text in texts if text.strip()]
+    if not wanted or not call.placed:
+        return None
+    held = {seq: (role, content) for seq, role, content in models.Message.objects.filter(
+        session=session, seq__in=call.sent).values_list("seq", "role", "content")}
+    for seq in reversed(call.sent):
+        role, content = held.get(seq, ("assistant", None))
+        if role != "assistant" and any(text in core.folded(content or "") for text in wanted):
+            return seq
+    return None
 
 
 def snapshot_posted(*, user: access.User, body: ApiSnapshot) -> storing.MemoryOutcome:
