@@ -145,6 +145,9 @@ def test_two_snapshots_side_by_side_list_what_the_api_lists(alice_client, friday
         "user: <long_term_memory>The content below are retrieved from long-term memory, which maybe usef…",
         "user: <retrieved_knowledge>Use the following content from the knowledge base(s) if it's helpful…",
         "assistant: (calls create_plan)"]
+    # The plan made in turn 2: nothing before, a long object after, folded on its own side only.
+    plan = next(r for r in compare.rows if r.path == "$.plan_notebook.current_plan")
+    assert (plan.op, plan.old, plan.old_folded, plan.new_folded) == ("changed", "null", False, True)
     html = response.content.decode()
     assert f'href="/sessions/{second.session_id}/?at=7#m-7">message #7 in the session</a>' in html
     assert f'href="{reverse("api:snapshot_diff", args=[first.pk, second.pk])}?limit=200" id="compare-json"' in html

@@ -258,10 +258,14 @@ class ChangeRow:
     message_seq: int | None  # that message's place in the session
     said: str = ""  # a whole message added or removed: who said what ("user: Make me a plan")
 
+    # A side is folded under <details> when it is long, or a whole message its summary names.
     @property
-    def folded(self) -> bool:
-        """Its values are long, or it is a whole message its summary names: under <details>."""
-        return bool(self.said) or max(self.old.count("\n"), self.new.count("\n")) > FOLD_LINES
+    def old_folded(self) -> bool:
+        return bool(self.said) or self.old.count("\n") > FOLD_LINES
+
+    @property
+    def new_folded(self) -> bool:
+        return bool(self.said) or self.new.count("\n") > FOLD_LINES
 
 
 @dataclass
