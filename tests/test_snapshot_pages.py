@@ -291,3 +291,21 @@ def test_the_agent_page_and_its_memory_page_link_the_snapshots(alice_client, lan
     assert f'<dd id="agent-snapshots"><a href="{url}">' in agent_page
     memory = alice_client.get(reverse("agents:agent_memory", args=[langgraph.pk])).content.decode()
     assert f'<a href="{url}" id="memory-snapshots-link">5</a>' in memory
+
+
+def test_a_and_b_picked_on_different_pages_of_the_timeline_are_compared(alice_client, agent):
+    made = bulk_snapshots(agent, 120)
+    # A picked on the first page (compared alone: asked for B), then the timeline paged on.
+    first = alice_client.get(page_url(agent, a=made[2].pk)).context["page"]
+    assert first.compare is None and first.a == made[2].pk
+    second = alice_client.get(first.paging.next_url)
+    html = second.content.decode()
+    # The second page sends A again with its form; B is picked there.
+    assert f'<input type="hidden" name="a" value="{made[2].pk}">' in html
+    assert html.index(f'name="a" value="{made[2].pk}"') < html.index('type="radio" name="a"')
+    page = second.context["page"]
+    query = "&".join(f"{k}={v}" for k, v in page.kept) + f"&b={made[60].pk}"
+    compare = alice_client.get(f"{page.path}?{query}").context["page"].compare
+    assert (compare.left, compare.right) == (made[2], made[60])
+    # On its own page, A is the radio checked, not a hidden field.
+    assert '<input type="hidden" name="a"' not in alice_client.get(page_url(agent, a=made[2].pk)).content.decode()

@@ -293,7 +293,7 @@ class SnapshotsPage:
     errors: list[str]
     path: str
     json_url: str  # GET /api/agents/<id>/snapshots/
-    kept: list[tuple[str, str]]  # what the compare form sends again (the page of the timeline, the one opened)
+    kept: list[tuple[str, str]]  # what the compare form sends again (the page, the one opened, A or B elsewhere)
     a: int | None
     b: int | None
 
@@ -325,6 +325,10 @@ def agent_snapshots_page(*, user: User, agent_id: int, query: Mapping[str, str])
         opened = _opened(user, agent, opened_id)
     rows, start, paging = _timeline(snapshots, query, path, opened_id=opened_id, compare=compare)
     kept = [(k, str(query[k])) for k in ("after", "before", "start", "snapshot") if query.get(k)]
+    # A or B picked on another page of the timeline is sent again, before this page's choices (the last value of a
+    # name wins): A picked on the first page, B on the tenth.
+    on_page = {row.snapshot.pk for row in rows}
+    kept += [(name, str(pk)) for name, pk in (("a", a), ("b", b)) if pk is not None and pk not in on_page]
     return SnapshotsPage(
         agent=agent, rows=rows, count=snapshots.count(), start=start, paging=paging, opened=opened, compare=compare,
         errors=errors, path=path, json_url=reverse("api:agent_snapshots", args=[agent.pk]), kept=kept,
