@@ -36,22 +36,22 @@ def import_turn3(project: models.Project, folder: Path) -> models.Session:
     return models.Session.objects.get(agent__project=project, external_id="user_1_trip")
 
 
-def mem0_duplicates(folder: Path, records: int, *, user: str = "dana") -> Path:
+def mem0_duplicates(folder: Path, records: int, *, user: str = "dana", text: str = "Likes green tea") -> Path:
     """A mem0 ``get_all`` output with its history, as mem0 writes them: every record holds the same fact (mem0 1.x
     with an eager model adds it again instead of updating), and the first was rewritten with the same text."""
     results, history = [], []
     for i in range(records):
         memory_id = f"00000000-0000-0000-0000-{i + 1:012d}"
         when = (T0 + dt.timedelta(minutes=i)).isoformat()
-        results.append({"id": memory_id, "memory": "Likes green tea", "metadata": None, "created_at": when,
+        results.append({"id": memory_id, "memory": text, "metadata": None, "created_at": when,
                         "updated_at": when, "user_id": user,
-                        "hash": hashlib.md5(b"Likes green tea").hexdigest()})
-        history.append({"id": f"h-{i}-0", "memory_id": memory_id, "old_memory": None, "new_memory": "Likes green tea",
+                        "hash": hashlib.md5(text.encode()).hexdigest()})
+        history.append({"id": f"h-{i}-0", "memory_id": memory_id, "old_memory": None, "new_memory": text,
                         "event": "ADD", "created_at": when, "updated_at": when, "is_deleted": False,
                         "actor_id": user, "role": "user"})
     later = (T0 + dt.timedelta(days=1)).isoformat()
-    history.append({"id": "h-0-1", "memory_id": results[0]["id"], "old_memory": "Likes green tea",
-                    "new_memory": "Likes green tea", "event": "UPDATE", "created_at": results[0]["created_at"],
+    history.append({"id": "h-0-1", "memory_id": results[0]["id"], "old_memory": text,
+                    "new_memory": text, "event": "UPDATE", "created_at": results[0]["created_at"],
                     "updated_at": later, "is_deleted": False, "actor_id": user, "role": "user"})
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"mem0-{user}-{records}.json"

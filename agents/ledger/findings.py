@@ -28,7 +28,7 @@ from datetime import datetime
 from typing import Any
 
 from django.db import transaction
-from django.db.models import Count, Max, QuerySet, Sum
+from django.db.models import Count, Max, Min, QuerySet, Sum
 
 from agents import models
 from agents.access import User, session_for_user
@@ -54,14 +54,21 @@ class FindingsRequestError(ValueError):
 def session_key(session: models.Session) -> str:
     """What a session's findings depend on: its messages' version (the last reply), its recalls (count, last id,
     where they are, how many items), and each store they read (its records and versions, as its summaries count
-    them). Two indexed aggregates."""
+    them). Two indexed aggregates (one for a session without recalls)."""
+    return _session_key(session)[0]
+
+
+def _session_key(session: models.Session) -> tuple[str, int]:
+    """The key, and how many recalls the session has."""
     recalls = models.Recall.objects.filter(session=session).order_by().aggregate(
         n=Count("id"), last=Max("id"), seqs=Sum("seq"), items=Sum("item_count"))
-    stores = models.MemoryStore.objects.filter(
-        pk__in=models.Recall.objects.filter(session=session, store__isnull=False).order_by().values("store_id")
-    ).order_by("pk").values_list("pk", "record_count", "version_count", "last_write_at", "state")
+    stores: list[Any] = []
+    if recalls["n"]:  # no recall reads a store: the list would be empty
+        stores = list(models.MemoryStore.objects.filter(
+            pk__in=models.Recall.objects.filter(session=session, store__isnull=False).order_by().values("store_id")
+        ).order_by("pk").values_list("pk", "record_count", "version_count", "last_write_at", "state"))
     return _digest([RULES_VERSION, session.content_version, recalls["n"], recalls["last"], recalls["seqs"],
-                    recalls["items"], *stores])
+                    recalls["items"], *stores]), recalls["n"]
 
 
 def store_key(store: models.MemoryStore) -> str:
@@ -252,10 +259,16 @@ def store_findings_store(store: models.MemoryStore) -> int:
     return len(found)
 
 
-def session_findings_fresh(session: models.Session) -> models.Session:
+def session_findings_fresh(session: models.Session, *, writer: bool = False) -> models.Session:
     """The session with its stored findings as its rows say now: computed again when what they were computed from
-    changed since (``session_key``)."""
-    if session.memory_findings_key != session_key(session):
+    changed since (``session_key``). ``writer``: store the key even for a session without recalls (a reader skips
+    that write)."""
+    key, recalls = _session_key(session)
+    if session.memory_findings_key != key:
+        if not recalls and not session.memory_finding_count and not writer:
+            # Every session finding comes from a recall: a session without any (most sessions, stored before these
+            # findings or by a path that does not compute them) has none, and a page view writes nothing.
+            return session
         session_findings_store(session)
     return session
 
@@ -279,7 +292,7 @@ def findings_refresh(*, sessions: Iterable[int] = (), stores: Iterable[int] = ()
         session_ids.update(models.Recall.objects.filter(store_id__in=store_ids).order_by().values_list(
             "session_id", flat=True).distinct())
     for session in models.Session.objects.filter(pk__in=sorted(session_ids), state=models.Session.State.READY):
-        session_findings_fresh(session)
+        session_findings_fresh(session, writer=True)
 
 
 # --- what the pages and the API read --------------------------------------------------------------------------------
@@ -295,12 +308,55 @@ def session_findings_by_seq(session: models.Session, first: int, last: int) -> d
     """The findings flagged on messages ``first`` to ``last`` (a page of the session page), by seq: for flags in
     place. One range of the index on (session, seq) once they are fresh."""
     session_findings_fresh(session)
+    return _by_seq(session, first, last)
+
+
+def _by_seq(session: models.Session, first: int, last: int) -> dict[int, list[models.MemoryFinding]]:
     out: dict[int, list[models.MemoryFinding]] = {}
     for finding in models.MemoryFinding.objects.filter(session=session, seq__gte=first, seq__lte=last).select_related(
             "record").order_by("seq", "id"):
         assert finding.seq is not None
         out.setdefault(finding.seq, []).append(finding)
     return out
+
+
+@dataclass
+class KindShown:
+    """One kind of finding in a page's summary: how many, what to do about it, and the first message it is on."""
+
+    kind: str
+    count: int
+    advice: str
+    first_seq: int | None
+
+
+@dataclass
+class FindingsShown:
+    """What the session page shows of its findings: a summary by kind (empty for a fragment) and the flags of the
+    messages it shows."""
+
+    total: int
+    kinds: list[KindShown]
+    by_seq: dict[int, list[models.MemoryFinding]]
+
+
+def session_findings_shown(session: models.Session, first: int | None, last: int | None, *,
+                           summary: bool = True) -> FindingsShown:
+    """The session page's findings: made fresh once (the key's two aggregates), then, only when the session has
+    any, the counts by kind with each kind's first message (one grouped query, when ``summary``) and the flags of
+    messages ``first`` to ``last`` (one range of the index on (session, seq)). The cost of a page does not depend
+    on the session's length."""
+    session_findings_fresh(session)
+    if not session.memory_finding_count:
+        return FindingsShown(total=0, kinds=[], by_seq={})
+    kinds: list[KindShown] = []
+    if summary:
+        rows = {kind: (n, seq) for kind, n, seq in models.MemoryFinding.objects.filter(session=session).order_by(
+            ).values("kind").annotate(n=Count("id"), first=Min("seq")).values_list("kind", "n", "first")}
+        kinds = [KindShown(kind=kind, count=rows[kind][0], advice=advice(kind), first_seq=rows[kind][1])
+                 for kind in rules.KINDS if kind in rows]
+    by_seq = _by_seq(session, first, last) if first is not None and last is not None else {}
+    return FindingsShown(total=session.memory_finding_count, kinds=kinds, by_seq=by_seq)
 
 
 def findings_counted(rows: QuerySet[models.MemoryFinding]) -> dict[str, int]:

@@ -28,7 +28,7 @@ from django.utils.safestring import SafeString, mark_safe
 
 from agents import models
 from agents.access import User
-from agents.ledger import reading
+from agents.ledger import findings, reading
 from agents.memory.diff import Op, diff_text
 from agents.memory.findings import NEAR_LIMIT
 from agents.memory.ledger import scope_of
@@ -498,6 +498,18 @@ class RecordPage:
     metadata_json: str  # the metadata and the raw value, pretty-printed ("" when there is none)
     value_json: str
     kept_for_diff: list[tuple[str, str]]  # what the diff's form sends again: where the versions and reads are paged
+    findings: list[RecordFinding] = field(default_factory=list)  # ledger.findings of this record, in its store
+
+
+@dataclass
+class RecordFinding:
+    """One finding of a record (a duplicate, a write that changed nothing, a block at its limit) with what to do."""
+
+    kind: str
+    message: str
+    advice: str
+    version: int | None
+    version_url: str  # the version it is on, in the timeline ("" for a finding on the record as a whole)
 
 
 def memory_record_page(*, user: User, record_id: int, query: Mapping[str, str]) -> RecordPage:
@@ -513,7 +525,8 @@ def memory_record_page(*, user: User, record_id: int, query: Mapping[str, str]) 
     diff, diff_error = _versions_diff(record, diff_from, diff_to)
     if diff is not None:
         diff_from, diff_to = diff.left.number, diff.right.number
-    reads, reads_paging = _reads_page(record, query, path, shown={row.version.number for row in versions})
+    shown = {row.version.number for row in versions}
+    reads, reads_paging = _reads_page(record, query, path, shown=shown)
     fill = None
     if record.char_limit:
         fill = Fill(chars=len(record.text), limit=record.char_limit, near_at=int(record.char_limit * NEAR_LIMIT))
@@ -528,6 +541,9 @@ def memory_record_page(*, user: User, record_id: int, query: Mapping[str, str]) 
         metadata_json=_pretty(record.metadata) if record.metadata else "",
         value_json=_pretty(record.value) if record.value not in (None, record.text) else "",
         kept_for_diff=[(k, str(query[k])) for k in _RECORD_PARAMS if k not in ("from", "to") and query.get(k)],
+        findings=[RecordFinding(kind=f.kind, message=f.message, advice=findings.advice(f.kind), version=f.version,
+                                version_url=_version_url(path, query, shown, f.version))
+                  for f in findings.record_findings(record)],
     )
 
 
@@ -644,18 +660,20 @@ def _reads_page(record: models.MemoryRecord, query: Mapping[str, str], path: str
         older_url=_link(path, query, drop, reads_after=rows[-1].pk) if older and rows else "",
         newest_url=_link(path, query, drop) if newer else "",
     )
-    def version_url(number: int | None) -> str:
-        if number is None:
-            return ""
-        if number in shown:
-            return f"#v-{number}"
-        return _link(path, query, ("versions_before", "versions_after"), versions_before=number + 1) + f"#v-{number}"
-
     reads_shown = [ReadRow(item=item, current_then=_current_then(record, item),
                            message_url=_message_url(item.recall.session, item.recall.seq),
                            call_url=_call_url(item.recall.session_id, item.recall.llm_call_id),
-                           version_url=version_url(item.version)) for item in rows]
+                           version_url=_version_url(path, query, shown, item.version)) for item in rows]
     return reads_shown, paging
+
+
+def _version_url(path: str, query: Mapping[str, str], shown: set[int], number: int | None) -> str:
+    """A version in the timeline: an anchor when it is on the page shown, else the page of versions holding it."""
+    if number is None:
+        return ""
+    if number in shown:
+        return f"#v-{number}"
+    return _link(path, query, ("versions_before", "versions_after"), versions_before=number + 1) + f"#v-{number}"
 
 
 def _current_then(record: models.MemoryRecord, item: models.RecallItem) -> int | None:

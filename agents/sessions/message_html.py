@@ -51,6 +51,8 @@ class MessageView:
     annotations: list[models.Annotation] = field(default_factory=list)  # reviewers' labels and comments on it
     usage: list[tuple[str, str]] = field(default_factory=list)  # the token usage the provider reported, as stored
     markdown: str = ""  # an assistant's text as sanitised Markdown (safe_markdown), "" for others
+    # The memory findings flagged on it (ledger.findings): {"kind", "message", "advice", "record_url"}.
+    memory_findings: list[dict[str, str]] = field(default_factory=list)
     html: str = ""  # the whole message as the page shows it (message_html), once everything above is set
 
 
@@ -111,6 +113,7 @@ def message_html(m: MessageView, *, q: str, current: int | None, annotate: bool,
     needle = find.clean_query(q).casefold()
     is_current = m.hit and current is not None and seq == current
     classes = (f"msg role-{role}{' in-exchange' if m.in_exchange else ''}{' has-violation' if m.violations else ''}"
+               f"{' has-memory-finding' if m.memory_findings else ''}"
                f"{' is-error' if row.is_error else ''}{' is-hit' if m.hit else ''}"
                f"{' hit-current' if is_current else ''}")
     permalink = escape(m.permalink)
@@ -173,6 +176,12 @@ def message_html(m: MessageView, *, q: str, current: int | None, annotate: bool,
     for v in m.violations:
         out.append(f'\n        <div class="violation-note severity-{_field(v, "severity")}" role="note"><strong>'
                    f'{_field(v, "kind")}</strong> {_field(v, "message")}</div>\n        ')
+    for f in m.memory_findings:
+        record = (f' <a class="small" href="{_field(f, "record_url")}" title="The record: its versions and reads">'
+                  "record</a>") if f.get("record_url") else ""
+        out.append(f'\n        <div class="memory-finding-note" role="note"><strong>{_field(f, "kind")}</strong> '
+                   f'{_field(f, "message")}{record}<div class="finding-advice small">{_field(f, "advice")}</div>'
+                   "</div>\n        ")
     out.append("\n        ")
     out.append(_annotations(m))
     out.append("\n        ")

@@ -19,6 +19,7 @@ from django.urls import reverse
 
 from agents import access, models
 from agents.capture import calls as capture_calls
+from agents.ledger import findings as ledger_findings
 from agents.ledger.pages import agents_with_memory
 from agents.memory.tokens import COUNTERS
 from agents.review import workflow
@@ -82,6 +83,7 @@ def session_page(
     for m in messages:
         m.hit = find.message_mentions(m.row, q)
     _add_gaps(session, messages)
+    memory_findings = _add_memory_findings(session, messages, summary=not fragment)
     violations = session.violations or []
     keep = _keep_query(q, within)
     # Where the page stands, for the search and the jumps: the message asked for, else the page's first.
@@ -103,6 +105,7 @@ def session_page(
             {**v, "href": permalink(session, v.get("seq", v.get("index", 0)))} for v in violations[:VIOLATIONS_LISTED]
         ],
         "violations_hidden": max(0, len(violations) - VIOLATIONS_LISTED),
+        "memory_findings": memory_findings,
         "page_size": sessions_chain.MESSAGE_PAGE_SIZE,
         "per_list": chain.per_list,
         "recount": _recount_choices(user, session),
@@ -297,6 +300,29 @@ def _add_llm_calls(session: models.Session, messages: list[MessageView]) -> None
             "href": reverse("agents:llm_call", args=[session.pk, call.pk]),
             "model": call.model,
         }
+
+
+def _add_memory_findings(session: models.Session, messages: list[MessageView], *,
+                         summary: bool) -> dict[str, Any] | None:
+    """On each message, the memory findings flagged on it (ledger.findings, for the page's range only); and for a
+    whole page the summary at the top: how many of each kind, what to do about it, a link to the first. None when
+    the session has none."""
+    shown = ledger_findings.session_findings_shown(
+        session, messages[0].row.seq if messages else None, messages[-1].row.seq if messages else None,
+        summary=summary)
+    if not shown.total:
+        return None
+    for m in messages:
+        m.memory_findings = [
+            {"kind": f.kind, "message": f.message, "advice": ledger_findings.advice(f.kind),
+             "record_url": reverse("agents:memory_record", args=[f.record_id]) if f.record_id else ""}
+            for f in shown.by_seq.get(m.row.seq, [])]
+    return {
+        "total": shown.total,
+        "kinds": [{"kind": k.kind, "count": k.count, "advice": k.advice, "first_seq": k.first_seq,
+                   "href": permalink(session, k.first_seq) if k.first_seq is not None else ""} for k in shown.kinds],
+        "api_url": reverse("api:session_memory_findings", args=[session.pk]),
+    }
 
 
 def _page_range(
