@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import random
+import shlex
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -14,6 +15,7 @@ from django.contrib.auth.models import User
 from agents import models
 from agents.models import Membership
 from agents.projects import keys
+from tests.paths import ROOT
 
 T0 = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)  # before any run of these tests: an arrival is later
 
@@ -239,3 +241,26 @@ def test_the_schema_documents_the_write_api_with_examples(alice_client):
     example = next(iter(paths["/api/memory/writes/versions/"]["post"]["requestBody"]["content"][
         "application/json"]["examples"].values()))["value"]
     assert example["versions"][0]["id"] == "evt-1"
+
+
+def test_the_readmes_memory_write_examples_run_as_written(client, project, agent, auth):
+    # A new user's first writes, as the README shows them (with a session of theirs in place of the 7 it names).
+    session = agent.sessions.create(external_id="run-42", title="t")
+    models.Message.objects.create(session=session, seq=0, role="user", content="Dinner? I am vegan")
+    lines = [line.strip() for line in (ROOT / "README.md").read_text().replace("\\\n", " ").splitlines()
+             if line.strip().startswith("curl") and "/api/memory/writes/" in line]
+    assert [line.split("/api/memory/writes/")[1].split("/")[0] for line in lines] == [
+        "stores", "versions", "recalls", "snapshots"]
+    for line in lines + lines:  # and again: the retries store nothing
+        words = shlex.split(line)
+        url = next(w for w in words if w.startswith("http://127.0.0.1:8000/")).removeprefix("http://127.0.0.1:8000")
+        body = words[words.index("-d") + 1].replace('"session": 7', f'"session": {session.pk}')
+        response = client.post(url, data=body, content_type="application/json", **auth)
+        assert response.status_code in (200, 201), (line, response.content)
+    [record] = models.MemoryRecord.objects.filter(store__project=project)
+    assert (record.store.agent, record.text, record.version_count, record.read_count) == (
+        agent, "Alice is vegan", 1, 1)
+    [recall] = models.Recall.objects.filter(session=session)
+    assert [(i.record, i.version) for i in recall.items.all()] == [(record, 1)]
+    [snapshot] = models.Snapshot.objects.filter(agent=agent)
+    assert (snapshot.session, snapshot.value) == (session, {"memory": ["Alice is vegan"]})
