@@ -9,7 +9,8 @@ import pytest
 from django.db import transaction
 
 from agents import models
-from agents.ledger.storing import MemoryImport, store_remove
+from agents.ledger.storing import MemoryImport
+from agents.ledger.upkeep import store_remove
 from agents.memory import ledger as core
 from agents.memory.formats import FormatError
 

@@ -7,7 +7,7 @@ and chain spans between them) and each memory span once (``CapturedMemorySpan``:
 JSON). Then each trace the batch touched (a span of it, or a call) that holds memory spans is built again from all
 it holds: ``merge_extractions``, ``link_reads`` against the trace's stored calls (``LlmCall``), ``to_document`` with
 them, stored by ``MemoryImport`` (stage, then finish). Everything is keyed by span ids, so that a batch sent again,
-or a trace built again, adds nothing; versions take their place by time (``storing.records_reordered``); a read
+or a trace built again, adds nothing; versions take their place by time (``upkeep.records_reordered``); a read
 becomes a recall once the call it fed is stored, in that call's session, at the message of the call's input that
 carried it (``seq``, which follows the call's messages when a late call moves them: ``recalls_follow_calls``), and
 moves to a nearer call when a later batch completes the span tree. A store emptied or deleted deletes every record it
@@ -30,7 +30,7 @@ from django.db import IntegrityError, OperationalError, connection, transaction
 
 from agents import models
 from agents.capture import ingest
-from agents.ledger import storing
+from agents.ledger import storing, upkeep
 from agents.memory import ledger as core
 from agents.memory.llm_calls import CapturedCall
 from agents.memory.memory_spans import (
@@ -444,8 +444,8 @@ def _wipes_apply(project: models.Project, store_ids: set[str]) -> None:
         if stale:
             touched = {record_id for record_id, versions in history.items() for pk, *_ in versions if pk in stale}
             models.RecordVersion.objects.filter(pk__in=stale).delete()
-            storing.records_reordered(dict.fromkeys(touched, ({}, None)))
-            storing.items_reversioned(sorted(touched))
+            upkeep.records_reordered(dict.fromkeys(touched, ({}, None)))
+            upkeep.items_reversioned(sorted(touched))
         records = [core.RecordIn(
             external_id=rows[record_id].external_id, text=rows[record_id].text, value=rows[record_id].value,
             metadata=rows[record_id].metadata, state="deleted", versions=versions)

@@ -15,7 +15,7 @@ from django.db import DatabaseError, IntegrityError, transaction
 from django.utils import timezone
 
 from agents import models
-from agents.ledger import storing
+from agents.ledger import upkeep
 from agents.memory.schema import Conversation
 from agents.store import outlines, writing
 from agents.transfer.import_report import ImportFailed, SessionOutcome
@@ -195,5 +195,5 @@ def imports_cleanup(*, stale_after: dt.timedelta | None = None, now: dt.datetime
             removed.append(pk)
     # The memory stores such an import was writing, hidden too (a store written from another host is left to its
     # own host's cleanup: it holds no heartbeat to judge it by).
-    storing.stores_cleanup(lambda owner: writing.process_alive(owner) is False)
+    upkeep.stores_cleanup(lambda owner: writing.process_alive(owner) is False)
     return removed
