@@ -16,8 +16,8 @@ from django.utils.html import escape
 from agents import models
 from agents.ledger import findings
 from agents.transfer import imports
+from tests.memory_findings import STALE_RECORD, import_turn3, mem0_duplicates
 from tests.paths import MEMORY_SAMPLES
-from tests.test_memory_findings_api import STALE_RECORD, import_turn3, mem0_duplicates
 
 EVIL = "<x-agent onload=alert(1)>&"
 ESCAPED = "&lt;x-agent onload=alert(1)&gt;&amp;"

@@ -9,9 +9,8 @@ from pathlib import Path
 import pytest
 
 from agents import models
-from tests.browser.conftest import CONTRAST, screenshot
-from tests.browser.test_memory_pages_in_browser import OVERFLOW
-from tests.test_memory_findings_api import STALE_RECORD, import_turn3, mem0_duplicates
+from tests.browser.conftest import CONTRAST, OVERFLOW, screenshot
+from tests.memory_findings import STALE_RECORD, import_turn3, mem0_duplicates
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

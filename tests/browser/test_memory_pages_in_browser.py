@@ -9,27 +9,10 @@ from pathlib import Path
 import pytest
 
 from agents import models
-from tests.browser.conftest import CONTRAST, htmx_idle, screenshot
+from tests.browser.conftest import CONTRAST, OVERFLOW, htmx_idle, screenshot
 from tests.memory_pages import import_friday, import_letta, import_mem0_history
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
-
-# The page's sideways overflow at a phone's width: elements past the right edge that no scrolling box holds.
-OVERFLOW = """() => {
-  const width = document.documentElement.clientWidth;
-  const out = [];
-  if (document.documentElement.scrollWidth > width) out.push(`document ${document.documentElement.scrollWidth}`);
-  for (const e of document.querySelectorAll('body *')) {
-    const r = e.getBoundingClientRect();
-    if (!r.width || r.right <= width + 1) continue;
-    let p = e.parentElement, held = false;
-    for (; p; p = p.parentElement) {
-      if (['auto', 'scroll', 'hidden'].includes(getComputedStyle(p).overflowX)) { held = true; break; }
-    }
-    if (!held) out.push(`${e.tagName.toLowerCase()}.${e.className} right=${Math.round(r.right)}`);
-  }
-  return out.slice(0, 10);
-}"""
 
 
 @pytest.fixture
