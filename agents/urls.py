@@ -106,6 +106,7 @@ api_urlpatterns = [
     path("memory/stores/<int:store_id>/records/", api_memory.memory_store_records, name="memory_store_records"),
     path("memory/stores/<int:store_id>/export/", api_memory.memory_store_export, name="memory_store_export"),
     path("memory/stores/<int:store_id>/findings/", api_memory.memory_store_findings, name="memory_store_findings"),
+    path("memory/stores/<int:store_id>/health/", api_memory.memory_store_health, name="memory_store_health"),
     path("memory/records/<int:record_id>/", api_memory.memory_record, name="memory_record"),
     path("memory/records/<int:record_id>/diff/", api_memory.memory_record_diff, name="memory_record_diff"),
     path("agents/<int:agent_id>/memory/", api_memory.agent_memory, name="agent_memory"),

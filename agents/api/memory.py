@@ -10,6 +10,7 @@ with the models below, which are also the answers' OpenAPI schema. Every list is
 by keyset where a list can be long (a record's versions and reads, a session's recalls)."""
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import json
 from typing import Annotated, Any, Literal
@@ -36,6 +37,7 @@ from agents.api.endpoints import (
     write_api,
 )
 from agents.ledger import context, findings, reading
+from agents.ledger.health import store_health
 from agents.memory.formats import MEMORY_WRITE_FORMATS
 from agents.memory.snapshot_diff import DISPLAY_CHARS
 from agents.throttling import expensive_api
@@ -726,3 +728,33 @@ def memory_store_findings(request: Request, store_id: int) -> Response:
         store=listed.store.pk, counts=listed.counts, count=listed.count or 0, next=paginator.get_next_link(),
         previous=paginator.get_previous_link(), results=shown,
     ).model_dump(mode="json"))
+
+
+class StoreHealthOut(BaseModel):
+    """A store's health, counted from its rows (agents.ledger.health)."""
+
+    model_config = _examples({
+        "store": 3, "records": 120, "never_read": 87, "zero_hit_recalls": 4, "reads": 40, "writes": 161,
+        "noop_writes": 2, "duplicates": 3, "tokens_recalled": 5230,
+    })
+
+    store: int
+    records: int = Field(description="Its records, in every state.")
+    never_read: int = Field(description="Records no recall has returned.")
+    zero_hit_recalls: int = Field(description="Recalls of the store that returned nothing.")
+    reads: int = Field(description="Recalls (searches) that read the store.")
+    writes: int = Field(description="Versions of its records: every write keeps one.")
+    noop_writes: int = Field(description="UPDATEs that changed nothing (the store's noop_write findings).")
+    duplicates: int = Field(description="Active records with the same text as an earlier one (duplicate_record).")
+    tokens_recalled: int = Field(description="Tokens of the text its recalls sent, each item's text counted alone "
+                                             "with its session's counter.")
+
+
+@documented("memory_store_health", "A store's health, counted from its rows", 401, 404, response=StoreHealthOut)
+@api
+@expensive_api
+def memory_store_health(request: Request, store_id: int) -> Response:
+    """How the store is used: its records and how many were never read, its reads and how many found nothing, its
+    writes and how many changed nothing, its duplicates, and the tokens its recalls sent."""
+    health = store_health(user=request.user, store_id=store_id)
+    return Response(StoreHealthOut(**dataclasses.asdict(health)).model_dump(mode="json"))
