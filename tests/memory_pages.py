@@ -76,3 +76,16 @@ def busy_record(agent: models.Agent, session: models.Session, *, versions: int, 
         version=max(1, min(i + 1, versions) - (i % 2)), text="the user likes it") for i, recall in enumerate(recalls)],
         batch_size=5000)
     return record
+
+def bulk_snapshots(agent: models.Agent, n: int) -> list[models.Snapshot]:
+    """``n`` snapshots a minute apart, each the child of the one before, of a small state."""
+    made = models.Snapshot.objects.bulk_create([models.Snapshot(
+        agent=agent, external_id=f"cp-{i:06d}", step=i, taken_at=T0 + dt.timedelta(minutes=i),
+        source_format="langgraph_checkpoints", value={"values": {"messages": [
+            {"type": "human", "content": f"turn {k}", "id": f"h{k}"} for k in range(i % 5 + 1)]}, "step": i})
+        for i in range(n)], batch_size=2000)
+    made = list(models.Snapshot.objects.filter(agent=agent).order_by("taken_at", "id"))
+    for before, after in zip(made, made[1:], strict=False):
+        after.parent = before
+    models.Snapshot.objects.bulk_update(made, ["parent"], batch_size=2000)
+    return made

@@ -2,7 +2,6 @@
 compared by ledger.reading's diff (the API's), on the files LangGraph and AgentScope wrote, imported as a user would."""
 from __future__ import annotations
 
-import datetime as dt
 import json
 from html.parser import HTMLParser
 from pathlib import Path
@@ -15,7 +14,7 @@ from django.urls import reverse
 from agents import models
 from agents.ledger import snapshots as snapshot_pages
 from agents.transfer import imports
-from tests.memory_pages import T0, import_friday
+from tests.memory_pages import bulk_snapshots, import_friday
 from tests.paths import MEMORY_SAMPLES
 
 
@@ -216,18 +215,6 @@ def test_another_projects_agent_or_snapshot_is_not_found(alice_client, agent, ot
     assert [row.snapshot.agent_id for row in page.rows] == [langgraph.pk] * 5
 
 
-def bulk_snapshots(agent: models.Agent, n: int) -> list[models.Snapshot]:
-    """``n`` snapshots a minute apart, each the child of the one before, of a small state."""
-    made = models.Snapshot.objects.bulk_create([models.Snapshot(
-        agent=agent, external_id=f"cp-{i:06d}", step=i, taken_at=T0 + dt.timedelta(minutes=i),
-        source_format="langgraph_checkpoints", value={"values": {"messages": [
-            {"type": "human", "content": f"turn {k}", "id": f"h{k}"} for k in range(i % 5 + 1)]}, "step": i})
-        for i in range(n)], batch_size=2000)
-    made = list(models.Snapshot.objects.filter(agent=agent).order_by("taken_at", "id"))
-    for before, after in zip(made, made[1:], strict=False):
-        after.parent = before
-    models.Snapshot.objects.bulk_update(made, ["parent"], batch_size=2000)
-    return made
 
 
 def test_the_timeline_pages_by_keyset_oldest_to_newest_and_back(alice_client, agent):

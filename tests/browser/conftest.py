@@ -134,3 +134,11 @@ OVERFLOW = """() => {
   }
   return out.slice(0, 10);
 }"""
+
+
+def console_errors(page) -> list[str]:
+    """The console errors and uncaught exceptions of ``page`` from now on (a list that fills as they come)."""
+    errors: list[str] = []
+    page.on("console", lambda message: errors.append(message.text) if message.type == "error" else None)
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    return errors

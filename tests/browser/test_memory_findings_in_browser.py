@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from agents import models
-from tests.browser.conftest import CONTRAST, OVERFLOW, screenshot
+from tests.browser.conftest import CONTRAST, OVERFLOW, console_errors, screenshot
 from tests.memory_findings import STALE_RECORD, import_turn3, mem0_duplicates
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -25,12 +25,6 @@ def flagged(project, tmp_path: Path) -> dict[str, str]:
     return {"session": session.get_absolute_url(), "record": f"/memory/records/{rewritten.pk}/"}
 
 
-def _console_errors(page) -> list[str]:
-    errors: list[str] = []
-    page.on("console", lambda message: errors.append(message.text) if message.type == "error" else None)
-    page.on("pageerror", lambda error: errors.append(str(error)))
-    return errors
-
 
 def _log_in(page, live_server) -> None:
     page.goto(f"{live_server.url}/login/")
@@ -43,7 +37,7 @@ def _log_in(page, live_server) -> None:
 def test_a_user_follows_a_finding_from_the_summary_to_its_message_and_its_record(logged_in_page, live_server,
                                                                                    flagged):
     page = logged_in_page
-    errors = _console_errors(page)
+    errors = console_errors(page)
     page.goto(f"{live_server.url}{flagged['session']}")
     summary = page.locator("#memory-findings")
     assert summary.is_visible()
@@ -75,7 +69,7 @@ def test_findings_read_well_in_light_and_dark_at_1440_and_390(browser, live_serv
         context = browser.new_context(viewport={"width": 1440, "height": 900}, color_scheme=scheme)
         try:
             page = context.new_page()
-            errors = _console_errors(page)
+            errors = console_errors(page)
             _log_in(page, live_server)
             for name, selectors in checks.items():
                 page.goto(f"{live_server.url}{flagged[name]}")

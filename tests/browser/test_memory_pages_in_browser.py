@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from agents import models
-from tests.browser.conftest import CONTRAST, OVERFLOW, htmx_idle, screenshot
+from tests.browser.conftest import CONTRAST, OVERFLOW, console_errors, htmx_idle, screenshot
 from tests.memory_pages import import_friday, import_letta, import_mem0_history
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -23,17 +23,11 @@ def memory(project, tmp_path: Path) -> dict[str, models.Agent]:
     return {"friday": friday, "letta": letta}
 
 
-def _console_errors(page) -> list[str]:
-    errors: list[str] = []
-    page.on("console", lambda message: errors.append(message.text) if message.type == "error" else None)
-    page.on("pageerror", lambda error: errors.append(str(error)))
-    return errors
-
 
 def test_a_user_searches_a_store_opens_a_record_diffs_it_and_reaches_the_message_that_read_it(
         logged_in_page, live_server, memory):
     page = logged_in_page
-    errors = _console_errors(page)
+    errors = console_errors(page)
     friday = memory["friday"]
     store = friday.memory_stores.get(kind="records")
     page.goto(f"{live_server.url}/agents/{friday.pk}/memory/")
@@ -100,7 +94,7 @@ def test_a_blocks_fill_and_a_shared_store_read_well_in_light_and_dark_at_1440_an
         context = browser.new_context(viewport={"width": 1440, "height": 900}, color_scheme=scheme)
         try:
             page = context.new_page()
-            errors = _console_errors(page)
+            errors = console_errors(page)
             page.goto(f"{live_server.url}/login/")
             page.fill("input[name=username]", "alice")
             page.fill("input[name=password]", "pw-alice-123")

@@ -9,11 +9,9 @@ import pytest
 
 from agents import models
 from agents.transfer import imports
-from tests.browser.conftest import CONTRAST, htmx_idle, screenshot
-from tests.browser.test_memory_pages_in_browser import OVERFLOW, _console_errors
-from tests.memory_pages import import_friday
+from tests.browser.conftest import CONTRAST, OVERFLOW, console_errors, htmx_idle, screenshot
+from tests.memory_pages import bulk_snapshots, import_friday
 from tests.paths import MEMORY_SAMPLES
-from tests.test_snapshot_pages import bulk_snapshots
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -28,7 +26,7 @@ def agents(project, tmp_path: Path) -> dict[str, models.Agent]:
 def test_a_user_opens_a_snapshot_compares_two_and_reaches_the_message_a_change_added(
         logged_in_page, live_server, agents):
     page = logged_in_page
-    errors = _console_errors(page)
+    errors = console_errors(page)
     friday = agents["friday"]
     first, second = models.Snapshot.objects.filter(agent=friday).order_by("seq")
     # From the agent's memory page.
@@ -62,7 +60,7 @@ def test_a_user_opens_a_snapshot_compares_two_and_reaches_the_message_a_change_a
 
 def test_a_long_timeline_pages_with_htmx_and_keeps_its_address(logged_in_page, live_server, agent):
     page = logged_in_page
-    errors = _console_errors(page)
+    errors = console_errors(page)
     made = bulk_snapshots(agent, 120)
     page.goto(f"{live_server.url}/agents/{agent.pk}/snapshots/")
     page.click("#timeline-next")
@@ -91,7 +89,7 @@ def test_the_page_reads_well_in_light_and_dark_at_1440_and_390(browser, live_ser
         context = browser.new_context(viewport={"width": 1440, "height": 900}, color_scheme=scheme)
         try:
             page = context.new_page()
-            errors = _console_errors(page)
+            errors = console_errors(page)
             page.goto(f"{live_server.url}/login/")
             page.fill("input[name=username]", "alice")
             page.fill("input[name=password]", "pw-alice-123")
