@@ -9,6 +9,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, Spec
 from agents.api import agents as api_agents
 from agents.api import lab as api_lab
 from agents.api import memory as api_memory
+from agents.api import memory_findings as api_memory_findings
 from agents.api import memory_writes as api_memory_writes
 from agents.api import review as api_review
 from agents.api import sessions as api_sessions
@@ -105,15 +106,16 @@ api_urlpatterns = [
     path("memory/stores/", api_memory.memory_store_list, name="memory_store_list"),
     path("memory/stores/<int:store_id>/records/", api_memory.memory_store_records, name="memory_store_records"),
     path("memory/stores/<int:store_id>/export/", api_memory.memory_store_export, name="memory_store_export"),
-    path("memory/stores/<int:store_id>/findings/", api_memory.memory_store_findings, name="memory_store_findings"),
-    path("memory/stores/<int:store_id>/health/", api_memory.memory_store_health, name="memory_store_health"),
+    path("memory/stores/<int:store_id>/findings/", api_memory_findings.memory_store_findings,
+         name="memory_store_findings"),
+    path("memory/stores/<int:store_id>/health/", api_memory_findings.memory_store_health, name="memory_store_health"),
     path("memory/records/<int:record_id>/", api_memory.memory_record, name="memory_record"),
     path("memory/records/<int:record_id>/diff/", api_memory.memory_record_diff, name="memory_record_diff"),
     path("agents/<int:agent_id>/memory/", api_memory.agent_memory, name="agent_memory"),
     path("agents/<int:agent_id>/snapshots/", api_memory.agent_snapshots, name="agent_snapshots"),
     path("sessions/<int:session_id>/recalls/", api_memory.session_recalls, name="session_recalls"),
     path("sessions/<int:session_id>/context/", api_memory.session_context, name="session_context"),
-    path("sessions/<int:session_id>/memory-findings/", api_memory.session_memory_findings,
+    path("sessions/<int:session_id>/memory-findings/", api_memory_findings.session_memory_findings,
          name="session_memory_findings"),
     path("snapshots/<int:snapshot_id>/", api_memory.snapshot_detail, name="snapshot_detail"),
     path("snapshots/<int:snapshot_id>/diff/<int:other_id>/", api_memory.snapshot_diff, name="snapshot_diff"),

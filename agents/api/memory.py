@@ -1,7 +1,7 @@
 """The API's memory layers (DESIGN.md, "Memory beyond the message list"): the stores of your projects and of an agent,
 a store's records (searched, filtered, sorted), a record with its versions, its reads and the diff of two versions,
 a session's recalls, an agent's snapshots, one snapshot and the diff of two; and a store exported in a memory format
-its library loads.
+its library loads. Memory findings and a store's health: ``agents.api.memory_findings``.
 
 Each endpoint reads its query, makes one call into ``agents.ledger.reading`` (or, for the export, into
 ``agents.transfer.exports``), which scopes to the caller's projects (404 for anything else), and shapes the answer
@@ -10,7 +10,6 @@ with the models below, which are also the answers' OpenAPI schema. Every list is
 by keyset where a list can be long (a record's versions and reads, a session's recalls)."""
 from __future__ import annotations
 
-import dataclasses
 import datetime as dt
 import json
 from typing import Annotated, Any, Literal
@@ -36,8 +35,7 @@ from agents.api.endpoints import (
     query_parameters,
     write_api,
 )
-from agents.ledger import context, findings, reading
-from agents.ledger.health import store_health
+from agents.ledger import context, reading
 from agents.memory.formats import MEMORY_WRITE_FORMATS
 from agents.memory.snapshot_diff import DISPLAY_CHARS
 from agents.throttling import expensive_api
@@ -52,7 +50,7 @@ DEFAULT_CHANGES = 500
 Time = Annotated[dt.datetime | None, PlainSerializer(lambda t: t.isoformat() if t else None, return_type=str | None)]
 
 
-def _examples(*examples: dict[str, Any]) -> ConfigDict:
+def examples(*examples: dict[str, Any]) -> ConfigDict:
     return ConfigDict(json_schema_extra={"examples": list(examples)})
 
 
@@ -62,7 +60,7 @@ def _examples(*examples: dict[str, Any]) -> ConfigDict:
 class StoreOut(BaseModel):
     """A memory store: where an agent's (``agent``), or when shared its project's (``agent`` null), records live."""
 
-    model_config = _examples({
+    model_config = examples({
         "id": 3, "name": "mem0 (user_id=alice)", "kind": "records", "source_format": "mem0",
         "scope": {"user_id": "alice"}, "external_id": "", "project": "alpha", "agent": 7, "records": 4,
         "versions": 6, "recalls": 1, "last_write_at": "2026-12-06T00:48:20.625107+00:00",
@@ -108,7 +106,7 @@ class AgentMemoryOut(BaseModel):
 class RecordOut(BaseModel):
     """A record as it stands now (its history is its versions)."""
 
-    model_config = _examples({
+    model_config = examples({
         "id": 41, "url": "https://memoryviz.example/api/memory/records/41/",
         "external_id": "6008ddaf-1d5b-4c87-a471-1c73c052cea7", "text": "I am vegan and allergic to peanuts",
         "state": "active", "versions": 2, "reads": 1, "created_at": "2026-12-06T00:48:20.493510+00:00",
@@ -137,7 +135,7 @@ class RecordPage(BaseModel):
 class VersionOut(BaseModel):
     """One write of the record: its whole new text, the op as the library wrote it, and what caused it."""
 
-    model_config = _examples({"number": 2, "op": "UPDATE", "text": "I am vegan and allergic to peanuts",
+    model_config = examples({"number": 2, "op": "UPDATE", "text": "I am vegan and allergic to peanuts",
                               "at": "2026-12-06T00:48:20.589266+00:00", "actor": "alice", "session": 12, "seq": 7})
 
     number: int
@@ -152,7 +150,7 @@ class VersionOut(BaseModel):
 class ReadOut(BaseModel):
     """One read of the record that fed a model call: the recall, the message carrying it, and what was sent."""
 
-    model_config = _examples({"id": 90, "recall": 17, "session": 12, "seq": 7, "rank": 2, "score": 0.67,
+    model_config = examples({"id": 90, "recall": 17, "session": 12, "seq": 7, "rank": 2, "score": 0.67,
                               "query": "Make me a plan for the trip.", "version": 1,
                               "text": "User prefers trains over flights"})
 
@@ -225,7 +223,7 @@ class RecallItemOut(BaseModel):
 class RecallOut(BaseModel):
     """One read of a store that fed a model call, and where its items were put."""
 
-    model_config = _examples({
+    model_config = examples({
         "id": 17, "seq": 7, "store": 3, "query": "Make me a plan for the trip.", "params": {"limit": 5},
         "placement": "message", "persisted": True, "at": None,
         "items": [{"record": 41, "version": 1, "rank": 1, "score": None,
@@ -266,7 +264,7 @@ class ContextPartOut(BaseModel):
 class ContextOut(BaseModel):
     """What one model call was sent, by part, against the agent's window; the parts add up to ``total``."""
 
-    model_config = _examples({
+    model_config = examples({
         "session": 12, "seq": 9, "call": None, "window": 128000, "total": 305, "counter": "cl100k",
         "parts": [{"part": "system", "tokens": 14, "count": 1, "ranges": [[0, 0]], "seqs": [0]},
                   {"part": "recalled_memory", "tokens": 46, "count": 1, "ranges": [[7, 7]], "seqs": [7]},
@@ -288,7 +286,7 @@ class ContextOut(BaseModel):
 class SnapshotOut(BaseModel):
     """One whole-agent state (its value at ``url``), its parent, and the session and message it reaches."""
 
-    model_config = _examples({
+    model_config = examples({
         "id": 5, "url": "https://memoryviz.example/api/snapshots/5/", "agent": 7, "external_id": "user_1_trip@2",
         "parent": 4, "step": None, "taken_at": None, "source_format": "agentscope_session", "format_version": "1.0",
         "session": 12, "seq": 11,
@@ -333,7 +331,7 @@ class ChangeOut(BaseModel):
 class SnapshotDiffOut(BaseModel):
     """What changed from the left snapshot to the right, by path; message lists by message."""
 
-    model_config = _examples({
+    model_config = examples({
         "left": 4, "right": 5, "total": 2, "truncated": False, "exact": True, "counts": {"added": 1, "changed": 1},
         "changes": [{"path": "$.agent.memory.content[6]", "op": "added", "old": None,
                      "new": [{"role": "user", "content": "Make me a plan for the trip."}, []],
@@ -388,7 +386,7 @@ class ChangesQuery(BaseModel):
 # --- shaping --------------------------------------------------------------------------------------------------------
 
 
-def _url(request: Request, name: str, *args: Any, query: dict[str, Any] | None = None) -> str:
+def api_url(request: Request, name: str, *args: Any, query: dict[str, Any] | None = None) -> str:
     tail = f"?{urlencode(query)}" if query else ""
     return request.build_absolute_uri(reverse(f"api:{name}", args=args) + tail)
 
@@ -399,14 +397,14 @@ def _store(request: Request, store: models.MemoryStore) -> dict[str, Any]:
         scope=store.scope or {}, external_id=store.external_id, project=store.project.slug, agent=store.agent_id,
         records=store.record_count, versions=store.version_count, recalls=store.read_count,
         last_write_at=store.last_write_at, last_read_at=store.last_read_at,
-        records_url=_url(request, "memory_store_records", store.pk),
-        export_url=_url(request, "memory_store_export", store.pk),
+        records_url=api_url(request, "memory_store_records", store.pk),
+        export_url=api_url(request, "memory_store_export", store.pk),
     ).model_dump(mode="json")
 
 
 def _record(request: Request, record: models.MemoryRecord) -> dict[str, Any]:
     return RecordOut(
-        id=record.pk, url=_url(request, "memory_record", record.pk), external_id=record.external_id,
+        id=record.pk, url=api_url(request, "memory_record", record.pk), external_id=record.external_id,
         text=record.text, state=record.state, versions=record.version_count,  # type: ignore[arg-type]
         reads=record.read_count, created_at=record.created_at, updated_at=record.updated_at,
         char_limit=record.char_limit,
@@ -414,13 +412,13 @@ def _record(request: Request, record: models.MemoryRecord) -> dict[str, Any]:
 
 
 def _snapshot_fields(request: Request, snapshot: models.Snapshot) -> dict[str, Any]:
-    return {"id": snapshot.pk, "url": _url(request, "snapshot_detail", snapshot.pk), "agent": snapshot.agent_id,
+    return {"id": snapshot.pk, "url": api_url(request, "snapshot_detail", snapshot.pk), "agent": snapshot.agent_id,
             "external_id": snapshot.external_id, "parent": snapshot.parent_id, "step": snapshot.step,
             "taken_at": snapshot.taken_at, "source_format": snapshot.source_format,
             "format_version": snapshot.format_version, "session": snapshot.session_id, "seq": snapshot.seq}
 
 
-def _paged(request: Request, rows: Any, shape: Any, *, count: int | None = None) -> tuple[ApiPages, list[Any]]:
+def paged(request: Request, rows: Any, shape: Any, *, count: int | None = None) -> tuple[ApiPages, list[Any]]:
     paginator = ApiPages(count=count)
     page = paginator.paginate_queryset(rows, request)
     return paginator, [shape(request, row) for row in page or ()]
@@ -433,7 +431,7 @@ def _paged(request: Request, rows: Any, shape: Any, *, count: int | None = None)
 @api
 def memory_store_list(request: Request) -> Response:
     """Every memory store of your projects, by project, an agent's before the ones its project shares."""
-    paginator, stores = _paged(request, reading.stores_listed(user=request.user), _store)
+    paginator, stores = paged(request, reading.stores_listed(user=request.user), _store)
     return paginator.get_paginated_response(stores)
 
 
@@ -443,12 +441,12 @@ def agent_memory(request: Request, agent_id: int) -> Response:
     """The agent's own stores, then those its project shares (``agent`` null), each with its counts of records,
     versions and recalls, and when it was last written and read."""
     agent, stores = reading.agent_stores(user=request.user, agent_id=agent_id)
-    paginator, shown = _paged(request, stores, _store)
+    paginator, shown = paged(request, stores, _store)
     assert paginator.page is not None
     return Response(AgentMemoryOut(
         agent=agent.pk, count=paginator.page.paginator.count, next=paginator.get_next_link(),
         previous=paginator.get_previous_link(), stores=shown,
-        snapshots_url=_url(request, "agent_snapshots", agent.pk),
+        snapshots_url=api_url(request, "agent_snapshots", agent.pk),
     ).model_dump(mode="json"))
 
 
@@ -473,7 +471,7 @@ def memory_store_records(request: Request, store_id: int) -> Response:
     is refused (400), never dropped. Unfiltered, ``count`` is the store's own count: a page costs the same in a
     store of a hundred records or of a million."""
     listed = reading.records_listed(user=request.user, store_id=store_id, query=request.query_params)
-    paginator, records = _paged(request, listed.records, _record, count=listed.count)
+    paginator, records = paged(request, listed.records, _record, count=listed.count)
     return paginator.get_paginated_response(records)
 
 
@@ -489,13 +487,13 @@ def memory_record(request: Request, record_id: int) -> Response:
     record = shown.record
     versions_next = reads_next = None
     if shown.versions_more:
-        versions_next = _url(request, "memory_record", record.pk,
+        versions_next = api_url(request, "memory_record", record.pk,
                              query={"versions_after": shown.versions[-1].number, "limit": query.limit})
     if shown.reads_more:
-        reads_next = _url(request, "memory_record", record.pk,
+        reads_next = api_url(request, "memory_record", record.pk,
                           query={"reads_after": shown.reads[-1].pk, "limit": query.limit})
     return Response(RecordDetailOut(
-        id=record.pk, url=_url(request, "memory_record", record.pk), store=record.store_id,
+        id=record.pk, url=api_url(request, "memory_record", record.pk), store=record.store_id,
         external_id=record.external_id, text=record.text, value=record.value, metadata=record.metadata or {},
         state=record.state, content_hash=record.content_hash, char_limit=record.char_limit,  # type: ignore[arg-type]
         created_at=record.created_at, updated_at=record.updated_at, last_read_at=record.last_read_at,
@@ -506,7 +504,7 @@ def memory_record(request: Request, record_id: int) -> Response:
         reads=[ReadOut(id=item.pk, recall=item.recall_id, session=item.recall.session_id, seq=item.recall.seq,
                        rank=item.rank, score=item.score, query=item.recall.query, version=item.version,
                        text=item.text) for item in shown.reads],
-        reads_next=reads_next, diff_url=_url(request, "memory_record_diff", record.pk),
+        reads_next=reads_next, diff_url=api_url(request, "memory_record_diff", record.pk),
     ).model_dump(mode="json"))
 
 
@@ -539,7 +537,7 @@ def session_recalls(request: Request, session_id: int) -> Response:
     if page.more:
         last = page.recalls[-1]
         cursor = {"after": last.seq} if last.seq is not None else {}
-        next_url = _url(request, "session_recalls", page.session.pk,
+        next_url = api_url(request, "session_recalls", page.session.pk,
                         query={**cursor, "after_id": last.pk, "limit": query.limit})
     return Response(RecallPageOut(session=page.session.pk, next=next_url, recalls=[RecallOut(
         id=recall.pk, seq=recall.seq, store=recall.store_id, query=recall.query, params=recall.params or {},
@@ -571,7 +569,7 @@ def agent_snapshots(request: Request, agent_id: int) -> Response:
     """Oldest first: each whole-agent state with its parent, its step and time, and the session and message it
     reaches. A snapshot's value is at its ``url``."""
     _agent, snapshots = reading.agent_snapshots(user=request.user, agent_id=agent_id)
-    paginator, shown = _paged(request, snapshots, lambda r, s: SnapshotOut(**_snapshot_fields(r, s)).model_dump(
+    paginator, shown = paged(request, snapshots, lambda r, s: SnapshotOut(**_snapshot_fields(r, s)).model_dump(
         mode="json"))
     return paginator.get_paginated_response(shown)
 
@@ -626,135 +624,3 @@ def memory_store_export(request: Request, store_id: int) -> HttpResponse | Respo
     # ASCII JSON: a header's value is Latin-1, and a store's name may be any text.
     response["X-Memoryviz-Dropped"] = json.dumps(exported.dropped)
     return response
-
-
-# --- memory findings (issue 27) ---------------------------------------------------------------------------------------
-
-
-class FindingOut(BaseModel):
-    """One memory finding (DESIGN's stable kinds), where it is and what to do about it."""
-
-    model_config = _examples({
-        "id": 8, "kind": "stale_recall", "seq": 13, "recall": 6, "record": 1,
-        "record_url": "https://memoryviz.example/api/memory/records/1/", "version": 1,
-        "message": "item 2 sent version 1 of '97471722-3994-4a2e-ae92-ad22be78fc72'; the record was at version 2 "
-                   "by then",
-        "advice": "Read the record again before sending it, or invalidate cached retrievals when it changes.",
-        "at": "2026-12-07T00:51:32.719000+00:00",
-    })
-
-    id: int
-    kind: str
-    seq: int | None = Field(description="The message it is flagged on (a session's findings).")
-    recall: int | None
-    record: int | None
-    record_url: str | None
-    version: int | None
-    message: str
-    advice: str = Field(description="What to do about it, in one sentence.")
-    at: Time
-
-
-class SessionFindingsOut(BaseModel):
-    """A session's memory findings by the message they are flagged on, with how many of each kind."""
-
-    session: int
-    counts: dict[str, int]
-    count: int
-    next: str | None
-    previous: str | None
-    results: list[FindingOut]
-
-
-class StoreFindingsOut(BaseModel):
-    """The findings of a store's records, by kind, with how many of each kind."""
-
-    store: int
-    counts: dict[str, int]
-    count: int
-    next: str | None
-    previous: str | None
-    results: list[FindingOut]
-
-
-class FindingsQuery(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-
-    kind: str = Field(default="", description="Only findings of this kind")
-
-
-def _finding(request: Request, finding: models.MemoryFinding) -> dict[str, Any]:
-    return FindingOut(
-        id=finding.pk, kind=finding.kind, seq=finding.seq, recall=finding.recall_id, record=finding.record_id,
-        record_url=_url(request, "memory_record", finding.record_id) if finding.record_id else None,
-        version=finding.version, message=finding.message, advice=findings.advice(finding.kind), at=finding.at,
-    ).model_dump(mode="json")
-
-
-@documented("session_memory_findings", "A session's memory findings", 400, 401, 404, response=SessionFindingsOut,
-            parameters=[*query_parameters(FindingsQuery), OpenApiParameter("page", int)])
-@api
-def session_memory_findings(request: Request, session_id: int) -> Response:
-    """What went wrong with what the session's model calls were sent of memory: stale or deleted records sent,
-    recalled text no record holds, searches that found nothing, the same memory sent twice. Each on the message
-    carrying the recall (``seq``), with what to do about it; ``counts`` by kind. Computed from the rows when they
-    change, never on a page view."""
-    query = query_as(request, FindingsQuery)
-    try:
-        listed = findings.session_findings_listed(user=request.user, session_id=session_id, kind=query.kind)
-    except findings.FindingsRequestError as exc:
-        return bad_request(str(exc))
-    count = listed.counts.get(query.kind, 0) if query.kind else listed.session.memory_finding_count
-    paginator, shown = _paged(request, listed.findings, _finding, count=count)
-    return Response(SessionFindingsOut(
-        session=listed.session.pk, counts=listed.counts, count=count, next=paginator.get_next_link(),
-        previous=paginator.get_previous_link(), results=shown,
-    ).model_dump(mode="json"))
-
-
-@documented("memory_store_findings", "The findings of a store's records", 400, 401, 404, response=StoreFindingsOut,
-            parameters=[*query_parameters(FindingsQuery), OpenApiParameter("page", int)])
-@api
-def memory_store_findings(request: Request, store_id: int) -> Response:
-    """The same text stored twice, updates that changed nothing, blocks over or near their character limit: each
-    on its record, with what to do about it; ``counts`` by kind. ``kind`` lists one kind."""
-    query = query_as(request, FindingsQuery)
-    try:
-        listed = findings.store_findings_listed(user=request.user, store_id=store_id, kind=query.kind)
-    except findings.FindingsRequestError as exc:
-        return bad_request(str(exc))
-    paginator, shown = _paged(request, listed.findings, _finding, count=listed.count)
-    return Response(StoreFindingsOut(
-        store=listed.store.pk, counts=listed.counts, count=listed.count or 0, next=paginator.get_next_link(),
-        previous=paginator.get_previous_link(), results=shown,
-    ).model_dump(mode="json"))
-
-
-class StoreHealthOut(BaseModel):
-    """A store's health, counted from its rows (agents.ledger.health)."""
-
-    model_config = _examples({
-        "store": 3, "records": 120, "never_read": 87, "zero_hit_recalls": 4, "reads": 40, "writes": 161,
-        "noop_writes": 2, "duplicates": 3, "tokens_recalled": 5230,
-    })
-
-    store: int
-    records: int = Field(description="Its records, in every state.")
-    never_read: int = Field(description="Records no recall has returned.")
-    zero_hit_recalls: int = Field(description="Recalls of the store that returned nothing.")
-    reads: int = Field(description="Recalls (searches) that read the store.")
-    writes: int = Field(description="Versions of its records: every write keeps one.")
-    noop_writes: int = Field(description="UPDATEs that changed nothing (the store's noop_write findings).")
-    duplicates: int = Field(description="Active records with the same text as an earlier one (duplicate_record).")
-    tokens_recalled: int = Field(description="Tokens of the text its recalls sent, each item's text counted alone "
-                                             "with its session's counter.")
-
-
-@documented("memory_store_health", "A store's health, counted from its rows", 401, 404, response=StoreHealthOut)
-@api
-@expensive_api
-def memory_store_health(request: Request, store_id: int) -> Response:
-    """How the store is used: its records and how many were never read, its reads and how many found nothing, its
-    writes and how many changed nothing, its duplicates, and the tokens its recalls sent."""
-    health = store_health(user=request.user, store_id=store_id)
-    return Response(StoreHealthOut(**dataclasses.asdict(health)).model_dump(mode="json"))
