@@ -22,7 +22,7 @@ from django.urls import reverse
 from agents import models
 from agents.access import User, agent_for_user
 from agents.ledger import reading
-from agents.ledger.pages import Keyset, _int, _message_url
+from agents.ledger.pages import Keyset, int_param, message_url
 from agents.memory.diff import index_path, key_path, path_parts
 from agents.memory.snapshot_diff import DISPLAY_CHARS, SnapshotChange, message_fields
 
@@ -313,7 +313,7 @@ def agent_snapshots_page(*, user: User, agent_id: int, query: Mapping[str, str])
     agent = agent_for_user(user, agent_id)
     path = reverse("agents:agent_snapshots", args=[agent.pk])
     snapshots = models.Snapshot.objects.filter(agent=agent)
-    opened_id, a, b = _int(query.get("snapshot")), _int(query.get("a")), _int(query.get("b"))
+    opened_id, a, b = int_param(query.get("snapshot")), int_param(query.get("a")), int_param(query.get("b"))
     errors: list[str] = []
     compare = None
     if a is not None and b is not None:
@@ -345,9 +345,9 @@ def _link(path: str, query: Mapping[str, str], drop: tuple[str, ...], **set_: An
 
 def _timeline(snapshots: Any, query: Mapping[str, str], path: str, *, opened_id: int | None,
               compare: SnapshotCompare | None) -> tuple[list[SnapshotRow], int | None, Paging]:
-    after, before = _int(query.get("after")), _int(query.get("before"))
+    after, before = int_param(query.get("after")), int_param(query.get("before"))
     last = query.get("before") == "last"
-    start = _int(query.get("start"))
+    start = int_param(query.get("start"))
     anchor_id = before if before is not None else after
     anchor = None
     if anchor_id is not None:
@@ -387,7 +387,7 @@ def _timeline(snapshots: Any, query: Mapping[str, str], path: str, *, opened_id:
         source = snapshot.parent_id if snapshot.parent_id is not None else rows[k - 1].pk if k else None
         shown.append(SnapshotRow(
             snapshot=snapshot, open_url=_link(path, query, ("snapshot",), snapshot=snapshot.pk),
-            message_url=_message_url(snapshot.session, snapshot.seq),
+            message_url=message_url(snapshot.session, snapshot.seq),
             diff_url=_link(path, query, ("a", "b"), a=source, b=snapshot.pk) if source is not None else "",
             diff_from="parent" if snapshot.parent_id is not None else "previous" if source is not None else "",
             is_open=snapshot.pk == opened_id,
@@ -408,7 +408,7 @@ def _opened(user: User, agent: models.Agent, snapshot_id: int) -> OpenedSnapshot
     snapshot = _agents_snapshot(user, agent, snapshot_id)
     path = reverse("agents:agent_snapshots", args=[agent.pk])
     return OpenedSnapshot(
-        snapshot=snapshot, tree=snapshot_tree(snapshot.value), message_url=_message_url(snapshot.session, snapshot.seq),
+        snapshot=snapshot, tree=snapshot_tree(snapshot.value), message_url=message_url(snapshot.session, snapshot.seq),
         parent_url=f"{path}?{urlencode({'snapshot': snapshot.parent_id})}" if snapshot.parent_id else "",
         json_url=reverse("api:snapshot_detail", args=[snapshot.pk]))
 
@@ -476,7 +476,7 @@ def _message_links(left: models.Snapshot, right: models.Snapshot, changes: list[
     links: list[tuple[str, int | None]] = []
     for side, index, message_id in wanted:
         seq = seq_of.get((side.session_id, message_id)) if index >= 0 and message_id and side.session_id else None
-        links.append((_message_url(side.session, seq), seq) if seq is not None else ("", None))
+        links.append((message_url(side.session, seq), seq) if seq is not None else ("", None))
     return links
 
 

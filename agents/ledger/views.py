@@ -7,7 +7,7 @@ from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
 from agents.http import HtmxHttpRequest
-from agents.ledger import pages, snapshots
+from agents.ledger import pages, record_page, snapshots
 
 # The parts of the record page that page or change on their own (the id of the element each replaces).
 RECORD_PARTS = ("versions", "diff", "reads")
@@ -29,7 +29,7 @@ def agent_memory(request: HtmxHttpRequest, agent_id: int) -> HttpResponse:
 @require_GET
 def memory_record(request: HtmxHttpRequest, record_id: int) -> HttpResponse:
     """A record: its versions as a timeline, the word diff of two (``?from=&to=``), and every read of it."""
-    shown = pages.memory_record_page(user=request.user, record_id=record_id, query=request.GET)
+    shown = record_page.memory_record_page(user=request.user, record_id=record_id, query=request.GET)
     template_name = "agents/memory_record.html"
     if request.htmx and request.htmx.target in RECORD_PARTS:
         template_name += f"#{request.htmx.target}"
