@@ -12,6 +12,7 @@ from django.urls import reverse
 from agents import access, models
 from agents.http import int_or_none
 from agents.lab import presets, previews
+from agents.lab import recalls as lab_recalls
 from agents.lab.forms import StrategyParamsForm, strategy_params_form
 from agents.lab.trimming import session_trim
 from agents.memory.compare import compare_aligned
@@ -38,6 +39,7 @@ class CompareColumn:
     preset: models.Preset | None = None
     counter: str = ""  # what it counts with: the session's, or its preset's (set by compare_page)
     preview: previews.TrimPreview | None = None
+    recalls: lab_recalls.TrimRecalls | None = None  # the session's recalls under this column's trim
     prefix: str = ""  # its fields' names and ids: "c2-buffer_size"
     remove_query: str = ""
     lab_query: str = ""
@@ -102,7 +104,7 @@ def compare_page(*, user: access.User, session_id: int, query: QueryDict, path: 
     """Two to four columns, each a strategy with its own parameter form (or a preset). The URL names the columns
     (``?s=buffered:buffer_size=3&s=preset:NAME``); a column's form (``c2``, ``c2-KEY``) and "add" answer with that
     URL: a redirect without htmx (``fragment``), the result and the URL pushed with htmx."""
-    session = access.session_for_user(user, session_id)
+    session = lab_recalls.session_for_lab(user, session_id)
     from_form = "c1" in query
     if from_form:
         columns = [_column_from_form(query, k, session) for k in range(1, MAX_COLUMNS + 2) if f"c{k}" in query]
@@ -141,12 +143,14 @@ def compare_page(*, user: access.User, session_id: int, query: QueryDict, path: 
             column.counter = presets.trim_counter(column.preset) or session.token_counter
         results: dict[int, Any] = {}
         base = None
+        stored_recalls = lab_recalls.session_recalls_read(session)
         for counter in dict.fromkeys(c.counter for c in valid):
             group = [c for c in valid if c.counter == counter]
             trimmed = session_trim(session=session, specs=[c.spec for c in group if c.spec is not None],
                                    counter=counter)
             for column, result in zip(group, trimmed.results, strict=True):
                 column.preview = previews.trim_preview(trimmed.messages, trimmed.counts, result, bodies=False)
+                column.recalls = lab_recalls.trim_recalls(stored_recalls, result, sent_before=len(trimmed.messages))
                 results[id(column)] = result
             if base is None or counter == session.token_counter:
                 base, rows_counter = trimmed, counter

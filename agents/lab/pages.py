@@ -15,12 +15,14 @@ from django.urls import reverse
 from agents import access, models
 from agents.http import int_or_none
 from agents.jobs import queue
-from agents.lab import charts, presets, previews, reports
+from agents.lab import charts, presets, previews, recalls, reports
 from agents.lab import trimming as lab_trimming
 from agents.lab.compare import MAX_COLUMNS
 from agents.lab.forms import strategy_params_form
+from agents.memory.findings import ADVICE
 from agents.memory.replay import Replay
 from agents.memory.tokens import COUNTERS
+from agents.memory.trimmed_recalls import RECALL_TRIMMED_ADVICE
 from agents.memory.trimming import (
     MEMORY_KINDS,
     STRATEGIES,
@@ -51,7 +53,7 @@ def lab_page(
     A session of more than ``MEMORYVIZ_LAB_REPLAY_INLINE_MESSAGES`` messages, with no step asked, is previewed
     without its replay (``replay_deferred``): the page asks for it in a second request, ``replay_part_query``
     (``replay_part=True``: the replay only, no preview), or ``inline_replay_query`` without JavaScript."""
-    session = access.session_for_user(user, session_id)
+    session = recalls.session_for_lab(user, session_id)
     asked_query = query
     query, preset, preset_error = _lab_query(query, session)
     name = query.get("strategy") or DEFAULT_STRATEGY
@@ -67,7 +69,7 @@ def lab_page(
     params_for = query.get("params_for")
     form = strategy_params_form(strategy, None if params_for and params_for != strategy.name else query)
     asked, step = step, None
-    preview = run = chart = None
+    preview = run = chart = trim_recalls = None
     deferred = (asked is None and not replay_part and asked_query.get("replay") != "inline"
                 and session.message_count > settings.MEMORYVIZ_LAB_REPLAY_INLINE_MESSAGES)
     # An unknown strategy (or counter) shows the default one's preview, as its message says.
@@ -78,6 +80,9 @@ def lab_page(
         if not replay_part:
             # At a call of the run, its input is the messages before it.
             preview = previews.trim_preview(replayed.sent, replayed.counts[:replayed.sent_from], replayed.result)
+            # The session's recalls under the trim shown: which the trimmed list holds, which it drops.
+            trim_recalls = recalls.trim_recalls(recalls.session_recalls_read(session), replayed.result,
+                                                sent_before=replayed.sent_from)
         if run is not None:
             chart = charts.replay_chart(run.steps, chosen=step)
     spec = form.spec or strategy_spec(strategy)
@@ -97,6 +102,10 @@ def lab_page(
         "strategy_error": strategy_error,
         "form": form,
         "preview": preview,
+        "recalls": trim_recalls,
+        "recalls_shown": recalls.RECALLS_SHOWN,
+        "recall_trimmed_advice": RECALL_TRIMMED_ADVICE,
+        "repeated_injection_advice": ADVICE["repeated_injection"],
         "counter": counter,
         "counter_error": counter_error,
         "counters": sorted(COUNTERS),

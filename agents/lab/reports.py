@@ -16,6 +16,7 @@ from pydantic import BaseModel
 
 from agents import access, models
 from agents.jobs import queue
+from agents.lab import recalls as lab_recalls
 from agents.lab.charts import savings_chart
 from agents.lab.trimming import replay_input, session_trim
 from agents.memory.replay import replay
@@ -48,6 +49,8 @@ class ReportCell:
     # Counted with another counter than the session's (a preset's): the tokens before under it (what it saved
     # is measured against these); None: the row's.
     tokens_before: int | None = None
+    # The session's recalls whose carrying message the strategy drops (recall_trimmed).
+    recalls_dropped: int = 0
 
 
 @dataclass
@@ -65,6 +68,7 @@ class ReportSummary:
     tokens_after_total: int = 0
     sessions: int = 0
     broken_some_call: int = 0  # per-call mode: sessions where some call of the replayed run broke the protocol
+    recalls_dropped: int = 0  # summed over the sessions: recalls whose carrying message the strategy drops
 
     @property
     def mean_tokens_after(self) -> float:
@@ -95,7 +99,9 @@ def trimming_report(
     with its stored counts."""
     spec_counters = list(counters) if counters is not None else [None] * len(specs)
     limit = limit or REPORT_SESSION_LIMIT
-    chosen = list(sessions[: limit + 1])
+    # Whether each has a recall carried by a message, told by the sessions' own query: a report of sessions without
+    # memory reads no recall.
+    chosen: list[models.Session] = list(sessions.annotate(has_recalls=lab_recalls.has_placed_recalls())[: limit + 1])
     capped = len(chosen) > limit
     chosen = chosen[:limit]
     total = 0
@@ -106,6 +112,8 @@ def trimming_report(
             break
     summaries = [ReportSummary(spec) for spec in specs]
     rows: list[ReportRow] = []
+    # The recalls' carrying messages, for every chosen session in one query (as their messages are read).
+    recall_seqs = lab_recalls.sessions_recall_seqs([s for s in chosen if getattr(s, "has_recalls", True)])
     for session, messages, counts in sessions_stored_messages(chosen):
         roles = messages.outlines
         newest_user = next((i for i in range(len(roles) - 1, -1, -1) if roles[i].role == "user"), None)
@@ -123,7 +131,8 @@ def trimming_report(
             errors = sum(1 for v in result.violations if v.severity == "error")
             lost = None if newest_user is None else newest_user not in set(result.kept)
             cell = ReportCell(spec, result.tokens_after, len(result.kept), errors, lost, result.budget_exceeded,
-                              tokens_before=result.tokens_before if trimmed.recounted else None)
+                              tokens_before=result.tokens_before if trimmed.recounted else None,
+                              recalls_dropped=lab_recalls.recalls_dropped(recall_seqs.get(session.pk, ()), result))
             if per_call:
                 run = replay(replay_input(messages, spec, recounted=trimmed.recounted), spec, counter=result.counter,
                              token_counts=trimmed.counts)
@@ -136,6 +145,7 @@ def trimming_report(
             summary.tokens_after_total += result.tokens_after
             summary.broken += errors > 0
             summary.questions_lost += bool(lost)
+            summary.recalls_dropped += cell.recalls_dropped
         rows.append(ReportRow(session, session.token_total if tokens_before is None else tokens_before, cells))
     return TrimmingReport(list(specs), rows, summaries, capped, limit, per_call)
 
@@ -216,6 +226,7 @@ class ReportCellOut(BaseModel):
     budget_exceeded: bool
     first_broken_call: int | None = None
     error: str = ""
+    recalls_dropped: int | None = None  # the session's recalls whose carrying message the strategy drops
 
 
 class ReportRowOut(BaseModel):
@@ -236,6 +247,7 @@ class ReportSummaryOut(BaseModel):
     questions_lost: int
     mean_tokens_after: float
     tokens_saved: float  # share of the tokens before, over the report's sessions
+    recalls_dropped: int = 0  # recalls whose carrying message the strategy drops, over the report's sessions
 
 
 class ReportOut(BaseModel):
@@ -272,6 +284,7 @@ def report_out(report: TrimmingReport, rows: Sequence[ReportRow], labels: Sequen
                 broken_some_call=s.broken_some_call if report.per_call else None, questions_lost=s.questions_lost,
                 mean_tokens_after=round(s.mean_tokens_after, 2),
                 tokens_saved=round((before - after) / before, 4) if before else 0.0,
+                recalls_dropped=s.recalls_dropped,
             )
             for label, s, (before, after) in zip(labels, report.summaries, saved, strict=True)
         ],
@@ -285,6 +298,7 @@ def report_out(report: TrimmingReport, rows: Sequence[ReportRow], labels: Sequen
                         kept=None if c.error else c.kept, errors=None if c.error else c.errors,
                         question_lost=c.question_lost, budget_exceeded=c.budget_exceeded,
                         first_broken_call=c.first_broken_call, error=c.error,
+                        recalls_dropped=None if c.error else c.recalls_dropped,
                     )
                     for label, c in zip(labels, r.cells, strict=True)
                 ],
@@ -295,7 +309,8 @@ def report_out(report: TrimmingReport, rows: Sequence[ReportRow], labels: Sequen
 
 
 REPORT_CSV_HEADER = ["session", "title", "project", "agent", "messages", "tokens_before", "strategy", "tokens_after",
-                     "kept", "errors", "question_lost", "budget_exceeded", "first_broken_call", "error"]
+                     "kept", "errors", "question_lost", "budget_exceeded", "first_broken_call", "error",
+                     "recalls_dropped"]  # added last: the earlier columns keep their places
 
 
 def report_csv(out: ReportOut) -> str:
@@ -308,7 +323,7 @@ def report_csv(out: ReportOut) -> str:
             writer.writerow([row.session, _csv_safe(row.title), row.project, row.agent, row.messages,
                              row.tokens_before, c.strategy, _blank(c.tokens_after), _blank(c.kept),
                              _blank(c.errors), _blank(c.question_lost), c.budget_exceeded,
-                             _blank(c.first_broken_call), c.error])
+                             _blank(c.first_broken_call), c.error, _blank(c.recalls_dropped)])
     return buffer.getvalue()
 
 
