@@ -16,6 +16,7 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
+from django_tasks_db.management.commands.db_worker import Worker
 
 from agents import models
 from agents.lab.trimming import session_trim
@@ -330,3 +331,21 @@ def test_the_report_reads_recalls_once_and_none_for_sessions_without_memory(alic
     assert recall_reads(report) == 1
     models.Recall.objects.all().delete()
     assert recall_reads(report) == 0
+
+
+def test_a_report_run_in_the_background_counts_the_same_recalls_dropped(alice_client, memory_sessions, settings,
+                                                                       tmp_path):
+    settings.MEMORYVIZ_JOB_DIR = str(tmp_path / "jobs")
+    inline = json.loads(alice_client.get(REPORT, {"s": COLUMNS, "download": "json"}).content)
+    settings.MEMORYVIZ_BACKGROUND_REPORT_MESSAGES = 10  # both sessions are longer: the report is a job
+    assert alice_client.get(REPORT, {"s": COLUMNS}).status_code == 302
+    Worker(queue_names=["default"], interval=0, batch=True, backend_name="default", startup_delay=False,
+           max_tasks=None, worker_id="test-worker", excluded_queue_names=[]).run()
+    job = models.BackgroundJob.objects.get()
+    assert job.status == "done"
+    page = alice_client.get(f"/jobs/{job.pk}/").content.decode()
+    assert [int(x) for x in re.findall(r'data-recalls-dropped="(\d+)"', page)] == [
+        s["recalls_dropped"] for s in inline["summaries"]]
+    background = json.loads(alice_client.get(f"/jobs/{job.pk}/", {"download": "json"}).content)
+    assert background["summaries"] == inline["summaries"]
+    assert {r["session"]: r["cells"] for r in background["rows"]} == {r["session"]: r["cells"] for r in inline["rows"]}
