@@ -263,14 +263,20 @@ def session_findings_fresh(session: models.Session, *, writer: bool = False) -> 
     """The session with its stored findings as its rows say now: computed again when what they were computed from
     changed since (``session_key``). ``writer``: store the key even for a session without recalls (a reader skips
     that write)."""
+    _fresh(session, writer=writer)
+    return session
+
+
+def _fresh(session: models.Session, *, writer: bool = False) -> int:
+    """``session_findings_fresh``, saying how many recalls the session has (read by the key's aggregate)."""
     key, recalls = _session_key(session)
     if session.memory_findings_key != key:
         if not recalls and not session.memory_finding_count and not writer:
             # Every session finding comes from a recall: a session without any (most sessions, stored before these
             # findings or by a path that does not compute them) has none, and a page view writes nothing.
-            return session
+            return recalls
         session_findings_store(session)
-    return session
+    return recalls
 
 
 def store_findings_fresh(store: models.MemoryStore) -> models.MemoryStore:
@@ -333,11 +339,12 @@ class KindShown:
 @dataclass
 class FindingsShown:
     """What the session page shows of its findings: a summary by kind (empty for a fragment) and the flags of the
-    messages it shows."""
+    messages it shows; ``recalls``: how many recalls the session has (none: the page reads no recall)."""
 
     total: int
     kinds: list[KindShown]
     by_seq: dict[int, list[models.MemoryFinding]]
+    recalls: int = 0
 
 
 def session_findings_shown(session: models.Session, first: int | None, last: int | None, *,
@@ -346,9 +353,9 @@ def session_findings_shown(session: models.Session, first: int | None, last: int
     any, the counts by kind with each kind's first message (one grouped query, when ``summary``) and the flags of
     messages ``first`` to ``last`` (one range of the index on (session, seq)). The cost of a page does not depend
     on the session's length."""
-    session_findings_fresh(session)
+    recalls = _fresh(session)
     if not session.memory_finding_count:
-        return FindingsShown(total=0, kinds=[], by_seq={})
+        return FindingsShown(total=0, kinds=[], by_seq={}, recalls=recalls)
     kinds: list[KindShown] = []
     if summary:
         rows = {kind: (n, seq) for kind, n, seq in models.MemoryFinding.objects.filter(session=session).order_by(
@@ -356,7 +363,7 @@ def session_findings_shown(session: models.Session, first: int | None, last: int
         kinds = [KindShown(kind=kind, count=rows[kind][0], advice=advice(kind), first_seq=rows[kind][1])
                  for kind in rules.KINDS if kind in rows]
     by_seq = _by_seq(session, first, last) if first is not None and last is not None else {}
-    return FindingsShown(total=session.memory_finding_count, kinds=kinds, by_seq=by_seq)
+    return FindingsShown(total=session.memory_finding_count, kinds=kinds, by_seq=by_seq, recalls=recalls)
 
 
 def findings_counted(rows: QuerySet[models.MemoryFinding]) -> dict[str, int]:

@@ -53,6 +53,11 @@ class MessageView:
     markdown: str = ""  # an assistant's text as sanitised Markdown (safe_markdown), "" for others
     # The memory findings flagged on it (ledger.findings): {"kind", "message", "advice", "record_url"}.
     memory_findings: list[dict[str, str]] = field(default_factory=list)
+    # The recalls it carries (ledger.recalls_shown): {"store", "query", "params", "placement", "persisted", "items":
+    # [{"rank", "score", "text", "record_url", "version"}]}; shown instead of the text, which stays under "as sent".
+    recalls: list[dict[str, Any]] = field(default_factory=list)
+    # A reply sent persisted recalls again: {"recalls": [{"seq", "store", "href"}], "others": int, "more": bool}.
+    sent_again: dict[str, Any] | None = None
     html: str = ""  # the whole message as the page shows it (message_html), once everything above is set
 
 
@@ -103,6 +108,69 @@ def _field(item: dict[str, Any], key: str) -> str:
     return str(conditional_escape(item[key])) if key in item else ""
 
 
+# A recalled item's text longer than this is folded under a <details> with a one-line preview.
+RECALL_FOLD_CHARS = 280
+
+
+def _score(score: float | None) -> str:
+    return "no score" if score is None else f"score {score:.3g}"
+
+
+def _recall_item(item: dict[str, Any]) -> str:
+    text = item["text"]
+    if len(text) > RECALL_FOLD_CHARS or text.count("\n") > 4:
+        shown = (f'<details class="recall-fold"><summary><span class="preview">{escape(find.preview(text, 120))}'
+                 f'</span> <span class="muted small">({number(len(text))} chars)</span></summary>'
+                 f'<div class="recall-text">{escape(text)}</div></details>')
+    else:
+        shown = f'<div class="recall-text">{escape(text)}</div>'
+    if item["record_url"]:
+        version = f" v{item['version']}" if item["version"] is not None else ""
+        link = (f'<a class="recall-record small" href="{escape(item["record_url"])}" title="The record, at the '
+                f'version this recall sent">record{version}</a>')
+    else:
+        link = ('<span class="recall-unmatched small" title="No record of the store holds this text">matches no '
+                "record</span>")
+    return (f'<li class="recall-item"><div class="recall-item-head"><span class="recall-rank mono">#{item["rank"]}'
+            f'</span> <span class="recall-score mono small">{_score(item["score"])}</span> {link}</div>{shown}</li>')
+
+
+def _recalls(m: MessageView) -> str:
+    out = []
+    for r in m.recalls:
+        store = escape(r["store"]) if r["store"] else "a store not known"
+        persisted = (' <span class="badge recall-persisted" title="The carrying message stays in the list: every '
+                     'later call is sent it again">stays in the list</span>') if r["persisted"] else ""
+        query = (f'<q class="recall-query-text">{escape(r["query"])}</q>' if r["query"]
+                 else '<span class="muted">(no query)</span>')
+        params = "".join(f' <span class="recall-param"><span class="mono">{escape(k)}</span> {escape(v)}</span>'
+                         for k, v in r["params"])
+        items = "".join(_recall_item(i) for i in r["items"])
+        items = (f'<ol class="recall-items">{items}</ol>' if items
+                 else '<div class="muted small">Nothing was found: no item sent.</div>')
+        out.append(f'\n        <section class="recall-panel" aria-label="Recalled memory"><div class="recall-head">'
+                   f'<strong>Recalled from</strong> <span class="recall-store">{store}</span>{persisted} '
+                   f'<span class="muted small">{len(r["items"])} item{_plural(len(r["items"]))}</span></div>'
+                   f'<div class="recall-query small"><span class="muted">query</span> {query}{params}</div>'
+                   f"{items}</section>")
+    return "".join(out)
+
+
+def _sent_again(m: MessageView) -> str:
+    again = m.sent_again
+    if not again:
+        return ""
+    recalls = again["recalls"]
+    links = ", ".join(f'<a href="{escape(r["href"])}" title="Recalled from {escape(r["store"]) or "a store not known"}'
+                      f'">#{r["seq"]}</a>' for r in recalls)
+    tail = " and earlier ones" if again["more"] else (f" and {number(again['others'])} earlier" if again["others"]
+                                                      else "")
+    many = len(recalls) + again["others"] > 1 or again["more"]
+    return (f'\n        <div class="sent-again-note small" title="Persisted recalls: their carrying messages stayed in '
+            f'the list, so this call was sent them again">sent again: recall{"s" if many else ""} at {links}{tail}'
+            "</div>")
+
+
 def message_html(m: MessageView, *, q: str, current: int | None, annotate: bool, window: int) -> SafeString:
     """The ``<article>`` of one message. ``q``: the page's search (cleaned), whose hits are marked; ``current``:
     the hit the page stands on (``aria-current``), if any; ``annotate``: whether the user may annotate (the
@@ -113,7 +181,7 @@ def message_html(m: MessageView, *, q: str, current: int | None, annotate: bool,
     needle = find.clean_query(q).casefold()
     is_current = m.hit and current is not None and seq == current
     classes = (f"msg role-{role}{' in-exchange' if m.in_exchange else ''}{' has-violation' if m.violations else ''}"
-               f"{' has-memory-finding' if m.memory_findings else ''}"
+               f"{' has-memory-finding' if m.memory_findings else ''}{' has-recall' if m.recalls else ''}"
                f"{' is-error' if row.is_error else ''}{' is-hit' if m.hit else ''}"
                f"{' hit-current' if is_current else ''}")
     permalink = escape(m.permalink)
@@ -201,6 +269,7 @@ def message_html(m: MessageView, *, q: str, current: int | None, annotate: bool,
             out.append(f'<a href="{href}" class="badge badge-violation" title="{said}">{len(violations)} '
                        f"violation{_plural(len(violations))} in what was sent</a>")
         out.append("\n        </div>\n        ")
+    out.append(_sent_again(m))
     out.append("\n        ")
     if row.reasoning:
         opened = " open" if _mentions(row.reasoning, needle) else ""
@@ -208,7 +277,14 @@ def message_html(m: MessageView, *, q: str, current: int | None, annotate: bool,
                    f'({number(len(row.reasoning))} chars)</span></summary><div class="text">'
                    f"{find.highlight(row.reasoning, q)}</div></details>\n        ")
     out.append("\n        ")
-    if m.text:
+    if m.recalls:
+        out.append(_recalls(m))
+    if m.text and m.recalls:
+        # What was recalled is shown above; the text the model read stays a click away.
+        opened = " open" if _mentions(m.text, needle) else ""
+        out.append(f'\n          <details class="as-sent"{opened}><summary class="small">as sent <span class="muted">'
+                   f'({number(len(m.text))} chars)</span></summary>{_text(m, q)}</details>\n        ')
+    elif m.text:
         out.append("\n          ")
         if m.fold:
             opened = " open" if _mentions(m.text, needle) else ""

@@ -20,6 +20,7 @@ from django.urls import reverse
 from agents import access, models
 from agents.capture import calls as capture_calls
 from agents.ledger import findings as ledger_findings
+from agents.ledger import recalls_shown
 from agents.ledger.pages import agents_with_memory
 from agents.memory.tokens import COUNTERS
 from agents.review import workflow
@@ -83,7 +84,9 @@ def session_page(
     for m in messages:
         m.hit = find.message_mentions(m.row, q)
     _add_gaps(session, messages)
-    memory_findings = _add_memory_findings(session, messages, summary=not fragment)
+    memory_findings, recalls = _add_memory_findings(session, messages, summary=not fragment)
+    if recalls:  # a session without recalls reads none (the findings' aggregate counted them)
+        _add_recalls(session, messages)
     violations = session.violations or []
     keep = _keep_query(q, within)
     # Where the page stands, for the search and the jumps: the message asked for, else the page's first.
@@ -299,19 +302,20 @@ def _add_llm_calls(session: models.Session, messages: list[MessageView]) -> None
             "violations": [v for v in call.sent_violations if v.get("severity") == "error"],
             "href": reverse("agents:llm_call", args=[session.pk, call.pk]),
             "model": call.model,
+            "sent_seqs": set(call.sent),  # which earlier messages it received: a recall sent again or not
         }
 
 
 def _add_memory_findings(session: models.Session, messages: list[MessageView], *,
-                         summary: bool) -> dict[str, Any] | None:
+                         summary: bool) -> tuple[dict[str, Any] | None, int]:
     """On each message, the memory findings flagged on it (ledger.findings, for the page's range only); and for a
     whole page the summary at the top: how many of each kind, what to do about it, a link to the first. None when
-    the session has none."""
+    the session has none. With it, how many recalls the session has."""
     shown = ledger_findings.session_findings_shown(
         session, messages[0].row.seq if messages else None, messages[-1].row.seq if messages else None,
         summary=summary)
     if not shown.total:
-        return None
+        return None, shown.recalls
     for m in messages:
         m.memory_findings = [
             {"kind": f.kind, "message": f.message, "advice": ledger_findings.advice(f.kind),
@@ -322,7 +326,52 @@ def _add_memory_findings(session: models.Session, messages: list[MessageView], *
         "kinds": [{"kind": k.kind, "count": k.count, "advice": k.advice, "first_seq": k.first_seq,
                    "href": permalink(session, k.first_seq) if k.first_seq is not None else ""} for k in shown.kinds],
         "api_url": reverse("api:session_memory_findings", args=[session.pk]),
-    }
+    }, shown.recalls
+
+
+def _add_recalls(session: models.Session, messages: list[MessageView]) -> None:
+    """On each message carrying recalls, what was recalled (ledger.recalls_shown, for the page's range only: two
+    queries wherever the page stands); on each later reply, the persisted recalls it was sent again."""
+    if not messages:
+        return
+    shown = recalls_shown.session_recalls_shown(session, messages[0].row.seq, messages[-1].row.seq)
+    url = session.get_absolute_url()
+    first = messages[0].row.seq
+    record_base = reverse("agents:memory_record", args=[0]).removesuffix("0/")  # once, not per item
+
+    def record_url(item: recalls_shown.ItemShown) -> str:
+        if item.record_id is None:
+            return ""
+        return f"{record_base}{item.record_id}/" + (f"#v-{item.version}" if item.version is not None else "")
+
+    for m in messages:
+        seq = m.row.seq
+        m.recalls = [{
+            "store": r.store, "query": r.query, "params": _params_shown(r.params), "placement": r.placement,
+            "persisted": r.persisted,
+            "items": [{"rank": i.rank, "score": i.score, "text": i.text, "record_url": record_url(i),
+                       "version": i.version} for i in r.items],
+        } for r in shown.by_seq.get(seq, [])]
+        if m.row.role != "assistant":
+            continue
+        sent = m.llm_call.get("sent_seqs") if m.llm_call else None
+        again, more = shown.sent_again(seq, sent)
+        if again:
+            m.sent_again = {
+                "recalls": [{"seq": r.seq, "store": r.store, "href": f"{url}?at={r.seq}#m-{r.seq}"}
+                            for r in again[:recalls_shown.EARLIER_READ]],
+                "others": len(again) - recalls_shown.EARLIER_READ if len(again) > recalls_shown.EARLIER_READ else 0,
+                # Persisted recalls before the page were read only up to EARLIER_READ: more came before those, and
+                # a reply sent the last of them was sent those too (unless its captured call says otherwise).
+                "more": more and sent is None and any(r.seq < first for r in again),
+            }
+
+
+def _params_shown(params: dict[str, Any]) -> list[tuple[str, str]]:
+    """A recall's parameters (limit, threshold, ...) as (name, shown value) pairs, as stored; agent content, escaped
+    where rendered."""
+    return [(str(key), (value if isinstance(value, str) else json.dumps(value, ensure_ascii=False))[:80])
+            for key, value in list(params.items())[:8]]
 
 
 def _page_range(
