@@ -27,7 +27,7 @@ from agents.capture import writes
 from agents.memory.tokens import COUNTERS
 from agents.review import pages as review_pages
 from agents.sessions import actions, chain, list_page
-from agents.store import mapping
+from agents.store import layer_search, listing, mapping
 
 MAX_MESSAGE_PAGE = 1000
 
@@ -106,8 +106,9 @@ def session_list(request: Request) -> Response:
         if "status" in query:
             return bad_request("review_status: give review_status or status, not both")
         query.setlist("status", query.pop("review_status"))
+    hits = listing.MessageHits()
     try:
-        sessions = list_page.sessions_listed(user=request.user, query=query)
+        sessions = list_page.sessions_listed(user=request.user, query=query, message_hits=hits)
     except ValueError as exc:
         refusal = str(exc)
         if refusal.startswith("status: ") and "review_status" in request.query_params:
@@ -115,7 +116,13 @@ def session_list(request: Request) -> Response:
         return bad_request(refusal)
     paginator = ApiPages()
     page = paginator.paginate_queryset(sessions, request)
-    return paginator.get_paginated_response([session_summary(request, s) for s in page])
+    rows = [session_summary(request, s) for s in page]
+    if hits.q:
+        # Searched: where each session matched (as the list page says it), only then.
+        matched = layer_search.matches_on_page(user=request.user, q=hits.q, sessions=page, message_hits=hits)
+        for row, session in zip(rows, page, strict=True):
+            row["matched_in"] = [m.as_json(request.build_absolute_uri) for m in matched.get(session.pk, [])]
+    return paginator.get_paginated_response(rows)
 
 
 class SessionUpdate(BaseModel):

@@ -14,7 +14,7 @@ from django.http import QueryDict
 from agents import access, models
 from agents.ledger.pages import agents_with_memory
 from agents.review import workflow
-from agents.store import listing
+from agents.store import layer_search, listing
 from agents.store.filters import SessionFilterForm
 
 SESSIONS_PER_PAGE = 50
@@ -44,7 +44,8 @@ def session_list_page(*, user: access.User, query: QueryDict, path: str, fragmen
         if not fragment:
             return SessionListPage(address=address)
     filters = form.filters()
-    sessions = listing.sessions_filtered(user, filters).select_related("assignee")
+    hits = listing.MessageHits()
+    sessions = listing.sessions_filtered(user, filters, message_hits=hits).select_related("assignee")
     page = Paginator(sessions, SESSIONS_PER_PAGE).get_page(query.get("page"))
     shown = query.copy()
     for name in ["page", "queue", *form.cleared]:
@@ -66,6 +67,10 @@ def session_list_page(*, user: access.User, query: QueryDict, path: str, fragmen
         "queue_refused": query.get("queue") == "invalid" and (form.refusal() or "a filter is not valid"),
     }
     workflow.attach_labels(page.object_list)
+    # Searched: where each session of the page matched (a message, a recall, a memory record), linked.
+    matched = layer_search.matches_on_page(user=user, q=filters.q, sessions=page.object_list, message_hits=hits)
+    for s in page.object_list:
+        s.matched_in = matched.get(s.pk, [])
     # The agents of this page with a memory page: one query for the page, whatever it lists.
     context["memory_agents"] = agents_with_memory({s.agent_id: s.agent for s in page.object_list}.values())
     if not fragment:
@@ -75,10 +80,13 @@ def session_list_page(*, user: access.User, query: QueryDict, path: str, fragmen
     return SessionListPage(context, address=address)
 
 
-def sessions_listed(*, user: access.User, query: QueryDict) -> QuerySet[models.Session]:
+def sessions_listed(*, user: access.User, query: QueryDict,
+                    message_hits: listing.MessageHits | None = None) -> QuerySet[models.Session]:
     """The user's sessions that the list's filters in ``query`` keep, sorted (the API's list). A filter that cannot
-    apply (an invalid value, another project's agent) is refused with ValueError naming it, never dropped."""
+    apply (an invalid value, another project's agent) is refused with ValueError naming it, never dropped.
+    ``message_hits``: as ``listing.sessions_filtered``'s."""
     form = SessionFilterForm(query or None, user=user)
     if form.is_bound and form.refusal():
         raise ValueError(form.refusal())
-    return listing.sessions_filtered(user, form.filters())
+    return listing.sessions_filtered(user, form.filters(), message_hits=message_hits)
+
