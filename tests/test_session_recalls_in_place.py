@@ -223,3 +223,31 @@ def test_a_session_without_recalls_reads_no_recall_for_the_page(alice_client, ma
     assert not [s for s in sql if "agents_recallitem" in s]
     assert len([s for s in sql if "agents_recall" in s]) == 1  # the findings' aggregate, which counts them
     assert 'class="recall-panel"' not in page and "sent again" not in page
+
+
+def test_a_reply_whose_captured_call_was_not_sent_the_recall_is_not_marked(alice_client, turn3) -> None:
+    # Live capture saw what the calls behind #11 and #15 received: #11's framework had cut #2 to #8 from its
+    # input, #15's had kept everything.
+    models.LlmCall.objects.create(session=turn3, trace_id="t" * 32, span_id="a" * 16, placed=True,
+                                  sent=[0, 1, *range(9, 11)], reply_seq=11)
+    models.LlmCall.objects.create(session=turn3, trace_id="t" * 32, span_id="b" * 16, placed=True,
+                                  sent=list(range(15)), reply_seq=15)
+    page = alice_client.get(turn3.get_absolute_url()).content.decode()
+    assert sent_again(page, 11) == ""
+    assert sent_again(page, 15) == "sent again: recalls at #8, #7, #2"
+    assert sent_again(page, 19) == "sent again: recalls at #14, #13, #8 and 2 earlier"  # no captured call
+
+
+def test_a_search_hit_in_the_recalled_text_opens_as_sent(alice_client, turn3) -> None:
+    page = alice_client.get(turn3.get_absolute_url(), {"q": "maybe useful", "at": 7}).content.decode()
+    assert '<details class="as-sent" open>' in article(page, 7)
+    assert "<mark" in article(page, 7).split('<details class="as-sent" open>')[1]
+    assert '<details class="as-sent">' in article(page, 8)  # no hit there: closed
+
+
+def test_a_page_loaded_over_htmx_shows_its_recalls(alice_client, turn3) -> None:
+    response = alice_client.get(turn3.get_absolute_url(), {"after": 5}, headers={"HX-Request": "true"})
+    page = response.content.decode()
+    assert "<html" not in page  # the fragment "load more" appends
+    assert 'id="m-5"' not in page and len(panels(page, 7)) == 1
+    assert sent_again(page, 9) == "sent again: recall at #2"
