@@ -57,26 +57,27 @@ def matches_on_page(*, user: User, q: str, sessions: Iterable[models.Session],
     if not q or not sessions:
         return {}
     by_id = {s.pk: s for s in sessions}
+    page = listing.ids_in(by_id)  # one parameter on PostgreSQL, as the list's own ids
     found: dict[int, list[Match]] = {pk: [] for pk in by_id}
     if message_hits is not None and message_hits.named:
         seqs = message_hits.seqs
     else:
         # The list's search did not name them: the page's sessions' messages, for their first hit.
-        seqs = dict(models.Message.objects.filter(session_id__in=list(by_id), content__icontains=q).order_by()
+        seqs = dict(models.Message.objects.filter(session_id__in=page, content__icontains=q).order_by()
                     .values("session_id").annotate(first=Min("seq")).values_list("session_id", "first"))
     for pk, seq in seqs.items():
         if pk in by_id:
             found[pk].append(Match("message", seq, _at(by_id[pk], seq), f"in a message at #{seq}"))
-    recalls = (listing.matching_recalls(q).filter(session_id__in=list(by_id)).order_by()
+    recalls = (listing.matching_recalls(q).filter(session_id__in=page).order_by()
                .values("session_id").annotate(first=Min("seq")).values_list("session_id", "first"))
     for pk, seq in recalls:
         where = f"in a recall at #{seq}" if seq is not None else "in a recall"
         found[pk].append(Match("recall", seq, _at(by_id[pk], seq), where))
     records = listing.matching_records(q, user=user)
-    written = (models.RecordVersion.objects.filter(session_id__in=list(by_id), record__in=records).order_by()
+    written = (models.RecordVersion.objects.filter(session_id__in=page, record__in=records).order_by()
                .values("session_id", "record_id", "record__external_id").annotate(first=Min("seq"))
                .values_list("session_id", "record_id", "record__external_id", "first"))
-    read = (models.RecallItem.objects.filter(recall__session_id__in=list(by_id), record__in=records).order_by()
+    read = (models.RecallItem.objects.filter(recall__session_id__in=page, record__in=records).order_by()
             .values("recall__session_id", "record_id", "record__external_id").annotate(first=Min("recall__seq"))
             .values_list("recall__session_id", "record_id", "record__external_id", "first"))
     named: dict[int, set[int]] = {}
