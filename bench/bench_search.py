@@ -16,6 +16,13 @@ client:
 - the baseline: one plain scan, ``SELECT COUNT(DISTINCT session_id) FROM agents_message WHERE content LIKE ?``,
   the least any search without an index does once per request.
 Medians of ``--repeat`` runs; the ratios are against the plain scan of the same word.
+
+With ``--memory`` (issue 25, search across the layers) the database also holds memory for every session, written
+through the ORM (the recalls' and records' trigram indexes kept by their triggers or GIN indexes; not measured):
+one store, ``--records`` records per session each with its first version written by the session, ``--recalls``
+recalls per session of three items each (the records' texts as sent, linked to them). Then the same requests, and
+the list searched for a word only in memory (``window seat 3.``: one record of each session, and the items that
+read it). Compare a run with and without ``--memory``: what memory adds to a search.
 """
 from __future__ import annotations
 
@@ -63,7 +70,39 @@ def fill_postgres(n: int, sessions: int) -> None:
         cursor.execute("VACUUM ANALYZE agents_session")
 
 
-def child(db: str, sessions: int, messages: int, repeat: int) -> dict[str, Any]:
+def fill_memory(records: int, recalls: int) -> dict[str, int]:
+    """Per bench session: ``records`` records (version 1 written by the session at message k) and ``recalls``
+    recalls of three items (the session's records, as sent). Returns the rows' counts."""
+    from agents import models
+
+    agent = models.Agent.objects.get(project__slug="bench")
+    store = models.MemoryStore.objects.create(project=agent.project, agent=agent, name="bench", kind="records")
+    sessions = list(models.Session.objects.order_by("pk").values_list("pk", flat=True))
+    counts = {"records": 0, "versions": 0, "recalls": 0, "items": 0}
+    for start in range(0, len(sessions), 100):
+        batch = sessions[start:start + 100]
+        made = models.MemoryRecord.objects.bulk_create([
+            models.MemoryRecord(store=store, external_id=f"r{s}-{k}", text=f"note {k}: window seat {k}. (run {s})",
+                                version_count=1) for s in batch for k in range(records)])
+        by_session = {s: made[i * records:(i + 1) * records] for i, s in enumerate(batch)}
+        models.RecordVersion.objects.bulk_create([
+            models.RecordVersion(record=r, number=1, op="ADD", text=r.text, session_id=s, seq=k)
+            for s, rows in by_session.items() for k, r in enumerate(rows)])
+        calls = models.Recall.objects.bulk_create([
+            models.Recall(session_id=s, seq=2 * k + 1, store=store, query=f"what does the user prefer, {k}?",
+                          item_count=3) for s in batch for k in range(recalls)])
+        models.RecallItem.objects.bulk_create([
+            models.RecallItem(recall=call, record=rec, rank=j + 1, text=rec.text, version=1)
+            for i, call in enumerate(calls)
+            for j, rec in enumerate(by_session[call.session_id][(i + m) % records] for m in range(3))])
+        counts["records"] += len(made)
+        counts["versions"] += len(made)
+        counts["recalls"] += len(calls)
+        counts["items"] += 3 * len(calls)
+    return counts
+
+
+def child(db: str, sessions: int, messages: int, repeat: int, records: int = 0, recalls: int = 0) -> dict[str, Any]:
     os.environ["MEMORYVIZ_EXPENSIVE_RATE"] = ""
     started = time.perf_counter()
     if is_postgres(os.environ.get("DATABASE_URL", "")):
@@ -72,7 +111,6 @@ def child(db: str, sessions: int, messages: int, repeat: int) -> dict[str, Any]:
         from bench_export import fill
 
         fill(Path(db), messages, sessions=sessions)
-    filled = time.perf_counter() - started
     from django.conf import settings
     from django.contrib.auth.models import User
     from django.db import connection
@@ -80,6 +118,12 @@ def child(db: str, sessions: int, messages: int, repeat: int) -> dict[str, Any]:
 
     from agents import models
 
+    memory = fill_memory(records, recalls) if records or recalls else {}
+    if memory and connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            for table in ("agents_memoryrecord", "agents_recordversion", "agents_recall", "agents_recallitem"):
+                cursor.execute(f"VACUUM ANALYZE {table}")
+    filled = time.perf_counter() - started
     settings.ALLOWED_HOSTS = ["*"]
     user = User.objects.create_user("bench", password="x")
     models.Membership.objects.create(project=models.Project.objects.get(slug="bench"), user=user, role="admin")
@@ -119,7 +163,14 @@ def child(db: str, sessions: int, messages: int, repeat: int) -> dict[str, Any]:
         f"list search {miss!r} (none)": timed(page(miss)),
         f"plain scan {miss!r}": timed(scan(miss)),
     }
+    if memory and records > 3:
+        word = "window seat 3."
+        listed = client.get("/api/sessions/", {"q": word}).json()["count"]
+        assert listed == sessions, (listed, sessions)  # one record of each session, no message
+        rows[f"list search {word!r} ({listed} sessions, in memory only)"] = timed(page(word))
+        rows[f"plain scan {word!r}"] = timed(scan(word))
     return {"sessions": sessions, "messages": sessions * messages, "fill_s": round(filled, 1), "rows": rows,
+            "memory": memory,
             "vendor": connection.vendor, "plans": plans(connection, hit) if connection.vendor == "postgresql" else {}}
 
 
@@ -167,12 +218,16 @@ def main() -> None:
     parser.add_argument("--sessions", type=int, default=200)
     parser.add_argument("--messages", type=int, default=1000, help="messages per session")
     parser.add_argument("--repeat", type=int, default=5)
-    parser.add_argument("--child", nargs=4, help=argparse.SUPPRESS)
+    parser.add_argument("--memory", action="store_true", help="memory for every session too (issue 25)")
+    parser.add_argument("--records", type=int, default=10, help="with --memory: records per session")
+    parser.add_argument("--recalls", type=int, default=20, help="with --memory: recalls per session (3 items)")
+    parser.add_argument("--child", nargs=6, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        db, sessions, messages, repeat = args.child
-        print(json.dumps(child(db, int(sessions), int(messages), int(repeat))))
+        db, sessions, messages, repeat, records, recalls = args.child
+        print(json.dumps(child(db, int(sessions), int(messages), int(repeat), int(records), int(recalls))))
         return
+    records, recalls = (args.records, args.recalls) if args.memory else (0, 0)
     url = os.environ.get("DATABASE_URL", "")
     with tempfile.TemporaryDirectory(prefix="memoryviz-search-") as tmp:
         db = str(Path(tmp) / "search.sqlite3")
@@ -181,7 +236,8 @@ def main() -> None:
             env["DATABASE_URL"] = fresh_postgres(url)
         try:
             out = subprocess.run([sys.executable, __file__, "--child", db, str(args.sessions), str(args.messages),
-                                  str(args.repeat)], cwd=ROOT, capture_output=True, text=True, env=env)
+                                  str(args.repeat), str(records), str(recalls)], cwd=ROOT, capture_output=True,
+                                 text=True, env=env)
         finally:
             if is_postgres(url):
                 drop_postgres(url)
@@ -192,6 +248,8 @@ def main() -> None:
     vendor = "PostgreSQL" if result["vendor"] == "postgresql" else "SQLite"
     print(f"{vendor}, {result['sessions']:,} sessions, {result['messages']:,} messages "
           f"(filled in {result['fill_s']} s), median of {args.repeat}, load average {os.getloadavg()[0]:.1f}")
+    if result["memory"]:
+        print("memory: " + ", ".join(f"{n:,} {what}" for what, n in result["memory"].items()))
     for label, plan in result["plans"].items():
         print(f"-- {label}:\n{plan}")
     print("| request | ms | × plain scan of the same word |")
