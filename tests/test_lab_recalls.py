@@ -333,6 +333,9 @@ def test_the_report_reads_recalls_once_and_none_for_sessions_without_memory(alic
     assert recall_reads(report) == 0
 
 
+# A worker closes its connections between tasks (django-tasks' db_worker), as a real one does: on PostgreSQL that
+# closes the test's transaction too, so this test commits for real (as tests/test_background_jobs.py does).
+@pytest.mark.django_db(transaction=True)
 def test_a_report_run_in_the_background_counts_the_same_recalls_dropped(alice_client, memory_sessions, settings,
                                                                        tmp_path):
     settings.MEMORYVIZ_JOB_DIR = str(tmp_path / "jobs")
