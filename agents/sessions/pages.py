@@ -15,12 +15,15 @@ from typing import Any
 from urllib.parse import urlencode
 
 from django.contrib.humanize.templatetags.humanize import intcomma
+from django.http import Http404
 from django.urls import reverse
+from django.utils.html import format_html
+from django.utils.safestring import SafeString
 
 from agents import access, models
 from agents.capture import calls as capture_calls
+from agents.ledger import compactions_shown, recalls_shown
 from agents.ledger import findings as ledger_findings
-from agents.ledger import recalls_shown
 from agents.ledger.pages import agents_with_memory
 from agents.memory.tokens import COUNTERS
 from agents.review import workflow
@@ -71,7 +74,7 @@ def session_page(
     query when the page was opened from the review queue; ``role``, ``tool``: show only these messages."""
     q = find.clean_query(q)
     within = find.ChainFilter.from_query(role, tool)
-    session = access.session_for_user(user, session_id)
+    session = _session_for_page(user, session_id)
     if q and at is None and after is None and not fragment:
         # A search (the page's own form, or a session opened from a list search) lands on its first hit.
         first = find.first_hit(session, q, within)
@@ -124,8 +127,11 @@ def session_page(
     current = place if found is not None and found.here else None
     window = session.agent.context_window
     annotate = bool(context["can"]["annotate"])
+    compactions = _compactions(session, messages)
     for m in messages:
         m.html = message_html(m, q=q, current=current, annotate=annotate, window=window)
+        if m.row.seq in compactions:
+            m.html = SafeString(compactions[m.row.seq] + m.html)
     address = ""
     if fragment and page.rows:
         # "Load more": the address follows to the page loaded, so a reload or a shared link comes back here.
@@ -304,6 +310,47 @@ def _add_llm_calls(session: models.Session, messages: list[MessageView]) -> None
             "model": call.model,
             "sent_seqs": set(call.sent),  # which earlier messages it received: a recall sent again or not
         }
+
+
+def _session_for_page(user: access.User, session_id: int) -> models.Session:
+    """``access.session_for_user``, saying in the same query whether the session has compactions."""
+    try:
+        return compactions_shown.session_compacted(access.sessions_for_user(user)).get(pk=session_id)
+    except models.Session.DoesNotExist:
+        raise Http404("No such session.") from None
+
+
+def _compactions(session: models.Session, messages: list[MessageView]) -> dict[int, SafeString]:
+    """By seq, the compaction events shown before the message (ledger.compactions_shown: one query for the page's
+    range, none when the session has no compactions)."""
+    if not messages or not getattr(session, "compacted", False):
+        return {}
+    shown = compactions_shown.session_compactions_shown(session, messages[0].row.seq, messages[-1].row.seq)
+    return {seq: SafeString("".join(_compaction_html(session, c) for c in events)) for seq, events in shown.items()}
+
+
+def _compaction_html(session: models.Session, c: compactions_shown.CompactionShown) -> SafeString:
+    """One event row: what went out (linked to its first and last message) and the summary that came in, folded."""
+    out: str
+    if c.went_out and c.first_out is not None and c.last_out is not None:
+        n, first, last = c.went_out, c.first_out, c.last_out
+        span = (format_html('<a href="{}">#{}</a>', permalink(session, first), first) if first == last else
+                format_html('<a href="{}">#{}</a>\u2013<a href="{}">#{}</a>', permalink(session, first), first,
+                            permalink(session, last), last))
+        out = format_html("{} message{} went out ({})", n, "" if n == 1 else "s", span)
+    elif c.went_out is None:
+        out = "what went out is not recorded"
+    else:
+        out = "nothing went out of what the call after it was sent"
+    if c.summary is None:
+        came, summary = "no summary captured", ""
+    else:
+        came = "a summary came in"
+        summary = format_html('<details class="compaction-summary"><summary>Summary</summary>'
+                              '<div class="compaction-text">{}</div></details>', c.summary)
+    return format_html('\n    <aside id="compaction-{}" class="compaction-event" aria-label="Compaction before message '
+                       '{}"><p class="compaction-head"><strong>Compacted:</strong> {}, {}</p>{}</aside>',
+                       c.pk, c.seq, out, came, summary)
 
 
 def _add_memory_findings(session: models.Session, messages: list[MessageView], *,
