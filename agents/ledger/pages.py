@@ -29,6 +29,7 @@ from django.utils.safestring import SafeString, mark_safe
 from agents import models
 from agents.access import User
 from agents.ledger import reading
+from agents.ledger.health import StoreHealth, store_health
 from agents.memory.findings import NEAR_LIMIT
 from agents.memory.ledger import scope_of
 
@@ -44,6 +45,16 @@ SEARCH_SCAN_MAX = 5000
 PREVIEW_CHARS = 280
 # The keys a record's own scope is read from (mem0's entity keys, as the importers read them).
 SCOPE_KEYS = ("user_id", "agent_id", "run_id")
+# A store's health (ledger.health) is counted from its rows on every request, as its JSON twin counts it: COUNTs over
+# the store's records and versions, and every text its recalls sent read and tokenized, so its cost grows with the
+# store. The page counts it in place for a store of up to HEALTH_ROWS_MAX records and versions and HEALTH_READS_MAX
+# reads (as its stored summaries say); past either it links the JSON twin ("compute health"), so that a page of a
+# store of a million records still costs what one of a hundred does (bench/bench_memory_pages.py). On SQLite (the
+# tests' database), a page of a store of 100,000 records took 41 ms against 22 ms for 100 (1.3 s the first time, when
+# the store's findings had not been computed: an import computes them); the reads cost more (each recalled text is
+# tokenized): 0.11 s for 10,000 reads of one item, 2.5 s for 100,000.
+HEALTH_ROWS_MAX = 100_000
+HEALTH_READS_MAX = 5_000
 # The query parameters of the store page's filters (the page, the sort and the store aside), with their labels.
 FILTER_LABELS = {
     "q": "Search", "state": "State", "scope": "Scope", "changed_from": "Changed from", "changed_to": "Changed until",
@@ -219,6 +230,40 @@ class RecordsShown:
 
 
 @dataclass
+class HealthShown:
+    """The shown store's health panel: its figures (None past the bounds above: only the link to compute them)."""
+
+    figures: StoreHealth | None
+    json_url: str  # GET /api/memory/stores/<id>/health/
+
+    @property
+    def never_read_share(self) -> str:
+        return share(self.figures.never_read, self.figures.records) if self.figures else ""
+
+    @property
+    def zero_hit_share(self) -> str:
+        return share(self.figures.zero_hit_recalls, self.figures.reads) if self.figures else ""
+
+
+def share(part: int, whole: int) -> str:
+    """``part`` of ``whole`` as a percentage, "12%" (never "0%" or "100%" when it is not quite), "" of nothing."""
+    if not whole:
+        return ""
+    percent = round(100 * part / whole)
+    if part and percent == 0:
+        return "<1%"
+    if part < whole and percent == 100:
+        return ">99%"
+    return f"{percent}%"
+
+
+def _health_shown(user: User, store: models.MemoryStore) -> HealthShown:
+    small = max(store.record_count, store.version_count) <= HEALTH_ROWS_MAX and store.read_count <= HEALTH_READS_MAX
+    return HealthShown(figures=store_health(user=user, store_id=store.pk) if small else None,
+                       json_url=reverse("api:memory_store_health", args=[store.pk]))
+
+
+@dataclass
 class AgentMemoryPage:
     agent: models.Agent
     stores: list[StoreRow]
@@ -234,14 +279,17 @@ class AgentMemoryPage:
     sort_prefix: str  # "?store=..&q=..&" : the sort headers' links add sort=
     json_url: str  # the page's JSON twin: GET /api/agents/<id>/memory/
     records_json_url: str  # the records' twin: GET /api/memory/stores/<id>/records/?q=&state=
+    health: HealthShown | None  # the shown store's health (none for an htmx request: the records alone)
     scope_choices: list[str] = field(default_factory=list)
 
 
-def agent_memory_page(*, user: User, agent_id: int, query: Mapping[str, str]) -> AgentMemoryPage:
+def agent_memory_page(*, user: User, agent_id: int, query: Mapping[str, str], fragment: bool = False
+                      ) -> AgentMemoryPage:
     """An agent's memory (404 when the agent is not in the user's projects): its stores and those its project
     shares, and the records of the one ``?store=`` names (404 when it is not one of them; the first store without
     it), searched, filtered and sorted as ``query`` says, one page after ``?after=`` or before ``?before=`` (a
-    record's id). A filter that cannot apply is left out and said why in ``errors``."""
+    record's id). A filter that cannot apply is left out and said why in ``errors``. The store's health, unless only
+    the records' table is wanted (``fragment``: an htmx request)."""
     memory = reading.agent_memory(user=user, agent_id=agent_id)
     agent = memory.agent
     path = reverse("agents:agent_memory", args=[agent.pk])
@@ -276,6 +324,7 @@ def agent_memory_page(*, user: User, agent_id: int, query: Mapping[str, str]) ->
         records_json_url=reverse("api:memory_store_records", args=[store.pk]) + (
             "?" + urlencode({k: v for k, v in (("q", filters.q), ("state", filters.state)) if v})
             if filters.q or filters.state else "") if store is not None else "",
+        health=_health_shown(user, store) if store is not None and not fragment else None,
         scope_choices=scope_choices,
     )
 

@@ -18,7 +18,8 @@ SNAPSHOT_PARTS = ("timeline",)
 @require_GET
 def agent_memory(request: HtmxHttpRequest, agent_id: int) -> HttpResponse:
     """The agent's stores, and one store's records searched, filtered, sorted and paged (the filters in the URL)."""
-    shown = pages.agent_memory_page(user=request.user, agent_id=agent_id, query=request.GET)
+    shown = pages.agent_memory_page(user=request.user, agent_id=agent_id, query=request.GET,
+                                    fragment=bool(request.htmx))
     template_name = "agents/agent_memory.html"
     if request.htmx:
         # The records' table alone (with the filters' errors out of band): the stores and the form stay.
