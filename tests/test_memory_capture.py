@@ -9,7 +9,7 @@ import base64
 import itertools
 import json
 import random
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 import pytest
@@ -17,7 +17,6 @@ from django.db import transaction
 from google.protobuf import json_format
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceRequest,
-    ExportTraceServiceResponse,
 )
 
 from agents import models
@@ -30,8 +29,7 @@ from agents.projects import keys as projects_keys
 from agents.store import reading
 from tests.otel_clients.capture import OtlpCapture, trace_requests_one_span_each
 from tests.otel_clients.runner import ensure_venvs, run_memory_client
-
-T0 = datetime(2026, 12, 7, 9, 0, tzinfo=UTC)
+from tests.otlp_memory_spans import JSON, PROTOBUF, T0, TRACE, post, request, sid, span
 
 
 def at(seconds: float) -> datetime:
@@ -161,8 +159,6 @@ def test_it_stores_compactions_once(project, make_session):
 
 # --- the real clients' batches through the real receiver ----------------------------------------------------------
 
-PROTOBUF = "application/x-protobuf"
-JSON = "application/json"
 
 
 @pytest.fixture(scope="session")
@@ -187,19 +183,11 @@ def as_json(body: bytes) -> bytes:
     document = json_format.MessageToDict(ExportTraceServiceRequest.FromString(body))
     for resource_spans in document.get("resourceSpans", []):
         for scope_spans in resource_spans.get("scopeSpans", []):
-            for span in scope_spans.get("spans", []):
+            for one in scope_spans.get("spans", []):
                 for key in ("traceId", "spanId", "parentSpanId"):
-                    if key in span:
-                        span[key] = base64.b64decode(span[key]).hex()
+                    if key in one:
+                        one[key] = base64.b64decode(one[key]).hex()
     return json.dumps(document).encode()
-
-
-def post(client, key: str, body: bytes, content_type: str = PROTOBUF) -> ExportTraceServiceResponse:
-    response = client.post("/otlp/v1/traces", data=body, content_type=content_type, HTTP_AUTHORIZATION=f"Bearer {key}")
-    assert response.status_code == 200, response.content
-    if content_type == JSON:
-        return json_format.Parse(response.content, ExportTraceServiceResponse())
-    return ExportTraceServiceResponse.FromString(response.content)
 
 
 def new_project(n: int) -> tuple[models.Project, str]:
@@ -354,8 +342,8 @@ def test_it_links_latitudes_searches_and_keeps_its_writes_version_by_version(cli
 def test_it_keeps_openlits_mem0_searches_without_inventing_where_they_went(client_runs, client, db):
     _, requests = client_runs("openlit-mem0")
     project, key = new_project(0)
-    for request in requests:
-        reply = post(client, key, request.body, request.content_type)
+    for sent in requests:
+        reply = post(client, key, sent.body, sent.content_type)
         assert (reply.partial_success.rejected_spans, reply.partial_success.error_message) == (0, "")
     # openlit traces mem0 alone: two searches with mem0's results, but no store named and no model call they fed,
     # so no recall; its writes name neither store nor body (memory_spans' notes): nothing is made of them.
@@ -370,55 +358,6 @@ def test_it_keeps_openlits_mem0_searches_without_inventing_where_they_went(clien
 
 # --- by hand: the span tree, late calls, wipes, compactions ---------------------------------------------------------
 
-TRACE = "ab" * 16
-NS0 = int(T0.timestamp()) * 1_000_000_000
-
-
-def sid(name: str) -> str:
-    """A span id (16 hex digits) from a short name."""
-    return name.encode().hex().ljust(16, "0")[:16]
-
-
-def span(name: str, op_name: str, attributes: dict[str, Any], *, parent: str | None = None, start: float = 0,
-         end: float | None = None, trace: str = TRACE, error: str = "") -> Any:
-    from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status
-
-    one = Span(trace_id=bytes.fromhex(trace), span_id=bytes.fromhex(sid(name)), name=op_name,
-               start_time_unix_nano=NS0 + int(start * 1e9),
-               end_time_unix_nano=NS0 + int((end if end is not None else start + 0.5) * 1e9))
-    if parent:
-        one.parent_span_id = bytes.fromhex(sid(parent))
-    for key, value in attributes.items():
-        one.attributes.add(key=key).value.CopyFrom(any_value(value))
-    if error:
-        one.status.code = Status.STATUS_CODE_ERROR
-        one.status.message = error
-    return one
-
-
-def any_value(value: Any) -> Any:
-    from opentelemetry.proto.common.v1.common_pb2 import AnyValue
-
-    out = AnyValue()
-    if isinstance(value, bool):
-        out.bool_value = value
-    elif isinstance(value, int):
-        out.int_value = value
-    elif isinstance(value, float):
-        out.double_value = value
-    elif isinstance(value, str):
-        out.string_value = value
-    else:
-        raise TypeError(value)
-    return out
-
-
-def request(*spans: Any) -> bytes:
-    body = ExportTraceServiceRequest()
-    resource_spans = body.resource_spans.add()
-    resource_spans.resource.attributes.add(key="service.name").value.string_value = "prefs-agent"
-    resource_spans.scope_spans.add().spans.extend(spans)
-    return body.SerializeToString()
 
 
 def write(name: str, op: str, record: str | None, content: Any = None, *, store: str | None = "prefs",

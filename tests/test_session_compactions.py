@@ -135,7 +135,7 @@ def test_a_compaction_live_capture_saw_is_shown_where_its_reply_stands(alice_cli
     """Through the real OTLP receiver: a reply brings a compaction part; the next call is passed back only it and
     the new question, so the first question went out."""
     from agents.projects import keys as projects_keys
-    from tests.test_memory_capture import post, request, span
+    from tests.otlp_memory_spans import post, request, span
 
     key = projects_keys.api_key_create(project=project, name="agent").key
     part = {"type": "compaction", "id": "cmp_1", "content": "Alice is vegan; <b>booked</b> Rome."}
