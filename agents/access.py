@@ -7,6 +7,7 @@ every capability uses it."""
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 from django.contrib.auth.models import AnonymousUser
 from django.contrib.auth.models import User as AccountUser
@@ -168,10 +169,11 @@ def sessions_for_user(user: User) -> QuerySet[models.Session]:
     ).select_related("agent", "agent__project")
 
 
-def session_for_user(user: User, session_id: int) -> models.Session:
-    """The session, or Http404 when it does not exist or belongs to a project the user is not in."""
+def session_for_user(user: User, session_id: int, **annotations: Any) -> models.Session:
+    """The session, or Http404 when it does not exist or belongs to a project the user is not in. ``annotations``
+    (e.g. an ``Exists`` saying whether it has recalls) are read in the same query."""
     try:
-        return sessions_for_user(user).get(pk=session_id)
+        return sessions_for_user(user).annotate(**annotations).get(pk=session_id)
     except models.Session.DoesNotExist:
         raise Http404("No such session.") from None
 

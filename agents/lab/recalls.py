@@ -11,7 +11,6 @@ from dataclasses import dataclass
 from itertools import groupby
 
 from django.db.models import Exists, F, OuterRef
-from django.http import Http404
 
 from agents import access, models
 from agents.memory.findings import ItemFacts, RecallFacts
@@ -45,13 +44,10 @@ class StoredRecall:
 
 
 def session_for_lab(user: access.User, session_id: int) -> models.Session:
-    """The session (404 outside the user's projects, as ``access.session_for_user``), told by the same query whether
-    it has recalls (``has_recalls``): the lab reads none for a session without memory."""
-    try:
-        return access.sessions_for_user(user).annotate(
-            has_recalls=Exists(models.Recall.objects.filter(session=OuterRef("pk")))).get(pk=session_id)
-    except models.Session.DoesNotExist:
-        raise Http404("No such session.") from None
+    """The session (404 outside the user's projects), told by the same query whether it has recalls
+    (``has_recalls``): the lab reads none for a session without memory."""
+    return access.session_for_user(user, session_id, has_recalls=Exists(
+        models.Recall.objects.filter(session=OuterRef("pk"))))
 
 
 def session_recalls_read(session: models.Session) -> list[StoredRecall]:

@@ -7,13 +7,13 @@ of the session when a reply brought it (the call that made the summary was still
 without such a call says only that a summary came in.
 
 One query for the page (the range of the index on (session, seq), the carrying call joined), and none for a session
-without compactions: ``session_compacted`` annotates the session's own query with whether it has any.
+without compactions: ``has_compactions`` says in the session's own query whether it has any.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from django.db.models import Exists, JSONField, OuterRef, QuerySet, Subquery
+from django.db.models import Exists, JSONField, OuterRef, Subquery
 
 from agents import models
 
@@ -43,11 +43,11 @@ def _went_out(seq: int, sent: list[object]) -> tuple[int, int | None, int | None
     return count, first, last
 
 
-def session_compacted(sessions: QuerySet[models.Session]) -> QuerySet[models.Session]:
-    """``sessions`` each with ``compacted``: whether it has a compaction placed on a message (an EXISTS in the
-    session's own query, so that a page of a session without any reads none)."""
-    return sessions.annotate(compacted=Exists(models.Compaction.objects.filter(
-        session=OuterRef("pk"), seq__isnull=False)))
+def has_compactions() -> Exists:
+    """Whether a session has a compaction placed on a message: an EXISTS for the session's own query
+    (``access.session_for_user(..., compacted=has_compactions())``), so that a page of a session without any reads
+    none."""
+    return Exists(models.Compaction.objects.filter(session=OuterRef("pk"), seq__isnull=False))
 
 
 def session_compactions_shown(session: models.Session, first: int | None,

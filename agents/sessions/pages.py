@@ -15,7 +15,6 @@ from typing import Any
 from urllib.parse import urlencode
 
 from django.contrib.humanize.templatetags.humanize import intcomma
-from django.http import Http404
 from django.urls import reverse
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
@@ -74,7 +73,7 @@ def session_page(
     query when the page was opened from the review queue; ``role``, ``tool``: show only these messages."""
     q = find.clean_query(q)
     within = find.ChainFilter.from_query(role, tool)
-    session = _session_for_page(user, session_id)
+    session = access.session_for_user(user, session_id, compacted=compactions_shown.has_compactions())
     if q and at is None and after is None and not fragment:
         # A search (the page's own form, or a session opened from a list search) lands on its first hit.
         first = find.first_hit(session, q, within)
@@ -312,12 +311,6 @@ def _add_llm_calls(session: models.Session, messages: list[MessageView]) -> None
         }
 
 
-def _session_for_page(user: access.User, session_id: int) -> models.Session:
-    """``access.session_for_user``, saying in the same query whether the session has compactions."""
-    try:
-        return compactions_shown.session_compacted(access.sessions_for_user(user)).get(pk=session_id)
-    except models.Session.DoesNotExist:
-        raise Http404("No such session.") from None
 
 
 def _compactions(session: models.Session, messages: list[MessageView]) -> dict[int, SafeString]:
