@@ -68,12 +68,17 @@ def _functions_not_expressions(page: object) -> None:
 
 @pytest.fixture
 def logged_in_page(page, live_server, alice):
+    log_in(page, live_server)
+    return page
+
+
+def log_in(page, live_server) -> None:
+    """Log ``page`` in as alice (the ``alice`` fixture's user) through the login page."""
     page.goto(f"{live_server.url}/login/")
     page.fill("input[name=username]", "alice")
     page.fill("input[name=password]", "pw-alice-123")
     page.click("button[type=submit], input[type=submit]")
     page.wait_for_load_state()
-    return page
 
 
 HTMX_IDLE = "() => !document.querySelector('.htmx-request, .htmx-swapping, .htmx-settling, .htmx-added')"

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from agents import models
-from tests.browser.conftest import CONTRAST, OVERFLOW, console_errors, screenshot
+from tests.browser.conftest import CONTRAST, OVERFLOW, console_errors, log_in, screenshot
 from tests.memory_findings import STALE_RECORD, import_turn3, mem0_duplicates
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -24,14 +24,6 @@ def flagged(project, tmp_path: Path) -> dict[str, str]:
     rewritten = models.MemoryRecord.objects.get(external_id="00000000-0000-0000-0000-000000000001")
     return {"session": session.get_absolute_url(), "record": f"/memory/records/{rewritten.pk}/"}
 
-
-
-def _log_in(page, live_server) -> None:
-    page.goto(f"{live_server.url}/login/")
-    page.fill("input[name=username]", "alice")
-    page.fill("input[name=password]", "pw-alice-123")
-    page.click("button[type=submit]")
-    page.wait_for_load_state()
 
 
 def test_a_user_follows_a_finding_from_the_summary_to_its_message_and_its_record(logged_in_page, live_server,
@@ -70,7 +62,7 @@ def test_findings_read_well_in_light_and_dark_at_1440_and_390(browser, live_serv
         try:
             page = context.new_page()
             errors = console_errors(page)
-            _log_in(page, live_server)
+            log_in(page, live_server)
             for name, selectors in checks.items():
                 page.goto(f"{live_server.url}{flagged[name]}")
                 page.wait_for_load_state()

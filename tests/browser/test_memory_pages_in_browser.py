@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from agents import models
-from tests.browser.conftest import CONTRAST, OVERFLOW, console_errors, htmx_idle, screenshot
+from tests.browser.conftest import CONTRAST, OVERFLOW, console_errors, htmx_idle, log_in, screenshot
 from tests.memory_pages import import_friday, import_letta, import_mem0_history
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -95,11 +95,7 @@ def test_a_blocks_fill_and_a_shared_store_read_well_in_light_and_dark_at_1440_an
         try:
             page = context.new_page()
             errors = console_errors(page)
-            page.goto(f"{live_server.url}/login/")
-            page.fill("input[name=username]", "alice")
-            page.fill("input[name=password]", "pw-alice-123")
-            page.click("button[type=submit]")
-            page.wait_for_load_state()
+            log_in(page, live_server)
             for name, path in pages.items():
                 page.goto(f"{live_server.url}{path}")
                 page.wait_for_load_state()

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from agents import models
-from tests.browser.conftest import CONTRAST, OVERFLOW, console_errors, screenshot
+from tests.browser.conftest import CONTRAST, OVERFLOW, console_errors, log_in, screenshot
 from tests.memory_findings import STALE_RECORD, import_turn3
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -18,14 +18,6 @@ pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 @pytest.fixture
 def turn3(project, tmp_path: Path) -> models.Session:
     return import_turn3(project, tmp_path / "turn3")
-
-
-def _log_in(page, live_server) -> None:
-    page.goto(f"{live_server.url}/login/")
-    page.fill("input[name=username]", "alice")
-    page.fill("input[name=password]", "pw-alice-123")
-    page.click("button[type=submit]")
-    page.wait_for_load_state()
 
 
 def test_a_user_reads_what_was_recalled_and_follows_an_item_to_its_record_version(logged_in_page, live_server,
@@ -65,7 +57,7 @@ def test_recalls_read_well_in_light_and_dark_at_1440_and_390(browser, live_serve
         try:
             page = context.new_page()
             errors = console_errors(page)
-            _log_in(page, live_server)
+            log_in(page, live_server)
             page.goto(f"{live_server.url}{turn3.get_absolute_url()}")
             page.wait_for_load_state()
             for selector in selectors:

@@ -9,7 +9,7 @@ import pytest
 
 from agents import models
 from agents.transfer import imports
-from tests.browser.conftest import CONTRAST, OVERFLOW, console_errors, htmx_idle, screenshot
+from tests.browser.conftest import CONTRAST, OVERFLOW, console_errors, htmx_idle, log_in, screenshot
 from tests.memory_pages import bulk_snapshots, import_friday
 from tests.paths import MEMORY_SAMPLES
 
@@ -90,11 +90,7 @@ def test_the_page_reads_well_in_light_and_dark_at_1440_and_390(browser, live_ser
         try:
             page = context.new_page()
             errors = console_errors(page)
-            page.goto(f"{live_server.url}/login/")
-            page.fill("input[name=username]", "alice")
-            page.fill("input[name=password]", "pw-alice-123")
-            page.click("button[type=submit]")
-            page.wait_for_load_state()
+            log_in(page, live_server)
             for name, path in pages.items():
                 page.goto(f"{live_server.url}{path}")
                 page.wait_for_load_state()
