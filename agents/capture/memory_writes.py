@@ -83,6 +83,8 @@ class ApiRecallItem(BaseModel):
     score: float | None = None
     rank: int | None = Field(default=None, ge=1, description="Its position (the order given if left out).")
     ref: dict[str, Any] = Field(default_factory=dict, description="What identifies it in the library.")
+    metadata: dict[str, Any] = Field(default_factory=dict,
+                                     description="What the library said of it beside its text (source, page, ...).")
 
 
 class ApiRecall(BaseModel):
@@ -305,7 +307,7 @@ def recall_posted(*, user: access.User, body: ApiRecall) -> storing.MemoryOutcom
         store=body.store, query=body.query, params=body.params, placement=body.placement, persisted=body.persisted,
         at=body.at or timezone.now(), external_id=body.id,
         items=[core.RecallItemIn(text=item.text, rank=item.rank or i, score=item.score, record=item.record,
-                                 ref=item.ref) for i, item in enumerate(body.items, 1)])
+                                 ref=item.ref, metadata=item.metadata) for i, item in enumerate(body.items, 1)])
     document = core.MemoryDocument(format=SOURCE_FORMAT, stores=stores, recalls=[recall])
     return _stored(project, document, {str(session.pk): session},
                    call_named=lambda given: call_id if given is not None and given == str(call_id) else None)
