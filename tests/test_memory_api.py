@@ -330,8 +330,9 @@ def test_it_lists_a_sessions_recalls_with_their_items_at_the_messages_carrying_t
     trains = models.MemoryRecord.objects.get(text=TRAINS)
     assert recall["items"] == [
         {"record": plan.pk, "version": 1, "rank": 1, "score": None,
-         "text": "User is planning a trip to Hangzhou next week"},
-        {"record": trains.pk, "version": 1, "rank": 2, "score": None, "text": "User prefers trains over flights"}]
+         "text": "User is planning a trip to Hangzhou next week", "metadata": {}},
+        {"record": trains.pk, "version": 1, "rank": 2, "score": None, "text": "User prefers trains over flights",
+         "metadata": {}}]
     # Knowledge chunks match no record of the store: null, with the text as sent.
     assert [(i["record"], i["rank"]) for i in data["recalls"][0]["items"]] == [(None, 1), (None, 2), (None, 3)]
     assert data["recalls"][0]["items"][1]["text"] == "West Lake is the main sight of Hangzhou."

@@ -218,6 +218,8 @@ class RecallItemOut(BaseModel):
     rank: int
     score: float | None
     text: str = Field(description="The text as sent.")
+    metadata: dict[str, Any] = Field(description="What the library said of the item beside its text (a document's "
+                                                 "source, mem0's categories); {} when it said nothing.")
 
 
 class RecallOut(BaseModel):
@@ -227,7 +229,8 @@ class RecallOut(BaseModel):
         "id": 17, "seq": 7, "store": 3, "query": "Make me a plan for the trip.", "params": {"limit": 5},
         "placement": "message", "persisted": True, "at": None,
         "items": [{"record": 41, "version": 1, "rank": 1, "score": None,
-                   "text": "User is planning a trip to Hangzhou next week"}],
+                   "text": "User is planning a trip to Hangzhou next week",
+                   "metadata": {"categories": ["travel"]}}],
     })
 
     id: int
@@ -543,7 +546,7 @@ def session_recalls(request: Request, session_id: int) -> Response:
         id=recall.pk, seq=recall.seq, store=recall.store_id, query=recall.query, params=recall.params or {},
         placement=recall.placement, persisted=recall.persisted, at=recall.at,  # type: ignore[arg-type]
         items=[RecallItemOut(record=item.record_id, version=item.version, rank=item.rank, score=item.score,
-                             text=item.text) for item in recall.items.all()],
+                             text=item.text, metadata=item.metadata or {}) for item in recall.items.all()],
     ) for recall in page.recalls]).model_dump(mode="json"))
 
 

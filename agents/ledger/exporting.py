@@ -66,7 +66,8 @@ def _recalls(recalls: Iterable[models.Recall], session_keys: Mapping[int, str]) 
             persisted=recall.persisted, at=recall.at, external_id=recall.external_id or None,
             items=[core.RecallItemIn(text=item.text, rank=item.rank, score=item.score,
                                      record=item.record.external_id if item.record else None,
-                                     version=item.version, ref=item.ref or {})
+                                     version=item.version, ref=item.ref or {},
+                                     metadata=item.metadata or {})
                    for item in recall.items.all()],
         ))
     return out

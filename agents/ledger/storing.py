@@ -368,7 +368,8 @@ class MemoryImport:
             for item in recall.items:
                 record_id, version = matcher.find(item, aware(recall.at)) if matcher else (None, None)
                 items.append(models.RecallItem(recall=row, record_id=record_id, version=version, rank=item.rank,
-                                               score=item.score, text=item.text, ref=item.ref))
+                                               score=item.score, text=item.text, ref=item.ref,
+                                               metadata=item.metadata))
                 self.outcome.unmatched_items += record_id is None
                 if record_id is not None:
                     self.read_records.add(record_id)

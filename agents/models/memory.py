@@ -190,6 +190,9 @@ class RecallItem(models.Model):
     text = models.TextField(blank=True, help_text="The text as sent.")
     # What identifies the item in the library: {"id": ...}, or a chunk's {"doc_id": ..., "chunk_id": ...}.
     ref = models.JSONField(default=dict, blank=True)
+    # What the library said of the item beside its text: a document's source and page, mem0's categories, AutoGen's
+    # MemoryContent metadata; ``{"metadata_text": ...}`` when the span carried metadata that is not a JSON object.
+    metadata = models.JSONField(default=dict, blank=True)
 
     class Meta:
         ordering = ["recall", "rank"]
