@@ -22,11 +22,12 @@ parts are read (by the indexes on the session's seqs and roles), never every mes
 from __future__ import annotations
 
 import json
+from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.db.models import Sum
+from django.db.models import OuterRef, Q, Subquery, Sum
 from django.http import Http404
 
 from agents import models
@@ -127,17 +128,9 @@ def _compose(session: models.Session, sent: Sequence[int], *, reply: int | None,
     head = _leading_system(session, sent)
     last_reply = in_sent.filter(role="assistant").order_by("-seq").values_list("seq", flat=True).first()
     # The messages that carry recalls, by what they recalled; recalled text placed in the system prompt.
-    carriers: dict[int, str] = {}
-    system_recalled: dict[int, list[tuple[str, str]]] = {}
-    recalls = models.Recall.objects.filter(session=session, seq__isnull=False).select_related("store")
+    recalls = models.Recall.objects.filter(session=session, seq__isnull=False)
     recalls = recalls.filter(seq__lt=sent.stop) if isinstance(sent, range) else recalls.filter(seq__in=list(sent))
-    for recall in recalls.prefetch_related("items"):
-        part = "retrieved_documents" if recall.store and recall.store.kind == "knowledge" else "recalled_memory"
-        assert recall.seq is not None
-        if recall.placement == models.Recall.Placement.SYSTEM:
-            system_recalled.setdefault(recall.seq, []).extend((part, item.text) for item in recall.items.all())
-        else:
-            carriers.setdefault(recall.seq, part)
+    carriers, system_recalled = _placed(recalls, head)
     # Summaries: where a framework's compaction came in (models.Compaction), among the messages sent.
     compacted = models.Compaction.objects.filter(session=session, seq__isnull=False)
     compacted = compacted.filter(seq__lt=sent.stop) if isinstance(sent, range) else compacted.filter(
@@ -145,7 +138,62 @@ def _compose(session: models.Session, sent: Sequence[int], *, reply: int | None,
     summaries = {seq for seq in compacted.values_list("seq", flat=True) if seq is not None}
     special = set(carriers) | summaries | set(head)
     after = [s for s in _after(in_sent, last_reply) if s not in special]
-    counted = dict(rows.filter(seq__in=[*special, *after]).values_list("seq", "token_count"))
+    counted = _tokens_of(rows, recalls, compacted, [*head, *after])
+    _head_parts(session, head, counted, system_recalled, counter, parts)
+    for seq in sorted(special - set(head)):
+        part = carriers.get(seq, "summary")
+        parts[part].tokens += counted.get(seq, 0)
+        parts[part].add(seq)
+    for seq in after:
+        parts["input"].tokens += counted.get(seq, 0)
+        parts["input"].add(seq)
+    parts["input"].tokens += counter.per_list
+    total += counter.per_list
+    tools = _tools_tokens(session, counter)
+    parts["tool_definitions"].tokens = tools
+    total += tools
+    # History: every other message sent, as runs between the named ones (never one entry per message).
+    named = sorted(special | set(after))
+    parts["history"].tokens = total - sum(p.tokens for p in parts.values())
+    parts["history"].ranges = _between(sent, named)
+    return Composition(session=session, seq=reply, call=call, window=session.agent.context_window, total=total,
+                       parts=[parts[name] for name in PARTS])
+
+
+def _placed(recalls: Any, head: Sequence[int]) -> tuple[dict[int, str], dict[int, list[tuple[str, str]]]]:
+    """The messages carrying recalls, by the part of the first recall each carries (a knowledge store's:
+    ``retrieved_documents``); and by seq, the (part, item text) of recalls placed in the system prompt (``head``):
+    those alone are read with their items."""
+    carriers: dict[int, str] = {}
+    system = models.Recall.Placement.SYSTEM
+    for seq, kind in recalls.exclude(placement=system).order_by("seq", "id").values_list("seq", "store__kind"):
+        carriers.setdefault(seq, _recall_part(kind))
+    system_recalled: dict[int, list[tuple[str, str]]] = {}
+    if head:
+        placed = recalls.filter(placement=system, seq__in=list(head)).select_related("store")
+        for recall in placed.prefetch_related("items").order_by("seq", "id"):
+            part = _recall_part(recall.store.kind if recall.store else None)
+            system_recalled.setdefault(recall.seq, []).extend((part, item.text) for item in recall.items.all())
+    return carriers, system_recalled
+
+
+def _tokens_of(rows: Any, recalls: Any, compacted: Any, seqs: list[int]) -> dict[int, int]:
+    """By seq, the tokens of the messages carrying ``recalls`` or ``compacted``'s summaries, and of ``seqs``: the
+    first two as subqueries (a session may hold more recalls than a query may have parameters)."""
+    wanted = Q(seq__in=recalls.values("seq")) | Q(seq__in=compacted.values("seq"))
+    if seqs:
+        wanted |= Q(seq__in=seqs)
+    return dict(rows.filter(wanted).values_list("seq", "token_count"))
+
+
+def _recall_part(store_kind: str | None) -> str:
+    return "retrieved_documents" if store_kind == "knowledge" else "recalled_memory"
+
+
+def _head_parts(session: models.Session, head: list[int], counted: dict[int, int],
+                system_recalled: dict[int, list[tuple[str, str]]], counter: Any, parts: dict[str, Part]) -> None:
+    """The leading system messages into ``parts``: the core memory blocks rendered into them and the recalled text
+    placed in them, counted as their text is, and the rest as ``system``."""
     for seq in head:
         tokens = counted.get(seq, 0)
         text = _text_of(session, seq)
@@ -160,25 +208,11 @@ def _compose(session: models.Session, sent: Sequence[int], *, reply: int | None,
             tokens -= n
         parts["system"].tokens += tokens
         parts["system"].add(seq)
-    for seq in sorted(special - set(head)):
-        part = carriers.get(seq, "summary")
-        parts[part].tokens += counted.get(seq, 0)
-        parts[part].add(seq)
-    for seq in after:
-        parts["input"].tokens += counted.get(seq, 0)
-        parts["input"].add(seq)
-    parts["input"].tokens += counter.per_list
-    total += counter.per_list
-    if session.tools:
-        tools = _text_tokens(counter, json.dumps(session.tools, ensure_ascii=False))
-        parts["tool_definitions"].tokens = tools
-        total += tools
-    # History: every other message sent, as runs between the named ones (never one entry per message).
-    named = sorted(special | set(after))
-    parts["history"].tokens = total - sum(p.tokens for p in parts.values())
-    parts["history"].ranges = _between(sent, named)
-    return Composition(session=session, seq=reply, call=call, window=session.agent.context_window, total=total,
-                       parts=[parts[name] for name in PARTS])
+
+
+def _tools_tokens(session: models.Session, counter: Any) -> int:
+    """The tool schemas sent with every call of the session, where it kept them."""
+    return _text_tokens(counter, json.dumps(session.tools, ensure_ascii=False)) if session.tools else 0
 
 
 def _between(sent: Sequence[int], named: list[int]) -> list[list[int]]:
@@ -243,3 +277,112 @@ def _text_tokens(counter: Any, text: str) -> int:
     """The tokens of a piece of text as the counter counts a message's text (its per-message overhead left out)."""
     empty = counter.count(Message(role="system", content=""))
     return max(0, int(counter.count(Message(role="system", content=text))) - int(empty))
+
+
+# --- how the parts grow over the session -------------------------------------------------------------------------
+
+# The growth chart composes at most this many replies: the first reply at or after each of as many messages spaced
+# evenly over the session (every message of a shorter session), so its cost does not grow with the session.
+GROWTH_SAMPLES = 200
+
+
+@dataclass
+class GrowthPoint:
+    seq: int  # the reply
+    total: int
+    tokens: dict[str, int]  # by part, in PARTS' order
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"seq": self.seq, "total": self.total, "parts": self.tokens}
+
+
+@dataclass
+class Growth:
+    session: models.Session
+    window: int
+    sampled: bool  # the replies are a sample: the session has more messages than GROWTH_SAMPLES
+    points: list[GrowthPoint]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"session": self.session.pk, "window": self.window, "counter": self.session.token_counter,
+                "messages": self.session.message_count, "sampled": self.sampled, "samples": GROWTH_SAMPLES,
+                "parts": list(PARTS), "points": [p.to_dict() for p in self.points]}
+
+
+def session_growth(*, user: User, session_id: int, samples: int = GROWTH_SAMPLES) -> Growth:
+    """What filled the window at each of up to ``samples`` replies spread evenly over a session the user sees: each
+    point's tokens by part are ``reply_context``'s for that reply, found for all of them in a fixed number of
+    queries (the running totals, the messages carrying recalls and summaries, the leading system prompt)."""
+    session = session_for_user(user, session_id)
+    n = session.message_count
+    targets = list(range(n)) if n <= samples else sorted({k * (n - 1) // (samples - 1) for k in range(samples)})
+    replies = _replies_from(session, targets)
+    window = session.agent.context_window
+    if not replies:
+        return Growth(session=session, window=window, sampled=n > samples, points=[])
+    counter = get_counter(session.token_counter)
+    rows = models.Message.objects.filter(session=session)
+    first_other = rows.exclude(role__in=SYSTEM_ROLES).order_by("seq").values_list("seq", flat=True).first()
+    head = list(range(first_other or 0))  # the same leading system messages for every reply
+    last = replies[-1][0]
+    recalls = models.Recall.objects.filter(session=session, seq__isnull=False, seq__lt=last)
+    carriers, system_recalled = _placed(recalls, head)
+    compacted = models.Compaction.objects.filter(session=session, seq__isnull=False, seq__lt=last)
+    summaries = {seq for seq in compacted.values_list("seq", flat=True) if seq is not None}
+    special = set(carriers) | summaries | set(head)
+    counted = _tokens_of(rows, recalls, compacted, head)
+    base = {name: Part(name) for name in PARTS}
+    _head_parts(session, head, counted, system_recalled, counter, base)
+    # The carriers and summaries after the head, in order, with the tokens of all before each (per part and
+    # together), to sum those before a reply and those inside a reply's input by bisection.
+    named = sorted(special - set(head))
+    named_part = [carriers.get(seq, "summary") for seq in named]
+    special_sorted = sorted(special)
+    special_before = _prefix([counted.get(seq, 0) for seq in special_sorted])
+    by_part_before = {part: _prefix([counted.get(seq, 0) if p == part else 0
+                                     for seq, p in zip(named, named_part, strict=True)])
+                      for part in ("recalled_memory", "retrieved_documents", "summary")}
+    # What each reply adds starts after the reply before it, for up to SEQS_LISTED messages (as ``_after``).
+    spans = {seq: (lo, min(seq - 1, lo + SEQS_LISTED - 1)) for seq, lo in
+             ((seq, previous + 1 if previous is not None else 0) for seq, previous in replies)}
+    wanted = {seq - 1 for seq in spans} | {lo - 1 for lo, _ in spans.values() if lo} | {hi for _, hi in spans.values()}
+    running = dict(rows.filter(seq__in=sorted(s for s in wanted if s >= 0)).values_list("seq", "token_running"))
+    running[-1] = 0
+    tools = _tools_tokens(session, counter)
+    points = []
+    for seq, (lo, hi) in spans.items():
+        tokens = {name: 0 for name in PARTS}
+        for name in ("system", "memory_blocks", "recalled_memory", "retrieved_documents"):
+            tokens[name] = base[name].tokens
+        k = bisect_left(named, seq)
+        for part, before in by_part_before.items():
+            tokens[part] += before[k]
+        inside = special_before[bisect_right(special_sorted, hi)] - special_before[bisect_left(special_sorted, lo)]
+        tokens["input"] = int(running.get(hi, 0)) - int(running.get(lo - 1, 0)) - inside + counter.per_list
+        tokens["tool_definitions"] = tools
+        total = int(running.get(seq - 1, 0)) + counter.per_list + tools
+        tokens["history"] = total - sum(tokens.values())
+        points.append(GrowthPoint(seq=seq, total=total, tokens=tokens))
+    return Growth(session=session, window=window, sampled=n > samples, points=points)
+
+
+def _replies_from(session: models.Session, targets: list[int]) -> list[tuple[int, int | None]]:
+    """The first reply at or after each target seq (once each, in order), with the reply before it (None: none)."""
+    if not targets:
+        return []
+    replies = models.Message.objects.filter(session=session, role="assistant")
+    found = models.Message.objects.filter(session=session, seq__in=targets).annotate(
+        reply=Subquery(replies.filter(seq__gte=OuterRef("seq")).order_by("seq").values("seq")[:1]))
+    seqs = sorted({seq for seq in found.values_list("reply", flat=True) if seq is not None})
+    if not seqs:
+        return []
+    before = models.Message.objects.filter(session=session, seq__in=seqs).annotate(
+        previous=Subquery(replies.filter(seq__lt=OuterRef("seq")).order_by("-seq").values("seq")[:1]))
+    return sorted(before.values_list("seq", "previous"))
+
+
+def _prefix(values: list[int]) -> list[int]:
+    out = [0]
+    for value in values:
+        out.append(out[-1] + value)
+    return out
