@@ -7,6 +7,7 @@ from django.urls import path
 from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerSplitView
 
 from agents.api import agents as api_agents
+from agents.api import context as api_context
 from agents.api import lab as api_lab
 from agents.api import memory as api_memory
 from agents.api import memory_findings as api_memory_findings
@@ -19,6 +20,7 @@ from agents.diff import views as diff_views
 from agents.jobs import views as jobs_views
 from agents.lab import views as lab_views
 from agents.ledger import views as ledger_views
+from agents.ledger import window_views
 from agents.projects import views as projects_views
 from agents.review import views as review_views
 from agents.sessions import views as sessions_views
@@ -33,6 +35,10 @@ urlpatterns = [
     path("sessions/<int:session_id>/delete/", sessions_views.session_delete, name="session_delete"),
     path("sessions/<int:session_id>/jump/", sessions_views.session_jump, name="session_jump"),
     path("sessions/<int:session_id>/calls/<int:call_id>/", sessions_views.llm_call, name="llm_call"),
+    # What filled the window (agents.ledger.window_views): one reply's or call's input by part; the session's growth.
+    path("sessions/<int:session_id>/context/", window_views.session_window, name="session_window"),
+    path("sessions/<int:session_id>/context/growth/", window_views.session_window_growth,
+         name="session_window_growth"),
     path("agents/<int:agent_id>/", sessions_views.agent_detail, name="agent_detail"),
     path("favicon.ico", sessions_views.favicon, name="favicon"),
     # The memory pages (agents.ledger.views): an agent's stores and records, one record's versions and reads, an
@@ -115,6 +121,8 @@ api_urlpatterns = [
     path("agents/<int:agent_id>/snapshots/", api_memory.agent_snapshots, name="agent_snapshots"),
     path("sessions/<int:session_id>/recalls/", api_memory.session_recalls, name="session_recalls"),
     path("sessions/<int:session_id>/context/", api_memory.session_context, name="session_context"),
+    path("sessions/<int:session_id>/context/growth/", api_context.session_context_growth,
+         name="session_context_growth"),
     path("sessions/<int:session_id>/memory-findings/", api_memory_findings.session_memory_findings,
          name="session_memory_findings"),
     path("snapshots/<int:snapshot_id>/", api_memory.snapshot_detail, name="snapshot_detail"),
