@@ -12,6 +12,7 @@ from agents.api import lab as api_lab
 from agents.api import memory as api_memory
 from agents.api import memory_findings as api_memory_findings
 from agents.api import memory_writes as api_memory_writes
+from agents.api import recalls as api_recalls
 from agents.api import review as api_review
 from agents.api import sessions as api_sessions
 from agents.api import transfer as api_transfer
@@ -19,8 +20,8 @@ from agents.capture import views as capture_views
 from agents.diff import views as diff_views
 from agents.jobs import views as jobs_views
 from agents.lab import views as lab_views
+from agents.ledger import recall_views, window_views
 from agents.ledger import views as ledger_views
-from agents.ledger import window_views
 from agents.projects import views as projects_views
 from agents.review import views as review_views
 from agents.sessions import views as sessions_views
@@ -46,6 +47,12 @@ urlpatterns = [
     path("agents/<int:agent_id>/memory/", ledger_views.agent_memory, name="agent_memory"),
     path("memory/records/<int:record_id>/", ledger_views.memory_record, name="memory_record"),
     path("agents/<int:agent_id>/snapshots/", ledger_views.agent_snapshots, name="agent_snapshots"),
+    # A recall: its items, QA's relevance marks and the figures they give, the retrieval what-if
+    # (agents.ledger.recall_views).
+    path("memory/recalls/<int:recall_id>/", recall_views.memory_recall, name="memory_recall"),
+    path("memory/recalls/<int:recall_id>/marks/", recall_views.memory_recall_mark, name="memory_recall_mark"),
+    path("memory/recalls/<int:recall_id>/judgement/", recall_views.memory_recall_judgement,
+         name="memory_recall_judgement"),
     # Import and export (agents.transfer.views).
     path("import/", transfer_views.import_upload, name="import_upload"),
     path("import/confirm/", transfer_views.import_confirm, name="import_confirm"),
@@ -115,6 +122,10 @@ api_urlpatterns = [
     path("memory/stores/<int:store_id>/findings/", api_memory_findings.memory_store_findings,
          name="memory_store_findings"),
     path("memory/stores/<int:store_id>/health/", api_memory_findings.memory_store_health, name="memory_store_health"),
+    path("memory/stores/<int:store_id>/quality/", api_recalls.memory_store_quality, name="memory_store_quality"),
+    path("memory/recalls/<int:recall_id>/", api_recalls.memory_recall, name="memory_recall"),
+    path("memory/recalls/<int:recall_id>/marks/", api_recalls.memory_recall_marks, name="memory_recall_marks"),
+    path("memory/recalls/<int:recall_id>/what-if/", api_recalls.memory_recall_what_if, name="memory_recall_what_if"),
     path("memory/records/<int:record_id>/", api_memory.memory_record, name="memory_record"),
     path("memory/records/<int:record_id>/diff/", api_memory.memory_record_diff, name="memory_record_diff"),
     path("agents/<int:agent_id>/memory/", api_memory.agent_memory, name="agent_memory"),
