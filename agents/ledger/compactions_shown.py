@@ -3,8 +3,9 @@ before the message at its seq, with the summary that came in and what went out.
 
 What went out is what the call after the compaction was not sent of the messages before it (its ``sent``, as live
 capture saw it): the call that carried it when it was passed back in the input or flagged on the call, the next call
-of the session when a reply brought it (the call that made the summary was still sent everything). A compaction
-without such a call says only that a summary came in.
+of the session when a reply brought it (the call that made the summary was still sent everything). A compaction read
+from a file that says what went out (AgentScope's ``compressed`` marks: ``Compaction.went_out``) says it as the file
+does. A compaction without either says only that a summary came in.
 
 One query for the page (the range of the index on (session, seq), the carrying call joined), and none for a session
 without compactions: ``has_compactions`` says in the session's own query whether it has any.
@@ -59,12 +60,18 @@ def session_compactions_shown(session: models.Session, first: int | None,
     next_call = Subquery(models.LlmCall.objects.filter(
         session=OuterRef("session"), reply_seq__gt=OuterRef("seq")).order_by("reply_seq").values("sent")[:1],
         output_field=JSONField())
-    for pk, seq, summary, source, carried, following in models.Compaction.objects.filter(
+    for pk, seq, summary, source, carried, following, runs in models.Compaction.objects.filter(
             session=session, seq__gte=first, seq__lte=last).annotate(next_sent=next_call).order_by(
-            "seq", "at", "id").values_list("pk", "seq", "summary", "source", "llm_call__sent", "next_sent"):
+            "seq", "at", "id").values_list("pk", "seq", "summary", "source", "llm_call__sent", "next_sent",
+                                           "went_out"):
         assert seq is not None  # the range holds only compactions placed on a message
         sent = following if source == models.Compaction.Source.OUTPUT else carried
-        went_out, first_out, last_out = _went_out(seq, sent) if isinstance(sent, list) and sent else (None, None, None)
+        if isinstance(runs, list) and runs:  # the file said what went out (AgentScope's compressed marks)
+            went_out, first_out, last_out = sum(b - a + 1 for a, b in runs), runs[0][0], runs[-1][1]
+        elif isinstance(sent, list) and sent:
+            went_out, first_out, last_out = _went_out(seq, sent)
+        else:
+            went_out, first_out, last_out = None, None, None
         by_seq.setdefault(seq, []).append(CompactionShown(pk=pk, seq=seq, summary=summary, source=source or "",
                                                           went_out=went_out, first_out=first_out, last_out=last_out))
     return by_seq

@@ -430,9 +430,16 @@ class MemoryImport:
             if models.Compaction.objects.filter(session=session, external_id=compaction.external_id[:255]).exists():
                 self.outcome.skipped += 1
                 continue
+            went_out = None
+            if compaction.went_out is not None:  # the file's runs of seqs, as the session numbers its messages
+                went_out = [[a, b] for a, b in ((session_at(compaction.session, first, place)[1],
+                                                 session_at(compaction.session, last, place)[1])
+                                                for first, last in compaction.went_out)
+                            if a is not None and b is not None]
             models.Compaction.objects.create(
                 session=session, seq=seq, llm_call_id=self.call_named(compaction.llm_call), at=aware(compaction.at),
-                summary=compaction.summary, source=compaction.source[:20], external_id=compaction.external_id[:255])
+                summary=compaction.summary, source=compaction.source[:20], external_id=compaction.external_id[:255],
+                went_out=went_out)
             self.outcome.compactions += 1
 
 

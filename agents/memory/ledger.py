@@ -216,7 +216,9 @@ class CompactionIn(BaseModel):
     llm_call: str | None = Field(default=None, description="The captured call that carried it first, by span id.")
     session: str | None = Field(default=None, description="The conversation's external_id in this document.")
     seq: int | None = Field(default=None, ge=0)
-    source: str = Field(default="", description="Where it was seen, e.g. 'flag', 'output', 'input'.")
+    source: str = Field(default="", description="Where it was seen, e.g. 'flag', 'output', 'input', 'marks'.")
+    went_out: list[tuple[int, int]] | None = Field(
+        default=None, description="The messages it stood for, as [first, last] runs of seqs, where the file says.")
 
 
 @dataclass

@@ -314,6 +314,8 @@ class Compaction(models.Model):
         OUTPUT = "output"  # a compaction part in a call's reply
         INPUT = "input"  # a compaction part passed back in a call's input
         FLAG = "flag"  # gen_ai.conversation.compacted on the call
+        MARKS = "marks"  # a saved memory's marks (AgentScope's ``compressed`` messages and ``_compressed_summary``)
+        SUMMARY = "summary"  # a summary message in the list (LangChain's SummarizationMiddleware)
 
     session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="compactions")
     seq = models.PositiveIntegerField(null=True, blank=True)
@@ -323,6 +325,9 @@ class Compaction(models.Model):
     summary = models.TextField(null=True, blank=True)  # noqa: DJ001 (None: not captured; "" is a summary)
     source = models.CharField(max_length=20, blank=True)
     external_id = models.CharField(max_length=255)
+    # What went out, where the file itself says (AgentScope's compressed marks): [[first, last], ...] runs of seqs.
+    # None: the file does not say; live capture's compactions say it through the call after them (``sent``).
+    went_out = models.JSONField(null=True, blank=True)
 
     class Meta:
         ordering = ["session", "at", "id"]

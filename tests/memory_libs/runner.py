@@ -17,7 +17,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
 VENVS = {"mem": ROOT / ".venv-mem", "agentscope": ROOT / ".venv-mem-agentscope",
-         "agentscope2": ROOT / ".venv-mem-agentscope2"}
+         "agentscope2": ROOT / ".venv-mem-agentscope2",
+         "ref": ROOT / ".venv-ref-2026"}  # LangChain 1.x, made by `make test-setup` (requirements-ref-2026.txt)
 
 
 class LibraryFailed(AssertionError):

@@ -73,8 +73,8 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import IO, Any
 
-from agents.memory.ledger import MemoryDocument, RecallIn
-from agents.memory.schema import Conversation
+from agents.memory.ledger import CompactionIn, MemoryDocument, RecallIn
+from agents.memory.schema import Conversation, Message
 
 from . import (
     agentscope,
@@ -529,11 +529,23 @@ def _message_layers(head: bytes, stream: IO[bytes], format: str | None, name: st
     source = io.BufferedReader(PrefixedStream(head, stream), 1 << 16)
     streams = open_stream(source, format, name=name, sink=sink)
     found: list[RecallIn] = []
+    compacted: list[CompactionIn] = []
+
+    def watched(messages: Iterator[Message], key: str) -> Iterator[Message]:
+        """The messages as they go by, keeping the compactions they are (LangChain's summary messages)."""
+        for seq, message in enumerate(messages):
+            compaction = langchain.compaction_of(message, seq, key)
+            if compaction is not None:
+                compacted.append(compaction)
+            yield message
 
     def conversations() -> Iterator[ConversationStream]:
         for index, stream in enumerate(streams):
             finder = _RECALLS_IN_MESSAGES.get(sink.format or "")
             if finder is None:
+                if sink.format == langchain.NAME:
+                    key = stream.conversation.external_id or f"#{index}"
+                    stream = ConversationStream(stream.conversation, watched(stream.messages, key))
                 yield stream
                 continue
             # The framework's recalls are found in the messages as they go by: the conversation is kept whole
@@ -549,6 +561,7 @@ def _message_layers(head: bytes, stream: IO[bytes], format: str | None, name: st
         if sink.native_memory is not None:
             document = native.read_memory(sink.native_memory, "memory")
         document.recalls.extend(found)
+        document.compactions.extend(compacted)
         return document
 
     return Layers(sink, conversations(), memory)

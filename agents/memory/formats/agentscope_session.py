@@ -5,7 +5,9 @@ What each agent of the file becomes:
 
 - **a conversation**: its ``memory.content`` (``[[msg, marks], ...]``), read by the ``agentscope`` message reader
   (marks kept, ``compressed`` and ``hint`` among them; ``_compressed_summary`` kept in the metadata, and as
-  ``metadata["summary"]`` when there is one). The agent's ``_sys_prompt`` leads it as a ``system`` message: it is
+  ``metadata["summary"]`` when there is one); a memory with ``compressed`` messages is also a compaction, placed
+  before the first message after them, saying which went out and the summary that came in (``_compaction``).
+  The agent's ``_sys_prompt`` leads it as a ``system`` message: it is
   what the model receives first on every call (``ReActAgent._reasoning`` formats ``Msg("system", self.sys_prompt,
   "system")`` before the memory: tests/samples/memory/agentscope/agent_model_calls.json), though AgentScope keeps it
   in the agent, not in the memory. It carries the id ``_sys_prompt`` (the importer appends a later file's messages
@@ -51,6 +53,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from agents.memory.ledger import (
+    CompactionIn,
     MemoryDocument,
     RecallIn,
     RecallItemIn,
@@ -214,6 +217,9 @@ def _read_module(document: MemoryDocument, module: str, state: dict[str, Any], c
     conversation = make_conversation(memory_place, messages=messages, external_id=conv_id, agent=agent,
                                       source_format=NAME, metadata=metadata)
     document.conversations.append(conversation)
+    compaction = _compaction(conversation, memory.get("_compressed_summary"))
+    if compaction is not None:
+        document.compactions.append(compaction)
     recalls = _recalls(conversation)
     long_term = knowledge = None
     if agent is not None:
@@ -227,6 +233,29 @@ def _read_module(document: MemoryDocument, module: str, state: dict[str, Any], c
     document.snapshots.append(SnapshotIn(
         external_id=_snapshot_id(conv_id, len(messages), state), value=state, source_format=NAME, format_version="1",
         agent=agent, session=conv_id, seq=len(messages) - 1 if messages else None))
+
+
+def _compaction(conversation: Conversation, summary: Any) -> CompactionIn | None:
+    """The agent's memory compression (``ReActAgent._compress_memory_if_needed``), as its saved memory shows it: the
+    messages marked ``compressed`` went out (every later call is sent the summary instead of them: ``get_memory``
+    prepends ``_compressed_summary`` as a user message), placed before the first message after the last of them.
+    The file keeps the last summary only: each compression saved is one event, told by the last message it covers
+    (a later save that compressed more is a later event)."""
+    out = [seq for seq, m in enumerate(conversation.messages) if "compressed" in m.marks]
+    if not out:
+        return None
+    runs: list[tuple[int, int]] = []
+    for seq in out:
+        if runs and runs[-1][1] == seq - 1:
+            runs[-1] = (runs[-1][0], seq)
+        else:
+            runs.append((seq, seq))
+    last = conversation.messages[out[-1]]
+    after = out[-1] + 1
+    return CompactionIn(
+        external_id=f"agentscope:compressed:{last.external_id or out[-1]}", session=conversation.external_id,
+        seq=after if after < len(conversation.messages) else None, at=last.created_at,
+        summary=summary if isinstance(summary, str) else None, source="marks", went_out=runs)
 
 
 def _unique_key(document: MemoryDocument, key: str) -> str:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+from agents.memory.ledger import CompactionIn
 from agents.memory.schema import Conversation, Message
 
 from .base import (
@@ -299,3 +300,21 @@ def render(conversation: Conversation, report: WriteReport) -> Any:
 
 def write(conversations: Iterable[Conversation], report: WriteReport) -> Iterator[str]:
     return write_documents(conversations, report, render)
+
+
+# What LangChain's SummarizationMiddleware (langchain 1.x, ``_build_new_messages``) puts in place of the messages it
+# summarised: a HumanMessage with this prefix and ``additional_kwargs={"lc_source": "summarization"}``.
+SUMMARY_PREFIX = "Here is a summary of the conversation to date:\n\n"
+
+
+def compaction_of(message: Message, seq: int, conversation: str | None) -> CompactionIn | None:
+    """A summary message of LangChain's SummarizationMiddleware as a compaction placed on it: the summary that came
+    in. What went out is not in the list (the middleware removed it from the state), so it is not said."""
+    data = message.extra.get(NAME, {}).get("data", {})
+    kwargs = data.get("additional_kwargs") if isinstance(data, dict) else None
+    if not (isinstance(kwargs, dict) and kwargs.get("lc_source") == "summarization"):
+        return None
+    text = message.text
+    return CompactionIn(
+        external_id=f"langchain:summary:{message.external_id or seq}", session=conversation, seq=seq,
+        at=message.created_at, summary=text.removeprefix(SUMMARY_PREFIX), source="summary")

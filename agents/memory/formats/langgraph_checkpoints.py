@@ -45,7 +45,7 @@ from agents.memory.schema import Conversation, Message
 
 from .base import FormatError, FormatSpec, at, json_type, make_conversation, need_dict
 from .json_input import check_depth
-from .langchain import message_from_dump
+from .langchain import compaction_of, message_from_dump
 
 NAME = "langgraph_checkpoints"
 SPEC = FormatSpec(
@@ -354,6 +354,8 @@ def _finish(thread: _Thread, document: MemoryDocument, unmatched: list[int]) -> 
     conversation = _conversation(thread.thread, thread.ns, thread.key, thread.latest, thread.latest_messages,
                                  thread.place)
     document.conversations.append(conversation)
+    document.compactions.extend(c for seq, m in enumerate(conversation.messages)
+                                if (c := compaction_of(m, seq, conversation.external_id)) is not None)
     seq_of = {m.external_id: i for i, m in enumerate(conversation.messages) if m.external_id}
     for snapshot, ids in thread.snapshots:
         seq = None
