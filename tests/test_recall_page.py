@@ -257,3 +257,17 @@ def test_a_recall_no_reply_received_has_no_window_figures(alice_client, agent, m
     html = alice_client.get(f"/memory/recalls/{recall.pk}/?score_threshold=0.5").content.decode()
     assert "No reply after message #0: no call received this recall." in html
     assert "dropped <strong>1</strong>" in html
+
+
+def test_it_shows_an_items_metadata_compact_and_escaped(alice_client, recall):
+    models.RecallItem.objects.filter(recall=recall, rank=1).update(metadata={"category": HOSTILE, "page": 3})
+    models.RecallItem.objects.filter(recall=recall, rank=2).update(metadata={"long": "x" * 1000})
+    html = alice_client.get(f"/memory/recalls/{recall.pk}/").content.decode()
+    shown = re.search(r'<tr id="item-1">.*?class="muted small mono item-metadata"[^>]*>([^<]*)</div>', html, re.S)
+    assert shown and shown.group(1) == ('{&quot;category&quot;: &quot;&lt;script&gt;alert(\\&quot;x\\&quot;)'
+                                        '&lt;/script&gt;&lt;img src=x onerror=alert(1)&gt;&quot;, &quot;page&quot;: 3}')
+    cut = re.search(r'<tr id="item-2">.*?item-metadata"[^>]*>([^<]*)</div>', html, re.S)
+    assert cut and cut.group(1).endswith("…") and len(cut.group(1)) < 400
+    assert not re.search(r'<tr id="item-3">[^/]*?item-metadata', html)
+    api = alice_client.get(f"/api/memory/recalls/{recall.pk}/").json()
+    assert [i["metadata"] for i in api["items"]] == [{"category": HOSTILE, "page": 3}, {"long": "x" * 1000}, {}]

@@ -51,6 +51,7 @@ class RecallDetailItemOut(BaseModel):
     record: int | None = Field(description="The record it matched; null: no record of the store holds it.")
     version: int | None
     record_url: str | None
+    metadata: dict[str, Any] = Field(description="What the item's library gave with it, as stored.")
     marks: MarksOut
 
 
@@ -62,10 +63,10 @@ class RecallDetailOut(BaseModel):
         "params": {"limit": 3}, "placement": "message", "persisted": True, "at": "2026-12-01T09:00:00+00:00",
         "page_url": "https://memoryviz.example/memory/recalls/17/",
         "items": [{"id": 90, "rank": 1, "score": 0.82, "text": "User is vegan", "record": 41, "version": 1,
-                   "record_url": "https://memoryviz.example/api/memory/records/41/",
+                   "record_url": "https://memoryviz.example/api/memory/records/41/", "metadata": {"category": "diet"},
                    "marks": {"relevant": 2, "not_relevant": 0, "relevance": True, "mine": True}},
                   {"id": 91, "rank": 2, "score": 0.4, "text": "User likes trains", "record": 42, "version": 2,
-                   "record_url": "https://memoryviz.example/api/memory/records/42/",
+                   "record_url": "https://memoryviz.example/api/memory/records/42/", "metadata": {},
                    "marks": {"relevant": 0, "not_relevant": 1, "relevance": False, "mine": None}}],
         "judgements": 1, "my_relevant_total": None,
         "quality": {"k": 2, "items": 2, "marked": 2, "relevant": 1, "relevant_total": 3, "precision": 0.5,
@@ -238,6 +239,7 @@ def _recall_detail(request: Request, recall_id: int, k: int | None) -> dict[str,
             id=item.pk, rank=item.rank, score=item.score, text=item.text, record=item.record_id,
             version=item.version,
             record_url=api_url(request, "memory_record", item.record_id) if item.record_id else None,
+            metadata=item.metadata if isinstance(item.metadata, dict) else {},
             marks=MarksOut(relevant=marks.marks[item.pk].relevant, not_relevant=marks.marks[item.pk].not_relevant,
                            relevance=marks.marks[item.pk].relevance, mine=marks.marks[item.pk].mine),
         ) for item in marks.items],

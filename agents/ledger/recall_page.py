@@ -213,7 +213,7 @@ def record_url(item: models.RecallItem) -> str:
 
 
 def _metadata(item: models.RecallItem) -> str:
-    value = getattr(item, "metadata", None)  # RecallItem.metadata: where the item's library gave it
+    value = item.metadata  # what the item's library gave with it (AutoGen's mime_type, a document's metadata)
     if not value:
         return ""
     text = json.dumps(value, ensure_ascii=False, separators=(", ", ": "), default=str)
