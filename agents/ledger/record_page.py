@@ -13,6 +13,7 @@ from urllib.parse import urlencode
 
 from django.db.models import F, OuterRef, Q, Subquery
 from django.urls import reverse
+from django.utils import timezone
 
 from agents import models
 from agents.access import User
@@ -96,6 +97,11 @@ class RecordPage:
     value_json: str
     kept_for_diff: list[tuple[str, str]]  # what the diff's form sends again: where the versions and reads are paged
     findings: list[RecordFinding] = field(default_factory=list)  # ledger.findings of this record, in its store
+    # Following it live (``record_follow``): the token of what is shown ("" when the page shows older versions or
+    # reads, or a diff: nothing to follow there), whether it polls by itself (written or read lately, or asked
+    # ``?follow=1``).
+    follow_token: str = ""
+    following: bool = False
 
 
 @dataclass
@@ -109,12 +115,33 @@ class RecordFinding:
     version_url: str  # the version it is on, in the timeline ("" for a finding on the record as a whole)
 
 
-def memory_record_page(*, user: User, record_id: int, query: Mapping[str, str]) -> RecordPage:
+# A record written or read this recently is followed live by its page without being asked.
+LIVE_FOR = models.Session.LIVE_FOR
+
+
+def follow_token(record: models.MemoryRecord) -> str:
+    """What changes when a version or a read of the record arrives: its counters and state, kept by the ledger's
+    upkeep on the record's own row."""
+    return f"{record.version_count}.{record.read_count}.{record.state}"
+
+
+def record_follow(*, user: User, record_id: int, token: str) -> RecordPage | None:
+    """The page following the record live: None while nothing arrived since ``token`` (one query: the record's row),
+    else the record's newest versions and reads, to replace what is shown."""
+    record = reading.record_for_user(user, record_id)
+    if follow_token(record) == token:
+        return None
+    return memory_record_page(user=user, record_id=record_id, query={"follow": "1"}, record=record)
+
+
+def memory_record_page(*, user: User, record_id: int, query: Mapping[str, str],
+                       record: models.MemoryRecord | None = None) -> RecordPage:
     """A record (404 when its store is not in the user's projects): one page of its versions, newest first
     (``?versions_before=N`` / ``?versions_after=N``: numbers), the word diff of versions ``?from=`` and ``?to=``
     (the last two without them), and one page of its reads, newest first (``?reads_after=`` / ``?reads_before=``:
     a read's id), each with the version that was current when it was made."""
-    record = reading.record_for_user(user, record_id)
+    if record is None:
+        record = reading.record_for_user(user, record_id)
     store = record.store
     path = reverse("agents:memory_record", args=[record.pk])
     versions, versions_paging = _versions_page(record, query, path)
@@ -130,7 +157,11 @@ def memory_record_page(*, user: User, record_id: int, query: Mapping[str, str]) 
     memory_url = ""
     if store.agent_id is not None:
         memory_url = f"{reverse('agents:agent_memory', args=[store.agent_id])}?{urlencode({'store': store.pk})}"
+    newest = not any(query.get(k) for k in _RECORD_PARAMS)
+    now = timezone.now()
+    lately = any(when is not None and now - when < LIVE_FOR for when in (record.updated_at, record.last_read_at))
     return RecordPage(
+        follow_token=follow_token(record) if newest else "", following=newest and (lately or bool(query.get("follow"))),
         record=record, store=store, memory_url=memory_url, versions=versions, versions_paging=versions_paging,
         diff=diff, diff_from=diff_from, diff_to=diff_to, diff_error=diff_error, reads=reads,
         reads_paging=reads_paging, fill=fill, scope=scope_text(record.metadata), path=path,

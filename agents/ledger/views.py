@@ -30,8 +30,14 @@ def agent_memory(request: HtmxHttpRequest, agent_id: int) -> HttpResponse:
 @require_GET
 def memory_record(request: HtmxHttpRequest, record_id: int) -> HttpResponse:
     """A record: its versions as a timeline, the word diff of two (``?from=&to=``), and every read of it."""
-    shown = record_page.memory_record_page(user=request.user, record_id=record_id, query=request.GET)
     template_name = "agents/memory_record.html"
+    if request.htmx and request.htmx.target == "record-live":
+        # Following live: the poller again while nothing arrived, else it and the newest versions and reads.
+        token = request.GET.get("live", "")
+        followed = record_page.record_follow(user=request.user, record_id=record_id, token=token)
+        return render(request, template_name + "#record-live-update",
+                      {"page": followed, "token": token, "path": request.path})
+    shown = record_page.memory_record_page(user=request.user, record_id=record_id, query=request.GET)
     if request.htmx and request.htmx.target in RECORD_PARTS:
         template_name += f"#{request.htmx.target}"
     return render(request, template_name, {"page": shown})

@@ -1,0 +1,99 @@
+"""A record's page follows it live (issue 26: "the memory pages follow new versions and recalls as they arrive"): a
+record written or read lately (or asked ``?follow=1``) polls; while nothing arrived a poll costs the record's row and
+answers the poller alone; when a version or a read arrives (here through the write API) it answers the newest
+versions, reads and counts out of band. Paged or diffed, the page does not follow."""
+from __future__ import annotations
+
+import json
+import re
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
+
+from agents import models
+from agents.projects import keys
+
+HTMX = {"HTTP_HX_REQUEST": "true", "HTTP_HX_TARGET": "record-live"}
+
+
+@pytest.fixture
+def auth(project) -> dict[str, str]:
+    return {"HTTP_AUTHORIZATION": f"Bearer {keys.api_key_create(project=project, name='agent').key}"}
+
+
+def write(client, path: str, body: Any, auth: dict[str, str]) -> None:
+    response = client.post(f"/api/memory/writes/{path}/", data=json.dumps(body), content_type="application/json",
+                           **auth)
+    assert response.status_code in (200, 201), response.content
+
+
+def token_of(html: str) -> str:
+    match = re.search(r'id="record-live"[^>]*hx-get="[^"]*\?live=([^"&]+)"', html)
+    assert match, html[:2000]
+    return match.group(1)
+
+
+@pytest.fixture
+def written(client, auth, agent) -> models.MemoryRecord:
+    write(client, "stores", {"id": "prefs", "name": "Preferences", "agent": agent.name}, auth)
+    write(client, "versions", {"store": "prefs", "versions": [
+        {"id": "e1", "record": "mem-1", "op": "ADD", "text": "Alice is vegetarian",
+         "at": timezone.now().isoformat()}]}, auth)
+    return models.MemoryRecord.objects.get(external_id="mem-1")
+
+
+def test_a_record_written_lately_follows_new_versions_and_reads(client, alice, auth, agent, written) -> None:
+    client.force_login(alice)
+    page = client.get(f"/memory/records/{written.pk}/").content.decode()
+    token = token_of(page)
+    poll = f"/memory/records/{written.pk}/?live={token}"
+
+    # Nothing new: the poller alone, the same token, for the record's row (and the login's own queries).
+    with CaptureQueriesContext(connection) as queries:
+        quiet = client.get(poll, **HTMX).content.decode()
+    assert token_of(quiet) == token and 'id="versions"' not in quiet
+    assert len([q for q in queries.captured_queries if "agents_memoryrecord" in q["sql"]]) == 1
+    assert len(queries.captured_queries) <= 3
+
+    write(client, "versions", {"store": "prefs", "versions": [
+        {"id": "e2", "record": "mem-1", "op": "UPDATE", "text": "Alice is vegan <b>now</b>",
+         "at": timezone.now().isoformat()}]}, auth)
+    changed = client.get(poll, **HTMX).content.decode()
+    new_token = token_of(changed)
+    assert new_token != token
+    assert re.search(r'<section id="versions"[^>]*hx-swap-oob="true"', changed)
+    assert 'id="v-2"' in changed and "Alice is vegan &lt;b&gt;now&lt;/b&gt;" in changed
+    assert re.search(r'<header [^>]*id="record-head" hx-swap-oob="true">', changed)
+    assert '<div id="record-counts-versions"><dt>Versions</dt><dd>2</dd>' in changed
+    assert re.search(r'<section id="diff"[^>]*hx-swap-oob="true"', changed)
+
+    session = agent.sessions.create(external_id="s1", title="Trip")
+    models.Message.objects.create(session=session, seq=0, role="user", content="Known: Alice is vegan <b>now</b>")
+    write(client, "recalls", {"id": "read-1", "session": session.pk, "seq": 0, "store": "prefs", "query": "diet",
+                              "items": [{"record": "mem-1", "text": "Alice is vegan <b>now</b>", "score": 0.9}]},
+          auth)
+    read = client.get(f"/memory/records/{written.pk}/?live={new_token}", **HTMX).content.decode()
+    assert re.search(r'<section id="reads"[^>]*hx-swap-oob="true"', read) and "diet" in read
+    assert token_of(read) not in (token, new_token)
+
+
+def test_a_quiet_record_offers_to_follow_and_a_paged_one_does_not(client, alice, auth, written) -> None:
+    long_ago = timezone.now() - timedelta(days=3)
+    models.MemoryRecord.objects.filter(pk=written.pk).update(updated_at=long_ago, last_read_at=None)
+    client.force_login(alice)
+    quiet = client.get(f"/memory/records/{written.pk}/").content.decode()
+    assert 'id="record-live"' not in quiet and 'id="record-follow"' in quiet
+    followed = client.get(f"/memory/records/{written.pk}/?follow=1").content.decode()
+    assert token_of(followed)
+    paged = client.get(f"/memory/records/{written.pk}/?follow=1&versions_before=2").content.decode()
+    assert 'id="record-live"' not in paged and 'id="record-follow"' not in paged
+
+
+def test_following_another_projects_record_is_not_found(client, auth, written, django_user_model) -> None:
+    bob = django_user_model.objects.create_user("bob", password="x")
+    client.force_login(bob)
+    assert client.get(f"/memory/records/{written.pk}/?live=1.0.active", **HTMX).status_code == 404
