@@ -8,7 +8,6 @@ area chart needs the parts' lower and upper edges at each point and a taller box
 from __future__ import annotations
 
 from dataclasses import dataclass
-from urllib.parse import urlencode
 
 from django.urls import reverse
 
@@ -235,7 +234,7 @@ def composition_context(composition: Composition) -> dict[str, object]:
     """What the bar's partial needs (the captured call's page renders it too)."""
     session = composition.session
     call = composition.call
-    query = urlencode({"call": call.pk} if call else {"seq": composition.seq})
+    query = f"call={call.pk}" if call else f"seq={composition.seq}"
     return {"session": session, "seq": composition.seq, "call": call, "error": "",
             "key": f"call-{call.pk}" if call else str(composition.seq),
             "bar": window_bar(composition, session_url=session.get_absolute_url()),

@@ -127,8 +127,11 @@ def session_page(
     window = session.agent.context_window
     annotate = bool(context["can"]["annotate"])
     compactions = _compactions(session, messages)
+    window_url = reverse("agents:session_window", args=[session.pk])  # once, not per reply
     for m in messages:
         m.html = message_html(m, q=q, current=current, annotate=annotate, window=window)
+        if m.row.role == "assistant":
+            m.html = _with_window_disclosure(m, window_url)
         if m.row.seq in compactions:
             m.html = SafeString(compactions[m.row.seq] + m.html)
     address = ""
@@ -136,6 +139,28 @@ def session_page(
         # "Load more": the address follows to the page loaded, so a reload or a shared link comes back here.
         address = f"{session.get_absolute_url()}?{_keep_query(q, within, at=page.rows[0].seq)}"
     return SessionPage(context, address=address)
+
+
+# The end of a message's body and article, as message_html writes it: the disclosure goes just before.
+_MESSAGE_END = "\n      </div>\n    </article>\n"
+
+
+def _with_window_disclosure(m: MessageView, window_url: str) -> SafeString:
+    """A reply's "What filled the window": a <details> that loads the bar (agents.ledger.window_views) when first
+    opened, so the page reads nothing for it; its link opens the bar's own page without JavaScript. A reply a
+    captured call produced shows what that call was sent."""
+    query = f"call={m.llm_call['id']}" if m.llm_call else f"seq={m.row.seq}"
+    url = f"{window_url}?{query}"
+    what = "the call's input, by part" if m.llm_call else "every message before it, by part"
+    disclosure = (f'\n        <details class="window-disclosure" id="window-{m.row.seq}" hx-get="{url}" '
+                  f'hx-trigger="toggle once" hx-target="find .window-slot" hx-swap="innerHTML">'
+                  f'<summary class="small" title="What this reply\'s call was sent: {what}, against the context '
+                  f'window">What filled the window</summary><div class="window-slot"><a class="small" href="{url}">'
+                  "Open the window bar</a></div></details>")
+    html = m.html
+    if html.endswith(_MESSAGE_END):
+        return SafeString(html[: -len(_MESSAGE_END)] + disclosure + _MESSAGE_END)
+    return SafeString(html + disclosure)
 
 
 def _keep_query(q: str, within: find.ChainFilter, **more: int) -> str:
@@ -301,6 +326,7 @@ def _add_llm_calls(session: models.Session, messages: list[MessageView]) -> None
         received = len(set(call.sent))
         before = m.row.seq  # the call's reply_seq: the calls come keyed by it
         m.llm_call = {
+            "id": call.pk,
             "sent": received,
             "before": before,
             "left_out": max(before - received, 0),
