@@ -14,6 +14,7 @@ from agents.ledger import context
 from agents.memory.schema import Message
 from agents.memory.tokens import get_counter
 from tests.memory_pages import import_friday
+from tests.recall_pages import scored_recall
 
 HOSTILE = '<script>alert("x")</script><img src=x onerror=alert(1)>'
 
@@ -25,29 +26,8 @@ def own_tokens(text: str, counter_name: str = "cl100k") -> int:
 
 
 @pytest.fixture
-def recall(agent, make_session) -> models.Recall:
-    """A session whose message #1 carries three recalled items of a mem0 store (scores 0.9, 0.5, none), replied to
-    at #2 and #4."""
-    session = make_session([
-        {"role": "system", "content": "You are a travel agent."},
-        {"role": "user", "content": "<long_term_memory>User is vegan\nUser likes trains\nUser lives in Paris"
-                                    "</long_term_memory>"},
-        {"role": "assistant", "content": "Noted."},
-        {"role": "user", "content": "Plan my trip."},
-        {"role": "assistant", "content": "Here is a plan."},
-    ])
-    store = models.MemoryStore.objects.create(project=agent.project, agent=agent, name="mem0 (user_id=alice)",
-                                              kind="records", source_format="mem0")
-    record = models.MemoryRecord.objects.create(store=store, external_id="rec-1", text="User is vegan",
-                                                version_count=2)
-    recall = models.Recall.objects.create(session=session, seq=1, store=store, query="What does the user eat?",
-                                          params={"limit": 3, "threshold": 0.1}, item_count=3, persisted=True)
-    models.RecallItem.objects.bulk_create([
-        models.RecallItem(recall=recall, rank=1, score=0.9, text="User is vegan", record=record, version=2),
-        models.RecallItem(recall=recall, rank=2, score=0.5, text="User likes trains"),
-        models.RecallItem(recall=recall, rank=3, score=None, text="User lives in Paris"),
-    ])
-    return recall
+def recall(agent) -> models.Recall:
+    return scored_recall(agent)
 
 
 def member(project: models.Project, name: str, role: str) -> User:
@@ -200,7 +180,7 @@ def test_the_what_if_drops_by_limit_and_threshold_and_says_what_the_window_loses
     assert re.search(r'id="what-if-3">.*?' + dropped_as + "past the limit", html, re.S)
     dropped = own_tokens("User likes trains") + own_tokens("User lives in Paris")
     assert f"dropped <strong>2</strong> ({dropped} tokens)" in html
-    assert re.search(rf'id="window-part"><th scope="row">recalled_memory</th><td class="num">{part.tokens}</td>'
+    assert re.search(rf'id="window-part"><th scope="row" title="recalled_memory">Recalled memory</th><td class="num">{part.tokens}</td>'
                      rf'<td class="num">{part.tokens - dropped}</td>', html)
     assert re.search(rf'id="window-total">.*?<td class="num">{sent.total} .*?<td class="num">{sent.total - dropped} ',
                      html, re.S)
@@ -246,7 +226,7 @@ def test_the_what_if_on_agentscopes_own_files(alice_client, project, tmp_path):
     assert answer["window"]["total_before"] == sent.total
     assert answer["window"]["total_after"] == sent.total - dropped
     html = alice_client.get(f"/memory/recalls/{recall.pk}/?limit=1").content.decode()
-    assert re.search(rf'id="window-part"><th scope="row">retrieved_documents</th><td class="num">{part.tokens}</td>',
+    assert re.search(rf'id="window-part"><th scope="row" title="retrieved_documents">Retrieved documents</th><td class="num">{part.tokens}</td>',
                      html)
 
 

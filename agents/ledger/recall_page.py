@@ -81,6 +81,10 @@ class WindowWhatIf:
     total_before: int
     total_after: int
 
+    @property
+    def part_label(self) -> str:
+        return self.part.replace("_", " ").capitalize()
+
     def share(self, tokens: int) -> float | None:
         return 100 * tokens / self.window if self.window else None
 
