@@ -97,3 +97,46 @@ def test_following_another_projects_record_is_not_found(client, auth, written, d
     bob = django_user_model.objects.create_user("bob", password="x")
     client.force_login(bob)
     assert client.get(f"/memory/records/{written.pk}/?live=1.0.active", **HTMX).status_code == 404
+
+
+# --- the session page's live tail brings the recalls of new messages ---------------------------------------------
+
+
+def test_the_live_tail_shows_what_was_recalled_into_new_messages(client, alice, project) -> None:
+    from tests.otlp_memory_spans import post, request, span
+
+    key = keys.api_key_create(project=project, name="agent").key
+
+    def turn(n: int, question: str, found: list[str], *, start: float) -> list[Any]:
+        trace = f"{n:02d}" * 16
+        spans = [span(f"turn{n}", "invoke_agent", {"gen_ai.operation.name": "invoke_agent"}, start=start,
+                      end=start + 3, trace=trace)]
+        if found:
+            spans.append(span(f"find{n}", "search_memory", {
+                "gen_ai.operation.name": "search_memory", "gen_ai.memory.store.id": "prefs",
+                "gen_ai.memory.query.text": question,
+                "gen_ai.memory.records": json.dumps([{"id": f"mem-{i}", "content": c, "score": 0.9 - i / 10}
+                                                     for i, c in enumerate(found)])},
+                parent=f"turn{n}", start=start + 1, trace=trace))
+        system = "Known: " + "\n".join(found) if found else "Be brief."
+        spans.append(span(f"chat{n}", "chat gpt-4o", {
+            "gen_ai.operation.name": "chat", "gen_ai.request.model": "gpt-4o", "session.id": "live-mem",
+            "gen_ai.input.messages": json.dumps([{"role": "system", "parts": [{"type": "text", "content": system}]},
+                                                 {"role": "user", "parts": [{"type": "text", "content": question}]}]),
+            "gen_ai.output.messages": json.dumps([{"role": "assistant", "parts": [
+                {"type": "text", "content": f"answer {n}"}]}])}, parent=f"turn{n}", start=start + 2, trace=trace))
+        return spans
+
+    post(client, key, request(*turn(1, "Hello", [], start=0)))
+    session = models.Session.objects.get(external_id="live-mem")
+    client.force_login(alice)
+    page = client.get(session.get_absolute_url()).content.decode()
+    last = session.messages.order_by("-seq").values_list("seq", flat=True).first()
+    assert f'hx-get="?after={last}&amp;live=1"' in page
+
+    post(client, key, request(*turn(2, "What do I eat?", ["Alice is vegan <b>strictly</b>"], start=10)))
+    tail = client.get(f"{session.get_absolute_url()}?after={last}&live=1", HTTP_HX_REQUEST="true").content.decode()
+    assert "<html" not in tail and "answer 2" in tail
+    assert "Recalled from" in tail and "Alice is vegan &lt;b&gt;strictly&lt;/b&gt;" in tail
+    [recall] = models.Recall.objects.filter(session=session)
+    assert f'id="m-{recall.seq}"' in tail
