@@ -253,3 +253,34 @@ def test_the_schema_documents_the_recall_endpoints(alice_client):
     assert {p["name"] for p in what_if["parameters"]} >= {"limit", "score_threshold"}
     marks = document["paths"]["/api/memory/recalls/{recall_id}/marks/"]["post"]
     assert "403" in marks["responses"]
+
+
+def _queries(client: Client, url: str) -> int:
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    with CaptureQueriesContext(connection) as queries:
+        assert client.get(url).status_code == 200
+    return len(queries)
+
+
+def test_the_quality_costs_the_same_queries_however_many_recalls_and_marks(alice_client, alice, session, store):
+    marked = a_recall(session, store, "trip", [0.9, 0.1], at=T0)
+    mark(marked, alice, [True, False])
+    url = f"/api/memory/stores/{store.pk}/quality/"
+    few = _queries(alice_client, url)
+    recalls = models.Recall.objects.bulk_create([models.Recall(session=session, seq=0, store=store, query=f"q{i}",
+                                                               at=T0, item_count=1) for i in range(20_000)])
+    items = models.RecallItem.objects.bulk_create([models.RecallItem(recall=r, rank=1, text="x") for r in recalls])
+    models.RecallItemMark.objects.bulk_create([models.RecallItemMark(item=i, author=alice, relevant=n % 2 == 0)
+                                               for n, i in enumerate(items[:300])])
+    assert _queries(alice_client, url) == few
+    body = alice_client.get(url).json()
+    assert body["overall"]["recalls"] == 301 and body["queries_total"] == 301 and len(body["queries"]) == 100
+    assert body["overall"]["precision"] == pytest.approx((1 / 2 + 150 * 1 + 150 * 0) / 301)
+    page = f"/memory/recalls/{marked.pk}/"
+    few = _queries(alice_client, page), _queries(alice_client, f"/api/memory/recalls/{marked.pk}/")
+    many = a_recall(session, store, "many", [0.5] * 200, at=T0)
+    mark(many, alice, [True] * 200)
+    assert (_queries(alice_client, f"/memory/recalls/{many.pk}/"),
+            _queries(alice_client, f"/api/memory/recalls/{many.pk}/")) == few

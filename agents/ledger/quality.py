@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from django.contrib.auth.models import User as AccountUser
 from django.core.exceptions import PermissionDenied
-from django.db.models import Exists, Max, OuterRef, Q
+from django.db.models import Max, Q
 from django.db.models.functions import Coalesce
 from django.http import Http404
 from django.utils import timezone
@@ -172,11 +172,13 @@ class StoreQuality:
 
 def store_recall_qualities(store: models.MemoryStore, *, k: int | None = None) -> list[RecallQuality]:
     """The figures of every recall of the store that someone marked or counted for (the others give none): four
-    queries whatever the store's size, each as long as QA's marks. A recall's time is when it was made, else when
-    its session started."""
+    queries whatever the store's size, each as long as QA's marks (bounded by people's work, not by the store). A
+    recall's time is when it was made, else when its session started."""
+    # From the marks and counts to their recalls, never through the store's recalls: QA's marks are few, a store's
+    # recalls may be millions.
     touched = models.Recall.objects.filter(store=store).filter(
-        Q(Exists(models.RecallItemMark.objects.filter(item__recall=OuterRef("pk"))))
-        | Q(Exists(models.RecallJudgement.objects.filter(recall=OuterRef("pk")))))
+        Q(pk__in=models.RecallItemMark.objects.filter(item__recall__store=store).values("item__recall_id"))
+        | Q(pk__in=models.RecallJudgement.objects.filter(recall__store=store).values("recall_id")))
     recalls = list(touched.annotate(when=Coalesce("at", "session__started_at")).order_by("pk").values_list(
         "pk", "query", "when"))
     items: dict[int, list[int]] = {}
