@@ -201,7 +201,15 @@ def test_the_growth_chart_draws_the_parts_and_the_window(alice, agent, client) -
                                            "tool_definitions", "input"]
     assert all(len(points.split()) == 2 * len(session_growth(user=alice, session_id=long.pk).points)
                for _, points in drawn)
-    assert '<line class="window-line"' in html  # the window fits under the top: 128,000 against a few thousand
+    # 128,000 against a few thousand: the window is off the chart, and said so; near it, drawn as a line.
+    assert '<line class="window-line"' not in html and "The window (128,000 tokens) is above the chart" in html
+    agent.context_window = 12_000
+    agent.save(update_fields=["context_window"])
+    near = client.get(f"/sessions/{long.pk}/context/growth/", **HX).content.decode()
+    line = re.search(r'<line class="window-line" x1="0" x2="600" y1="([\d.]+)" y2="\1">', near)
+    largest = max(p.total for p in session_growth(user=alice, session_id=long.pk).points)
+    assert line and float(line.group(1)) == round(200 * (1 - 12_000 / max(largest, 12_000)), 2)
+    assert "above the chart" not in near
     assert html.count("<tr><th scope=\"row\"><a href=") == len(session_growth(user=alice, session_id=long.pk).points)
     page = client.get(f"/sessions/{long.pk}/context/growth/").content.decode()
     assert "<html" in page and "Window over the session" in page

@@ -142,6 +142,7 @@ class GrowthChart:
     height: int
     areas: list[Area]  # bottom to top, in PARTS' order; parts of no tokens anywhere left out
     top: int  # tokens at the chart's top edge
+    largest: int  # the most any sampled reply was sent
     window: int
     window_y: float | None  # the window's line, when it fits under the top
     first_seq: int
@@ -151,10 +152,28 @@ class GrowthChart:
     messages: int
 
     @property
+    def window_share(self) -> float:
+        return _percent(self.largest, self.window)
+
+    @property
     def label(self) -> str:
         last = "; ".join(f"{a.label} {a.last:,}" for a in self.areas)
         return (f"Tokens sent at {self.points:,} replies, #{self.first_seq} to #{self.last_seq}, by part, against a "
                 f"window of {self.window:,}; at the last: {last}")
+
+
+# The chart's top is the window when the largest reply was sent at least 1/WINDOW_SHOWN_FROM of it.
+WINDOW_SHOWN_FROM = 4
+
+
+def _rounded_up(tokens: int) -> int:
+    """``tokens`` rounded up to 1, 2 or 5 times a power of ten (at least 10)."""
+    step = 10
+    while True:
+        for k in (1, 2, 5):
+            if tokens <= k * step:
+                return k * step
+        step *= 10
 
 
 def growth_chart(growth: Growth) -> GrowthChart | None:
@@ -163,7 +182,10 @@ def growth_chart(growth: Growth) -> GrowthChart | None:
     points = growth.points
     if not points:
         return None
-    top = max(growth.window, max(p.total for p in points), 1)
+    largest = max(p.total for p in points)
+    # Up to the window when the replies come near it; else up to the largest, the window off the chart and said so,
+    # so that the parts of a session far under its window can still be told apart.
+    top = max(growth.window, largest, 1) if largest * WINDOW_SHOWN_FROM >= growth.window else _rounded_up(largest)
     first, last = points[0].seq, points[-1].seq
     span = last - first
 
@@ -187,7 +209,8 @@ def growth_chart(growth: Growth) -> GrowthChart | None:
         lower = [f"{x},{y_of(v)}" for x, v in zip(reversed(xs), reversed(below), strict=True)]
         areas.append(Area(part=part, label=PART_LABELS[part], points=" ".join(upper + lower), last=values[-1]))
         below = above
-    return GrowthChart(width=CHART_WIDTH, height=CHART_HEIGHT, areas=areas, top=top, window=growth.window,
+    return GrowthChart(width=CHART_WIDTH, height=CHART_HEIGHT, areas=areas, top=top, largest=largest,
+                       window=growth.window,
                        window_y=y_of(growth.window) if growth.window <= top else None, first_seq=first,
                        last_seq=last, points=len(growth.points), sampled=growth.sampled,
                        messages=growth.session.message_count)
