@@ -54,7 +54,7 @@ def _every_page_url(ids: dict[str, object]) -> list[str]:
 def test_it_sends_the_strict_policy_on_every_route_of_the_pages_whatever_it_answers(alice_client, make_session):
     # Walked from the URL list, so that a page added tomorrow is checked too; POST-only routes answer 405, missing
     # rows 404: every answer carries the policy.
-    from agents.models import Label, LlmCall, Membership, MemoryRecord, MemoryStore
+    from agents.models import Label, LlmCall, Membership, MemoryRecord, MemoryStore, Recall
 
     session = make_session(CHAT)
     project = session.agent.project
@@ -64,7 +64,8 @@ def test_it_sends_the_strict_policy_on_every_route_of_the_pages_whatever_it_answ
     ids = {"session_id": session.pk, "agent_id": session.agent_id, "slug": project.slug, "prefix": "abc",
            "job_id": 999999, "membership_id": Membership.objects.filter(project=project).first().pk,
            "label_id": Label.objects.create(project=project, name="x").pk, "annotation_id": 999999,
-           "call_id": getattr(LlmCall.objects.first(), "pk", 999999), "record_id": record.pk}
+           "call_id": getattr(LlmCall.objects.first(), "pk", 999999), "record_id": record.pk,
+           "recall_id": Recall.objects.create(session=session, seq=1, store=store, query="<b>trains?</b>").pk}
     urls = _every_page_url(ids)
     assert len(urls) >= 35
     for url in urls:
