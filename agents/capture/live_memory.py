@@ -30,7 +30,7 @@ from django.db import IntegrityError, OperationalError, connection, transaction
 
 from agents import models
 from agents.capture import ingest
-from agents.ledger import storing, upkeep
+from agents.ledger import findings, storing, upkeep
 from agents.memory import ledger as core
 from agents.memory.llm_calls import CapturedCall
 from agents.memory.memory_spans import (
@@ -78,9 +78,14 @@ def memory_ingest(*, project: models.Project, batch: Batch, calls: ingest.Ingest
                 traces = sorted(models.CapturedMemorySpan.objects.filter(
                     project=project, trace_id__in=sorted(touched)).order_by().values_list(
                     "trace_id", flat=True).distinct())
-                if traces:
-                    traces_ledger(project=project, trace_ids=traces)
+                rebuilt = traces_ledger(project=project, trace_ids=traces) if traces else None
                 problems = _unknown_deletes(project, writes)
+                # The memory findings of what changed, as an import computes them (bounded: a big store, or one
+                # many sessions read, is left to a worker); the sessions of the batch's calls too (a later reply
+                # changes what a persisted recall piles up to).
+                findings.findings_after_write(
+                    sessions=calls.sessions | calls.replayed | (rebuilt.sessions if rebuilt else set()),
+                    stores=rebuilt.stores if rebuilt else ())
             receipt.traces = len(traces)
             receipt.problems += problems
             return receipt
@@ -266,7 +271,17 @@ def _sent_seq(row: models.LlmCall, pos: int | None) -> int | None:
     return row.sent[pos] if pos is not None and row.placed and pos < len(row.sent) else None
 
 
-def traces_ledger(*, project: models.Project, trace_ids: Sequence[str]) -> storing.MemoryOutcome:
+@dataclass
+class Rebuilt:
+    """What building some traces' ledger again stored, and what it touched: the stores of its document and the
+    sessions of the traces' calls (where its recalls and compactions are)."""
+
+    outcome: storing.MemoryOutcome
+    stores: set[int]
+    sessions: set[int]
+
+
+def traces_ledger(*, project: models.Project, trace_ids: Sequence[str]) -> Rebuilt:
     """The ledger of some traces built again from all the receiver holds of them, and stored as one document (what
     is stored already stays; a recall whose call is now nearer, or placed elsewhere, is moved)."""
     held = _held(models.CapturedMemorySpan.objects.filter(project=project, trace_id__in=trace_ids).order_by(
@@ -290,8 +305,9 @@ def traces_ledger(*, project: models.Project, trace_ids: Sequence[str]) -> stori
     importer.stage(calls.session_at)
     importer.finish(calls.session_at)
     _compactions_follow(document.compactions, calls)
-    _wipes_apply(project, {w.store_id for w in extraction.writes if w.store_id})
-    return importer.outcome
+    wiped = _wipes_apply(project, {w.store_id for w in extraction.writes if w.store_id})
+    return Rebuilt(outcome=importer.outcome, stores={row.row.pk for row in importer.stores.values()} | wiped,
+                   sessions={row.session_id for row in calls.rows.values()})
 
 
 def _recalls_placed(recalls: list[core.RecallIn], calls: _TraceCalls) -> list[core.RecallIn]:
@@ -405,12 +421,13 @@ def _without_wipes(store: core.StoreIn, wipes: set[str]) -> core.StoreIn:
     return store.model_copy(update={"records": records})
 
 
-def _wipes_apply(project: models.Project, store_ids: set[str]) -> None:
+def _wipes_apply(project: models.Project, store_ids: set[str]) -> set[int]:
     """Every record a store held when it was emptied or deleted (a ``delete_memory`` without a record id, a
     ``delete_memory_store``), whichever trace wrote it and whenever that arrived, has a DELETE version at that
     moment, keyed by the wipe's span and the record (as ``to_document`` keys them), and only those: a record
     deleted already then (by its own delete, or an earlier wipe that arrived later) gets none. The rows and their
-    history stay."""
+    history stay. Returns the stores it wrote to."""
+    written: set[int] = set()
     by_store: dict[str, list[MemoryWrite]] = {}
     for data in models.CapturedMemorySpan.objects.filter(
             project=project, kind=Kind.WIPE, store_id__in=sorted(store_ids)).values_list("data", flat=True):
@@ -459,6 +476,8 @@ def _wipes_apply(project: models.Project, store_ids: set[str]) -> None:
                                         default_agent=None, owner="otlp:wipe", partial_records=True)
         importer.stage(_nowhere)
         importer.finish(_nowhere)  # the store's summaries, after a DELETE went too
+        written.add(store.pk)
+    return written
 
 
 def _wiped(versions: Iterable[tuple[datetime | None, str]], moments: Sequence[tuple[datetime | None, str]],

@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from agents import access, models
 from agents.capture import ingest
-from agents.ledger import storing
+from agents.ledger import findings, storing
 from agents.memory import ledger as core
 
 SOURCE_FORMAT = "api"  # the stores this API makes: joined by their client id, never by an import's
@@ -194,6 +194,10 @@ def _stored(project: models.Project, document: core.MemoryDocument | Callable[[]
                 if given is not None:
                     importer.stage(_sessions_at(sessions))
                     importer.finish(_sessions_at(sessions))
+                    # The memory findings of the stores and sessions written, as an import computes them (the
+                    # sessions reading a store written too; bounded, the rest left to a worker).
+                    findings.findings_after_write(sessions=[s.pk for s in sessions.values()],
+                                                  stores=[s.row.pk for s in importer.stores.values()])
             return importer.outcome
         except (IntegrityError, OperationalError):
             if attempt == ingest.ATTEMPTS - 1:

@@ -29,6 +29,7 @@ from typing import Any
 
 from django.db import transaction
 from django.db.models import Count, Max, Min, QuerySet, Sum
+from django_tasks import task
 
 from agents import models
 from agents.access import User, session_for_user
@@ -267,13 +268,19 @@ def session_findings_fresh(session: models.Session, *, writer: bool = False) -> 
     return session
 
 
-def _fresh(session: models.Session, *, writer: bool = False) -> int:
-    """``session_findings_fresh``, saying how many recalls the session has (read by the key's aggregate)."""
+def _fresh(session: models.Session, *, writer: bool = False, most: int | None = None,
+           left: list[int] | None = None) -> int:
+    """``session_findings_fresh``, saying how many recalls the session has (read by the key's aggregate). ``most``:
+    a session with more recalls is not computed but added to ``left`` (a bounded refresh)."""
     key, recalls = _session_key(session)
     if session.memory_findings_key != key:
         if not recalls and not session.memory_finding_count and not writer:
             # Every session finding comes from a recall: a session without any (most sessions, stored before these
             # findings or by a path that does not compute them) has none, and a page view writes nothing.
+            return recalls
+        if most is not None and recalls > most:
+            if left is not None:
+                left.append(session.pk)
             return recalls
         session_findings_store(session)
     return recalls
@@ -286,19 +293,106 @@ def store_findings_fresh(store: models.MemoryStore) -> models.MemoryStore:
     return store
 
 
+@dataclass(frozen=True)
+class Bound:
+    """How much a writer that must answer quickly (the OTLP receiver, the memory write API) computes itself: stores
+    of up to ``store_rows`` records and versions, sessions of up to ``session_recalls`` recalls, and the sessions
+    reading a store written only when there are up to ``readers`` of them. What is past it is left to a worker."""
+
+    store_rows: int = 20_000
+    session_recalls: int = 2_000
+    readers: int = 20
+
+
+LIVE = Bound()
+
+
+@dataclass
+class Left:
+    """What a bounded refresh left for later: the stores (and their readers) and sessions past its bound."""
+
+    stores: list[int]
+    sessions: list[int]
+
+    def __bool__(self) -> bool:
+        return bool(self.stores or self.sessions)
+
+
 def findings_refresh(*, sessions: Iterable[int] = (), stores: Iterable[int] = ()) -> None:
     """After memory rows changed: the findings of ``stores``, then of ``sessions`` and of every session that reads
     one of ``stores`` (a record's new version may make an earlier recall of it stale), each computed again only when
-    what it was computed from changed. For an import, for live capture, for anything that writes memory rows."""
+    what it was computed from changed. For an import, for live capture (``findings_after_write``: bounded), for
+    anything that writes memory rows."""
+    _refresh(sessions=sessions, stores=stores)
+
+
+def _refresh(*, sessions: Iterable[int] = (), stores: Iterable[int] = (), bound: Bound | None = None,
+             writer: bool = True) -> Left:
+    """``findings_refresh``. ``bound`` (live capture, the write API): what is past it is not computed but returned
+    (``Left``), for ``findings_refresh_later``; readers see it fresh anyway (``session_findings_fresh`` checks the
+    key). ``writer`` False: a session without recalls is not written to (a live batch's sessions mostly are such)."""
     store_ids = sorted(set(stores))
-    for store in models.MemoryStore.objects.filter(pk__in=store_ids, state=models.MemoryStore.State.READY):
+    left = Left(stores=[], sessions=[])
+    done_stores = []
+    for store in _locked(models.MemoryStore.objects.filter(pk__in=store_ids, state=models.MemoryStore.State.READY),
+                         bound is not None):
+        if bound is not None and store.record_count + store.version_count > bound.store_rows:
+            left.stores.append(store.pk)
+            continue
         store_findings_fresh(store)
+        done_stores.append(store.pk)
     session_ids = set(sessions)
-    if store_ids:
-        session_ids.update(models.Recall.objects.filter(store_id__in=store_ids).order_by().values_list(
-            "session_id", flat=True).distinct())
-    for session in models.Session.objects.filter(pk__in=sorted(session_ids), state=models.Session.State.READY):
-        session_findings_fresh(session, writer=True)
+    if done_stores:
+        readers = models.Recall.objects.filter(store_id__in=done_stores).order_by().values_list(
+            "session_id", flat=True).distinct()
+        if bound is not None:
+            found = set(readers[:bound.readers + 1])
+            if len(found) > bound.readers:  # all of them to the worker, with the stores that say which
+                left.stores += done_stores
+                found = set()
+            session_ids |= found
+        else:
+            session_ids.update(readers)
+    for session in _locked(models.Session.objects.filter(pk__in=sorted(session_ids),
+                                                         state=models.Session.State.READY), bound is not None):
+        _fresh(session, writer=writer, most=bound.session_recalls if bound is not None else None,
+               left=left.sessions)
+    left.stores.sort()
+    return left
+
+
+def _locked(rows: QuerySet[Any], lock: bool) -> Iterator[Any]:
+    """``rows`` by id; with ``lock`` (a bounded refresh, inside its writer's transaction), each row locked while
+    its findings are computed, and read again once it is (PostgreSQL: two requests of one session or store compute
+    them one after the other, the second finding them fresh)."""
+    if not lock:
+        yield from rows.order_by("pk")
+        return
+    for pk in rows.order_by("pk").values_list("pk", flat=True):
+        with transaction.atomic():
+            row = rows.model.objects.select_for_update().filter(pk=pk).first()
+            if row is not None:
+                yield row
+
+
+@task()
+def findings_refresh_later(sessions: list[int], stores: list[int]) -> int:
+    """``findings_refresh`` in a worker, for what a bounded refresh left (a big store, a store many sessions read, a
+    session with many recalls): the same computation, without a bound. Returns how many sessions and stores it
+    looked at."""
+    findings_refresh(sessions=sessions, stores=stores)
+    return len(sessions) + len(stores)
+
+
+def findings_after_write(*, sessions: Iterable[int] = (), stores: Iterable[int] = (),
+                         bound: Bound | None = None) -> Left:
+    """The findings of what a live batch or a write-API request touched, as an import has them: ``findings_refresh``
+    within ``bound``, in the writer's transaction; what is past it is queued for a worker
+    (``findings_refresh_later``, enqueued in the same transaction: it runs once the rows it reads are there)."""
+    left = _refresh(sessions=sessions, stores=stores, bound=bound or LIVE, writer=False)
+    if left:
+        findings_refresh_later.enqueue(left.sessions, left.stores)
+    return left
 
 
 # --- what the pages and the API read --------------------------------------------------------------------------------
