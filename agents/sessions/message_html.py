@@ -58,6 +58,9 @@ class MessageView:
     recalls: list[dict[str, Any]] = field(default_factory=list)
     # A reply sent persisted recalls again: {"recalls": [{"seq", "store", "href"}], "others": int, "more": bool}.
     sent_again: dict[str, Any] | None = None
+    # The memory writes it caused (ledger.writes_shown): {"store", "record", "number", "op", "text", "captured",
+    # "href"} (href: the record's page at that version).
+    writes: list[dict[str, Any]] = field(default_factory=list)
     html: str = ""  # the whole message as the page shows it (message_html), once everything above is set
 
 
@@ -310,7 +313,40 @@ def message_html(m: MessageView, *, q: str, current: int | None, annotate: bool,
             "copy arguments</button></div>\n"
             f'          <pre class="json">{find.highlight(c["arguments"], q)}</pre>\n        </div>\n        '
         )
+    if m.writes:
+        out.append(_writes(m))
     out.append("\n      </div>\n    </article>\n")
     return mark_safe("".join(out))  # noqa: S308 (every value above is escaped or already safe)
+
+
+# A written text longer than this is folded under a <details> with a one-line preview.
+WRITE_FOLD = 160
+
+
+def _writes(m: MessageView) -> str:
+    """The memory writes this message caused: one line each (op, store, record at its version), the text it left."""
+    rows = []
+    for w in m.writes:
+        text = w["text"]
+        if not w["captured"]:
+            body = '<span class="muted small">(written without its text: content capture was off)</span>'
+        elif text is None:
+            body = '<span class="muted small">(no text: deleted)</span>'
+        elif len(text) > WRITE_FOLD:
+            body = (f'<details class="recall-fold"><summary><span class="preview">'
+                    f'{escape(find.preview(text, 120))}</span> <span class="muted small">({number(len(text))} chars)'
+                    f'</span></summary><div class="recall-text">{escape(text)}</div></details>')
+        else:
+            body = f'<div class="recall-text">{escape(text)}</div>'
+        rows.append(f'<li class="memory-write-item"><div class="recall-item-head"><span class="op op-'
+                    f'{escape(w["op"].lower())}">{escape(w["op"])}</span> <a class="mono small" '
+                    f'href="{escape(w["href"])}" title="The record: this version, the ones around it, its reads">'
+                    f'{escape(w["record"]) or "(no id)"} v{w["number"]}</a> <span class="muted small">in</span> '
+                    f'<span class="recall-store">{escape(w["store"])}</span></div>{body}</li>')
+    count = len(m.writes)
+    return (f'\n        <section class="recall-panel memory-writes" aria-label="Memory written">'
+            f'<div class="recall-head">'
+            f'<strong>Wrote to memory</strong> <span class="muted small">{count} write{_plural(count)}</span></div>'
+            f'<ul class="recall-items">{"".join(rows)}</ul></section>')
 
 

@@ -21,7 +21,7 @@ from django.utils.safestring import SafeString
 
 from agents import access, models
 from agents.capture import calls as capture_calls
-from agents.ledger import compactions_shown, recalls_shown
+from agents.ledger import compactions_shown, recalls_shown, writes_shown
 from agents.ledger import findings as ledger_findings
 from agents.ledger.pages import agents_with_memory
 from agents.memory.tokens import COUNTERS
@@ -73,7 +73,8 @@ def session_page(
     query when the page was opened from the review queue; ``role``, ``tool``: show only these messages."""
     q = find.clean_query(q)
     within = find.ChainFilter.from_query(role, tool)
-    session = access.session_for_user(user, session_id, compacted=compactions_shown.has_compactions())
+    session = access.session_for_user(user, session_id, compacted=compactions_shown.has_compactions(),
+                                      wrote=writes_shown.has_writes())
     if q and at is None and after is None and not fragment:
         # A search (the page's own form, or a session opened from a list search) lands on its first hit.
         first = find.first_hit(session, q, within)
@@ -89,6 +90,8 @@ def session_page(
     memory_findings, recalls = _add_memory_findings(session, messages, summary=not fragment)
     if recalls:  # a session without recalls reads none (the findings' aggregate counted them)
         _add_recalls(session, messages)
+    if getattr(session, "wrote", False):  # nor one that wrote no memory (the annotation above)
+        _add_writes(session, messages)
     violations = session.violations or []
     keep = _keep_query(q, within)
     # Where the page stands, for the search and the jumps: the message asked for, else the page's first.
@@ -393,6 +396,20 @@ def _add_memory_findings(session: models.Session, messages: list[MessageView], *
                    "href": permalink(session, k.first_seq) if k.first_seq is not None else ""} for k in shown.kinds],
         "api_url": reverse("api:session_memory_findings", args=[session.pk]),
     }, shown.recalls
+
+
+def _add_writes(session: models.Session, messages: list[MessageView]) -> None:
+    """On each message that caused memory writes, what it wrote (ledger.writes_shown: one query for the page's
+    range), each linked to the record's page at that version."""
+    if not messages:
+        return
+    shown = writes_shown.session_writes_shown(session, messages[0].row.seq, messages[-1].row.seq)
+    record_base = reverse("agents:memory_record", args=[0]).removesuffix("0/")  # once, not per write
+    for m in messages:
+        m.writes = [{"store": w.store, "record": w.record, "number": w.number, "op": w.op, "text": w.text,
+                     "captured": w.body_captured, "href": f"{record_base}{w.record_id}/?versions_before="
+                                                          f"{w.number + 1}#v-{w.number}"}
+                    for w in shown.get(m.row.seq, [])]
 
 
 def _add_recalls(session: models.Session, messages: list[MessageView]) -> None:
