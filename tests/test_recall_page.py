@@ -180,8 +180,8 @@ def test_the_what_if_drops_by_limit_and_threshold_and_says_what_the_window_loses
     assert re.search(r'id="what-if-3">.*?' + dropped_as + "past the limit", html, re.S)
     dropped = own_tokens("User likes trains") + own_tokens("User lives in Paris")
     assert f"dropped <strong>2</strong> ({dropped} tokens)" in html
-    assert re.search(rf'id="window-part"><th scope="row" title="recalled_memory">Recalled memory</th><td class="num">{part.tokens}</td>'
-                     rf'<td class="num">{part.tokens - dropped}</td>', html)
+    assert re.search(rf'id="window-part"><th scope="row" title="recalled_memory">Recalled memory</th>'
+                     rf'<td class="num">{part.tokens}</td><td class="num">{part.tokens - dropped}</td>', html)
     assert re.search(rf'id="window-total">.*?<td class="num">{sent.total} .*?<td class="num">{sent.total - dropped} ',
                      html, re.S)
     assert f'href="/sessions/{recall.session_id}/?at=2#m-2"' in html  # the reply that received it first
@@ -226,8 +226,8 @@ def test_the_what_if_on_agentscopes_own_files(alice_client, project, tmp_path):
     assert answer["window"]["total_before"] == sent.total
     assert answer["window"]["total_after"] == sent.total - dropped
     html = alice_client.get(f"/memory/recalls/{recall.pk}/?limit=1").content.decode()
-    assert re.search(rf'id="window-part"><th scope="row" title="retrieved_documents">Retrieved documents</th><td class="num">{part.tokens}</td>',
-                     html)
+    assert re.search(rf'id="window-part"><th scope="row" title="retrieved_documents">Retrieved documents</th>'
+                     rf'<td class="num">{part.tokens}</td>', html)
 
 
 def test_a_recall_no_reply_received_has_no_window_figures(alice_client, agent, make_session):
@@ -240,14 +240,15 @@ def test_a_recall_no_reply_received_has_no_window_figures(alice_client, agent, m
 
 
 def test_it_shows_an_items_metadata_compact_and_escaped(alice_client, recall):
-    models.RecallItem.objects.filter(recall=recall, rank=1).update(metadata={"category": HOSTILE, "page": 3})
+    # One key: PostgreSQL's jsonb keeps keys in an order of its own.
+    models.RecallItem.objects.filter(recall=recall, rank=1).update(metadata={"category": HOSTILE})
     models.RecallItem.objects.filter(recall=recall, rank=2).update(metadata={"long": "x" * 1000})
     html = alice_client.get(f"/memory/recalls/{recall.pk}/").content.decode()
     shown = re.search(r'<tr id="item-1">.*?class="muted small mono item-metadata"[^>]*>([^<]*)</div>', html, re.S)
     assert shown and shown.group(1) == ('{&quot;category&quot;: &quot;&lt;script&gt;alert(\\&quot;x\\&quot;)'
-                                        '&lt;/script&gt;&lt;img src=x onerror=alert(1)&gt;&quot;, &quot;page&quot;: 3}')
+                                        '&lt;/script&gt;&lt;img src=x onerror=alert(1)&gt;&quot;}')
     cut = re.search(r'<tr id="item-2">.*?item-metadata"[^>]*>([^<]*)</div>', html, re.S)
     assert cut and cut.group(1).endswith("…") and len(cut.group(1)) < 400
     assert not re.search(r'<tr id="item-3">[^/]*?item-metadata', html)
     api = alice_client.get(f"/api/memory/recalls/{recall.pk}/").json()
-    assert [i["metadata"] for i in api["items"]] == [{"category": HOSTILE, "page": 3}, {"long": "x" * 1000}, {}]
+    assert [i["metadata"] for i in api["items"]] == [{"category": HOSTILE}, {"long": "x" * 1000}, {}]
