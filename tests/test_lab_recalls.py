@@ -167,6 +167,15 @@ def test_the_labs_recalls_are_those_whose_message_each_strategy_keeps_or_drops(a
         html = response.content.decode()
         assert listed(html, "recalls-kept") == kept and listed(html, "recalls-dropped") == dropped
         assert f'id="recalls-dropped-count">{len(dropped)}<' in html
+        # The trim API says the same of the recalls.
+        answer = alice_client.get(f"/api/sessions/{session.pk}/trim/", query)
+        assert answer.status_code == 200, answer.content
+        recalls = answer.json()["recalls"]
+        assert (recalls["kept"], recalls["dropped"], recalls["elsewhere"]) == (len(kept), len(dropped), 0)
+        assert {r["id"] for r in recalls["kept_recalls"]} == kept
+        assert {r["id"] for r in recalls["dropped_recalls"]} == dropped
+        assert {r["id"] for r in recalls["kept_recalls"] if r["edited"]} == {r.pk for r, e in shown.kept if e}
+        assert bool(recalls["piled_up"]) == piles_up(session, kept), (spec.text, session.source_format)
 
 
 def test_some_strategies_drop_recalls_and_some_keep_a_piled_up_injection(memory_sessions):
@@ -352,3 +361,9 @@ def test_a_report_run_in_the_background_counts_the_same_recalls_dropped(alice_cl
     background = json.loads(alice_client.get(f"/jobs/{job.pk}/", {"download": "json"}).content)
     assert background["summaries"] == inline["summaries"]
     assert {r["session"]: r["cells"] for r in background["rows"]} == {r["session"]: r["cells"] for r in inline["rows"]}
+
+
+def test_the_trim_api_says_nothing_of_recalls_for_a_session_without_any(alice_client, make_session):
+    session = make_session([{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}])
+    answer = alice_client.get(f"/api/sessions/{session.pk}/trim/", {"strategy": "safe_window"})
+    assert answer.status_code == 200 and "recalls" not in answer.json()

@@ -48,7 +48,12 @@ def session_trim(request: Request, session_id: int) -> Response:
     The answer is compact by default, sized by what is kept rather than by the session: ``dropped`` as runs
     ``{"from", "to", "reason"}`` of consecutive input indices, no per-message ``explanation``, and the trimmed
     ``messages`` only with ``?messages=1``. ``?detail=full`` gives the ``trim`` command's whole JSON instead
-    (per-index ``dropped``, ``explanation``, ``messages``)."""
+    (per-index ``dropped``, ``explanation``, ``messages``).
+
+    A session with recalled memory also gets ``recalls``: how many recalls the trimmed list still holds (``kept``,
+    of them ``edited``), drops (``dropped``: ``recall_trimmed``) or does not decide on (``elsewhere``), the repeated
+    injections among those kept (``piled_up``), and the recalls of each kind (``kept_recalls``,
+    ``dropped_recalls``: id, carrying message, store, query, items; at most 100 each), as the lab shows them."""
     return Response(lab_trimming.session_trim_answer(
         user=request.user, session_id=session_id, query=request.query_params,
         strategies_url=request.build_absolute_uri(reverse("api:strategy_list")),

@@ -12,7 +12,8 @@ from typing import Any
 from django.core.cache import caches
 
 from agents import models
-from agents.access import User, session_for_user
+from agents.access import User
+from agents.lab import recalls as lab_recalls
 from agents.lab.presets import PresetError, preset_by_name, preset_spec, trim_counter
 from agents.memory import schema
 from agents.memory.replay import Replay, replay, replay_call
@@ -98,7 +99,7 @@ def session_trim_answer(*, user: User, session_id: int, query: Any, strategies_u
     ``strategies_url``) or a preset of the session's project (``preset=NAME``, with its counter unless
     ``counter=`` is given); ``detail=compact|full``; ``messages=1`` for the trimmed list. TrimRequestError when
     the query is wrong, checked before a large session is read."""
-    session = session_for_user(user, session_id)
+    session = lab_recalls.session_for_lab(user, session_id)
     detail = query.get("detail", "compact")
     if detail not in TRIM_DETAILS:
         raise TrimRequestError(f"detail={detail}: expected {' or '.join(TRIM_DETAILS)}")
@@ -130,7 +131,7 @@ def session_trim_answer(*, user: User, session_id: int, query: Any, strategies_u
         except StrategyError as exc:
             raise TrimRequestError(str(exc)) from None
     trimmed = session_trim(session=session, specs=[spec], counter=counter)
-    result, recounted = trimmed.results[0], trimmed.recounted
+    result, recounted, sent_before = trimmed.results[0], trimmed.recounted, len(trimmed.messages)
     del trimmed  # the input list can go before the answer is built (200,000 messages: hundreds of MB)
     if detail == "full":
         data = result.to_dict()
@@ -138,10 +139,31 @@ def session_trim_answer(*, user: User, session_id: int, query: Any, strategies_u
         data = result.to_compact_dict(messages=with_messages in TRUE_WORDS)
     data["detail"] = detail
     data["recounted"] = recounted
+    stored = lab_recalls.session_recalls_read(session)  # no query for a session without recalls
+    if stored:
+        data["recalls"] = _recalls_answer(lab_recalls.trim_recalls(stored, result, sent_before=sent_before))
     if not named and preset is None:
         data["note"] = (f"no strategy given: {DEFAULT_TRIM_STRATEGY} (memoryviz's recommendation); name one with "
                         f"?strategy=NAME, listed at {strategies_url}")
     return data
+
+def _recalls_answer(found: lab_recalls.TrimRecalls) -> dict[str, Any]:
+    """What the trim does to the session's recalls, as the lab shows it: how many the trimmed list still holds (sent
+    edited or not), drops (``recall_trimmed``) or does not decide on (carried by no message of the list), the
+    repeated injections among those kept (a persisted recall piling up), and the recalls of each kind (at most
+    ``RECALLS_SHOWN``), by id, carrying message and store."""
+    def listed(recall: lab_recalls.StoredRecall) -> dict[str, Any]:
+        return {"id": recall.pk, "seq": recall.seq, "store": recall.store or None, "query": recall.query or None,
+                "items": recall.item_count}
+
+    return {
+        "kept": found.kept_count, "dropped": found.dropped_count, "edited": found.found.edited,
+        "elsewhere": found.elsewhere_count,
+        "piled_up": [{"kind": f.kind, "seq": f.index, "message": f.message} for f in found.found.piled_up],
+        "kept_recalls": [{**listed(recall), "edited": edited} for recall, edited in found.kept],
+        "dropped_recalls": [listed(recall) for recall in found.dropped],
+    }
+
 
 # What a trim computed, per session version, counter, strategy and parameters (``session_trim``): the cache alias
 # (settings.CACHES; the database cache serves several app servers). A session's outlines are not cached: they are
