@@ -120,15 +120,16 @@ def test_a_live_batch_stores_the_findings_it_makes(alice_client, project, key):
     assert_fresh(session, store)
 
 
-def test_a_later_batch_refreshes_the_sessions_that_read_what_it_wrote(alice_client, project, key):
-    post(alice_client, key, first_turn())
-    post(alice_client, key, request(
-        span("turn2", "turn-2", {}, start=3, end=9, trace="cd" * 16),
+def second_turn() -> bytes:
+    """Another session (its own trace) whose search reads mem-1, ending at 4 s."""
+    trace = "cd" * 16
+    return request(
+        span("turn2", "turn-2", {}, start=3, end=9, trace=trace),
         span("s3", "search_memory", {
             "gen_ai.operation.name": "search_memory", "gen_ai.memory.store.id": "prefs",
             "gen_ai.memory.query.text": "diet", "gen_ai.memory.records": json.dumps(
                 [{"id": "mem-1", "content": "Alice is vegan", "score": 0.9}])},
-            start=3.5, parent="turn2", trace="cd" * 16),
+            start=3.5, parent="turn2", trace=trace),
         span("c2", "chat gpt-4o", {
             "gen_ai.operation.name": "chat", "gen_ai.request.model": "gpt-4o", "session.id": "prefs-2",
             "gen_ai.input.messages": json.dumps([
@@ -136,23 +137,59 @@ def test_a_later_batch_refreshes_the_sessions_that_read_what_it_wrote(alice_clie
                 {"role": "user", "parts": [{"type": "text", "content": "Lunch?"}]}]),
             "gen_ai.output.messages": json.dumps(
                 [{"role": "assistant", "parts": [{"type": "text", "content": "Salad"}]}])},
-            start=4, parent="turn2", trace="cd" * 16)))
+            start=4, parent="turn2", trace=trace))
+
+
+def late_deletes() -> bytes:
+    """A third trace, late, deleting mem-1 and mem-2 at 3.7 s and 3.8 s: before the second session's search read
+    mem-1 (it ended at 4 s). No call: no session of its own."""
+    return request(*(
+        span(name, "delete_memory", {"gen_ai.operation.name": "delete_memory", "gen_ai.memory.store.id": "prefs",
+                                     "gen_ai.memory.record.id": record}, start=start, trace="ef" * 16)
+        for name, record, start in (("w5", "mem-1", 3.2), ("w6", "mem-2", 3.3))))
+
+
+def run_worker() -> None:
+    Worker(queue_names=["default"], interval=0, batch=True, backend_name="default", startup_delay=False,
+           max_tasks=None, worker_id="test-worker", excluded_queue_names=[]).run()
+
+
+def test_a_later_batch_refreshes_the_sessions_that_read_what_it_wrote(alice_client, project, key):
+    post(alice_client, key, first_turn())
+    post(alice_client, key, second_turn())
     later = models.Session.objects.get(agent__project=project, external_id="prefs-2")
     store = models.MemoryStore.objects.get(project=project)
     assert_fresh(later, store)
     assert stored(later) == []
-    # A third trace, late, deletes mem-1 and mem-2 before that search read mem-1 (3.7 s, 3.8 s; the search ended at
-    # 4 s): the second session sent a deleted record, and the duplicate is gone. No batch of either session came
-    # again: the store's readers are computed again because the store changed.
-    post(alice_client, key, request(*(
-        span(name, "delete_memory", {"gen_ai.operation.name": "delete_memory", "gen_ai.memory.store.id": "prefs",
-                                     "gen_ai.memory.record.id": record}, start=start, trace="ef" * 16)
-        for name, record, start in (("w5", "mem-1", 3.2), ("w6", "mem-2", 3.3)))))
+    # The deletes: the second session sent a deleted record, and the duplicate is gone. No batch of either
+    # session came again: the store's readers are computed again because the store changed.
+    post(alice_client, key, late_deletes())
     assert_fresh(later, store)
     assert [(f[0], f[1]) for f in stored(later)] == [("recall_of_deleted", 0)]
     assert stored(store) == []
     first = models.Session.objects.get(agent__project=project, external_id="prefs-1")
     assert_fresh(first, store)
+    assert not DBTaskResult.objects.exists()
+
+
+def test_a_store_read_by_more_sessions_than_the_bound_has_its_readers_computed_by_a_worker(
+        alice_client, project, key, monkeypatch):
+    post(alice_client, key, first_turn())
+    post(alice_client, key, second_turn())
+    monkeypatch.setattr(findings, "LIVE", findings.Bound(readers=1))
+    post(alice_client, key, late_deletes())
+    store = models.MemoryStore.objects.get(project=project)
+    later = models.Session.objects.get(agent__project=project, external_id="prefs-2")
+    # The store itself is computed (small), its two readers are not: the task has the store to find them.
+    store.refresh_from_db()
+    assert store.finding_count == 0 and stored(store) == computed(store) == []
+    assert later.memory_finding_count == 0 and computed(later) != []
+    [task] = DBTaskResult.objects.all()
+    assert task.args_kwargs["args"] == [[], [store.pk]]
+    run_worker()
+    assert_fresh(later, store)
+    assert [(f[0], f[1]) for f in stored(later)] == [("recall_of_deleted", 0)]
+    assert_fresh(models.Session.objects.get(agent__project=project, external_id="prefs-1"), store)
 
 
 def test_past_the_bound_a_worker_computes_them(alice_client, project, key, monkeypatch):
@@ -167,8 +204,7 @@ def test_past_the_bound_a_worker_computes_them(alice_client, project, key, monke
     assert task.task_path == "agents.ledger.findings.findings_refresh_later"
     assert task.args_kwargs["args"] == [[session.pk], [store.pk]]
     # ...but by a worker, with the same code and no bound.
-    Worker(queue_names=["default"], interval=0, batch=True, backend_name="default", startup_delay=False,
-           max_tasks=None, worker_id="test-worker", excluded_queue_names=[]).run()
+    run_worker()
     assert DBTaskResult.objects.get().status == "SUCCESSFUL"
     assert_fresh(session, store)
     assert len(stored(session)) == 2 and len(stored(store)) == 1
