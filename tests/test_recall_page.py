@@ -252,3 +252,28 @@ def test_it_shows_an_items_metadata_compact_and_escaped(alice_client, recall):
     assert not re.search(r'<tr id="item-3">[^/]*?item-metadata', html)
     api = alice_client.get(f"/api/memory/recalls/{recall.pk}/").json()
     assert [i["metadata"] for i in api["items"]] == [{"category": HOSTILE}, {"long": "x" * 1000}, {}]
+
+
+def test_it_shows_the_store_over_time_as_its_json_does(alice_client, alice, recall):
+    import datetime as dt
+
+    monday = dt.datetime(2026, 11, 30, 9, 0, tzinfo=dt.UTC)
+    models.Recall.objects.filter(pk=recall.pk).update(at=monday)
+    for item in recall.items.all():
+        models.RecallItemMark.objects.create(item=item, author=alice, relevant=item.rank != 2)
+    later = models.Recall.objects.create(session=recall.session, seq=1, store=recall.store, query=recall.query,
+                                         at=monday + dt.timedelta(days=9), item_count=2)
+    for rank, relevant in ((1, False), (2, True)):
+        item = models.RecallItem.objects.create(recall=later, rank=rank, text=f"t{rank}")
+        models.RecallItemMark.objects.create(item=item, author=alice, relevant=relevant)
+    html = alice_client.get(f"/memory/recalls/{recall.pk}/").content.decode()
+    rows = re.findall(r'<tr class="store-week"><th scope="row" class="nowrap">week of ([\d-]+)</th>'
+                      r'<td class="num">(\d+)</td><td class="num">([^ ]+) ', html)
+    weeks = alice_client.get(f"/api/memory/stores/{recall.store_id}/quality/?period=week").json()["periods"]
+    assert rows == [("2026-12-07", "1", "0.5"), ("2026-11-30", "1", "0.667")]  # newest first: 1/2, then 2/3
+    assert [(p["start"], p["recalls"], round(p["precision"], 3)) for p in reversed(weeks)] == [
+        ("2026-12-07", 1, 0.5), ("2026-11-30", 1, 0.667)]
+    # This query's two recalls: MRR (1 + 1/2) / 2.
+    assert re.search(r'<tr id="this-query"><th scope="row">this query</th><td class="num">2</td>'
+                     r'(?:<td class="num">[^<]+<span class="muted small">\(\d+\)</span></td>){2}'
+                     r'<td class="num">0.75 ', html)

@@ -29,8 +29,10 @@ from agents.ledger.quality import (
     recall_judgement_set,
     recall_marks,
     recall_to_mark,
+    store_recall_qualities,
 )
-from agents.memory.quality import QueryQuality
+from agents.memory import quality as figures_of
+from agents.memory.quality import Aggregate, QueryQuality
 from agents.memory.retrieval_what_if import WhatIf, WhatIfItem, what_if
 from agents.memory.schema import describe_validation_error
 from agents.memory.tokens import TokenCounter, get_counter
@@ -177,9 +179,52 @@ class Figure:
 
     @property
     def shown(self) -> str:
-        if self.value is None:
-            return "—"
-        return f"{self.value:.3f}".rstrip("0").rstrip(".")
+        return shown_figure(self.value)
+
+
+def shown_figure(value: float | None) -> str:
+    """A figure as the page writes it: three decimals at most, "—" where it is not given."""
+    if value is None:
+        return "—"
+    return f"{value:.3f}".rstrip("0").rstrip(".")
+
+
+AGGREGATE_FIGURES = (("precision", "precision"), ("recall", "recall"), ("mrr", "reciprocal_rank"), ("ndcg", "ndcg"),
+                     ("hit_rate", "hit"))
+
+
+def aggregate_cells(agg: Aggregate) -> list[tuple[str, int]]:
+    """Precision, recall, MRR, nDCG and hit rate as shown, each with the recalls its mean is over."""
+    return [(shown_figure(getattr(agg, name)), agg.counted.get(counted, 0)) for name, counted in AGGREGATE_FIGURES]
+
+
+@dataclass(frozen=True)
+class PeriodRow:
+    start: Any  # dt.date | None: recalls of no known time
+    end: Any
+    figures: Aggregate
+
+    @property
+    def cells(self) -> list[tuple[str, int]]:
+        return aggregate_cells(self.figures)
+
+
+# The store's weeks the recall page shows (the JSON has them all).
+STORE_WEEKS_SHOWN = 12
+
+
+def _over_time(store: models.MemoryStore | None,
+               query: str) -> tuple[list[PeriodRow], int, Aggregate | None]:
+    """The store's figures per week (the latest STORE_WEEKS_SHOWN, newest first) and for this query: four queries,
+    as long as QA's marks (ledger.quality.store_recall_qualities)."""
+    if store is None:
+        return [], 0, None
+    rows = store_recall_qualities(store)
+    weeks = figures_of.by_period(rows, "week")
+    shown = [PeriodRow(start=start, end=figures_of.period_end(start, "week") if start else None, figures=agg)
+             for start, agg in reversed(weeks)][:STORE_WEEKS_SHOWN]
+    same = [r.quality for r in rows if r.query.strip() == query.strip()]
+    return shown, len(weeks), figures_of.aggregate(same) if same else None
 
 
 @dataclass(frozen=True)
@@ -202,7 +247,14 @@ class RecallPage:
     what_if: WhatIfShown | None
     what_if_error: str
     what_if_json_url: str
+    over_time: list[PeriodRow]  # the store's weeks, the latest STORE_WEEKS_SHOWN
+    weeks_total: int
+    this_query: Aggregate | None  # the recalls of the store with this query, where any was marked
     error: str = ""
+
+    @property
+    def this_query_cells(self) -> list[tuple[str, int]]:
+        return aggregate_cells(self.this_query) if self.this_query else []
 
 
 def recall_path(recall: models.Recall) -> str:
@@ -265,6 +317,7 @@ def recall_page(*, user: User, recall_id: int, query: Mapping[str, Any], error: 
     if store is not None and store.agent_id is not None:
         memory_url = f"{reverse('agents:agent_memory', args=[store.agent_id])}?{urlencode({'store': store.pk})}"
     path = recall_path(recall)
+    over_time, weeks_total, this_query = _over_time(store, recall.query)
     return RecallPage(
         recall=recall, session=session, store=store, rows=rows, marks=marks, figures=figures(marks.quality),
         can_annotate=access.role_allows(access.project_role(user, session.agent.project), "annotate"),
@@ -275,7 +328,7 @@ def recall_page(*, user: User, recall_id: int, query: Mapping[str, Any], error: 
         what_if_query=given, what_if=shown, what_if_error=what_if_error,
         what_if_json_url=reverse("api:memory_recall_what_if", args=[recall.pk]) + (
             f"?{urlencode(given)}" if any(given.values()) else ""),
-        error=error,
+        over_time=over_time, weeks_total=weeks_total, this_query=this_query, error=error,
     )
 
 

@@ -76,7 +76,8 @@ def test_the_recall_page_reads_well_in_light_and_dark_at_1440_and_390(browser, l
                  "#figure-precision .stat-value", "#marks-1 .badge", "#marks-2 .badge", "#marks-3 .muted",
                  "#item-1 .recall-text", "#item-1 .recall-record", "#item-2 .recall-unmatched",
                  "#item-3 td[data-label=Score] .muted", ".mark-form button", "#what-if-summary",
-                 "#what-if-2 .mark-dropped", "#what-if-1 .mark-kept", "#window-part th", "#window-total td")
+                 "#what-if-2 .mark-dropped", "#what-if-1 .mark-kept", "#window-part th", "#window-total td",
+                 "#this-query th", ".store-week th", ".store-week td", ".store-week td .muted")
     for scheme in ("light", "dark"):
         context = browser.new_context(viewport={"width": 1440, "height": 900}, color_scheme=scheme)
         try:
