@@ -277,3 +277,19 @@ def test_it_shows_the_store_over_time_as_its_json_does(alice_client, alice, reca
     assert re.search(r'<tr id="this-query"><th scope="row">this query</th><td class="num">2</td>'
                      r'(?:<td class="num">[^<]+<span class="muted small">\(\d+\)</span></td>){2}'
                      r'<td class="num">0.75 ', html)
+
+
+def test_the_what_if_reads_the_window_of_the_captured_call_that_received_the_recall(alice_client, alice, recall):
+    call = models.LlmCall.objects.create(session=recall.session, trace_id="a" * 32, span_id="b" * 16, sent=[0, 1],
+                                         reply_seq=2, placed=True)
+    models.Recall.objects.filter(pk=recall.pk).update(llm_call=call)
+    sent = context.reply_context(user=alice, session_id=recall.session_id, call_id=call.pk)
+    part = next(p for p in sent.parts if p.part == "recalled_memory")
+    body = alice_client.get(f"/api/memory/recalls/{recall.pk}/what-if/?limit=1").json()
+    dropped = own_tokens("User likes trains") + own_tokens("User lives in Paris")
+    assert body["window"] == {"call": call.pk, "seq": 2, "part": "recalled_memory", "window": 128_000,
+                              "counter": "cl100k", "part_before": part.tokens, "part_after": part.tokens - dropped,
+                              "total_before": sent.total, "total_after": sent.total - dropped}
+    html = alice_client.get(f"/memory/recalls/{recall.pk}/?limit=1").content.decode()
+    assert f'In the window of <a href="/sessions/{recall.session_id}/calls/{call.pk}/">the captured call</a>' in html
+    assert 'id="recall-call">the captured call</a>' in html
