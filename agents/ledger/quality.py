@@ -176,7 +176,7 @@ def store_recall_qualities(store: models.MemoryStore, *, k: int | None = None) -
     recall's time is when it was made, else when its session started."""
     # From the marks and counts to their recalls, never through the store's recalls: QA's marks are few, a store's
     # recalls may be millions.
-    touched = models.Recall.objects.filter(store=store).filter(
+    touched = models.Recall.objects.filter(
         Q(pk__in=models.RecallItemMark.objects.filter(item__recall__store=store).values("item__recall_id"))
         | Q(pk__in=models.RecallJudgement.objects.filter(recall__store=store).values("recall_id")))
     recalls = list(touched.annotate(when=Coalesce("at", "session__started_at")).order_by("pk").values_list(
