@@ -4,6 +4,7 @@ recalls against trec_eval (pytrec-eval-terrier), the reference implementation of
 from __future__ import annotations
 
 import datetime as dt
+import itertools
 import math
 
 import pytest
@@ -68,10 +69,10 @@ def test_a_recall_that_returned_nothing_found_nothing():
     assert query_quality([]).recall is None
 
 
-def test_it_raises_a_relevant_total_below_the_items_marked_relevant():
+def test_a_count_below_the_relevant_items_found_gives_recall_1():
     q = query_quality([T, T, F], relevant_total=1)
-    assert q.relevant_total == 2
-    assert q.recall == 1
+    assert q.relevant_total == 1  # as counted
+    assert q.recall == 1  # min(1, 2 / 1): the count fell short
 
 
 def test_recall_is_not_given_when_nothing_is_to_be_found():
@@ -90,10 +91,14 @@ def test_an_unmarked_item_leaves_out_only_the_figures_it_could_change():
     q = query_quality([F, U], k=1)
     assert q.precision == 0 and q.hit == 0
     assert q.reciprocal_rank is None  # the second could be the first relevant one
-    assert q.ndcg is None  # a relevant second item would enter the ideal
+    assert q.ndcg == 0  # nothing relevant in the first: 0 whatever the second is
+    q = query_quality([T, F, U], k=2)
+    assert q.ndcg is None  # a relevant third item would enter the ideal of the first two
+    assert query_quality([T, T, U], k=2).ndcg == 1  # two relevant already fill the ideal
     q = query_quality([F, U, F])
     assert (q.precision, q.reciprocal_rank, q.ndcg, q.hit) == (None, None, None, None)
     assert query_quality([U, U], relevant_total=3).recall is None
+    assert query_quality([T, U], relevant_total=1).recall == 1  # the count is reached: 1 whatever #2 is
     assert query_quality([T, U, F]).marked == 2
 
 
@@ -159,6 +164,29 @@ def test_bad_k_and_totals_are_refused():
         query_quality([T], k=0)
     with pytest.raises(ValueError, match="^relevant_total: "):
         query_quality([T], relevant_total=-1)
+
+
+@settings(max_examples=400, deadline=None)
+@given(marks=st.lists(st.sampled_from([T, F, U]), max_size=7), k=st.one_of(st.none(), st.integers(1, 8)),
+       total=st.one_of(st.none(), st.integers(0, 8)))
+def test_a_figure_is_given_exactly_when_every_way_of_marking_the_rest_agrees(marks, k, total):
+    """The unmarked rule: each figure of every completion of the unmarked items (each True or False) against the
+    figure of the partly marked recall: given, it is theirs; not given, they disagree (nDCG: given, it is theirs)."""
+    unknown = [i for i, m in enumerate(marks) if m is None]
+    completions = []
+    for bits in itertools.product([True, False], repeat=len(unknown)):
+        filled = list(marks)
+        for i, bit in zip(unknown, bits, strict=True):
+            filled[i] = bit
+        completions.append(query_quality(filled, k=k, relevant_total=total))
+    partial = query_quality(marks, k=k, relevant_total=total)
+    for name in ("precision", "recall", "reciprocal_rank", "ndcg", "hit"):
+        values = {None if (v := c.figure(name)) is None else round(v, 12) for c in completions}
+        given = partial.figure(name)
+        if given is not None:
+            assert values == {round(given, 12)}, (name, given, values)  # never a guess
+        elif name != "ndcg":  # nDCG may be left out where all agree (the module's docstring says when)
+            assert len(values) > 1 or values == {None}, (name, values)
 
 
 # --- against trec_eval -------------------------------------------------------------------------------------------

@@ -9,8 +9,8 @@ What each figure is, at ``k`` (None: every item the recall returned):
 - precision@k: items marked relevant among the first k, over k. A recall that returned fewer than k items still
   divides by k (as trec_eval and Phoenix do: the positions it left empty found nothing);
 - recall@k: items marked relevant among the first k, over the relevant records of the store (``relevant_total``).
-  Only where that total is known (None otherwise) and not zero (nothing to find: None). A total below the items
-  marked relevant is raised to their count: the marks show at least that many exist;
+  Only where that total is known (None otherwise) and not zero (nothing to find: None). A count below the items
+  marked relevant among the first k gives 1 (the count fell short: the marks show they exist);
 - reciprocal rank: 1 / the rank of the first relevant item (0 when none is relevant), over every item returned;
 - nDCG@k: binary gains (1 relevant, 0 not), log2 discount (rank r weighs 1 / log2(r + 1)), over the ideal order of
   the recall's own items, as Phoenix (scikit-learn's ``ndcg_score``) does: the records it did not return do not
@@ -21,9 +21,13 @@ Unmarked items: a figure that an unmarked item could change is not given (None),
 same (a missing evaluation makes its precision and nDCG NaN, and its reciprocal rank NaN when one comes before the
 first hit). Counting an unmarked item as not relevant would make every recall QA has not finished look bad; leaving
 it out of precision's denominator would rank a recall with one relevant item marked (and nine to go) as perfect. So:
-precision@k and recall@k need the first k marked; reciprocal rank needs every item before the first relevant one
-marked (or every item, when none is relevant); hit needs a relevant one among the first k, or all k marked; nDCG@k
-needs the first k marked and, while fewer than k items are marked relevant, the rest too (they enter the ideal).
+precision@k needs the first k marked; recall@k too, unless the relevant items marked among them already reach the
+count (1 whatever the rest); reciprocal rank needs every item before the first relevant one marked (or every item,
+when none is relevant); hit needs a relevant one among the first k, or all k marked. Each of these four is given
+exactly when every way of marking the unmarked items gives it the same value. nDCG@k needs the first k marked and,
+while fewer than k items are marked relevant, the rest too (they enter the ideal), unless none of the first k is
+relevant (0 whatever the rest): never given where two ways of marking disagree, though left out in a few cases where
+they all agree (a relevant item first and unmarked ones after it). tests/test_retrieval_quality.py checks both.
 A recall that returned nothing has 0 for each (nothing relevant was found), recall@k aside.
 
 The means (``aggregate``) are over the recalls where the figure is given; ``counted`` says how many that is, for
@@ -56,6 +60,15 @@ def item_relevance(votes: Iterable[bool]) -> Mark:
     return yes > no
 
 
+def _plain(relevant: Sequence[bool], cut: int,
+           total: int | None) -> tuple[float, float | None, float, float]:
+    """Precision, recall, reciprocal rank and hit at ``cut`` of a fully marked recall."""
+    found = sum(relevant[:cut])
+    first = next((rank for rank, yes in enumerate(relevant, start=1) if yes), None)
+    return (found / cut, min(1.0, found / total) if total else None, 1 / first if first else 0.0,
+            1.0 if found else 0.0)
+
+
 def _dcg(gains: Sequence[int]) -> float:
     return sum(gain / math.log2(rank + 1) for rank, gain in enumerate(gains, start=1))
 
@@ -68,7 +81,7 @@ class QueryQuality:
     items: int
     marked: int
     relevant: int  # items marked relevant (all of them, not only the first k)
-    relevant_total: int | None  # relevant records of the store, where counted (raised to ``relevant``)
+    relevant_total: int | None  # relevant records of the store, where counted
     precision: float | None
     recall: float | None
     reciprocal_rank: float | None
@@ -89,7 +102,7 @@ def query_quality(marks: Sequence[Mark], *, k: int | None = None, relevant_total
     cut = len(marks) if k is None else k
     top = list(marks[:cut])
     relevant = sum(1 for m in marks if m is True)
-    total = None if relevant_total is None else max(relevant_total, relevant)
+    total = relevant_total
     top_known = all(m is not None for m in top)
     top_relevant = sum(1 for m in top if m is True)
 
@@ -98,26 +111,17 @@ def query_quality(marks: Sequence[Mark], *, k: int | None = None, relevant_total
         return QueryQuality(k=cut, items=0, marked=0, relevant=0, relevant_total=total, precision=0.0,
                             recall=0.0 if total else None, reciprocal_rank=0.0, ndcg=0.0, hit=0.0)
 
-    precision = top_relevant / cut if top_known else None
-    recall = top_relevant / total if top_known and total else None
-
-    reciprocal_rank: float | None = 0.0
-    for rank, mark in enumerate(marks, start=1):
-        if mark is None:
-            reciprocal_rank = None
-            break
-        if mark:
-            reciprocal_rank = 1 / rank
-            break
-
-    if top_relevant:
-        hit: float | None = 1.0
-    else:
-        hit = 0.0 if top_known else None
+    # Precision, recall, reciprocal rank and hit never fall when an item turns relevant: the unmarked items all not
+    # relevant give each its least, all relevant its most; equal, that is the figure whatever they turn out to be.
+    least = _plain([m is True for m in marks], cut, total)
+    most = _plain([m is not False for m in marks], cut, total)
+    precision, recall, reciprocal_rank, hit = (lo if lo == hi else None for lo, hi in zip(least, most, strict=True))
 
     ndcg: float | None = None
     rest_known = all(m is not None for m in marks[cut:])
-    if top_known and (relevant >= cut or rest_known):
+    if top_known and not top_relevant:
+        ndcg = 0.0
+    elif top_known and (relevant >= cut or rest_known):
         ideal = _dcg([1] * min(relevant, cut))
         ndcg = _dcg([1 if m else 0 for m in top]) / ideal if ideal else 0.0
 
