@@ -5,7 +5,8 @@ projects; shaped and paged as the other memory endpoints (``agents.api.memory``)
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+import datetime as dt
+from typing import Any, Literal
 
 from drf_spectacular.utils import OpenApiParameter
 from pydantic import BaseModel, ConfigDict, Field
@@ -16,7 +17,7 @@ from agents import models
 from agents.api.endpoints import api, bad_request, documented, query_as, query_parameters
 from agents.api.memory import Time, api_url, examples, paged
 from agents.ledger import findings
-from agents.ledger.health import store_health
+from agents.ledger.health import HealthRequestError, store_health
 from agents.throttling import expensive_api
 
 # --- memory findings ---------------------------------------------------------------------------------------
@@ -121,12 +122,68 @@ def memory_store_findings(request: Request, store_id: int) -> Response:
     ).model_dump(mode="json"))
 
 
+class HealthQuery(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    period: Literal["day", "week", "month"] | None = Field(
+        default=None, description="Figures per day, ISO week (from Monday) or calendar month, in UTC")
+    since: dt.datetime | None = Field(default=None, description="From this moment (ISO 8601; UTC when it has no "
+                                                                 "zone): the periods and the two top lists")
+    until: dt.datetime | None = Field(default=None, description="Until this moment, excluded")
+
+
+class RecordReadOut(BaseModel):
+    record: int
+    url: str = Field(description="The record's page.")
+    api_url: str
+    head: str = Field(description="The first 120 characters of its text now.")
+    state: str
+    reads: int = Field(description="Recalled items that point at it.")
+
+
+class QueryMissedOut(BaseModel):
+    query: str
+    count: int = Field(description="Searches of the store with this query that returned nothing.")
+    last_at: Time
+    last_session: int
+    last_session_url: str = Field(description="That session's page, at the message the search fed.")
+
+
+class PeriodOut(BaseModel):
+    start: Time = Field(description="The period's first moment (UTC).")
+    reads: int
+    zero_hit_recalls: int
+    zero_hit_share: float | None = Field(description="zero_hit_recalls / reads (none without reads).")
+    writes: int
+    noop_writes: int = Field(description="UPDATEs that changed nothing (noop_write findings), by their time.")
+    rewrites: int = Field(description="Writes of a record already written (versions after its first, deletes "
+                                      "aside).")
+    records_written: int = Field(description="Records with a write in the period.")
+    tokens_recalled: int
+    sessions: int = Field(description="Sessions that read the store.")
+    calls: int = Field(description="Model calls its reads fed (a recall's captured call, else the message "
+                                   "carrying it, else the recall).")
+    tokens_per_session: float | None
+    tokens_per_call: float | None
+
+
 class StoreHealthOut(BaseModel):
-    """A store's health, counted from its rows (agents.ledger.health)."""
+    """A store's health, counted from its rows (agents.ledger.health): its totals, the records read most and the
+    queries that found nothing (within since/until), and with a period, its reads and writes period by period."""
 
     model_config = examples({
         "store": 3, "records": 120, "never_read": 87, "zero_hit_recalls": 4, "reads": 40, "writes": 161,
-        "noop_writes": 2, "duplicates": 3, "tokens_recalled": 5230,
+        "noop_writes": 2, "duplicates": 3, "tokens_recalled": 5230, "period": "week",
+        "since": "2026-11-01T00:00:00+00:00", "until": None,
+        "most_read": [{"record": 17, "url": "https://memoryviz.example/memory/records/17/",
+                       "api_url": "https://memoryviz.example/api/memory/records/17/",
+                       "head": "Alice is vegan", "state": "active", "reads": 12}],
+        "zero_hit_queries": [{"query": "alice's flight number", "count": 3, "last_at": "2026-12-03T10:12:00+00:00",
+                              "last_session": 42,
+                              "last_session_url": "https://memoryviz.example/sessions/42/?at=7#m-7"}],
+        "periods": [{"start": "2026-11-30T00:00:00+00:00", "reads": 25, "zero_hit_recalls": 3, "zero_hit_share": 0.12,
+                     "writes": 40, "noop_writes": 1, "rewrites": 9, "records_written": 31, "tokens_recalled": 2100,
+                     "sessions": 5, "calls": 20, "tokens_per_session": 420.0, "tokens_per_call": 105.0}],
     })
 
     store: int
@@ -139,13 +196,41 @@ class StoreHealthOut(BaseModel):
     duplicates: int = Field(description="Active records with the same text as an earlier one (duplicate_record).")
     tokens_recalled: int = Field(description="Tokens of the text its recalls sent, each item's text counted alone "
                                              "with its session's counter.")
+    period: str | None
+    since: Time
+    until: Time
+    most_read: list[RecordReadOut] = Field(description="The 10 records read most within since/until.")
+    zero_hit_queries: list[QueryMissedOut] = Field(
+        description="The 10 queries that found nothing most often within since/until.")
+    periods: list[PeriodOut] = Field(description="With period: each period with a read or a write, oldest first "
+                                                 "(a read or write without a time is in none).")
 
 
-@documented("memory_store_health", "A store's health, counted from its rows", 401, 404, response=StoreHealthOut)
+@documented("memory_store_health", "A store's health, counted from its rows", 400, 401, 404, response=StoreHealthOut,
+            parameters=query_parameters(HealthQuery))
 @api
 @expensive_api
 def memory_store_health(request: Request, store_id: int) -> Response:
     """How the store is used: its records and how many were never read, its reads and how many found nothing, its
-    writes and how many changed nothing, its duplicates, and the tokens its recalls sent."""
-    health = store_health(user=request.user, store_id=store_id)
-    return Response(StoreHealthOut(**dataclasses.asdict(health)).model_dump(mode="json"))
+    writes and how many changed nothing, its duplicates, and the tokens its recalls sent; the records read most and
+    the queries that found nothing; with ``period``, its reads and writes per day, week or month."""
+    query = query_as(request, HealthQuery)
+    try:
+        health = store_health(user=request.user, store_id=store_id, period=query.period, since=query.since,
+                              until=query.until)
+    except HealthRequestError as exc:
+        return bad_request(str(exc))
+    return Response(StoreHealthOut(
+        **{f.name: getattr(health, f.name) for f in dataclasses.fields(health)
+           if f.name not in ("most_read", "zero_hit_queries", "periods")},
+        most_read=[RecordReadOut(record=r.record, url=request.build_absolute_uri(r.url),
+                                 api_url=api_url(request, "memory_record", r.record), head=r.head, state=r.state,
+                                 reads=r.reads) for r in health.most_read],
+        zero_hit_queries=[QueryMissedOut(query=q.query, count=q.count, last_at=q.last_at,
+                                         last_session=q.last_session,
+                                         last_session_url=request.build_absolute_uri(q.session_url))
+                          for q in health.zero_hit_queries],
+        periods=[PeriodOut(**dataclasses.asdict(p), zero_hit_share=p.zero_hit_share,
+                           tokens_per_session=p.tokens_per_session, tokens_per_call=p.tokens_per_call)
+                 for p in health.periods],
+    ).model_dump(mode="json"))
