@@ -172,6 +172,8 @@ def test_a_later_batch_refreshes_the_sessions_that_read_what_it_wrote(alice_clie
     assert not DBTaskResult.objects.exists()
 
 
+# A real worker closes its connections between tasks: the test's transaction would go with them (PostgreSQL).
+@pytest.mark.django_db(transaction=True)
 def test_a_store_read_by_more_sessions_than_the_bound_has_its_readers_computed_by_a_worker(
         alice_client, project, key, monkeypatch):
     post(alice_client, key, first_turn())
@@ -192,6 +194,8 @@ def test_a_store_read_by_more_sessions_than_the_bound_has_its_readers_computed_b
     assert_fresh(models.Session.objects.get(agent__project=project, external_id="prefs-1"), store)
 
 
+# A real worker closes its connections between tasks: the test's transaction would go with them (PostgreSQL).
+@pytest.mark.django_db(transaction=True)
 def test_past_the_bound_a_worker_computes_them(alice_client, project, key, monkeypatch):
     monkeypatch.setattr(findings, "LIVE", findings.Bound(store_rows=3, session_recalls=1, readers=0))
     post(alice_client, key, first_turn())
