@@ -354,6 +354,9 @@ def test_it_shows_a_records_versions_diff_and_reads(alice_client, friday):
     assert "Make me a plan for the trip." in page
     assert f'href="{session.get_absolute_url()}?at=7#m-7" class="read-message"' in page
     assert '<a href="#v-1" class="mono">v1</a>' in page and not response.context["page"].reads[0].stale
+    # And the recall itself, on its own page.
+    recall = response.context["page"].reads[0].item.recall
+    assert f'<a class="small read-recall" href="/memory/recalls/{recall.pk}/"' in page
 
 
 def test_it_links_a_version_to_the_message_that_caused_it(alice_client, project):

@@ -73,6 +73,10 @@ def test_the_long_term_memory_message_shows_its_store_query_and_items_linked_to_
     raw = article(page, 7).split('<details class="as-sent">')[1].split("</details>")[0]
     assert "&lt;long_term_memory&gt;The content below are retrieved from long-term memory" in raw
     assert "<long_term_memory>" not in page
+    # The recall itself is one click away: its page, to mark its items and try another limit.
+    [recall] = models.Recall.objects.filter(session=turn3, seq=7)
+    assert f'<a class="small recall-open" href="/memory/recalls/{recall.pk}/"' in panel
+    assert alice_client.get(f"/memory/recalls/{recall.pk}/").status_code == 200
 
 
 def test_knowledge_items_without_a_record_say_so(alice_client, turn3) -> None:

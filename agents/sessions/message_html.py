@@ -53,8 +53,9 @@ class MessageView:
     markdown: str = ""  # an assistant's text as sanitised Markdown (safe_markdown), "" for others
     # The memory findings flagged on it (ledger.findings): {"kind", "message", "advice", "record_url"}.
     memory_findings: list[dict[str, str]] = field(default_factory=list)
-    # The recalls it carries (ledger.recalls_shown): {"store", "query", "params", "placement", "persisted", "items":
-    # [{"rank", "score", "text", "record_url", "version"}]}; shown instead of the text, which stays under "as sent".
+    # The recalls it carries (ledger.recalls_shown): {"store", "query", "params", "placement", "persisted", "url"
+    # (the recall's page), "items": [{"rank", "score", "text", "record_url", "version"}]}; shown instead of the text,
+    # which stays under "as sent".
     recalls: list[dict[str, Any]] = field(default_factory=list)
     # A reply sent persisted recalls again: {"recalls": [{"seq", "store", "href"}], "others": int, "more": bool}.
     sent_again: dict[str, Any] | None = None
@@ -138,6 +139,13 @@ def _recall_item(item: dict[str, Any]) -> str:
             f'</span> <span class="recall-score mono small">{_score(item["score"])}</span> {link}</div>{shown}</li>')
 
 
+def _recall_link(r: dict[str, Any]) -> str:
+    if not r.get("url"):
+        return ""
+    return (f' <a class="small recall-open" href="{escape(r["url"])}" title="The recall on its own page: mark its '
+            'items relevant or not, try another limit">open recall</a>')
+
+
 def _recalls(m: MessageView) -> str:
     out = []
     for r in m.recalls:
@@ -153,7 +161,8 @@ def _recalls(m: MessageView) -> str:
                  else '<div class="muted small">Nothing was found: no item sent.</div>')
         out.append(f'\n        <section class="recall-panel" aria-label="Recalled memory"><div class="recall-head">'
                    f'<strong>Recalled from</strong> <span class="recall-store">{store}</span>{persisted} '
-                   f'<span class="muted small">{len(r["items"])} item{_plural(len(r["items"]))}</span></div>'
+                   f'<span class="muted small">{len(r["items"])} item{_plural(len(r["items"]))}</span>'
+                   f'{_recall_link(r)}</div>'
                    f'<div class="recall-query small"><span class="muted">query</span> {query}{params}</div>'
                    f"{items}</section>")
     return "".join(out)

@@ -421,6 +421,7 @@ def _add_recalls(session: models.Session, messages: list[MessageView]) -> None:
     url = session.get_absolute_url()
     first = messages[0].row.seq
     record_base = reverse("agents:memory_record", args=[0]).removesuffix("0/")  # once, not per item
+    recall_base = reverse("agents:memory_recall", args=[0]).removesuffix("0/")
 
     def record_url(item: recalls_shown.ItemShown) -> str:
         if item.record_id is None:
@@ -431,7 +432,7 @@ def _add_recalls(session: models.Session, messages: list[MessageView]) -> None:
         seq = m.row.seq
         m.recalls = [{
             "store": r.store, "query": r.query, "params": _params_shown(r.params), "placement": r.placement,
-            "persisted": r.persisted,
+            "persisted": r.persisted, "url": f"{recall_base}{r.pk}/",
             "items": [{"rank": i.rank, "score": i.score, "text": i.text, "record_url": record_url(i),
                        "version": i.version} for i in r.items],
         } for r in shown.by_seq.get(seq, [])]
