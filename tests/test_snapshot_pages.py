@@ -299,3 +299,45 @@ def test_a_and_b_picked_on_different_pages_of_the_timeline_are_compared(alice_cl
     assert (compare.left, compare.right) == (made[2], made[60])
     # On its own page, A is the radio checked, not a hidden field.
     assert '<input type="hidden" name="a"' not in alice_client.get(page_url(agent, a=made[2].pk)).content.decode()
+
+
+def test_a_compared_pair_is_read_once_and_opened_again_without_either_value(alice_client, friday):
+    first, second = models.Snapshot.objects.filter(agent=friday).order_by("seq")
+    url = page_url(friday, a=first.pk, b=second.pk)
+
+    def read(url: str) -> tuple[list[str], object]:
+        with CaptureQueriesContext(connection) as queries:
+            response = alice_client.get(url)
+        assert response.status_code == 200
+        return [q["sql"] for q in queries.captured_queries], response.context["page"].compare
+
+    cold, compared = read(url)
+    warm, again = read(url)
+    values_read = [q for q in cold if '"value"' in q.split("FROM")[0] and "agents_snapshot" in q]
+    assert len(values_read) == 1  # both values in one query
+    assert not any('"value"' in q.split("FROM")[0] and "agents_snapshot" in q for q in warm)
+    assert len(warm) < len(cold)
+    assert [(r.path, r.op, r.old, r.new, r.message_url) for r in again.rows] == [
+        (r.path, r.op, r.old, r.new, r.message_url) for r in compared.rows]
+    assert (again.total, again.counts, again.left, again.right) == (compared.total, compared.counts, first, second)
+
+
+def test_a_kept_comparison_follows_new_messages_of_its_session(alice_client, friday):
+    first, second = models.Snapshot.objects.filter(agent=friday).order_by("seq")
+    url = page_url(friday, a=first.pk, b=second.pk)
+    before = alice_client.get(url).context["page"].compare
+    linked = next(r for r in before.rows if r.message_seq is not None)
+    # The session is imported again without the message the link reached: the link must not stay.
+    models.Message.objects.filter(session=second.session, seq=linked.message_seq).update(external_id="gone")
+    models.Session.objects.filter(pk=second.session_id).update(content_version=second.session.content_version + 1)
+    after = alice_client.get(url).context["page"].compare
+    row = next(r for r in after.rows if r.path == linked.path)
+    assert row.message_seq is None and row.message_url == ""
+
+
+def test_a_kept_comparison_is_not_shown_to_who_may_not_see_it(client, alice_client, friday, django_user_model):
+    first, second = models.Snapshot.objects.filter(agent=friday).order_by("seq")
+    url = page_url(friday, a=first.pk, b=second.pk)
+    assert alice_client.get(url).status_code == 200
+    client.force_login(django_user_model.objects.create_user("mallory", password="x"))
+    assert client.get(url).status_code == 404

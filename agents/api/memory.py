@@ -35,6 +35,7 @@ from agents.api.endpoints import (
     query_parameters,
     write_api,
 )
+from agents.http import collector_paused
 from agents.ledger import context, reading
 from agents.memory.formats import MEMORY_WRITE_FORMATS
 from agents.memory.snapshot_diff import DISPLAY_CHARS
@@ -579,6 +580,7 @@ def agent_snapshots(request: Request, agent_id: int) -> Response:
 
 @documented("snapshot_detail", "One snapshot with its value", 401, 404, response=SnapshotDetailOut)
 @api
+@collector_paused  # a long session's snapshot is hundreds of thousands of objects, in no cycle
 def snapshot_detail(request: Request, snapshot_id: int) -> Response:
     snapshot = reading.snapshot_for_user(request.user, snapshot_id)
     return Response(SnapshotDetailOut(**_snapshot_fields(request, snapshot), value=snapshot.value).model_dump(
@@ -588,6 +590,7 @@ def snapshot_detail(request: Request, snapshot_id: int) -> Response:
 @documented("snapshot_diff", "What changed from one snapshot to another", 400, 401, 404, response=SnapshotDiffOut,
             parameters=query_parameters(ChangesQuery))
 @api
+@collector_paused
 def snapshot_diff(request: Request, snapshot_id: int, other_id: int) -> Response:
     """The structural diff of two snapshots you may both see (404 otherwise): added, removed and changed values by
     path, message lists by message. ``limit`` bounds the changes listed (``total`` counts them all,

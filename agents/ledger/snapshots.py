@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 from urllib.parse import urlencode
 
+from django.core.cache import caches
 from django.db.models import Q
 from django.http import Http404
 from django.urls import reverse
@@ -24,9 +25,14 @@ from agents.access import User, agent_for_user
 from agents.ledger import reading
 from agents.ledger.pages import Keyset, int_param, message_url
 from agents.memory.diff import index_path, key_path, path_parts
-from agents.memory.snapshot_diff import DISPLAY_CHARS, SnapshotChange, message_fields
+from agents.memory.snapshot_diff import DISPLAY_CHARS, SnapshotChange, diff_snapshots, message_fields
 
 SNAPSHOTS_PER_PAGE = 50
+# Where a pair's compared rows are kept (settings.CACHES: the trims' cache, shared by app servers when it is the
+# database's), and the shape's version, bumped when what is kept changes.
+COMPARE_CACHE = "trims"
+_COMPARE_FORMAT = 1
+
 # The changes of a diff listed on the page (the API's ``limit``: its JSON twin is asked for the same number).
 DIFF_CHANGES = 200
 # The tree of one snapshot: at most this many values in all, this many items of one array or keys of one object,
@@ -415,14 +421,40 @@ def _opened(user: User, agent: models.Agent, snapshot_id: int) -> OpenedSnapshot
 
 def _compare(user: User, agent: models.Agent, a: int, b: int, path: str, query: Mapping[str, str]
              ) -> SnapshotCompare:
-    # reading.snapshots_diff reads both in the user's projects only (404 otherwise), as the API does; this page
-    # shows this agent's alone.
-    pair = reading.snapshots_diff(user=user, left_id=a, right_id=b, limit=DIFF_CHANGES)
-    if pair.left.agent_id != agent.pk or pair.right.agent_id != agent.pk:
+    # This agent's alone (the agent is the user's: agent_for_user), without their values: one query.
+    found = {s.pk: s for s in models.Snapshot.objects.filter(agent=agent, pk__in={a, b}).select_related(
+        "session").defer("value", "session__metadata", "session__violations")}
+    if a not in found or b not in found:
         raise Http404("No such snapshot of this agent.")
-    links = _message_links(pair.left, pair.right, pair.diff.changes)
+    left, right = found[a], found[b]
+    # A snapshot's value is written once: the pair's diff is computed once (both values read, 3 MB each for
+    # 10,000 messages) and kept, so that the page opened again, or its address shared, reads neither.
+    cache = caches[COMPARE_CACHE]
+    # The links into the sessions follow them: a session's content_version changes with any message it gets.
+    sessions = [f"{s.session_id}.{s.session.content_version}" if s.session is not None else "-" for s in (left, right)]
+    key = (f"snapshot-compare:{_COMPARE_FORMAT}:{left.pk}:{left.created_at.isoformat()}:{right.pk}:"
+           f"{right.created_at.isoformat()}:{':'.join(sessions)}:{DIFF_CHANGES}")
+    computed = cache.get(key)
+    if computed is None:
+        computed = _compared(left, right)
+        cache.set(key, computed)
+    rows, total, counts, truncated, exact = computed
+    return SnapshotCompare(
+        left=left, right=right, rows=rows, total=total, counts=counts, truncated=truncated, exact=exact,
+        json_url=f"{reverse('api:snapshot_diff', args=[a, b])}?{urlencode({'limit': DIFF_CHANGES})}",
+        swap_url=_link(path, query, ("a", "b"), a=b, b=a))
+
+
+def _compared(left: models.Snapshot, right: models.Snapshot
+              ) -> tuple[list[ChangeRow], int, dict[str, int], bool, bool]:
+    """The diff of two snapshots (read without their values) as the page lists it: its rows, total, counts, and
+    whether it was cut and exact. Both values are read in one query."""
+    values = dict(models.Snapshot.objects.filter(pk__in={left.pk, right.pk}).values_list("pk", "value"))
+    left.value, right.value = values[left.pk], values[right.pk]
+    diff = diff_snapshots(left.value, right.value, limit=DIFF_CHANGES)
+    links = _message_links(left, right, diff.changes)
     rows = []
-    for change, link in zip(pair.diff.changes, links, strict=True):
+    for change, link in zip(diff.changes, links, strict=True):
         shown = change.to_dict(max_chars=DISPLAY_CHARS)
         cut = shown.get("cut", {})
         whole = change.new if change.op == "added" else change.old if change.op == "removed" else None
@@ -432,11 +464,7 @@ def _compare(user: User, agent: models.Agent, a: int, b: int, path: str, query: 
             new=_as_text(shown["new"]) if change.op != "removed" else "", old_cut=cut.get("old"),
             new_cut=cut.get("new"), message=change.message, message_url=link[0], message_seq=link[1],
             said=_message_summary(said) if said else ""))
-    return SnapshotCompare(
-        left=pair.left, right=pair.right, rows=rows, total=pair.diff.total, counts=pair.diff.counts,
-        truncated=pair.diff.truncated, exact=pair.diff.exact,
-        json_url=f"{reverse('api:snapshot_diff', args=[a, b])}?{urlencode({'limit': DIFF_CHANGES})}",
-        swap_url=_link(path, query, ("a", "b"), a=b, b=a))
+    return rows, diff.total, diff.counts, diff.truncated, diff.exact
 
 
 def _as_text(value: Any) -> str:

@@ -6,7 +6,7 @@ from django.http import HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
-from agents.http import HtmxHttpRequest
+from agents.http import HtmxHttpRequest, collector_paused
 from agents.ledger import pages, record_page, snapshots
 
 # The parts of the record page that page or change on their own (the id of the element each replaces).
@@ -44,6 +44,7 @@ def memory_record(request: HtmxHttpRequest, record_id: int) -> HttpResponse:
 
 
 @require_GET
+@collector_paused  # two snapshots of a long session are hundreds of thousands of objects, in no cycle
 def agent_snapshots(request: HtmxHttpRequest, agent_id: int) -> HttpResponse:
     """An agent's snapshots on a timeline (paged), one opened as a tree (``?snapshot=``), two compared (``?a=&b=``)."""
     shown = snapshots.agent_snapshots_page(user=request.user, agent_id=agent_id, query=request.GET)
