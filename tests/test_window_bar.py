@@ -15,7 +15,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from agents import models
-from agents.ledger.context import GROWTH_SAMPLES, PARTS, reply_context, session_growth
+from agents.ledger.context import CARRIERS_LISTED, GROWTH_SAMPLES, PARTS, reply_context, session_growth
 from agents.memory.tokens import get_counter
 from tests.window_sessions import friday_session, long_session
 
@@ -236,3 +236,24 @@ def test_the_bar_and_the_growth_cost_the_same_queries_in_a_200_and_a_20_000_mess
                        queries(client, f"/sessions/{session.pk}/context/growth/", {}),
                        queries(client, f"/api/sessions/{session.pk}/context/growth/", {})))
     assert counts[0] == counts[1], counts
+
+
+def test_the_bar_sums_in_the_database_what_reply_context_lists_one_by_one(alice, agent, client) -> None:
+    """Past CARRIERS_LISTED recalls the bar (``runs``) reads the first carriers only and sums the rest in the
+    database: the same tokens and messages per part as every carrier read, its runs the first of the full ones."""
+    long = long_session(agent, 6_000, run=2_100)  # 1,100 carriers, of which the first 500 are read
+    assert models.Recall.objects.filter(session=long).count() > CARRIERS_LISTED + 100
+    replies = list(long.messages.filter(role="assistant").order_by("seq").values_list("seq", flat=True))
+    for seq in {*replies[:3], *replies[::40], replies[-1]}:
+        full = reply_context(user=alice, session_id=long.pk, seq=seq)
+        summed = reply_context(user=alice, session_id=long.pk, seq=seq, runs=8)
+        assert summed.total == full.total
+        for a, b in zip(summed.parts, full.parts, strict=True):
+            assert (a.part, a.tokens, a.count) == (b.part, b.tokens, b.count), (seq, a.part)
+            assert len(a.ranges) <= 8 and a.ranges == b.ranges[:len(a.ranges)], (seq, a.part)
+    client.force_login(alice)
+    html = client.get(f"/sessions/{long.pk}/context/", {"seq": replies[-1]}, **HX).content.decode()
+    last = reply_context(user=alice, session_id=long.pk, seq=replies[-1])
+    recalled = next(p for p in last.parts if p.part == "recalled_memory")
+    shown = sum(last - first + 1 for first, last in recalled.ranges[:8])
+    assert f'<span class="muted">and {recalled.count - shown:,} more</span>' in html

@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.db.models import OuterRef, Q, Subquery, Sum
+from django.db.models import Count, Exists, OuterRef, Q, Subquery, Sum
 from django.http import Http404
 
 from agents import models
@@ -51,6 +51,8 @@ class Part:
     part: str
     tokens: int = 0
     ranges: list[list[int]] = field(default_factory=list)  # [first, last] runs of seqs, in order
+    # How many messages hold it when ``ranges`` lists only its first runs (``reply_context(runs=N)``); None: all.
+    messages: int | None = None
 
     def add(self, seq: int) -> None:
         if self.ranges and self.ranges[-1][1] == seq:
@@ -62,6 +64,10 @@ class Part:
 
     @property
     def count(self) -> int:
+        return self.messages if self.messages is not None else self.listed
+
+    @property
+    def listed(self) -> int:
         return sum(last - first + 1 for first, last in self.ranges)
 
     @property
@@ -91,8 +97,11 @@ class Composition:
                 "parts": [p.to_dict() for p in self.parts]}
 
 
-def reply_context(*, user: User, session_id: int, seq: int | None = None, call_id: int | None = None) -> Composition:
-    """What was sent for the reply at ``seq`` (or for the captured call ``call_id``) of a session the user sees."""
+def reply_context(*, user: User, session_id: int, seq: int | None = None, call_id: int | None = None,
+                  runs: int | None = None) -> Composition:
+    """What was sent for the reply at ``seq`` (or for the captured call ``call_id``) of a session the user sees.
+    ``runs``: list only the first that many runs of each part of a reply (the window bar's links), its tokens and
+    messages summed by the database, so that a reply after 50,000 recalls costs what one after five does."""
     session = session_for_user(user, session_id)
     if call_id is not None:
         call = models.LlmCall.objects.filter(session=session, pk=call_id).first()
@@ -106,7 +115,7 @@ def reply_context(*, user: User, session_id: int, seq: int | None = None, call_i
         raise ContextRequestError(f"seq: no message #{seq}; the session has {session.message_count}")
     if role != "assistant":
         raise ContextRequestError(f"seq: message #{seq} is a {role} message; a reply is an assistant message")
-    return _compose(session, range(seq), reply=seq, call=None)
+    return _compose(session, range(seq), reply=seq, call=None, runs=runs)
 
 
 def sorted_sent(call: models.LlmCall) -> list[int]:
@@ -114,7 +123,7 @@ def sorted_sent(call: models.LlmCall) -> list[int]:
 
 
 def _compose(session: models.Session, sent: Sequence[int], *, reply: int | None,
-             call: models.LlmCall | None) -> Composition:
+             call: models.LlmCall | None, runs: int | None = None) -> Composition:
     counter = get_counter(session.token_counter)
     parts = {name: Part(name) for name in PARTS}
     rows = models.Message.objects.filter(session=session)
@@ -130,19 +139,35 @@ def _compose(session: models.Session, sent: Sequence[int], *, reply: int | None,
     # The messages that carry recalls, by what they recalled; recalled text placed in the system prompt.
     recalls = models.Recall.objects.filter(session=session, seq__isnull=False)
     recalls = recalls.filter(seq__lt=sent.stop) if isinstance(sent, range) else recalls.filter(seq__in=list(sent))
-    carriers, system_recalled = _placed(recalls, head)
+    summed = runs is not None and isinstance(sent, range)
+    # With ``runs``, the carriers are listed up to ``bound`` (every carrier before it read; None: all of them).
+    carriers, bound = _carriers(recalls, CARRIERS_LISTED if summed else None)
+    system_recalled = _system_placed(recalls, head)
     # Summaries: where a framework's compaction came in (models.Compaction), among the messages sent.
     compacted = models.Compaction.objects.filter(session=session, seq__isnull=False)
     compacted = compacted.filter(seq__lt=sent.stop) if isinstance(sent, range) else compacted.filter(
         seq__in=list(sent))
     summaries = {seq for seq in compacted.values_list("seq", flat=True) if seq is not None}
-    special = set(carriers) | summaries | set(head)
-    after = [s for s in _after(in_sent, last_reply) if s not in special]
-    counted = _tokens_of(rows, recalls, compacted, [*head, *after])
+    after = _after(in_sent, last_reply)
+    if summed and after:  # the carriers among what this call adds, which the listed first ones may not reach
+        carriers |= _carriers(recalls.filter(seq__gte=after[0], seq__lte=after[-1]), None)[0]
+    if summed and summaries:  # and whether a summary carries a recall (then it is counted as a carrier)
+        carriers |= _carriers(recalls.filter(seq__in=sorted(summaries)), None)[0]
+    special_head = set(head)
+    special = set(carriers) | summaries | special_head
+    after = [s for s in after if s not in special]
+    if summed:
+        counted = dict(rows.filter(seq__in=sorted({*head, *after, *summaries})).values_list("seq", "token_count"))
+    else:
+        counted = _tokens_of(rows, recalls, compacted, [*head, *after])
     _head_parts(session, head, counted, system_recalled, counter, parts)
+    carried = 0
+    if summed:  # every carrier after the head, in the database
+        carried = _carriers_summed(session, recalls, len(head), parts)
     for seq in sorted(special - set(head)):
         part = carriers.get(seq, "summary")
-        parts[part].tokens += counted.get(seq, 0)
+        if not summed or part == "summary":
+            parts[part].tokens += counted.get(seq, 0)
         parts[part].add(seq)
     for seq in after:
         parts["input"].tokens += counted.get(seq, 0)
@@ -156,25 +181,77 @@ def _compose(session: models.Session, sent: Sequence[int], *, reply: int | None,
     named = sorted(special | set(after))
     parts["history"].tokens = total - sum(p.tokens for p in parts.values())
     parts["history"].ranges = _between(sent, named)
+    if summed:
+        assert runs is not None and isinstance(sent, range)
+        alone = [seq for seq in summaries if seq not in carriers and seq not in special_head]
+        _first_runs(parts, runs, bound=bound, history=len(sent) - len(head) - carried - len(alone) - len(after))
     return Composition(session=session, seq=reply, call=call, window=session.agent.context_window, total=total,
                        parts=[parts[name] for name in PARTS])
 
 
-def _placed(recalls: Any, head: Sequence[int]) -> tuple[dict[int, str], dict[int, list[tuple[str, str]]]]:
-    """The messages carrying recalls, by the part of the first recall each carries (a knowledge store's:
-    ``retrieved_documents``); and by seq, the (part, item text) of recalls placed in the system prompt (``head``):
-    those alone are read with their items."""
-    carriers: dict[int, str] = {}
-    system = models.Recall.Placement.SYSTEM
-    for seq, kind in recalls.exclude(placement=system).order_by("seq", "id").values_list("seq", "store__kind"):
-        carriers.setdefault(seq, _recall_part(kind))
+def _system_placed(recalls: Any, head: Sequence[int]) -> dict[int, list[tuple[str, str]]]:
+    """By seq, the (part, item text) of the recalls placed in the system prompt (``head``), read with their items."""
     system_recalled: dict[int, list[tuple[str, str]]] = {}
     if head:
-        placed = recalls.filter(placement=system, seq__in=list(head)).select_related("store")
+        placed = recalls.filter(placement=models.Recall.Placement.SYSTEM, seq__in=list(head)).select_related("store")
         for recall in placed.prefetch_related("items").order_by("seq", "id"):
             part = _recall_part(recall.store.kind if recall.store else None)
             system_recalled.setdefault(recall.seq, []).extend((part, item.text) for item in recall.items.all())
-    return carriers, system_recalled
+    return system_recalled
+
+
+def _carriers(recalls: Any, limit: int | None) -> tuple[dict[int, str], int | None]:
+    """The carriers of the recalls (or of the first ``limit``), with the last seq read when the limit cut them."""
+    carriers: dict[int, str] = {}
+    system = models.Recall.Placement.SYSTEM
+    placed = recalls.exclude(placement=system).order_by("seq", "id").values_list("seq", "store__kind")
+    rows = list(placed[:limit] if limit is not None else placed)
+    for seq, kind in rows:
+        carriers.setdefault(seq, _recall_part(kind))
+    return carriers, rows[-1][0] if limit is not None and len(rows) >= limit else None
+
+
+# With ``runs``, the carriers of recalls read one by one: the first this many recalls (their runs are listed).
+CARRIERS_LISTED = 500
+
+
+def _carriers_summed(session: models.Session, recalls: Any, head_end: int, parts: dict[str, Part]) -> int:
+    """The tokens and messages of the recalled memory and the retrieved documents after the head (seq
+    ``head_end`` on), summed by the database: each message carrying a recall counted once, in the part of its first
+    recall (the recall with no earlier one at its seq). Returns how many messages carry one."""
+    system = models.Recall.Placement.SYSTEM
+    placed = recalls.exclude(placement=system)
+    # On the index (session, seq, id) by equality: with ``recalls``' range on seq, SQLite searched that range instead.
+    earlier = models.Recall.objects.filter(session=session, seq=OuterRef("seq"), id__lt=OuterRef("id")).exclude(
+        placement=system)
+    tokens = models.Message.objects.filter(session=session, seq=OuterRef("seq")).order_by().values("token_count")
+    sums = (placed.filter(seq__gte=head_end).exclude(Exists(earlier)).annotate(tokens=Subquery(tokens[:1]))
+            .order_by().values("store__kind").annotate(total=Sum("tokens"), n=Count("id"))
+            .values_list("store__kind", "total", "n"))
+    for name in ("recalled_memory", "retrieved_documents"):
+        parts[name].messages = parts[name].listed  # the system prompt's, when recalled text was placed there
+    carried = 0
+    for kind, total, n in sums:
+        into = parts[_recall_part(kind)]
+        into.tokens += int(total or 0)
+        into.messages = (into.messages or 0) + int(n)
+        carried += int(n)
+    return carried
+
+
+def _first_runs(parts: dict[str, Part], runs: int, *, bound: int | None, history: int) -> None:
+    """Each part's first ``runs`` runs, and how many messages it has (``history``: those in no other part). With a
+    ``bound`` (not every carrier was read), the carriers' and history's runs are those before it: past it, a
+    carrier not read may be missing or split a run."""
+    for part in parts.values():
+        if part.messages is None:
+            part.messages = part.listed
+    parts["history"].messages = history
+    for name in ("recalled_memory", "retrieved_documents", "history"):
+        if bound is not None:
+            parts[name].ranges = [r for r in parts[name].ranges if r[1] < bound]
+    for part in parts.values():
+        part.ranges = part.ranges[:runs]
 
 
 def _tokens_of(rows: Any, recalls: Any, compacted: Any, seqs: list[int]) -> dict[int, int]:
@@ -326,7 +403,7 @@ def session_growth(*, user: User, session_id: int, samples: int = GROWTH_SAMPLES
     head = list(range(first_other or 0))  # the same leading system messages for every reply
     last = replies[-1][0]
     recalls = models.Recall.objects.filter(session=session, seq__isnull=False, seq__lt=last)
-    carriers, system_recalled = _placed(recalls, head)
+    carriers, system_recalled = _carriers(recalls, None)[0], _system_placed(recalls, head)
     compacted = models.Compaction.objects.filter(session=session, seq__isnull=False, seq__lt=last)
     summaries = {seq for seq in compacted.values_list("seq", flat=True) if seq is not None}
     special = set(carriers) | summaries | set(head)

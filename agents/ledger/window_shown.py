@@ -74,7 +74,7 @@ class BarPart:
     sent_width: float
     messages: int
     links: list[RangeLink]
-    more_runs: int  # runs of messages not listed
+    more: int  # its messages not in the runs listed
 
 
 @dataclass(frozen=True)
@@ -121,7 +121,7 @@ def window_bar(composition: Composition, *, session_url: str) -> WindowBar:
                              tokens=part.tokens, share=_percent(part.tokens, window),
                              of_total=_percent(part.tokens, total), x=round(x, 2), width=round(width, 2),
                              sent_x=round(sent_x, 2), sent_width=round(sent_width, 2), messages=part.count,
-                             links=links, more_runs=max(0, len(ranges) - RANGES_LISTED)))
+                             links=links, more=max(0, part.count - sum(r.last - r.first + 1 for r in links))))
         x += width
         sent_x += sent_width
     return WindowBar(total=total, window=window, share=_percent(total, window), over=total > window,
@@ -245,7 +245,8 @@ def window_page(*, user: User, session_id: int, seq: str | None, call: str | Non
     another project's, 400 with the reason for a seq or call that names no reply)."""
     try:
         seq_n, call_n = _whole("seq", seq), _whole("call", call)
-        composition = reply_context(user=user, session_id=session_id, seq=seq_n, call_id=call_n)
+        composition = reply_context(user=user, session_id=session_id, seq=seq_n, call_id=call_n,
+                                    runs=RANGES_LISTED)
     except ContextRequestError as exc:
         session = session_for_user(user, session_id)  # another project's session: 404 before saying what was wrong
         return WindowPage({"session": session, "seq": None, "call": None, "bar": None, "error": str(exc),
