@@ -257,3 +257,13 @@ def test_the_bar_sums_in_the_database_what_reply_context_lists_one_by_one(alice,
     recalled = next(p for p in last.parts if p.part == "recalled_memory")
     shown = sum(last - first + 1 for first, last in recalled.ranges[:8])
     assert f'<span class="muted">and {recalled.count - shown:,} more</span>' in html
+
+
+def test_the_growth_api_is_in_the_openapi_schema_with_its_example(alice, client) -> None:
+    client.force_login(alice)
+    schema = client.get("/api/schema/", HTTP_ACCEPT="application/json").json()
+    operation = schema["paths"]["/api/sessions/{session_id}/context/growth/"]["get"]
+    assert operation["operationId"] == "session_context_growth"
+    ref = operation["responses"]["200"]["content"]["application/json"]["schema"]["$ref"].rsplit("/", 1)[-1]
+    example = schema["components"]["schemas"][ref]["examples"][0]
+    assert example["parts"] == list(PARTS) and all(sum(p["parts"].values()) == p["total"] for p in example["points"])
