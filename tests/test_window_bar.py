@@ -15,6 +15,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from agents import models
+from agents.ledger import context
 from agents.ledger.context import CARRIERS_LISTED, GROWTH_SAMPLES, PARTS, reply_context, session_growth
 from agents.memory.tokens import get_counter
 from tests.window_sessions import friday_session, long_session
@@ -164,7 +165,10 @@ def test_another_project_s_session_is_not_found(friday, bob, client) -> None:
         assert client.get(url, query, **HX).status_code == 404, url
 
 
-def test_the_growth_series_is_reply_context_at_each_sampled_reply(friday, alice, agent, client) -> None:
+@pytest.mark.parametrize("seqs_max", [context.GROWTH_SEQS_MAX, 10])  # what replies add named by seq, or as ranges
+def test_the_growth_series_is_reply_context_at_each_sampled_reply(friday, alice, agent, client, monkeypatch,
+                                                                   seqs_max) -> None:
+    monkeypatch.setattr(context, "GROWTH_SEQS_MAX", seqs_max)
     models.Membership.objects.get_or_create(project=agent.project, user=alice)
     long = long_session(agent, 6_000, run=2_100)  # a reply whose input is longer than a part lists (2,000)
     client.force_login(alice)

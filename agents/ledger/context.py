@@ -27,7 +27,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.db.models import Count, Exists, OuterRef, Q, Subquery, Sum
+from django.db import connection
+from django.db.models import Count, Exists, IntegerField, OuterRef, Q, Subquery, Sum, Value
+from django.db.models.expressions import RawSQL
 from django.http import Http404
 
 from agents import models
@@ -217,26 +219,50 @@ CARRIERS_LISTED = 500
 
 def _carriers_summed(session: models.Session, recalls: Any, head_end: int, parts: dict[str, Part]) -> int:
     """The tokens and messages of the recalled memory and the retrieved documents after the head (seq
-    ``head_end`` on), summed by the database: each message carrying a recall counted once, in the part of its first
-    recall (the recall with no earlier one at its seq). Returns how many messages carry one."""
+    ``head_end`` on), summed by the database (``_carrier_sums``). Returns how many messages carry a recall."""
+    for name in ("recalled_memory", "retrieved_documents"):
+        parts[name].messages = parts[name].listed  # the system prompt's, when recalled text was placed there
+    carried = 0
+    for _bucket, kind, total, n in _carrier_sums(session, recalls, head_end, Value(0)):
+        into = parts[_recall_part(kind)]
+        into.tokens += int(total or 0)
+        into.messages = (into.messages or 0) + int(n)
+        carried += int(n)
+    return carried
+
+
+def _carrier_sums(session: models.Session, recalls: Any, head_end: int, bucket: Any) -> Any:
+    """(bucket, store kind, tokens, messages) of the messages carrying ``recalls`` from seq ``head_end`` on, summed
+    by the database by ``bucket`` (an expression of the seq) and kind: each message once, in the kind of its first
+    recall (the one with no earlier recall at its seq)."""
     system = models.Recall.Placement.SYSTEM
     placed = recalls.exclude(placement=system)
     # On the index (session, seq, id) by equality: with ``recalls``' range on seq, SQLite searched that range instead.
     earlier = models.Recall.objects.filter(session=session, seq=OuterRef("seq"), id__lt=OuterRef("id")).exclude(
         placement=system)
     tokens = models.Message.objects.filter(session=session, seq=OuterRef("seq")).order_by().values("token_count")
-    sums = (placed.filter(seq__gte=head_end).exclude(Exists(earlier)).annotate(tokens=Subquery(tokens[:1]))
-            .order_by().values("store__kind").annotate(total=Sum("tokens"), n=Count("id"))
-            .values_list("store__kind", "total", "n"))
-    for name in ("recalled_memory", "retrieved_documents"):
-        parts[name].messages = parts[name].listed  # the system prompt's, when recalled text was placed there
-    carried = 0
-    for kind, total, n in sums:
-        into = parts[_recall_part(kind)]
-        into.tokens += int(total or 0)
-        into.messages = (into.messages or 0) + int(n)
-        carried += int(n)
-    return carried
+    return (placed.filter(seq__gte=head_end).exclude(Exists(earlier))
+            .annotate(tokens=Subquery(tokens[:1]), bucket=bucket)
+            .order_by().values("bucket", "store__kind").annotate(total=Sum("tokens"), n=Count("id"))
+            .values_list("bucket", "store__kind", "total", "n"))
+
+
+def _reply_index(replies: list[int]) -> RawSQL:
+    """For a recall before ``replies[-1]``, the index of the first of ``replies`` after its seq, as nested CASEs: a
+    binary search, a handful of comparisons a row (written out: Django's When and Case objects for 200 replies
+    cost tens of milliseconds to build)."""
+    column = f"{connection.ops.quote_name(models.Recall._meta.db_table)}.{connection.ops.quote_name('seq')}"
+
+    def search(lo: int, hi: int) -> tuple[str, list[int]]:
+        if hi - lo == 1:
+            return str(lo), []
+        mid = (lo + hi) // 2
+        (left, left_params), (right, right_params) = search(lo, mid), search(mid, hi)
+        return f"CASE WHEN {column} < %s THEN {left} ELSE {right} END", [replies[mid - 1], *left_params,
+                                                                          *right_params]
+
+    sql, params = search(0, len(replies))
+    return RawSQL(sql, params, output_field=IntegerField())
 
 
 def _first_runs(parts: dict[str, Part], runs: int, *, bound: int | None, history: int) -> None:
@@ -361,6 +387,8 @@ def _text_tokens(counter: Any, text: str) -> int:
 # The growth chart composes at most this many replies: the first reply at or after each of as many messages spaced
 # evenly over the session (every message of a shorter session), so its cost does not grow with the session.
 GROWTH_SAMPLES = 200
+# The most seqs a growth query names one by one (what the sampled replies add); past it, as ranges.
+GROWTH_SEQS_MAX = 10_000
 
 
 @dataclass
@@ -403,25 +431,38 @@ def session_growth(*, user: User, session_id: int, samples: int = GROWTH_SAMPLES
     head = list(range(first_other or 0))  # the same leading system messages for every reply
     last = replies[-1][0]
     recalls = models.Recall.objects.filter(session=session, seq__isnull=False, seq__lt=last)
-    carriers, system_recalled = _carriers(recalls, None)[0], _system_placed(recalls, head)
+    system_recalled = _system_placed(recalls, head)
     compacted = models.Compaction.objects.filter(session=session, seq__isnull=False, seq__lt=last)
-    summaries = {seq for seq in compacted.values_list("seq", flat=True) if seq is not None}
-    special = set(carriers) | summaries | set(head)
-    counted = _tokens_of(rows, recalls, compacted, head)
-    base = {name: Part(name) for name in PARTS}
-    _head_parts(session, head, counted, system_recalled, counter, base)
-    # The carriers and summaries after the head, in order, with the tokens of all before each (per part and
-    # together), to sum those before a reply and those inside a reply's input by bisection.
-    named = sorted(special - set(head))
-    named_part = [carriers.get(seq, "summary") for seq in named]
-    special_sorted = sorted(special)
-    special_before = _prefix([counted.get(seq, 0) for seq in special_sorted])
-    by_part_before = {part: _prefix([counted.get(seq, 0) if p == part else 0
-                                     for seq, p in zip(named, named_part, strict=True)])
-                      for part in ("recalled_memory", "retrieved_documents", "summary")}
+    summaries = {seq for seq in compacted.values_list("seq", flat=True) if seq is not None and seq >= len(head)}
     # What each reply adds starts after the reply before it, for up to SEQS_LISTED messages (as ``_after``).
     spans = {seq: (lo, min(seq - 1, lo + SEQS_LISTED - 1)) for seq, lo in
              ((seq, previous + 1 if previous is not None else 0) for seq, previous in replies)}
+    # The carriers read one by one: those inside what a reply adds (left out of its input) and the summaries'; by
+    # their seqs (on the index) unless what the sampled replies add is longer than a query's parameters allow.
+    added = [(lo, hi) for lo, hi in spans.values() if lo <= hi]
+    if sum(hi - lo + 1 for lo, hi in added) <= GROWTH_SEQS_MAX:
+        inside = Q(seq__in=sorted(summaries.union(*(range(lo, hi + 1) for lo, hi in added))))
+    else:
+        inside = Q(seq__in=sorted(summaries))
+        for lo, hi in added:
+            inside |= Q(seq__gte=lo, seq__lte=hi)
+    carriers = _carriers(recalls.filter(inside), None)[0]
+    special = set(carriers) | summaries | set(head)
+    counted = dict(rows.filter(seq__in=sorted(special)).values_list("seq", "token_count"))
+    base = {name: Part(name) for name in PARTS}
+    _head_parts(session, head, counted, system_recalled, counter, base)
+    # Every carrier's tokens summed by the database by the first sampled reply after it, per part; the summaries
+    # that carry no recall; and the tokens of all those read before each seq, to take those inside a reply's input
+    # out of it by bisection.
+    seqs = [seq for seq, _ in replies]
+    by_reply = {part: [0] * len(seqs) for part in ("recalled_memory", "retrieved_documents", "summary")}
+    for index, kind, total, _n in _carrier_sums(session, recalls, len(head), _reply_index(seqs)):
+        by_reply[_recall_part(kind)][index] += int(total or 0)
+    for seq in summaries - set(carriers):
+        by_reply["summary"][bisect_right(seqs, seq)] += counted.get(seq, 0)
+    by_part_before = {part: _prefix(values) for part, values in by_reply.items()}
+    special_sorted = sorted(special)
+    special_before = _prefix([counted.get(seq, 0) for seq in special_sorted])
     wanted = {seq - 1 for seq in spans} | {lo - 1 for lo, _ in spans.values() if lo} | {hi for _, hi in spans.values()}
     running = dict(rows.filter(seq__in=sorted(s for s in wanted if s >= 0)).values_list("seq", "token_running"))
     running[-1] = 0
@@ -431,11 +472,11 @@ def session_growth(*, user: User, session_id: int, samples: int = GROWTH_SAMPLES
         tokens = {name: 0 for name in PARTS}
         for name in ("system", "memory_blocks", "recalled_memory", "retrieved_documents"):
             tokens[name] = base[name].tokens
-        k = bisect_left(named, seq)
+        k = bisect_right(seqs, seq)  # this reply's index + 1: the carriers before it
         for part, before in by_part_before.items():
             tokens[part] += before[k]
-        inside = special_before[bisect_right(special_sorted, hi)] - special_before[bisect_left(special_sorted, lo)]
-        tokens["input"] = int(running.get(hi, 0)) - int(running.get(lo - 1, 0)) - inside + counter.per_list
+        named = special_before[bisect_right(special_sorted, hi)] - special_before[bisect_left(special_sorted, lo)]
+        tokens["input"] = int(running.get(hi, 0)) - int(running.get(lo - 1, 0)) - named + counter.per_list
         tokens["tool_definitions"] = tools
         total = int(running.get(seq - 1, 0)) + counter.per_list + tools
         tokens["history"] = total - sum(tokens.values())
