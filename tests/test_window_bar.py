@@ -119,6 +119,8 @@ def test_a_reply_of_a_captured_call_shows_what_the_call_was_sent(friday, alice, 
     # The call's own page draws the same bar.
     page = client.get(f"/sessions/{friday.pk}/calls/{call.pk}/").content.decode()
     assert f'id="window-bar-call-{call.pk}"' in page and figures(page) == (parts, total)
+    call_url = f'href="/sessions/{friday.pk}/calls/{call.pk}/">the call</a>'
+    assert call_url in fragment and call_url not in page  # no link to itself on the call's page
 
 
 def test_it_says_what_is_wrong_with_a_bad_seq_or_call(friday, alice, client) -> None:
