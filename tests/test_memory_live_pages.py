@@ -140,3 +140,48 @@ def test_the_live_tail_shows_what_was_recalled_into_new_messages(client, alice, 
     assert "Recalled from" in tail and "Alice is vegan &lt;b&gt;strictly&lt;/b&gt;" in tail
     [recall] = models.Recall.objects.filter(session=session)
     assert f'id="m-{recall.seq}"' in tail
+
+
+# --- the agent's memory page follows its store ----------------------------------------------------------------------
+
+
+def poller_url(html: str, element: str) -> str:
+    match = re.search(rf'id="{element}"[^>]*hx-get="([^"]+)"', html)
+    assert match, html[:3000]
+    return match.group(1).replace("&amp;", "&")
+
+
+def test_the_memory_page_follows_new_records_of_its_store(client, alice, auth, agent, written) -> None:
+    client.force_login(alice)
+    page = client.get(f"/agents/{agent.pk}/memory/").content.decode()
+    poll = poller_url(page, "memory-live")
+    assert "live=" in poll
+    quiet = client.get(poll, HTTP_HX_REQUEST="true", HTTP_HX_TARGET="memory-live").content.decode()
+    assert poller_url(quiet, "memory-live") == poll and 'id="records"' not in quiet
+
+    write(client, "versions", {"store": "prefs", "versions": [
+        {"id": "e9", "record": "mem-2", "op": "ADD", "text": "Alice runs <i>daily</i>",
+         "at": timezone.now().isoformat()}]}, auth)
+    changed = client.get(poll, HTTP_HX_REQUEST="true", HTTP_HX_TARGET="memory-live").content.decode()
+    assert poller_url(changed, "memory-live") != poll
+    assert re.search(r'<div id="records" class="records-table" hx-swap-oob="true">', changed)
+    assert re.search(r'<div class="table-scroll" id="stores-table" hx-swap-oob="true">', changed)
+    assert "Alice runs &lt;i&gt;daily&lt;/i&gt;" in changed and "<i>daily</i>" not in changed
+
+
+def test_a_quiet_store_offers_to_follow_and_a_later_page_does_not(client, alice, agent, written) -> None:
+    long_ago = timezone.now() - timedelta(days=3)
+    models.MemoryStore.objects.filter(pk=written.store_id).update(last_write_at=long_ago, last_read_at=None)
+    client.force_login(alice)
+    quiet = client.get(f"/agents/{agent.pk}/memory/").content.decode()
+    assert 'id="memory-live"' not in quiet and 'id="memory-follow"' in quiet
+    assert 'id="memory-live"' in client.get(f"/agents/{agent.pk}/memory/?follow=1").content.decode()
+    later = client.get(f"/agents/{agent.pk}/memory/?follow=1&after={written.pk}").content.decode()
+    assert 'id="memory-live"' not in later and 'id="memory-follow"' not in later
+
+
+def test_following_another_projects_memory_is_not_found(client, agent, written, django_user_model) -> None:
+    client.force_login(django_user_model.objects.create_user("eve", password="x"))
+    answer = client.get(f"/agents/{agent.pk}/memory/?live=1.1.0", HTTP_HX_REQUEST="true",
+                        HTTP_HX_TARGET="memory-live")
+    assert answer.status_code == 404

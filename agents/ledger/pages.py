@@ -23,6 +23,7 @@ from django.db.models import F, Q, QuerySet
 from django.http import Http404
 from django.template.defaultfilters import pluralize
 from django.urls import reverse
+from django.utils import timezone
 from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 
@@ -321,6 +322,35 @@ class AgentMemoryPage:
     records_json_url: str  # the records' twin: GET /api/memory/stores/<id>/records/?q=&state=
     health: HealthShown | None  # the shown store's health (none for an htmx request: the records alone)
     scope_choices: list[str] = field(default_factory=list)
+    # Following the shown store live (``memory_follow``): the token of what is shown ("" on a later page of its
+    # records: nothing to follow there), whether the page polls by itself (written or read lately, or ?follow=1),
+    # and the address it polls.
+    follow_token: str = ""
+    following: bool = False
+    follow_url: str = ""
+
+
+# A store written or read this recently is followed live by its memory page without being asked.
+LIVE_FOR = models.Session.LIVE_FOR
+
+
+def store_follow_token(store: models.MemoryStore) -> str:
+    """What changes when a record, a version or a read of the store arrives: its counters, kept by the ledger's
+    upkeep on the store's own row."""
+    return f"{store.record_count}.{store.version_count}.{store.read_count}"
+
+
+def memory_follow(*, user: User, agent_id: int, query: Mapping[str, str], token: str) -> AgentMemoryPage | None:
+    """The memory page following its store live: None while nothing arrived since ``token`` (the agent's stores
+    read, as the page reads them), else the page's stores, the store's health and its records again, to replace
+    what is shown."""
+    memory = reading.agent_memory(user=user, agent_id=agent_id)
+    wanted = int_param(query.get("store"))
+    store = next((s for s in memory.stores if s.pk == wanted), None) if wanted is not None else next(
+        (s for s in memory.stores if s.record_count), memory.stores[0] if memory.stores else None)
+    if store is None or store_follow_token(store) == token:
+        return None
+    return agent_memory_page(user=user, agent_id=agent_id, query={**query, "follow": "1"})
 
 
 def agent_memory_page(*, user: User, agent_id: int, query: Mapping[str, str], fragment: bool = False
@@ -365,8 +395,19 @@ def agent_memory_page(*, user: User, agent_id: int, query: Mapping[str, str], fr
             "?" + urlencode({k: v for k, v in (("q", filters.q), ("state", filters.state)) if v})
             if filters.q or filters.state else "") if store is not None else "",
         health=_health_shown(user, store, query, keep) if store is not None and not fragment else None,
-        scope_choices=scope_choices,
+        scope_choices=scope_choices, **_following(store, query, path, kept),
     )
+
+
+def _following(store: models.MemoryStore | None, query: Mapping[str, str], path: str,
+               kept: Mapping[str, str]) -> dict[str, Any]:
+    if store is None or query.get("after") or query.get("before"):
+        return {}
+    now = timezone.now()
+    lately = any(when is not None and now - when < LIVE_FOR for when in (store.last_write_at, store.last_read_at))
+    token = store_follow_token(store)
+    return {"follow_token": token, "following": lately or bool(query.get("follow")),
+            "follow_url": f"{path}?{urlencode({**kept, 'store': store.pk, 'live': token})}"}
 
 
 def int_param(value: Any) -> int | None:

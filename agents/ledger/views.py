@@ -18,6 +18,12 @@ SNAPSHOT_PARTS = ("timeline",)
 @require_GET
 def agent_memory(request: HtmxHttpRequest, agent_id: int) -> HttpResponse:
     """The agent's stores, and one store's records searched, filtered, sorted and paged (the filters in the URL)."""
+    if request.htmx and request.htmx.target == "memory-live":
+        # Following live: the poller again while nothing arrived, else it, the stores and the records.
+        token = request.GET.get("live", "")
+        followed = pages.memory_follow(user=request.user, agent_id=agent_id, query=request.GET, token=token)
+        return render(request, "agents/agent_memory.html#memory-live-update",
+                      {"memory": followed, "poll_url": request.get_full_path()})
     shown = pages.agent_memory_page(user=request.user, agent_id=agent_id, query=request.GET,
                                     fragment=bool(request.htmx))
     template_name = "agents/agent_memory.html"
