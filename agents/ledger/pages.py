@@ -31,6 +31,7 @@ from agents import models
 from agents.access import User
 from agents.ledger import reading
 from agents.ledger.health import PERIODS, PeriodHealth, StoreHealth, store_health
+from agents.ledger.quality import PeriodRow, store_over_time
 from agents.memory.findings import NEAR_LIMIT
 from agents.memory.ledger import scope_of
 
@@ -254,6 +255,11 @@ class HealthShown:
     json_url: str  # GET /api/memory/stores/<id>/health/?period=
     period: str = "week"
     period_links: list[tuple[str, str, bool]] = field(default_factory=list)  # (period, url, shown)
+    # Retrieval quality from QA's relevance marks, per week (the latest shown, newest first; none: nothing marked),
+    # how many weeks have marks, and the JSON: GET /api/memory/stores/<id>/quality/?period=week.
+    quality: list[PeriodRow] = field(default_factory=list)
+    quality_weeks: int = 0
+    quality_url: str = ""
 
     @property
     def never_read_share(self) -> str:
@@ -299,9 +305,12 @@ def _health_shown(user: User, store: models.MemoryStore, query: Mapping[str, str
     # The page's own query (the store and its filters) with the period: the records stay as they are.
     links = [(name, f"?{keep + '&' if keep else ''}{urlencode({'health': name})}#store-health", name == period)
              for name in PERIODS]
+    quality, weeks = store_over_time(store, "")[:2] if small else ([], 0)
     return HealthShown(figures=store_health(user=user, store_id=store.pk, period=period) if small else None,
                        json_url=reverse("api:memory_store_health", args=[store.pk]) + "?" + urlencode(
-                           {"period": period}), period=period, period_links=links)
+                           {"period": period}), period=period, period_links=links, quality=quality,
+                       quality_weeks=weeks,
+                       quality_url=reverse("api:memory_store_quality", args=[store.pk]) + "?period=week")
 
 
 @dataclass

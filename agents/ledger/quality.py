@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass
+from typing import Any
 
 from django.contrib.auth.models import User as AccountUser
 from django.core.exceptions import PermissionDenied
@@ -214,3 +215,51 @@ def period_bounds(start: dt.date | None, period: str) -> tuple[dt.date | None, d
     if start is None:
         return None, None
     return start, quality.period_end(start, period)
+
+
+# --- as the pages show them ----------------------------------------------------------------------------------------
+
+
+def shown_figure(value: float | None) -> str:
+    """A figure as the page writes it: three decimals at most, "—" where it is not given."""
+    if value is None:
+        return "—"
+    return f"{value:.3f}".rstrip("0").rstrip(".")
+
+
+AGGREGATE_FIGURES = (("precision", "precision"), ("recall", "recall"), ("mrr", "reciprocal_rank"), ("ndcg", "ndcg"),
+                     ("hit_rate", "hit"))
+
+
+def aggregate_cells(agg: Aggregate) -> list[tuple[str, int]]:
+    """Precision, recall, MRR, nDCG and hit rate as shown, each with the recalls its mean is over."""
+    return [(shown_figure(getattr(agg, name)), agg.counted.get(counted, 0)) for name, counted in AGGREGATE_FIGURES]
+
+
+@dataclass(frozen=True)
+class PeriodRow:
+    start: Any  # dt.date | None: recalls of no known time
+    end: Any
+    figures: Aggregate
+
+    @property
+    def cells(self) -> list[tuple[str, int]]:
+        return aggregate_cells(self.figures)
+
+
+# The store's weeks the recall page shows (the JSON has them all).
+STORE_WEEKS_SHOWN = 12
+
+
+def store_over_time(store: models.MemoryStore | None,
+               query: str) -> tuple[list[PeriodRow], int, Aggregate | None]:
+    """The store's figures per week (the latest STORE_WEEKS_SHOWN, newest first) and for ``query``: four queries,
+    as long as QA's marks (store_recall_qualities): the recall page and the memory page's health show them."""
+    if store is None:
+        return [], 0, None
+    rows = store_recall_qualities(store)
+    weeks = quality.by_period(rows, "week")
+    shown = [PeriodRow(start=start, end=quality.period_end(start, "week") if start else None, figures=agg)
+             for start, agg in reversed(weeks)][:STORE_WEEKS_SHOWN]
+    same = [r.quality for r in rows if r.query.strip() == query.strip()]
+    return shown, len(weeks), quality.aggregate(same) if same else None

@@ -22,16 +22,18 @@ from agents.ledger import context
 from agents.ledger.health import text_tokens
 from agents.ledger.pages import call_url, message_url
 from agents.ledger.quality import (
+    PeriodRow,
     RecallMarks,
+    aggregate_cells,
     recall_for_user,
     recall_item_for_mark,
     recall_item_mark,
     recall_judgement_set,
     recall_marks,
     recall_to_mark,
-    store_recall_qualities,
+    shown_figure,
+    store_over_time,
 )
-from agents.memory import quality as figures_of
 from agents.memory.quality import Aggregate, QueryQuality
 from agents.memory.retrieval_what_if import WhatIf, WhatIfItem, what_if
 from agents.memory.schema import describe_validation_error
@@ -182,51 +184,6 @@ class Figure:
         return shown_figure(self.value)
 
 
-def shown_figure(value: float | None) -> str:
-    """A figure as the page writes it: three decimals at most, "—" where it is not given."""
-    if value is None:
-        return "—"
-    return f"{value:.3f}".rstrip("0").rstrip(".")
-
-
-AGGREGATE_FIGURES = (("precision", "precision"), ("recall", "recall"), ("mrr", "reciprocal_rank"), ("ndcg", "ndcg"),
-                     ("hit_rate", "hit"))
-
-
-def aggregate_cells(agg: Aggregate) -> list[tuple[str, int]]:
-    """Precision, recall, MRR, nDCG and hit rate as shown, each with the recalls its mean is over."""
-    return [(shown_figure(getattr(agg, name)), agg.counted.get(counted, 0)) for name, counted in AGGREGATE_FIGURES]
-
-
-@dataclass(frozen=True)
-class PeriodRow:
-    start: Any  # dt.date | None: recalls of no known time
-    end: Any
-    figures: Aggregate
-
-    @property
-    def cells(self) -> list[tuple[str, int]]:
-        return aggregate_cells(self.figures)
-
-
-# The store's weeks the recall page shows (the JSON has them all).
-STORE_WEEKS_SHOWN = 12
-
-
-def _over_time(store: models.MemoryStore | None,
-               query: str) -> tuple[list[PeriodRow], int, Aggregate | None]:
-    """The store's figures per week (the latest STORE_WEEKS_SHOWN, newest first) and for this query: four queries,
-    as long as QA's marks (ledger.quality.store_recall_qualities)."""
-    if store is None:
-        return [], 0, None
-    rows = store_recall_qualities(store)
-    weeks = figures_of.by_period(rows, "week")
-    shown = [PeriodRow(start=start, end=figures_of.period_end(start, "week") if start else None, figures=agg)
-             for start, agg in reversed(weeks)][:STORE_WEEKS_SHOWN]
-    same = [r.quality for r in rows if r.query.strip() == query.strip()]
-    return shown, len(weeks), figures_of.aggregate(same) if same else None
-
-
 @dataclass(frozen=True)
 class RecallPage:
     recall: models.Recall
@@ -317,7 +274,7 @@ def recall_page(*, user: User, recall_id: int, query: Mapping[str, Any], error: 
     if store is not None and store.agent_id is not None:
         memory_url = f"{reverse('agents:agent_memory', args=[store.agent_id])}?{urlencode({'store': store.pk})}"
     path = recall_path(recall)
-    over_time, weeks_total, this_query = _over_time(store, recall.query)
+    over_time, weeks_total, this_query = store_over_time(store, recall.query)
     return RecallPage(
         recall=recall, session=session, store=store, rows=rows, marks=marks, figures=figures(marks.quality),
         can_annotate=access.role_allows(access.project_role(user, session.agent.project), "annotate"),
