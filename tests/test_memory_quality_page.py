@@ -28,8 +28,7 @@ def test_the_memory_page_shows_the_stores_quality_per_week_as_its_json(alice_cli
     rows = re.findall(r"<tr><td[^>]*>(.*?)</td>(.*?)</tr>", table.group(0), re.S)
     assert [week for week, _ in rows] == ["2026-11-30"]
     cells = [re.sub(r"<[^>]+>", "", c).split() for c in re.findall(r'<td class="num"[^>]*>(.*?)</td>', rows[0][1])]
-    [period] = api["periods"]
-    figures = period["figures"]
+    [figures] = api["periods"]  # each period's figures beside its start and end
 
     def shown(value: float | None) -> str:
         return "—" if value is None else f"{value:.3f}".rstrip("0").rstrip(".")
