@@ -24,7 +24,8 @@ def letta(alice) -> models.Session:
 def test_a_user_follows_a_block_edit_to_its_version(browser, live_server, letta):
     human = models.RecordVersion.objects.get(session=letta, seq=5, record__external_id__endswith="human")
     selectors = ("#m-5 .memory-writes .recall-head strong", "#m-5 .memory-write-item .op",
-                 "#m-5 .memory-write-item a", "#m-5 .memory-write-item .recall-store", "#m-5 .memory-writes .recall-text")
+                 "#m-5 .memory-write-item a", "#m-5 .memory-write-item .recall-store",
+                 "#m-5 .memory-writes .recall-text")
     for scheme in ("light", "dark"):
         context = browser.new_context(viewport={"width": 1440, "height": 900}, color_scheme=scheme)
         try:
