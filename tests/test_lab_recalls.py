@@ -367,3 +367,24 @@ def test_the_trim_api_says_nothing_of_recalls_for_a_session_without_any(alice_cl
     session = make_session([{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}])
     answer = alice_client.get(f"/api/sessions/{session.pk}/trim/", {"strategy": "safe_window"})
     assert answer.status_code == 200 and "recalls" not in answer.json()
+
+
+def test_a_message_row_that_carries_a_recall_says_so_and_whether_it_goes(alice_client, memory_sessions):
+    agentscope, _autogen = memory_sessions
+    carriers = dict(agentscope.recalls.values_list("seq", "store__name"))
+    html = alice_client.get(lab_url(agentscope), {"strategy": "safe_window", "max_messages": "6"}).content.decode()
+    rows = re.findall(r'<article id="[^"]*" class="msg role-\w+ lab-msg lab-(\w+)[^"]*">(.*?)</article>', html, re.S)
+    marked = 0
+    for status, body in rows:
+        seq = re.search(r'#m-(\d+)"', body)
+        if seq is None:
+            continue
+        note = re.search(r'<p class="lab-recall small">(.*?)</p>', body, re.S)
+        if int(seq.group(1)) in carriers:
+            assert note is not None, seq.group(1)
+            assert carriers[int(seq.group(1))] in note.group(1)
+            assert ("recall_trimmed" in note.group(1)) == (status == "dropped")
+            marked += 1
+        else:
+            assert note is None, seq.group(1)
+    assert marked >= 1

@@ -53,7 +53,14 @@ def lab_message_html(row: PreviewRow, *, session_url: str) -> SafeString:
                        f"{number(row.original_tokens)})</span>")
     else:
         out.append("placeholder")
-    out.append(f'</span>\n    </header>\n    <p class="lab-reason lab-reason-{status}">{escape(row.reason)}</p>\n    ')
+    out.append("</span>\n    </header>\n    ")
+    if row.recalls:
+        stores = ", ".join(escape(store) or "a store not known" for store in row.recalls)
+        said = ("recall_trimmed: the recalled memory it carries goes with it" if row.status == "dropped"
+                else "carries recalled memory")
+        badge = "badge-violation" if row.status == "dropped" else "badge-ok"
+        out.append(f'<p class="lab-recall small"><span class="badge {badge}">recall</span> {said} ({stores})</p>\n    ')
+    out.append(f'<p class="lab-reason lab-reason-{status}">{escape(row.reason)}</p>\n    ')
     for v in row.violations:
         out.append(f'<div class="violation-note severity-{escape(v.severity)}" role="note"><strong>{escape(v.kind)}'
                    f"</strong> {escape(v.message)}</div>")

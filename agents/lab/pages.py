@@ -83,6 +83,7 @@ def lab_page(
             # The session's recalls under the trim shown: which the trimmed list holds, which it drops.
             trim_recalls = recalls.trim_recalls(recalls.session_recalls_read(session), replayed.result,
                                                 sent_before=replayed.sent_from)
+            recalls.mark_rows(preview.items, trim_recalls)
         if run is not None:
             chart = charts.replay_chart(run.steps, chosen=step)
     spec = form.spec or strategy_spec(strategy)

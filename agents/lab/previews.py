@@ -46,6 +46,8 @@ class PreviewRow:
     violations: list[Violation] = field(default_factory=list)
     original: Message | None = None  # an edited message as stored (``message`` is what is sent)
     original_tokens: int | None = None  # its stored count (``tokens`` counts what is sent)
+    # The stores whose recalls it carries (the lab's recalls under the trim shown): "" for a store not known.
+    recalls: list[str] = field(default_factory=list)
 
     @property
     def text(self) -> str:

@@ -9,6 +9,7 @@ from bisect import bisect_right
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from itertools import groupby
+from typing import Any
 
 from django.db.models import Exists, F, OuterRef
 
@@ -152,3 +153,18 @@ def recalls_dropped(recalls: Sequence[RecallFacts], result: TrimResult) -> int:
     if not recalls:
         return 0
     return len(recalls_in_trim(recalls, kept=result.kept, dropped=_DroppedRuns(result)).dropped)
+
+
+def mark_rows(items: Iterable[Any], found: TrimRecalls) -> None:
+    """On each preview row whose message carries recalls, the stores they read: a dropped row then says it took
+    recalled memory with it (``recall_trimmed``), a kept one that it holds it."""
+    by_seq: dict[int, list[str]] = {}
+    for recall in found.recalls:
+        if recall.seq is not None:
+            by_seq.setdefault(recall.seq, []).append(recall.store)
+    if not by_seq:
+        return
+    for item in items:
+        index = getattr(item, "index", None)
+        if index is not None and index in by_seq and hasattr(item, "recalls"):
+            item.recalls = by_seq[index]
