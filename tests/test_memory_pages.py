@@ -100,22 +100,27 @@ def test_it_searches_the_records_and_marks_each_hit_escaped(alice_client, agent)
     assert shown(alice_client.get(memory_url(agent, store=store.pk, q="number 17 about"))) == ["r0000017"]
 
 
-@pytest.mark.parametrize("way", ["scan", "ids", "walk"])
+@pytest.mark.parametrize("way", ["scan", "ids", "walk", "common"])
 def test_a_search_finds_the_same_records_whichever_way_it_reads_them(alice_client, agent, monkeypatch, way):
     # A small store is read (scan); a big one's matches come from the trigram index, listed by id when they are few
-    # (ids), else the store is walked in the sort's order (walk). The thresholds made small to reach each way.
+    # (ids), else the store is walked in the sort's order (walk); a text most of its newest records hold is walked
+    # at once (common). The thresholds made small to reach each way.
     from agents.ledger import pages
 
     store = bulk_store(agent, 40)
     if way != "scan":
         monkeypatch.setattr(pages, "SEARCH_SCAN_MAX", 10)
         monkeypatch.setattr(pages, "SEARCH_IDS_INLINE", 39 if way == "ids" else 5)
+        monkeypatch.setattr(pages, "SEARCH_COMMON", 5 if way == "common" else 1_000_000)
     response = alice_client.get(memory_url(agent, store=store.pk, q="TRIP", state="active", sort="reads"))
     expected = list(store.records.filter(state="active").order_by("read_count", "id").values_list(
         "external_id", flat=True))
     assert shown(response) == expected
     assert response.context["memory"].records.summary == (
         "1–36 of 5+ records match" if way == "walk" else "1–36 of 36 records match")
+    if way == "common":  # told by the probe, not by the trigram index's list
+        assert pages._probe(store.records.filter(state="active"), "TRIP") == 36
+        assert pages._probe(store.records.all(), "number 17 about") == 1
     assert shown(alice_client.get(memory_url(agent, store=store.pk, q="number 17 about"))) == ["r0000017"]
 
 
@@ -260,9 +265,10 @@ def test_the_store_page_costs_the_same_queries_at_100_and_10000_records(alice_cl
             assert response.status_code == 200 and len(shown(response)) >= 45, (name, len(shown(response)))
             counts.setdefault(name, []).append(len(ctx.captured_queries))
             if name == "filtered":
-                # A search's matches are counted as their ids are read: all of them, or 5,000 and more.
+                # A search's matches counted: all of them in the little store; in the big one, a text its newest
+                # records all hold, by the probe: more than COUNT_CAP.
                 assert response.context["memory"].records.summary == (
-                    "1–50 of 90 records match" if store is small else "1–50 of 5,000+ records match")
+                    "1–50 of 90 records match" if store is small else "1–50 of 1,000+ records match")
     assert all(small_count == big_count for small_count, big_count in counts.values()), counts
     # Never a COUNT over the whole store: the stored count, or a count over at most COUNT_CAP + 1 rows. (Except the
     # health panel's, for a store up to pages.HEALTH_ROWS_MAX: here past it, as a store of a million records is.)

@@ -43,6 +43,11 @@ COUNT_CAP = 1000
 SEARCH_IDS_INLINE = 5000
 # A store of up to this many records is searched by reading its texts, not through the trigram index.
 SEARCH_SCAN_MAX = 5000
+# A big store's search first tests the text against its newest SEARCH_PROBE records (by id, a range of the primary
+# key): more than SEARCH_COMMON of them matching is a common text, which the walk in the sort's order meets at once,
+# while the trigram index would list most of the store (2.5x the page of a little store at 100,000 records).
+SEARCH_PROBE = 2000
+SEARCH_COMMON = RECORDS_PER_PAGE
 # Characters of a record's text shown in the table (around the first hit, when searching).
 PREVIEW_CHARS = 280
 # The keys a record's own scope is read from (mem0's entity keys, as the importers read them).
@@ -458,6 +463,12 @@ def _filters(query: Mapping[str, str]) -> tuple[reading.RecordFilters, str, list
     return filters, scope, errors
 
 
+def _probe(records: QuerySet[models.MemoryRecord], text: str) -> int:
+    """How many of the newest SEARCH_PROBE of ``records`` hold ``text``, up to COUNT_CAP + 1: one bounded query."""
+    newest = records.order_by("-pk").values("pk")[:SEARCH_PROBE]
+    return records.filter(pk__in=newest, text__icontains=text).order_by()[:COUNT_CAP + 1].count()
+
+
 def _records_shown(store: models.MemoryStore, filters: reading.RecordFilters, scope: str, query: Mapping[str, str],
                    *, path: str, keep: str) -> RecordsShown:
     def kept(filters: reading.RecordFilters) -> QuerySet[models.MemoryRecord]:
@@ -474,6 +485,14 @@ def _records_shown(store: models.MemoryStore, filters: reading.RecordFilters, sc
         # A small store is searched by reading its records' texts: the trigram index holds every store's, and a
         # common text would have it list the matches of all of them first.
         records = kept(dataclasses.replace(filters, q="")).filter(text__icontains=filters.q)
+    elif filters.q and (probed := _probe(kept(dataclasses.replace(filters, q="")), filters.q)) > SEARCH_COMMON:
+        # A common text (see SEARCH_PROBE): the store walked in the sort's order, each record's text tested as it
+        # goes. Counted by the probe when it found more than COUNT_CAP, or when it read the whole store; else below.
+        records = kept(dataclasses.replace(filters, q="")).filter(text__icontains=filters.q)
+        if probed > COUNT_CAP:
+            matched, capped = COUNT_CAP, True
+        elif store.record_count <= SEARCH_PROBE:
+            matched = probed
     elif filters.q:
         # A search reads its matches from the trigram index; with an ORDER BY and a LIMIT the database would rather
         # walk the store in the sort's order and test each record against the whole list of matches (reading every
