@@ -330,8 +330,9 @@ def test_it_makes_recalls_of_what_the_retrievals_returned(as1: Path) -> None:
     [joined_ltm] = [r for r in agentscope_session.join_records(doc.recalls, "mem0:user_1:Friday", records)
                     if r.store == "mem0:user_1:Friday"]
     assert [i.record for i in joined_ltm.items] == [r["id"] for r in api["retrieve"][1]["records"]]
-    # what was recalled is the text before turn 2's update: version 1 of each
-    assert [i.version for i in joined_ltm.items] == [1, 1]
+    # what was recalled is the text before turn 2's update: version 1 of each (mem0's search returns one or both
+    # records, as its fact extraction ran: the count is the library's, the version ours)
+    assert joined_ltm.items and [i.version for i in joined_ltm.items] == [1] * len(api["retrieve"][1]["records"])
 
 
 def test_it_gives_the_two_saves_of_a_session_one_conversation_and_two_snapshots(as1: Path) -> None:
