@@ -9,11 +9,11 @@ from bisect import bisect_right
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from itertools import groupby
-from typing import Any
 
 from django.db.models import Exists, F, OuterRef
 
 from agents import access, models
+from agents.lab.previews import PreviewRow
 from agents.memory.findings import ItemFacts, RecallFacts
 from agents.memory.trimmed_recalls import RecallsInTrim, recalls_in_trim
 from agents.memory.trimming import TrimResult
@@ -155,7 +155,7 @@ def recalls_dropped(recalls: Sequence[RecallFacts], result: TrimResult) -> int:
     return len(recalls_in_trim(recalls, kept=result.kept, dropped=_DroppedRuns(result)).dropped)
 
 
-def mark_rows(items: Iterable[Any], found: TrimRecalls) -> None:
+def mark_rows(items: Iterable[object], found: TrimRecalls) -> None:
     """On each preview row whose message carries recalls, the stores they read: a dropped row then says it took
     recalled memory with it (``recall_trimmed``), a kept one that it holds it."""
     by_seq: dict[int, list[str]] = {}
@@ -165,6 +165,5 @@ def mark_rows(items: Iterable[Any], found: TrimRecalls) -> None:
     if not by_seq:
         return
     for item in items:
-        index = getattr(item, "index", None)
-        if index is not None and index in by_seq and hasattr(item, "recalls"):
-            item.recalls = by_seq[index]
+        if isinstance(item, PreviewRow) and item.index is not None and item.index in by_seq:
+            item.recalls = by_seq[item.index]

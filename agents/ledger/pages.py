@@ -12,6 +12,7 @@ The links other pages show to these (the session list, the session page, the age
 from __future__ import annotations
 
 import dataclasses
+import datetime as dt
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -344,8 +345,22 @@ class AgentMemoryPage:
     follow_url: str = ""
 
 
-# A store written or read this recently is followed live by its memory page without being asked.
+# A store or record written or read this recently is followed live by its page without being asked.
 LIVE_FOR = models.Session.LIVE_FOR
+
+
+def changed_lately(*times: dt.datetime | None) -> bool:
+    """Whether any of ``times`` (a last write, a last read) falls within LIVE_FOR of now."""
+    now = timezone.now()
+    return any(when is not None and now - when < LIVE_FOR for when in times)
+
+
+def _store_shown(stores: list[models.MemoryStore], wanted: int | None) -> models.MemoryStore | None:
+    """The store ``?store=`` names among ``stores`` (None: not one of them); without it, the first store that holds
+    records (a knowledge base read but not imported holds none), else the first."""
+    if wanted is not None:
+        return next((s for s in stores if s.pk == wanted), None)
+    return next((s for s in stores if s.record_count), stores[0] if stores else None)
 
 
 def store_follow_token(store: models.MemoryStore) -> str:
@@ -358,10 +373,7 @@ def memory_follow(*, user: User, agent_id: int, query: Mapping[str, str], token:
     """The memory page following its store live: None while nothing arrived since ``token`` (the agent's stores
     read, as the page reads them), else the page's stores, the store's health and its records again, to replace
     what is shown."""
-    memory = reading.agent_memory(user=user, agent_id=agent_id)
-    wanted = int_param(query.get("store"))
-    store = next((s for s in memory.stores if s.pk == wanted), None) if wanted is not None else next(
-        (s for s in memory.stores if s.record_count), memory.stores[0] if memory.stores else None)
+    store = _store_shown(reading.agent_memory(user=user, agent_id=agent_id).stores, int_param(query.get("store")))
     if store is None or store_follow_token(store) == token:
         return None
     return agent_memory_page(user=user, agent_id=agent_id, query={**query, "follow": "1"})
@@ -378,9 +390,7 @@ def agent_memory_page(*, user: User, agent_id: int, query: Mapping[str, str], fr
     agent = memory.agent
     path = reverse("agents:agent_memory", args=[agent.pk])
     wanted = int_param(query.get("store"))
-    # Without ?store=, the first store that holds records (a knowledge base read but not imported holds none).
-    store = next((s for s in memory.stores if s.pk == wanted), None) if wanted is not None else next(
-        (s for s in memory.stores if s.record_count), memory.stores[0] if memory.stores else None)
+    store = _store_shown(memory.stores, wanted)
     if wanted is not None and store is None:
         raise Http404("No such memory store.")
     filters, scope, errors = _filters(query)
@@ -417,10 +427,9 @@ def _following(store: models.MemoryStore | None, query: Mapping[str, str], path:
                kept: Mapping[str, str]) -> dict[str, Any]:
     if store is None or query.get("after") or query.get("before"):
         return {}
-    now = timezone.now()
-    lately = any(when is not None and now - when < LIVE_FOR for when in (store.last_write_at, store.last_read_at))
     token = store_follow_token(store)
-    return {"follow_token": token, "following": lately or bool(query.get("follow")),
+    return {"follow_token": token,
+            "following": changed_lately(store.last_write_at, store.last_read_at) or bool(query.get("follow")),
             "follow_url": f"{path}?{urlencode({**kept, 'store': store.pk, 'live': token})}"}
 
 

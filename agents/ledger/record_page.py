@@ -13,12 +13,11 @@ from urllib.parse import urlencode
 
 from django.db.models import F, OuterRef, Q, Subquery
 from django.urls import reverse
-from django.utils import timezone
 
 from agents import models
 from agents.access import User
 from agents.ledger import findings, reading
-from agents.ledger.pages import Fill, call_url, int_param, message_url, scope_text
+from agents.ledger.pages import Fill, call_url, changed_lately, int_param, message_url, scope_text
 from agents.memory.diff import Op, diff_text
 from agents.memory.findings import NEAR_LIMIT
 
@@ -115,10 +114,6 @@ class RecordFinding:
     version_url: str  # the version it is on, in the timeline ("" for a finding on the record as a whole)
 
 
-# A record written or read this recently is followed live by its page without being asked.
-LIVE_FOR = models.Session.LIVE_FOR
-
-
 def follow_token(record: models.MemoryRecord) -> str:
     """What changes when a version or a read of the record arrives: its counters and state, kept by the ledger's
     upkeep on the record's own row."""
@@ -158,8 +153,7 @@ def memory_record_page(*, user: User, record_id: int, query: Mapping[str, str],
     if store.agent_id is not None:
         memory_url = f"{reverse('agents:agent_memory', args=[store.agent_id])}?{urlencode({'store': store.pk})}"
     newest = not any(query.get(k) for k in _RECORD_PARAMS)
-    now = timezone.now()
-    lately = any(when is not None and now - when < LIVE_FOR for when in (record.updated_at, record.last_read_at))
+    lately = changed_lately(record.updated_at, record.last_read_at)
     return RecordPage(
         follow_token=follow_token(record) if newest else "", following=newest and (lately or bool(query.get("follow"))),
         record=record, store=store, memory_url=memory_url, versions=versions, versions_paging=versions_paging,
