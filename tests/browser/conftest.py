@@ -13,6 +13,7 @@ import os
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -70,6 +71,20 @@ def _functions_not_expressions(page: object) -> None:
 def logged_in_page(page, live_server, alice):
     log_in(page, live_server)
     return page
+
+
+def in_each_scheme(browser, live_server) -> Iterator[tuple[str, Any, list[str]]]:
+    """A page logged in as alice in each colour scheme, light then dark, each in a context of its own (1440 x 900),
+    closed when the next begins or the loop ends: ``(scheme, page, its console errors from now on)``."""
+    for scheme in ("light", "dark"):
+        context = browser.new_context(viewport={"width": 1440, "height": 900}, color_scheme=scheme)
+        try:
+            page = context.new_page()
+            errors = console_errors(page)
+            log_in(page, live_server)
+            yield scheme, page, errors
+        finally:
+            context.close()
 
 
 def log_in(page, live_server) -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from agents import models
-from tests.browser.conftest import CONTRAST, OVERFLOW, console_errors, log_in, screenshot
+from tests.browser.conftest import CONTRAST, OVERFLOW, console_errors, in_each_scheme, screenshot
 from tests.memory_findings import STALE_RECORD, import_turn3, mem0_duplicates
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -57,31 +57,24 @@ def test_findings_read_well_in_light_and_dark_at_1440_and_390(browser, live_serv
                     "#m-13 .memory-finding-note .finding-advice", "#session-memory-findings a"),
         "record": ("#findings h2", "#findings .kind", "#findings li.record-finding", "#findings .finding-advice"),
     }
-    for scheme in ("light", "dark"):
-        context = browser.new_context(viewport={"width": 1440, "height": 900}, color_scheme=scheme)
-        try:
-            page = context.new_page()
-            errors = console_errors(page)
-            log_in(page, live_server)
-            for name, selectors in checks.items():
-                page.goto(f"{live_server.url}{flagged[name]}")
-                page.wait_for_load_state()
-                for selector in selectors:
-                    ratio = page.evaluate(CONTRAST, selector)
-                    assert ratio is not None and ratio >= 4.5, (scheme, name, selector, ratio)
-                if name == "record":
-                    # The agent's markup stays text.
-                    assert page.locator("#findings b").count() == 0
-                    assert "noop_write" in page.locator("#findings").inner_text()
-                for width in (1440, 390):
-                    page.set_viewport_size({"width": width, "height": 900})
-                    if width == 390:
-                        assert page.evaluate(OVERFLOW) == [], (scheme, name)
-                    if name == "session":
-                        page.locator("#m-13").scroll_into_view_if_needed()
-                        assert page.locator("#m-13 .memory-finding-note").first.is_visible()
-                    screenshot(page, f"memory-findings-{scheme}-{name}-{width}")
-                page.set_viewport_size({"width": 1440, "height": 900})
-            assert errors == [], scheme
-        finally:
-            context.close()
+    for scheme, page, errors in in_each_scheme(browser, live_server):
+        for name, selectors in checks.items():
+            page.goto(f"{live_server.url}{flagged[name]}")
+            page.wait_for_load_state()
+            for selector in selectors:
+                ratio = page.evaluate(CONTRAST, selector)
+                assert ratio is not None and ratio >= 4.5, (scheme, name, selector, ratio)
+            if name == "record":
+                # The agent's markup stays text.
+                assert page.locator("#findings b").count() == 0
+                assert "noop_write" in page.locator("#findings").inner_text()
+            for width in (1440, 390):
+                page.set_viewport_size({"width": width, "height": 900})
+                if width == 390:
+                    assert page.evaluate(OVERFLOW) == [], (scheme, name)
+                if name == "session":
+                    page.locator("#m-13").scroll_into_view_if_needed()
+                    assert page.locator("#m-13 .memory-finding-note").first.is_visible()
+                screenshot(page, f"memory-findings-{scheme}-{name}-{width}")
+            page.set_viewport_size({"width": 1440, "height": 900})
+        assert errors == [], scheme

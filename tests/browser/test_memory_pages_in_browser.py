@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from agents import models
-from tests.browser.conftest import CONTRAST, OVERFLOW, console_errors, htmx_idle, log_in, screenshot
+from tests.browser.conftest import CONTRAST, OVERFLOW, console_errors, htmx_idle, in_each_scheme, screenshot
 from tests.memory_pages import import_friday, import_letta, import_mem0_history
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -90,30 +90,23 @@ def test_a_blocks_fill_and_a_shared_store_read_well_in_light_and_dark_at_1440_an
         "memory-shared": f"/agents/{friday.pk}/memory/?store={shared.pk}",
         "record": f"/memory/records/{record.pk}/",
     }
-    for scheme in ("light", "dark"):
-        context = browser.new_context(viewport={"width": 1440, "height": 900}, color_scheme=scheme)
-        try:
-            page = context.new_page()
-            errors = console_errors(page)
-            log_in(page, live_server)
-            for name, path in pages.items():
-                page.goto(f"{live_server.url}{path}")
-                page.wait_for_load_state()
-                for selector in ("h1", ".facts dt", "#stores td.title-cell a, .timeline-head",
-                                 "#records td.record-text, #reads td.query-cell", ".kind-tag"):
-                    ratio = page.evaluate(CONTRAST, selector)
-                    assert ratio is not None and ratio >= 4.5, (scheme, name, selector, ratio)
-                if name == "memory-blocks":
-                    assert page.locator("meter.fill-meter").count() == 2
-                    assert "/ 20,000" in page.locator("#records .fill-numbers").first.inner_text()
-                if name == "memory-shared":
-                    assert "shared by Alpha" in page.locator("#stores tr.current-row").inner_text()
-                for width in (1440, 390):
-                    page.set_viewport_size({"width": width, "height": 900})
-                    if width == 390:
-                        assert page.evaluate(OVERFLOW) == [], (scheme, name)
-                    screenshot(page, f"memory-{scheme}-{name}-{width}")
-                page.set_viewport_size({"width": 1440, "height": 900})
-            assert errors == [], scheme
-        finally:
-            context.close()
+    for scheme, page, errors in in_each_scheme(browser, live_server):
+        for name, path in pages.items():
+            page.goto(f"{live_server.url}{path}")
+            page.wait_for_load_state()
+            for selector in ("h1", ".facts dt", "#stores td.title-cell a, .timeline-head",
+                             "#records td.record-text, #reads td.query-cell", ".kind-tag"):
+                ratio = page.evaluate(CONTRAST, selector)
+                assert ratio is not None and ratio >= 4.5, (scheme, name, selector, ratio)
+            if name == "memory-blocks":
+                assert page.locator("meter.fill-meter").count() == 2
+                assert "/ 20,000" in page.locator("#records .fill-numbers").first.inner_text()
+            if name == "memory-shared":
+                assert "shared by Alpha" in page.locator("#stores tr.current-row").inner_text()
+            for width in (1440, 390):
+                page.set_viewport_size({"width": width, "height": 900})
+                if width == 390:
+                    assert page.evaluate(OVERFLOW) == [], (scheme, name)
+                screenshot(page, f"memory-{scheme}-{name}-{width}")
+            page.set_viewport_size({"width": 1440, "height": 900})
+        assert errors == [], scheme

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from agents import models
-from tests.browser.conftest import CONTRAST, OVERFLOW, console_errors, htmx_idle, log_in, screenshot
+from tests.browser.conftest import CONTRAST, OVERFLOW, console_errors, htmx_idle, in_each_scheme, screenshot
 from tests.recall_pages import scored_recall
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -78,22 +78,15 @@ def test_the_recall_page_reads_well_in_light_and_dark_at_1440_and_390(browser, l
                  "#item-3 td[data-label=Score] .muted", ".mark-form button", "#what-if-summary",
                  "#what-if-2 .mark-dropped", "#what-if-1 .mark-kept", "#window-part th", "#window-total td",
                  "#this-query th", ".store-week th", ".store-week td", ".store-week td .muted")
-    for scheme in ("light", "dark"):
-        context = browser.new_context(viewport={"width": 1440, "height": 900}, color_scheme=scheme)
-        try:
-            page = context.new_page()
-            errors = console_errors(page)
-            log_in(page, live_server)
-            page.goto(f"{live_server.url}/memory/recalls/{recall.pk}/?limit=2&score_threshold=0.6")
-            page.wait_for_load_state()
-            for width in (1440, 390):
-                page.set_viewport_size({"width": width, "height": 900})
-                for selector in selectors:
-                    ratio = page.evaluate(CONTRAST, selector)
-                    assert ratio is not None and ratio >= 4.5, (scheme, width, selector, ratio)
-                if width == 390:
-                    assert page.evaluate(OVERFLOW) == [], scheme
-                screenshot(page, f"recall-page-{scheme}-{width}")
-            assert errors == [], scheme
-        finally:
-            context.close()
+    for scheme, page, errors in in_each_scheme(browser, live_server):
+        page.goto(f"{live_server.url}/memory/recalls/{recall.pk}/?limit=2&score_threshold=0.6")
+        page.wait_for_load_state()
+        for width in (1440, 390):
+            page.set_viewport_size({"width": width, "height": 900})
+            for selector in selectors:
+                ratio = page.evaluate(CONTRAST, selector)
+                assert ratio is not None and ratio >= 4.5, (scheme, width, selector, ratio)
+            if width == 390:
+                assert page.evaluate(OVERFLOW) == [], scheme
+            screenshot(page, f"recall-page-{scheme}-{width}")
+        assert errors == [], scheme

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from agents import models
-from tests.browser.conftest import CONTRAST, OVERFLOW, console_errors, log_in, screenshot
+from tests.browser.conftest import CONTRAST, OVERFLOW, console_errors, in_each_scheme, screenshot
 from tests.memory_findings import STALE_RECORD, import_turn3
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -52,25 +52,18 @@ def test_recalls_read_well_in_light_and_dark_at_1440_and_390(browser, live_serve
                  "#m-7 .recall-query .muted", "#m-7 .recall-param", "#m-7 .recall-rank", "#m-7 .recall-score",
                  "#m-7 .recall-text", "#m-7 .recall-record", "#m-7 .recall-persisted", "#m-8 .recall-unmatched",
                  "#m-7 .as-sent summary", "#m-11 .sent-again-note", "#m-11 .sent-again-note a")
-    for scheme in ("light", "dark"):
-        context = browser.new_context(viewport={"width": 1440, "height": 900}, color_scheme=scheme)
-        try:
-            page = context.new_page()
-            errors = console_errors(page)
-            log_in(page, live_server)
-            page.goto(f"{live_server.url}{turn3.get_absolute_url()}")
-            page.wait_for_load_state()
-            for selector in selectors:
-                ratio = page.evaluate(CONTRAST, selector)
-                assert ratio is not None and ratio >= 4.5, (scheme, selector, ratio)
-            for width in (1440, 390):
-                page.set_viewport_size({"width": width, "height": 900})
-                if width == 390:
-                    assert page.evaluate(OVERFLOW) == [], scheme
-                page.locator("#m-7").scroll_into_view_if_needed()
-                assert page.locator("#m-7 .recall-panel").is_visible()
-                page.locator("#m-7").screenshot(path=str(screenshot(page, f"recalls-{scheme}-{width}")
-                                                         .with_name(f"recalls-m7-{scheme}-{width}.png")))
-            assert errors == [], scheme
-        finally:
-            context.close()
+    for scheme, page, errors in in_each_scheme(browser, live_server):
+        page.goto(f"{live_server.url}{turn3.get_absolute_url()}")
+        page.wait_for_load_state()
+        for selector in selectors:
+            ratio = page.evaluate(CONTRAST, selector)
+            assert ratio is not None and ratio >= 4.5, (scheme, selector, ratio)
+        for width in (1440, 390):
+            page.set_viewport_size({"width": width, "height": 900})
+            if width == 390:
+                assert page.evaluate(OVERFLOW) == [], scheme
+            page.locator("#m-7").scroll_into_view_if_needed()
+            assert page.locator("#m-7 .recall-panel").is_visible()
+            page.locator("#m-7").screenshot(path=str(screenshot(page, f"recalls-{scheme}-{width}")
+                                                     .with_name(f"recalls-m7-{scheme}-{width}.png")))
+        assert errors == [], scheme

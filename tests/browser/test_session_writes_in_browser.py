@@ -7,7 +7,7 @@ import pytest
 
 from agents import models
 from agents.transfer import imports
-from tests.browser.conftest import CONTRAST, OVERFLOW, console_errors, log_in, screenshot
+from tests.browser.conftest import CONTRAST, OVERFLOW, in_each_scheme, screenshot
 from tests.paths import MEMORY_SAMPLES
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -26,30 +26,23 @@ def test_a_user_follows_a_block_edit_to_its_version(browser, live_server, letta)
     selectors = ("#m-5 .memory-writes .recall-head strong", "#m-5 .memory-write-item .op",
                  "#m-5 .memory-write-item a", "#m-5 .memory-write-item .recall-store",
                  "#m-5 .memory-writes .recall-text")
-    for scheme in ("light", "dark"):
-        context = browser.new_context(viewport={"width": 1440, "height": 900}, color_scheme=scheme)
-        try:
-            page = context.new_page()
-            errors = console_errors(page)
-            log_in(page, live_server)
-            page.goto(f"{live_server.url}{letta.get_absolute_url()}?at=5")
-            panel = page.locator("#m-5 .memory-writes")
-            assert panel.is_visible()
-            assert "First name: Sarah" in panel.inner_text()
-            for selector in selectors:
-                ratio = page.evaluate(CONTRAST, selector)
-                assert ratio is not None and ratio >= 4.5, (scheme, selector, ratio)
-            for width in (1440, 390):
-                page.set_viewport_size({"width": width, "height": 900})
-                if width == 390:
-                    assert page.evaluate(OVERFLOW) == [], (scheme, page.evaluate(OVERFLOW))
-                page.locator("#m-5").scroll_into_view_if_needed()
-                page.locator("#m-5").screenshot(path=str(screenshot(page, f"writes-{scheme}-{width}")
-                                                         .with_name(f"writes-m5-{scheme}-{width}.png")))
-            link = panel.locator(f'a[href^="/memory/records/{human.record_id}/"]')
-            link.click()
-            page.wait_for_function(f"() => location.hash === '#v-{human.number}'")
-            assert page.locator(f"#v-{human.number}").is_visible()
-            assert errors == [], scheme
-        finally:
-            context.close()
+    for scheme, page, errors in in_each_scheme(browser, live_server):
+        page.goto(f"{live_server.url}{letta.get_absolute_url()}?at=5")
+        panel = page.locator("#m-5 .memory-writes")
+        assert panel.is_visible()
+        assert "First name: Sarah" in panel.inner_text()
+        for selector in selectors:
+            ratio = page.evaluate(CONTRAST, selector)
+            assert ratio is not None and ratio >= 4.5, (scheme, selector, ratio)
+        for width in (1440, 390):
+            page.set_viewport_size({"width": width, "height": 900})
+            if width == 390:
+                assert page.evaluate(OVERFLOW) == [], (scheme, page.evaluate(OVERFLOW))
+            page.locator("#m-5").scroll_into_view_if_needed()
+            page.locator("#m-5").screenshot(path=str(screenshot(page, f"writes-{scheme}-{width}")
+                                                     .with_name(f"writes-m5-{scheme}-{width}.png")))
+        link = panel.locator(f'a[href^="/memory/records/{human.record_id}/"]')
+        link.click()
+        page.wait_for_function(f"() => location.hash === '#v-{human.number}'")
+        assert page.locator(f"#v-{human.number}").is_visible()
+        assert errors == [], scheme

@@ -9,7 +9,7 @@ import pytest
 
 from agents import models
 from agents.transfer import imports
-from tests.browser.conftest import CONTRAST, OVERFLOW, console_errors, htmx_idle, log_in, screenshot
+from tests.browser.conftest import CONTRAST, OVERFLOW, console_errors, htmx_idle, in_each_scheme, screenshot
 from tests.memory_pages import bulk_snapshots, import_friday
 from tests.paths import MEMORY_SAMPLES
 
@@ -85,27 +85,20 @@ def test_the_page_reads_well_in_light_and_dark_at_1440_and_390(browser, live_ser
         "langgraph": f"/agents/{langgraph.pk}/snapshots/?snapshot={checkpoints[-1].pk}&a={checkpoints[1].pk}"
                      f"&b={checkpoints[-1].pk}",
     }
-    for scheme in ("light", "dark"):
-        context = browser.new_context(viewport={"width": 1440, "height": 900}, color_scheme=scheme)
-        try:
-            page = context.new_page()
-            errors = console_errors(page)
-            log_in(page, live_server)
-            for name, path in pages.items():
-                page.goto(f"{live_server.url}{path}")
-                page.wait_for_load_state()
-                # Open every fold, so that what they hold is measured too.
-                page.evaluate("() => document.querySelectorAll('main details').forEach(d => d.open = true)")
-                for selector in ("h1", ".facts dt", ".snapshot-open", ".json-key", ".json-string", ".change-path",
-                                 ".change-new pre.change-value", ".timeline-cause", ".op-added", ".pick-side"):
-                    ratio = page.evaluate(CONTRAST, selector)
-                    assert ratio is not None and ratio >= 4.5, (scheme, name, selector, ratio)
-                for width in (1440, 390):
-                    page.set_viewport_size({"width": width, "height": 900})
-                    if width == 390:
-                        assert page.evaluate(OVERFLOW) == [], (scheme, name)
-                    screenshot(page, f"snapshots-{scheme}-{name}-{width}")
-                page.set_viewport_size({"width": 1440, "height": 900})
-            assert errors == [], scheme
-        finally:
-            context.close()
+    for scheme, page, errors in in_each_scheme(browser, live_server):
+        for name, path in pages.items():
+            page.goto(f"{live_server.url}{path}")
+            page.wait_for_load_state()
+            # Open every fold, so that what they hold is measured too.
+            page.evaluate("() => document.querySelectorAll('main details').forEach(d => d.open = true)")
+            for selector in ("h1", ".facts dt", ".snapshot-open", ".json-key", ".json-string", ".change-path",
+                             ".change-new pre.change-value", ".timeline-cause", ".op-added", ".pick-side"):
+                ratio = page.evaluate(CONTRAST, selector)
+                assert ratio is not None and ratio >= 4.5, (scheme, name, selector, ratio)
+            for width in (1440, 390):
+                page.set_viewport_size({"width": width, "height": 900})
+                if width == 390:
+                    assert page.evaluate(OVERFLOW) == [], (scheme, name)
+                screenshot(page, f"snapshots-{scheme}-{name}-{width}")
+            page.set_viewport_size({"width": 1440, "height": 900})
+        assert errors == [], scheme

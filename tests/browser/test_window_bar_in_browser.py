@@ -10,7 +10,7 @@ import pytest
 
 from agents import models
 from agents.ledger.context import reply_context
-from tests.browser.conftest import CONTRAST, OVERFLOW, console_errors, htmx_idle, log_in, screenshot
+from tests.browser.conftest import CONTRAST, OVERFLOW, console_errors, htmx_idle, in_each_scheme, screenshot
 from tests.window_sessions import friday_session
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -69,29 +69,22 @@ def test_the_window_bar_and_chart_read_well_in_light_and_dark_at_1440_and_390(br
                  '#window-bar-9 tr[data-part="summary"] td.num', "#window-bar-9 tfoot a",
                  "#window-growth .window-legend li", "#window-growth .window-growth-axes",
                  "#window-growth .window-off-chart")
-    for scheme in ("light", "dark"):
-        context = browser.new_context(viewport={"width": 1440, "height": 900}, color_scheme=scheme)
-        try:
-            page = context.new_page()
-            errors = console_errors(page)
-            log_in(page, live_server)
-            page.goto(f"{live_server.url}{friday.get_absolute_url()}")
-            page.wait_for_load_state()
-            open_bar(page, 9)
-            page.locator("#window-over-session summary").click()
-            page.locator("#window-growth svg.window-growth").wait_for(state="visible")
-            htmx_idle(page)
-            for selector in selectors:
-                ratio = page.evaluate(CONTRAST, selector)
-                assert ratio is not None and ratio >= 4.5, (scheme, selector, ratio)
-            for width in (1440, 390):
-                page.set_viewport_size({"width": width, "height": 900})
-                if width == 390:
-                    assert page.evaluate(OVERFLOW) == [], scheme
-                for target, name in (("#m-9", "bar"), ("#window-over-session", "growth")):
-                    page.locator(target).scroll_into_view_if_needed()
-                    page.locator(target).screenshot(path=str(screenshot(page, f"window-{name}-{scheme}-{width}")
-                                                             .with_name(f"window-{name}-{scheme}-{width}.png")))
-            assert errors == [], scheme
-        finally:
-            context.close()
+    for scheme, page, errors in in_each_scheme(browser, live_server):
+        page.goto(f"{live_server.url}{friday.get_absolute_url()}")
+        page.wait_for_load_state()
+        open_bar(page, 9)
+        page.locator("#window-over-session summary").click()
+        page.locator("#window-growth svg.window-growth").wait_for(state="visible")
+        htmx_idle(page)
+        for selector in selectors:
+            ratio = page.evaluate(CONTRAST, selector)
+            assert ratio is not None and ratio >= 4.5, (scheme, selector, ratio)
+        for width in (1440, 390):
+            page.set_viewport_size({"width": width, "height": 900})
+            if width == 390:
+                assert page.evaluate(OVERFLOW) == [], scheme
+            for target, name in (("#m-9", "bar"), ("#window-over-session", "growth")):
+                page.locator(target).scroll_into_view_if_needed()
+                page.locator(target).screenshot(path=str(screenshot(page, f"window-{name}-{scheme}-{width}")
+                                                         .with_name(f"window-{name}-{scheme}-{width}.png")))
+        assert errors == [], scheme
