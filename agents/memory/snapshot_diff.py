@@ -35,13 +35,14 @@ display (``max_chars``) and says so in ``cut``.
 """
 from __future__ import annotations
 
+import hashlib
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, NamedTuple
 
 from agents.memory.chain import _gc_paused
-from agents.memory.diff import DEFAULT_BUDGET, Budget, align, index_path, key_path, path_parts
+from agents.memory.diff import DEFAULT_BUDGET, Budget, _align, align, index_path, key_path, path_parts
 
 ChangeOp = Literal["added", "removed", "changed"]
 # How much of an old or new value ``to_dict`` shows: a string's first characters, a container's JSON text's.
@@ -391,3 +392,376 @@ def _apply(value: Any, items: list[tuple[list[str | int], int, SnapshotChange]],
             out_list[index] = placed
         return out_list
     raise ValueError(f"{where}: a change under a value that is neither an object nor an array")
+
+
+# --- digests: the diff read from what changed -----------------------------------------------------------------------
+#
+# A snapshot's digest is written with it (``snapshot_digest``): its value with every message list replaced by a
+# marker holding, per message, what the walk aligns on (the role, and the key: the id, else role, content and calls)
+# and a hash of the whole message; every other part of the value as it is. ``diff_digests`` walks two digests as
+# ``diff_snapshots`` walks the values, and reads through ``fetch`` only what it cannot decide from them: the two
+# sides of each pair of messages whose hashes differ, and the old and new values of the changes it keeps. Its
+# result is ``diff_snapshots``' exactly (changes, total, counts, exact, steps):
+#
+# - a message's hash is its canonical JSON's: equal hashes are equal messages. Equal messages may still hash apart
+#   (``==`` says ``True == 1 == 1.0``): a pair of messages whose hashes differ is read and walked as values, and
+#   where two lists of as many messages differ only where they might be equal, those messages are read to decide
+#   whether the lists are equal, as the walk does before aligning them;
+# - ``align`` orients itself by comparing the two key sequences (``list(a) > list(b)``); a long key is kept as its
+#   first ``_KEY_KEPT`` characters and a hash, and where those do not decide the order the two messages are read;
+# - an ordinary array whose items hold a message list is read whole where its lengths differ (its items' canonical
+#   JSON, which the alignment compares, is not in the digest), as is an array compared with a message list.
+
+DIGEST_VERSION = 1
+_MARK = "\u001fmemoryviz.messages"  # not \u0000: PostgreSQL's jsonb refuses it
+_KEY_KEPT = 48
+
+# A path into a value: its keys and indices from the root.
+Parts = tuple[str | int, ...]
+Side = Literal["left", "right"]
+# ``fetch({"left": [parts, ...], "right": [...]})``: the values at those paths, in the same order.
+Fetch = Callable[[dict[Side, list[Parts]]], dict[Side, list[Any]]]
+
+
+class _NoDigest(Exception):
+    pass
+
+
+def snapshot_digest(value: Any) -> dict[str, Any] | None:
+    """What ``diff_digests`` reads instead of ``value`` (see above); None for a value that holds the marker's own
+    key (its diffs read the values)."""
+    try:
+        with _gc_paused():
+            return {"version": DIGEST_VERSION, "value": _digest(value)}
+    except _NoDigest:
+        return None
+
+
+def digest_usable(digest: Any) -> bool:
+    return isinstance(digest, dict) and digest.get("version") == DIGEST_VERSION and "value" in digest
+
+
+def _digest(node: Any) -> Any:
+    if isinstance(node, dict):
+        if _MARK in node:
+            raise _NoDigest
+        return {key: _digest(item) for key, item in node.items()}
+    if isinstance(node, list):
+        said = _messages(node) if node else None
+        if said is None:
+            return [_digest(item) for item in node]
+        entries = []
+        for item, s in zip(node, said, strict=True):
+            kept: list[Any] = [s.role, _hash(_canonical(item))]
+            if s.has_id or len(s.key) <= _KEY_KEPT:
+                kept.append(s.key)
+            else:
+                kept += [s.key[:_KEY_KEPT], _hash(s.key)]
+            entries.append(kept)
+        return {_MARK: entries}
+    return node
+
+
+def _hash(text: str) -> str:
+    return hashlib.md5(text.encode("utf-8", "surrogatepass"), usedforsecurity=False).hexdigest()[:20]
+
+
+def _entries(node: Any) -> list[list[Any]] | None:
+    """A message list's entries, when ``node`` is its marker."""
+    if isinstance(node, dict) and len(node) == 1 and _MARK in node:
+        entries: list[list[Any]] = node[_MARK]
+        return entries
+    return None
+
+
+def message_id(item: Any) -> str:
+    """The id of the message ``item`` is (``message_fields``' ``id``), "" for none or for an item no message."""
+    said = message_fields(item) if item is not None else None
+    found = said[1].get("id") if said else None
+    return found if isinstance(found, str) else ""
+
+
+def digest_message_id(digest: dict[str, Any], parts: Parts) -> str | None:
+    """``message_id`` of the item at ``parts`` (a message list's path and an index) of the value ``digest`` is the
+    digest of; None where the digest does not say it (the item is inside a message: read it)."""
+    node = digest["value"]
+    for n, part in enumerate(parts):
+        entries = _entries(node)
+        if entries is not None:
+            if n < len(parts) - 1:
+                return None
+            if isinstance(part, int) and 0 <= part < len(entries):
+                entry = entries[part]
+                return entry[2][1:] if _has_id(entry) else ""
+            return ""
+        if isinstance(node, dict) and isinstance(part, str):
+            node = node.get(part)
+        elif isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node):
+            node = node[part]
+        else:
+            return ""
+    return None if _has_mark(node) else message_id(node)
+
+
+def _has_mark(node: Any) -> bool:
+    if isinstance(node, dict):
+        return _MARK in node or any(_has_mark(item) for item in node.values())
+    if isinstance(node, list):
+        return any(_has_mark(item) for item in node)
+    return False
+
+
+class _Ref(NamedTuple):
+    """A value not read yet: at ``parts`` in the ``side`` snapshot."""
+
+    side: Side
+    parts: Parts
+
+
+def diff_digests(left: Any, right: Any, fetch: Fetch, *, limit: int | None = None,
+                 budget: int = DEFAULT_BUDGET) -> SnapshotDiff:
+    """``diff_snapshots`` of the two values whose digests these are, reading through ``fetch`` only the parts that
+    changed. ``ValueError`` for a digest ``digest_usable`` refuses."""
+    if not (digest_usable(left) and digest_usable(right)):
+        raise ValueError("not a digest of this version")
+    if limit is not None and limit < 0:
+        raise ValueError("limit must be >= 0")
+    read = _Reader(fetch)
+    with _gc_paused():
+        # A first walk, on a budget of its own, lists what the real one will read: then one fetch reads it all.
+        plan = _DigestWalk(limit, Budget(budget), read, planning=True)
+        plan.value(left["value"], right["value"], "$", None, (), ())
+        read.load(plan.wanted)
+        walk = _DigestWalk(limit, Budget(budget), read, planning=False)
+        walk.value(left["value"], right["value"], "$", None, (), ())
+        refs = [v for c in walk.changes for v in (c.old, c.new) if isinstance(v, _Ref)]
+        read.load(refs)
+        changes = [c._replace(old=read.get(c.old) if isinstance(c.old, _Ref) else c.old,
+                              new=read.get(c.new) if isinstance(c.new, _Ref) else c.new) for c in walk.changes]
+    return SnapshotDiff(changes, sum(walk.counts.values()), walk.counts, limit, not walk.budget.exhausted,
+                        walk.budget.spent)
+
+
+class _Reader:
+    """The values read so far, by side and path; ``fetches`` counts the calls of ``fetch``."""
+
+    def __init__(self, fetch: Fetch) -> None:
+        self.fetch = fetch
+        self.read: dict[_Ref, Any] = {}
+        self.fetches = 0
+        # What both walks compute alike: a message list's tokens, an alignment (see ``message_list``).
+        self._tokens: dict[int, list[str]] = {}
+        self.aligned: dict[tuple[Any, ...], tuple[list[tuple[int, int]], int, bool]] = {}
+
+    def tokens(self, entries: list[list[Any]]) -> list[str]:
+        found = self._tokens.get(id(entries))
+        if found is None:
+            found = self._tokens[id(entries)] = [e[2] if len(e) == 3 else "#" + e[3] for e in entries]
+        return found
+
+    def load(self, refs: Iterable[_Ref]) -> None:
+        wanted: dict[Side, list[Parts]] = {}
+        for ref in dict.fromkeys(refs):
+            if ref not in self.read:
+                wanted.setdefault(ref.side, []).append(ref.parts)
+        if not wanted:
+            return
+        self.fetches += 1
+        got = self.fetch(wanted)
+        for side, paths in wanted.items():
+            for parts, value in zip(paths, got[side], strict=True):
+                self.read[_Ref(side, parts)] = value
+
+    def get(self, ref: _Ref) -> Any:
+        if ref not in self.read:
+            self.load([ref])
+        return self.read[ref]
+
+
+class _DigestWalk:
+    """``_Walk`` on two digests. ``planning``: nothing is read; what would be is listed in ``wanted``."""
+
+    def __init__(self, limit: int | None, budget: Budget, read: _Reader, *, planning: bool) -> None:
+        self.limit = limit
+        self.budget = budget
+        self.read = read
+        self.planning = planning
+        self.wanted: list[_Ref] = []
+        # The walk of real values, for what is read: it puts into the same changes and counts.
+        self.real = _Walk(limit, budget)
+        self.changes = self.real.changes
+        self.counts = self.real.counts
+
+    def need(self, *refs: _Ref) -> list[Any] | None:
+        """The values at ``refs``; None while planning (they are listed)."""
+        if self.planning:
+            self.wanted.extend(refs)
+            return None
+        self.read.load(refs)
+        return [self.read.get(ref) for ref in refs]
+
+    def put(self, path: str, op: ChangeOp, old: Any, new: Any, where: _Where | None) -> None:
+        kept = self.limit is None or len(self.changes) < self.limit
+        if self.planning and kept:
+            self.wanted.extend(v for v in (old, new) if isinstance(v, _Ref))
+        self.real.put(path, op, old, new, where)
+
+    def ref(self, node: Any, side: Side, parts: Parts) -> Any:
+        """A node as a change holds it: a scalar itself, a container to be read."""
+        return _Ref(side, parts) if isinstance(node, (dict, list)) else node
+
+    def value(self, left: Any, right: Any, path: str, where: _Where | None, lp: Parts, rp: Parts) -> None:
+        left_items, right_items = _entries(left), _entries(right)
+        left_list = left_items is not None or isinstance(left, list)
+        right_list = right_items is not None or isinstance(right, list)
+        if left_list and right_list:
+            self.array(left, right, left_items, right_items, path, where, lp, rp)
+        elif isinstance(left, dict) and isinstance(right, dict) and not left_list and not right_list:
+            if left != right:
+                self.object(left, right, path, where, lp, rp)
+        elif left_list != right_list or isinstance(left, dict) != isinstance(right, dict) or left != right:
+            self.put(path, "changed", self.ref(left, "left", lp), self.ref(right, "right", rp), where)
+
+    def object(self, left: dict[str, Any], right: dict[str, Any], path: str, where: _Where | None, lp: Parts,
+               rp: Parts) -> None:
+        for key in sorted(left.keys() | right.keys()):
+            lv, rv = left.get(key, _MISSING), right.get(key, _MISSING)
+            if lv is _MISSING:
+                self.put(key_path(path, key), "added", None, self.ref(rv, "right", (*rp, key)), where)
+            elif rv is _MISSING:
+                self.put(key_path(path, key), "removed", self.ref(lv, "left", (*lp, key)), None, where)
+            else:
+                self.value(lv, rv, key_path(path, key), where, (*lp, key), (*rp, key))
+
+    def array(self, left: Any, right: Any, left_items: list[list[Any]] | None, right_items: list[list[Any]] | None,
+              path: str, where: _Where | None, lp: Parts, rp: Parts) -> None:
+        # The values' walk sees a message list where the digest has a marker, and in an empty list too.
+        if (left_items is not None or left == []) and (right_items is not None or right == []):
+            self.message_list(left_items or [], right_items or [], path, where, lp, rp)
+            return
+        if left_items is None and right_items is None:
+            if left == right:
+                return
+            if len(left) == len(right):
+                for k, (lv, rv) in enumerate(zip(left, right, strict=True)):
+                    self.value(lv, rv, index_path(path, k), where, (*lp, k), (*rp, k))
+                return
+            if not _has_mark(left) and not _has_mark(right):
+                self.plain_aligned(left, right, path, where, lp, rp)
+                return
+        # A message list against an ordinary array, or arrays whose items hold message lists: read both.
+        read = self.need(_Ref("left", lp), _Ref("right", rp))
+        if read is not None:
+            self.real.value(read[0], read[1], path, where)
+
+    def plain_aligned(self, left: list[Any], right: list[Any], path: str, where: _Where | None, lp: Parts,
+                      rp: Parts) -> None:
+        matched = align([_canonical(x) for x in left], [_canonical(x) for x in right], budget=self.budget)
+        i = j = 0
+        for pi, pj in [*matched, (len(left), len(right))]:
+            for k in range(max(pi - i, pj - j)):
+                if i + k < pi and j + k < pj:
+                    self.value(left[i + k], right[j + k], index_path(path, j + k), where, (*lp, i + k),
+                               (*rp, j + k))
+                elif i + k < pi:
+                    self.put(index_path(path, i + k), "removed", self.ref(left[i + k], "left", (*lp, i + k)), None,
+                             where)
+                else:
+                    self.put(index_path(path, j + k), "added", None, self.ref(right[j + k], "right", (*rp, j + k)),
+                             where)
+            if pi < len(left):
+                self.value(left[pi], right[pj], index_path(path, pj), where, (*lp, pi), (*rp, pj))
+            i, j = pi + 1, pj + 1
+
+    def message_list(self, left: list[list[Any]], right: list[list[Any]], path: str, where: _Where | None,
+                     lp: Parts, rp: Parts) -> None:
+        if len(left) == len(right) and self.equal_lists(left, right, lp, rp):
+            return  # the values' walk goes in only where ``==`` says the lists differ
+        a, b = self.read.tokens(left), self.read.tokens(right)
+        greater = self.greater(left, right, a, b, lp, rp)
+        # Both walks align the same lists on the same budget left: the second takes the first's result.
+        memo = (path, lp, rp, greater, self.budget.left, self.budget.exhausted)
+        kept = self.read.aligned.get(memo)
+        if kept is not None:
+            matched, self.budget.left, self.budget.exhausted = kept
+        else:
+            matched = [(i, j) for j, i in _align(b, a, self.budget)] if greater else _align(a, b, self.budget)
+            self.read.aligned[memo] = (matched, self.budget.left, self.budget.exhausted)
+        i = j = 0
+        for pi, pj in [*matched, (len(left), len(right))]:
+            if i < pi or j < pj:
+                self.message_gap(left, right, i, pi, j, pj, path, lp, rp)
+            if pi < len(left) and left[pi][1] != right[pj][1]:
+                self.message_pair(left, right, pi, pj, path, lp, rp)
+            i, j = pi + 1, pj + 1
+
+    def equal_lists(self, left: list[list[Any]], right: list[list[Any]], lp: Parts, rp: Parts) -> bool:
+        """Whether two lists of as many messages are equal by ``==``: equal hashes throughout, or messages that
+        hash apart but, read, are equal (``True`` against 1). Messages whose roles differ, or whose ids do, are not
+        read: they are not equal."""
+        differ = [k for k, (x, y) in enumerate(zip(left, right, strict=True)) if x[1] != y[1]]
+        if not differ:
+            return True
+        for k in differ:
+            x, y = left[k], right[k]
+            if x[0] != y[0] or _has_id(x) != _has_id(y) or (_has_id(x) and x[2] != y[2]):
+                return False
+        read = self.need(*[ref for k in differ for ref in (_Ref("left", (*lp, k)), _Ref("right", (*rp, k)))])
+        return read is not None and all(read[n] == read[n + 1] for n in range(0, len(read), 2))
+
+    def greater(self, left: list[list[Any]], right: list[list[Any]], a: list[str], b: list[str], lp: Parts,
+                rp: Parts) -> bool:
+        """``list(keys of left) > list(keys of right)``, as ``align`` orients itself."""
+        k = next((k for k, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), None)
+        if k is None:
+            return len(a) > len(b)
+        x, y = left[k], right[k]
+        known_x: str = x[2]
+        known_y: str = y[2]
+        whole_x, whole_y = len(x) == 3, len(y) == 3
+        m = min(len(known_x), len(known_y))
+        if known_x[:m] != known_y[:m]:
+            return known_x[:m] > known_y[:m]
+        if whole_x and whole_y:
+            return len(known_x) > len(known_y)
+        if whole_x and len(known_x) == m:  # a prefix of the other, which is longer
+            return False
+        if whole_y and len(known_y) == m:
+            return True
+        read = self.need(_Ref("left", (*lp, k)), _Ref("right", (*rp, k)))
+        if read is None:
+            return False
+        said = _messages(read)
+        if said is None:  # not what the digest says: cannot be
+            raise ValueError(f"{index_path('$', k)}: the digest does not match the value")
+        return bool(said[0].key > said[1].key)
+
+    def message_gap(self, left: list[list[Any]], right: list[list[Any]], a_lo: int, a_hi: int, b_lo: int, b_hi: int,
+                    path: str, lp: Parts, rp: Parts) -> None:
+        free_left = [k for k in range(a_lo, a_hi) if not _has_id(left[k])]
+        free_right = [k for k in range(b_lo, b_hi) if not _has_id(right[k])]
+        pairs: Sequence[tuple[int, int]] = []
+        if free_left and free_right:
+            found = align([left[k][0] for k in free_left], [right[k][0] for k in free_right], budget=self.budget)
+            pairs = [(free_left[x], free_right[y]) for x, y in found]
+        i, j = a_lo, b_lo
+        for pi, pj in [*pairs, (a_hi, b_hi)]:
+            for k in range(i, pi):
+                self.put(index_path(path, k), "removed", _Ref("left", (*lp, k)), None, (path, k, k, None))
+            for k in range(j, pj):
+                self.put(index_path(path, k), "added", None, _Ref("right", (*rp, k)), (path, k, None, k))
+            if pi < a_hi:
+                self.message_pair(left, right, pi, pj, path, lp, rp)
+            i, j = pi + 1, pj + 1
+
+    def message_pair(self, left: list[list[Any]], right: list[list[Any]], i: int, j: int, path: str, lp: Parts,
+                     rp: Parts) -> None:
+        if left[i][1] == right[j][1]:
+            return
+        read = self.need(_Ref("left", (*lp, i)), _Ref("right", (*rp, j)))
+        if read is not None:
+            self.real.value(read[0], read[1], index_path(path, j), (path, j, i, j))
+
+
+def _has_id(entry: list[Any]) -> bool:
+    return len(entry) == 3 and entry[2].startswith("i")
