@@ -18,6 +18,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from agents import models
+from agents.memory.snapshot_diff import snapshot_digest
 from agents.projects import keys
 from agents.transfer import imports
 from tests.paths import MEMORY_SAMPLES
@@ -403,7 +404,8 @@ def test_the_diff_of_agentscope_s_two_saves_is_six_messages_added_and_the_plan_c
 def test_a_long_value_in_a_snapshot_diff_is_cut_for_display(alice_client, friday) -> None:
     first, second = models.Snapshot.objects.filter(agent=friday.agent).order_by("seq")
     second.value = {**second.value, "notes": "x" * 5000}
-    second.save(update_fields=["value"])
+    second.digest = snapshot_digest(second.value)  # a value is written with its digest (Snapshot.written)
+    second.save(update_fields=["value", "digest"])
     data = get(alice_client, f"/api/snapshots/{first.pk}/diff/{second.pk}/")
     [notes] = [c for c in data["changes"] if c["path"] == "$.notes"]
     assert len(notes["new"]) == 2000 and notes["cut"] == {"new": 5000}

@@ -18,8 +18,9 @@ from django.http import Http404
 
 from agents import models
 from agents.access import User, agent_for_user, session_for_user, user_projects
+from agents.ledger.snapshot_reads import pair_diff
 from agents.memory.diff import TextDiff, diff_text
-from agents.memory.snapshot_diff import SnapshotDiff, diff_snapshots
+from agents.memory.snapshot_diff import SnapshotDiff
 from agents.store.listing import TRIGRAM, search_indexed
 
 READY = models.MemoryStore.State.READY
@@ -59,12 +60,13 @@ def record_for_user(user: User, record_id: int) -> models.MemoryRecord:
         raise Http404("No such memory record.") from None
 
 
-def snapshot_for_user(user: User, snapshot_id: int) -> models.Snapshot:
+def snapshot_for_user(user: User, snapshot_id: int, *, value: bool = True) -> models.Snapshot:
+    """``value=False``: without its value (nor its digest, which the diff reads on its own)."""
     try:
         # The parent is named, not read: its value may be as big as this one's.
+        unread = ("parent__value", "parent__digest", "digest", "session__metadata", "session__violations")
         return models.Snapshot.objects.select_related("agent", "session", "parent").defer(
-            "parent__value", "session__metadata", "session__violations").get(
-            pk=snapshot_id, agent__project__in=user_projects(user))
+            *unread, *(() if value else ("value",))).get(pk=snapshot_id, agent__project__in=user_projects(user))
     except models.Snapshot.DoesNotExist:
         raise Http404("No such snapshot.") from None
 
@@ -336,7 +338,7 @@ def session_recalls_page(*, user: User, session_id: int, after: int | None = Non
 
 def agent_snapshots(*, user: User, agent_id: int) -> tuple[models.Agent, QuerySet[models.Snapshot]]:
     agent = agent_for_user(user, agent_id)
-    return agent, models.Snapshot.objects.filter(agent=agent).defer("value").order_by(
+    return agent, models.Snapshot.objects.filter(agent=agent).defer("value", "digest").order_by(
         F("taken_at").asc(nulls_first=True), "id")
 
 
@@ -348,6 +350,6 @@ class SnapshotPair:
 
 
 def snapshots_diff(*, user: User, left_id: int, right_id: int, limit: int | None = None) -> SnapshotPair:
-    left = snapshot_for_user(user, left_id)
-    right = snapshot_for_user(user, right_id)
-    return SnapshotPair(left=left, right=right, diff=diff_snapshots(left.value, right.value, limit=limit))
+    left = snapshot_for_user(user, left_id, value=False)
+    right = snapshot_for_user(user, right_id, value=False)
+    return SnapshotPair(left=left, right=right, diff=pair_diff(left, right, limit=limit).diff)

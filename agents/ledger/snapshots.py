@@ -24,8 +24,9 @@ from agents import models
 from agents.access import User, agent_for_user
 from agents.ledger import reading
 from agents.ledger.pages import Keyset, int_param, message_url
-from agents.memory.diff import index_path, key_path, path_parts
-from agents.memory.snapshot_diff import DISPLAY_CHARS, SnapshotChange, diff_snapshots, message_fields
+from agents.ledger.snapshot_reads import PairDiff, pair_diff
+from agents.memory.diff import index_path, key_path
+from agents.memory.snapshot_diff import DISPLAY_CHARS, Side, SnapshotChange, message_fields
 
 SNAPSHOTS_PER_PAGE = 50
 # Where a pair's compared rows are kept (settings.CACHES: the trims' cache, shared by app servers when it is the
@@ -423,12 +424,13 @@ def _compare(user: User, agent: models.Agent, a: int, b: int, path: str, query: 
              ) -> SnapshotCompare:
     # This agent's alone (the agent is the user's: agent_for_user), without their values: one query.
     found = {s.pk: s for s in models.Snapshot.objects.filter(agent=agent, pk__in={a, b}).select_related(
-        "session").defer("value", "session__metadata", "session__violations")}
+        "session").defer("value", "digest", "session__metadata", "session__violations")}
     if a not in found or b not in found:
         raise Http404("No such snapshot of this agent.")
     left, right = found[a], found[b]
-    # A snapshot's value is written once: the pair's diff is computed once (both values read, 3 MB each for
-    # 10,000 messages) and kept, so that the page opened again, or its address shared, reads neither.
+    # A snapshot's value is written once: the pair's diff is computed once (from the two digests and the parts of
+    # the values that changed, snapshot_reads) and kept, so that the page opened again, or its address shared,
+    # reads neither.
     cache = caches[COMPARE_CACHE]
     # The links into the sessions follow them: a session's content_version changes with any message it gets.
     sessions = [f"{s.session_id}.{s.session.content_version}" if s.session is not None else "-" for s in (left, right)]
@@ -448,11 +450,10 @@ def _compare(user: User, agent: models.Agent, a: int, b: int, path: str, query: 
 def _compared(left: models.Snapshot, right: models.Snapshot
               ) -> tuple[list[ChangeRow], int, dict[str, int], bool, bool]:
     """The diff of two snapshots (read without their values) as the page lists it: its rows, total, counts, and
-    whether it was cut and exact. Both values are read in one query."""
-    values = dict(models.Snapshot.objects.filter(pk__in={left.pk, right.pk}).values_list("pk", "value"))
-    left.value, right.value = values[left.pk], values[right.pk]
-    diff = diff_snapshots(left.value, right.value, limit=DIFF_CHANGES)
-    links = _message_links(left, right, diff.changes)
+    whether it was cut and exact (``snapshot_reads.pair_diff``: the digests, then the parts that changed)."""
+    pair = pair_diff(left, right, limit=DIFF_CHANGES)
+    diff = pair.diff
+    links = _message_links(pair, diff.changes)
     rows = []
     for change, link in zip(diff.changes, links, strict=True):
         shown = change.to_dict(max_chars=DISPLAY_CHARS)
@@ -473,48 +474,38 @@ def _as_text(value: Any) -> str:
     return json.dumps(value, indent=2, ensure_ascii=False, default=repr)
 
 
-def _message_links(left: models.Snapshot, right: models.Snapshot, changes: list[SnapshotChange]
-                   ) -> list[tuple[str, int | None]]:
+def _message_links(pair: PairDiff, changes: list[SnapshotChange]) -> list[tuple[str, int | None]]:
     """For each change inside a message list, the session page at the message it reaches and its seq: the message
     of the same id in the snapshot's session (one query for the page of changes). A message without an id is not
     linked: its index in the list is not its place in the session (AgentScope's session starts with the system
     prompt, which its memory does not hold)."""
-    wanted: list[tuple[models.Snapshot, int, str]] = []  # (side, index, message id)
+    sides: list[models.Snapshot | None] = []
+    asked: list[tuple[Side, str, int]] = []
     for change in changes:
         if change.message_list is None or change.message is None:
-            wanted.append((right, -1, ""))
+            sides.append(None)
             continue
-        side = left if change.op == "removed" and change.right_index is None else right
-        item = _at(side.value, change.message_list, change.message)
-        said = message_fields(item) if item is not None else None
-        message_id = said[1].get("id") if said else None
-        wanted.append((side, change.message, message_id if isinstance(message_id, str) else ""))
+        side: Side = "left" if change.op == "removed" and change.right_index is None else "right"
+        sides.append(pair.left if side == "left" else pair.right)
+        asked.append((side, change.message_list, change.message))
+    ids = iter(pair.message_ids(asked))
+    wanted = [(snapshot, next(ids)) if snapshot is not None else (None, "") for snapshot in sides]
     by_session: dict[int, set[str]] = {}
-    for side, _index, message_id in wanted:
-        if message_id and side.session_id is not None:
-            by_session.setdefault(side.session_id, set()).add(message_id)
+    for snapshot, message_id in wanted:
+        if message_id and snapshot is not None and snapshot.session_id is not None:
+            by_session.setdefault(snapshot.session_id, set()).add(message_id)
     seq_of: dict[tuple[int, str], int] = {}
     if by_session:
         match = Q()
-        for session_id, ids in by_session.items():
-            match |= Q(session_id=session_id, external_id__in=ids)
+        for session_id, message_ids in by_session.items():
+            match |= Q(session_id=session_id, external_id__in=message_ids)
         for session_id, external_id, place in models.Message.objects.filter(match).values_list(
                 "session_id", "external_id", "seq"):
             seq_of[(session_id, external_id)] = place
     links: list[tuple[str, int | None]] = []
-    for side, index, message_id in wanted:
-        seq = seq_of.get((side.session_id, message_id)) if index >= 0 and message_id and side.session_id else None
-        links.append((message_url(side.session, seq), seq) if seq is not None else ("", None))
+    for snapshot, message_id in wanted:
+        seq = seq_of.get((snapshot.session_id, message_id)) if (
+            snapshot is not None and message_id and snapshot.session_id) else None
+        links.append((message_url(snapshot.session, seq), seq) if snapshot is not None and seq is not None
+                     else ("", None))
     return links
-
-
-def _at(value: Any, path: str, index: int) -> Any:
-    """The item ``index`` of the array at ``path`` in ``value`` (None when the path does not lead to one)."""
-    for part in path_parts(path):
-        if isinstance(value, dict) and isinstance(part, str):
-            value = value.get(part)
-        elif isinstance(value, list) and isinstance(part, int) and 0 <= part < len(value):
-            value = value[part]
-        else:
-            return None
-    return value[index] if isinstance(value, list) and 0 <= index < len(value) else None

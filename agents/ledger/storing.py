@@ -409,7 +409,7 @@ class MemoryImport:
                 if seq is not None:
                     earlier = earlier.filter(seq__lte=seq)
                 parent = earlier.order_by("-seq", "-taken_at", "-id").first()
-            models.Snapshot.objects.create(
+            models.Snapshot.written(
                 agent=agent, session=session, seq=seq, external_id=snapshot.external_id[:255], parent=parent,
                 step=snapshot.step, taken_at=aware(snapshot.taken_at), source_format=snapshot.source_format[:40],
                 format_version=(snapshot.format_version or "")[:40], value=snapshot.value,

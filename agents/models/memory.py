@@ -3,11 +3,14 @@ recalls with their items, QA's marks and judgements of recalls, memory findings,
 captured memory spans a live trace's ledger is built from again."""
 from __future__ import annotations
 
+from typing import Any
+
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 
+from agents.memory.snapshot_diff import snapshot_digest
 from agents.models import Agent, LlmCall, Project, Session
 
 
@@ -289,6 +292,9 @@ class Snapshot(models.Model):
     source_format = models.CharField(max_length=40, blank=True)
     format_version = models.CharField(max_length=40, blank=True)
     value = models.JSONField(null=True)
+    # What the diff of two snapshots reads instead of their values (snapshot_diff.snapshot_digest): written with
+    # the value, by ``written`` alone. None: a value it cannot describe; its diffs read the values.
+    digest = models.JSONField(null=True, editable=False)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -303,6 +309,12 @@ class Snapshot(models.Model):
 
     def __str__(self) -> str:
         return f"snapshot {self.external_id}"
+
+    @classmethod
+    def written(cls, **fields: Any) -> Snapshot:
+        """A new snapshot, saved with its value's digest: every place that writes a snapshot writes it here, so
+        that a digest is always its value's."""
+        return cls.objects.create(**fields, digest=snapshot_digest(fields.get("value")))
 
 
 class Compaction(models.Model):
