@@ -11,10 +11,11 @@ at the session's last message. Not measured.
 
 Then, as a logged-in member, through Django's test client, interleaved in each repetition (medians), with each
 request's queries: the session page as it opens (the baseline), the snapshots page with the two compared
-(``?a=&b=``) when first opened (the page's kept diff cleared before each request: both values read and diffed) and
-opened again (the diff kept), the snapshot diff API, and one snapshot opened as a tree. Prints each median and
-its ratio to the session page; the goal (issue 25, Speed): the diff page of two 10,000-message snapshots within 2×
-the session page of the same session.
+(``?a=&b=``) when first opened (the page's kept diff cleared before each request: the two digests read, then the
+parts of the values that changed) and opened again (the diff kept), the snapshot diff API, and one snapshot opened as
+a tree; then what the digest costs a write of the later snapshot (the digest, the insert without it, both). Prints
+each median and its ratio to the session page; the goal (issue 25, Speed): the diff page of two 10,000-message
+snapshots within 2× the session page of the same session.
 """
 from __future__ import annotations
 
@@ -47,7 +48,7 @@ def fill(db: Path, n: int) -> dict[str, int]:
     values = [snapshot_value(checkpoint_blob(first, 7), 7), snapshot_value(checkpoint_blob(later(first), 8), 8)]
     made = []
     for k, value in enumerate(values):
-        made.append(models.Snapshot.objects.create(
+        made.append(models.Snapshot.written(
             agent=session.agent, session=session, seq=n - 1, external_id=f"cp-{k}", step=7 + k,
             parent=made[-1] if made else None, taken_at=T0 + dt.timedelta(minutes=k),
             source_format="langgraph_checkpoints", value=value))
@@ -108,7 +109,43 @@ def measure(db: Path, ids: dict[str, int], repeat: int) -> dict[str, Any]:
     page = medians["session page (baseline)"]
     return {"messages": session.message_count,
             "rows": {label: {"ms": ms, "x_page": ms / page, "queries": queries[label]}
-                     for label, ms in medians.items()}}
+                     for label, ms in medians.items()},
+            "write": write_cost(ids, repeat)}
+
+
+def write_cost(ids: dict[str, int], repeat: int) -> dict[str, float]:
+    """What the digest adds to writing a snapshot of the thread: ``snapshot_digest`` of the value, against the
+    insert of the row without it and ``Snapshot.written`` (both; rolled back), medians in ms."""
+    from django.db import transaction
+
+    from agents import models
+    from agents.memory.snapshot_diff import snapshot_digest
+
+    source = models.Snapshot.objects.get(pk=ids["b"])
+    fields = {"agent_id": source.agent_id, "session_id": source.session_id, "seq": source.seq, "step": 9,
+              "source_format": source.source_format, "value": source.value}
+    times: dict[str, list[float]] = {"digest": [], "insert": [], "written": []}
+
+    class Undone(Exception):
+        pass
+
+    for k in range(repeat):
+        start = time.perf_counter()
+        snapshot_digest(source.value)
+        times["digest"].append(time.perf_counter() - start)
+        for label in ("insert", "written"):
+            try:
+                with transaction.atomic():
+                    start = time.perf_counter()
+                    if label == "insert":
+                        models.Snapshot.objects.create(external_id=f"w-{k}", **fields)
+                    else:
+                        models.Snapshot.written(external_id=f"w-{k}", **fields)
+                    times[label].append(time.perf_counter() - start)
+                    raise Undone
+            except Undone:
+                pass
+    return {label: statistics.median(t) * 1000 for label, t in times.items()}
 
 
 def main() -> None:
@@ -137,6 +174,9 @@ def main() -> None:
     print(f"  {'request':36} {'time':>10} {'x page':>7} {'queries':>8}")
     for label, r in result["rows"].items():
         print(f"  {label:36} {r['ms']:8.1f}ms {r['x_page']:6.2f}x {r['queries']:8}")
+    write = result["write"]
+    print(f"Writing the later snapshot: its digest {write['digest']:.1f}ms, the row's insert without it "
+          f"{write['insert']:.1f}ms, Snapshot.written (both) {write['written']:.1f}ms")
 
 
 if __name__ == "__main__":
