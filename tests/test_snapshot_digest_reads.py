@@ -190,3 +190,19 @@ def test_many_parts_are_read_in_one_query_past_sqlites_arguments(agent):
     expected = diff_snapshots(a.value, b.value, limit=5)
     assert (pair.diff.changes, pair.diff.total) == (expected.changes, expected.total) and expected.total == 400
     assert pair.reads == 1 and len(ctx.captured_queries) == 2  # the digests, then 800 parts
+
+
+def test_a_snapshot_written_after_its_parent_reads_neither_the_parents_value_nor_its_digest(client, project, agent):
+    auth = {"HTTP_AUTHORIZATION": f"Bearer {keys.api_key_create(project=project, name='agent').key}"}
+    session = agent.sessions.create(external_id="s1", title="t")
+    value = {"messages": [{"role": "user", "content": f"question {k}", "id": f"m{k}"} for k in range(50)]}
+    for k, parent in enumerate((None, "state-0")):
+        body = {"id": f"state-{k}", "agent": "travel-bot", "format": "openai", "value": value, "parent": parent,
+                "session": session.pk, "seq": None}
+        with CaptureQueriesContext(connection) as ctx:
+            response = client.post("/api/memory/writes/snapshots/", data=json.dumps(body),
+                                   content_type="application/json", **auth)
+        assert response.status_code == 201, response.content
+        reads = [q["sql"] for q in ctx.captured_queries if q["sql"].startswith("SELECT")]
+        assert not [q for q in reads if '"agents_snapshot"."value"' in q or '"agents_snapshot"."digest"' in q]
+    assert models.Snapshot.objects.get(external_id="state-1").parent.external_id == "state-0"

@@ -401,14 +401,16 @@ class MemoryImport:
                 self.outcome.skipped += 1
                 continue
             parent = None
+            # The parent is pointed at, not read: its value and digest may be megabytes.
             if snapshot.parent:
-                parent = models.Snapshot.objects.filter(agent=agent, external_id=snapshot.parent[:255]).first()
+                parent = models.Snapshot.objects.filter(
+                    agent=agent, external_id=snapshot.parent[:255]).only("id").first()
             elif session is not None:
                 # Two saves of one session: the later one's parent is the one before it.
                 earlier = models.Snapshot.objects.filter(agent=agent, session=session)
                 if seq is not None:
                     earlier = earlier.filter(seq__lte=seq)
-                parent = earlier.order_by("-seq", "-taken_at", "-id").first()
+                parent = earlier.order_by("-seq", "-taken_at", "-id").only("id").first()
             models.Snapshot.written(
                 agent=agent, session=session, seq=seq, external_id=snapshot.external_id[:255], parent=parent,
                 step=snapshot.step, taken_at=aware(snapshot.taken_at), source_format=snapshot.source_format[:40],
