@@ -10,6 +10,8 @@ rolls the session back to where it belongs and replays the later calls, as ``mem
 from __future__ import annotations
 
 import datetime as dt
+import fcntl
+import os
 import threading
 from collections import OrderedDict, defaultdict
 from collections.abc import Collection, Iterator, Mapping, Sequence
@@ -51,9 +53,54 @@ class IngestResult:
 # An exporter sends traces and logs from two threads, and several processes of one agent export at once: two
 # requests may write one session together. PostgreSQL serialises them on the session row (select_for_update)
 # and a lost race for a new row is retried whole; SQLite takes one writer at a time anyway, so this process
-# queues its own writers rather than have them fail on the database lock.
-_SQLITE_WRITER = threading.Lock()
+# queues its writers, across its processes too (``_SqliteWriter``), rather than have them fail on the database lock.
 ATTEMPTS = 3
+
+
+class _SqliteWriter:
+    """The SQLite database's one writer, taken in turn by the threads and processes that write live sessions.
+
+    SQLite makes a writer that finds the database locked sleep and try again (1 ms, 2, 5, ... up to 100 ms), so that
+    between two processes each with several threads, the process holding the lock hands it from thread to thread
+    while the other's sleep: under a flood of requests a request waited seconds (bench/bench_memory_capture.py). Here
+    a thread takes this process's lock, then an exclusive ``flock`` of a file beside the database (``<name>-writer``,
+    as SQLite's own ``-wal``), on which the other processes wait in the kernel and are woken as it is released.
+    Reentrant: the receiver holds it for a whole request (``request_writer``) while the parts it calls take it again;
+    only the outermost hold locks the file. A database in memory (the tests) has one process: the thread lock alone."""
+
+    def __init__(self) -> None:
+        self._lock = threading.RLock()
+        self._depth = 0
+        self._files: dict[tuple[int, str], int] = {}  # by process: a forked worker opens its own
+
+    @contextmanager
+    def held(self, database: str | None = None) -> Iterator[None]:
+        """``database``: the file of the database written (default: the connection's)."""
+        with self._lock:
+            self._depth += 1
+            fd = self._file(database) if self._depth == 1 else None
+            try:
+                if fd is not None:
+                    fcntl.flock(fd, fcntl.LOCK_EX)
+                try:
+                    yield
+                finally:
+                    if fd is not None:
+                        fcntl.flock(fd, fcntl.LOCK_UN)
+            finally:
+                self._depth -= 1
+
+    def _file(self, database: str | None) -> int | None:
+        name = database if database is not None else str(connection.settings_dict.get("NAME") or "")
+        if not name or name.startswith(":memory:") or "mode=memory" in name:
+            return None
+        key = (os.getpid(), name)
+        if key not in self._files:
+            self._files[key] = os.open(f"{name}-writer", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        return self._files[key]
+
+
+_SQLITE_WRITER = _SqliteWriter()
 
 
 class SessionMoved(Exception):
@@ -61,9 +108,11 @@ class SessionMoved(Exception):
     session and moved the calls there (``_move_trace_session``). Tried again, the batch finds the named one."""
 
 
-def otlp_ingest(*, api_key: models.ApiKey, batch: Batch) -> IngestResult:
-    """Store what one decoded OTLP request says about model calls, in the key's project."""
-    extraction = extract(batch)
+def otlp_ingest(*, api_key: models.ApiKey, batch: Batch, extraction: Extraction | None = None) -> IngestResult:
+    """Store what one decoded OTLP request says about model calls, in the key's project (``extraction``: the
+    batch's calls read already, ``llm_calls.extract(batch)``)."""
+    if extraction is None:
+        extraction = extract(batch)
     for attempt in range(ATTEMPTS):
         try:
             with session_writer():
@@ -349,10 +398,23 @@ def session_append(*, session: models.Session, messages: Sequence[schema.Message
 
 
 @contextmanager
+def request_writer() -> Iterator[None]:
+    """On SQLite, everything one OTLP request writes (its calls, then its memory) in one transaction, under one hold
+    of the database's single writer: released and taken again between the two, a request went back to the end of the
+    queue behind every other client's, and under a flood of requests its wait grew without bound (p95 2 s, max 9 s
+    with 8 clients: bench/bench_memory_capture.py). PostgreSQL: nothing here; each part locks what it writes."""
+    if connection.vendor == "sqlite":
+        with _SQLITE_WRITER.held(), transaction.atomic():
+            yield
+    else:
+        yield
+
+
+@contextmanager
 def session_writer() -> Iterator[None]:
     """One writer of live sessions at a time in this process on SQLite (see ``_SQLITE_WRITER``)."""
     if connection.vendor == "sqlite":
-        with _SQLITE_WRITER:
+        with _SQLITE_WRITER.held():
             yield
     else:
         yield

@@ -60,10 +60,13 @@ class MemoryReceipt:
     traces: int = 0  # traces whose ledger was built again
 
 
-def memory_ingest(*, project: models.Project, batch: Batch, calls: ingest.IngestResult) -> MemoryReceipt:
+def memory_ingest(*, project: models.Project, batch: Batch, calls: ingest.IngestResult,
+                  extraction: MemoryExtraction | None = None) -> MemoryReceipt:
     """Keep the memory spans of one decoded request and bring the ledger of every trace it touched up to date.
-    ``calls``: what ``ingest.otlp_ingest`` stored of the same request (the traces and sessions it touched)."""
-    extraction = extract_memory(batch)
+    ``calls``: what ``ingest.otlp_ingest`` stored of the same request (the traces and sessions it touched);
+    ``extraction``: the batch's memory read already (``extract_memory(batch)``)."""
+    if extraction is None:
+        extraction = extract_memory(batch)
     receipt = MemoryReceipt()
     writes, reads, compactions = _storable(extraction, receipt)
     touched = {s.trace_id for s in batch.spans if s.trace_id} | calls.traces

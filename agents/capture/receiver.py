@@ -10,6 +10,8 @@ from django.conf import settings
 
 from agents.capture import ingest, live_memory
 from agents.memory import otlp
+from agents.memory.llm_calls import extract
+from agents.memory.memory_spans import extract_memory
 from agents.projects import keys
 
 
@@ -47,9 +49,13 @@ def otlp_receive(*, signal: otlp.Signal, authorization: str, declared_length: st
                             max_bytes=limit)
     except otlp.OtlpError as exc:
         return Receipt(exc.status, str(exc))
-    result = ingest.otlp_ingest(api_key=api_key, batch=batch)
-    # Then what the same batch says of memory: its writes, reads and compactions, and the calls its reads fed.
-    memory = live_memory.memory_ingest(project=api_key.project, batch=batch, calls=result)
+    # Read first, then stored under one writer: the calls, then what the same batch says of memory (its writes,
+    # reads and compactions, and the calls its reads fed).
+    calls, memory_spans = extract(batch), extract_memory(batch)
+    with ingest.request_writer():
+        result = ingest.otlp_ingest(api_key=api_key, batch=batch, extraction=calls)
+        memory = live_memory.memory_ingest(project=api_key.project, batch=batch, calls=result,
+                                           extraction=memory_spans)
     result.rejected += memory.rejected
     result.problems += memory.problems
     return Receipt(rejected=result.rejected, error_message=result.error_message)
