@@ -10,6 +10,8 @@ import sqlite3
 from pathlib import Path
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from agents import models
 from agents.transfer import exports, imports
@@ -157,6 +159,19 @@ def test_native_export_carries_the_memory_layers_and_reads_back_the_same(friday,
 
     assert ledger("copy") == ledger("mem")
     assert copy.message_count == session.message_count
+
+
+def test_native_export_reads_each_snapshots_value_once(friday) -> None:
+    # A parent was read as a whole row (its value, megabytes for a long session) to write its id; nor is the digest
+    # (what the diff reads) part of the file.
+    session = friday["session"]
+    assert models.Snapshot.objects.filter(session=session, parent__isnull=False).exists()
+    plan = exports.export_plan(sessions=models.Session.objects.filter(pk=session.pk), format="native", scope="t")
+    with CaptureQueriesContext(connection) as queries:
+        exports.export_to(plan, io.StringIO())
+    reads = [q["sql"] for q in queries.captured_queries if 'FROM "agents_snapshot"' in q["sql"]]
+    assert len(reads) == 1
+    assert reads[0].count('"value"') == 1 and '"digest"' not in reads[0]
 
 
 def test_other_formats_say_they_leave_the_memory_layers_out(friday) -> None:
