@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 
-from django.db.models import F, QuerySet
+from django.db.models import QuerySet
 
 from agents import models
 from agents.memory import ledger as core
@@ -76,7 +76,7 @@ def _recalls(recalls: Iterable[models.Recall], session_keys: Mapping[int, str]) 
 def _snapshots(snapshots: Iterable[models.Snapshot], session_keys: Mapping[int, str]) -> list[core.SnapshotIn]:
     return [core.SnapshotIn(
         external_id=s.external_id, value=s.value, source_format=s.source_format or "native",
-        format_version=s.format_version or None, parent=s.parent_external_id,
+        format_version=s.format_version or None, parent=s.parent.external_id if s.parent else None,
         step=s.step, taken_at=s.taken_at, agent=s.agent.name,
         session=session_keys.get(s.session_id) if s.session_id else None,
         seq=s.seq if s.session_id in session_keys else None,
@@ -95,9 +95,9 @@ def memory_of_sessions(sessions: QuerySet[models.Session]) -> core.MemoryDocumen
     store_ids = sorted({r.store_id for r in recalls if r.store_id} | set(models.MemoryStore.objects.filter(
         agent_id__in=agent_ids, state=models.MemoryStore.State.READY).values_list("id", flat=True)))
     stores = list(models.MemoryStore.objects.filter(pk__in=store_ids).select_related("agent").order_by("id"))
-    # The parent's id alone (not its row: its whole value), and not the digest, which the file does not carry.
-    snapshots = models.Snapshot.objects.filter(session_id__in=ids).select_related("agent").defer("digest").annotate(
-        parent_external_id=F("parent__external_id")).order_by("session_id", "seq", "id")
+    # The parent is named, not read (its value may be as big as this one's); no digest: the file does not carry it.
+    snapshots = models.Snapshot.objects.filter(session_id__in=ids).select_related("agent", "parent").defer(
+        "digest", "parent__value", "parent__digest").order_by("session_id", "seq", "id")
     return core.MemoryDocument(
         format="native", stores=[_store_in(s) for s in stores],
         records=_records([s.pk for s in stores], session_keys),
