@@ -9,11 +9,13 @@ import base64
 import itertools
 import json
 import random
+import re
 from datetime import datetime, timedelta
 from typing import Any
 
 import pytest
-from django.db import transaction
+from django.db import connection, transaction
+from django.test.utils import CaptureQueriesContext
 from google.protobuf import json_format
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceRequest,
@@ -691,3 +693,45 @@ def test_it_leaves_out_what_the_database_cannot_hold_and_keeps_the_rest(client, 
     assert (record.external_id, record.text) == ("mem-2", "fine")
     [recall] = models.Recall.objects.filter(session__agent__project=project)
     assert [(i.text, i.score, i.record_id) for i in recall.items.all()] == [("fine", None, record.pk)]
+
+
+def test_a_write_matches_what_its_store_recalled_before_reading_that_stores_recalls_alone(client, db):
+    project, key = new_project(1)
+    post(client, key, request(search("s1", "olives", [("mem-9", "Alice hates olives", 0.8)], start=1),
+                              chat("c1", start=2, system="Known: Alice hates olives", question="Pizza?")))
+    other = span("r1", "retrieval", {"gen_ai.operation.name": "retrieval", "gen_ai.data_source.id": "docs",
+                                     "gen_ai.retrieval.query.text": "menu", "gen_ai.retrieval.documents": json.dumps(
+                                         [{"id": "doc-1", "content": "Alice hates olives"}])}, start=3, parent="turn")
+    post(client, key, request(other, chat("c2", start=4, system="Docs: Alice hates olives", question="Menu?")))
+    assert [items for *_, items in recalls_of(project)] == [[(None, None)], [(None, None)]]
+    with CaptureQueriesContext(connection) as queries:
+        post(client, key, request(write("w1", "create_memory", "mem-9", "Alice hates olives", start=5)))
+    # The prefs store's item is matched to the record written (no version of it was current when it was recalled);
+    # the docs store's is not its to match.
+    assert [items for *_, items in recalls_of(project)] == [[("mem-9", None)], [(None, None)]]
+    [sql] = [q["sql"] for q in queries.captured_queries
+             if q["sql"].startswith('SELECT "agents_recallitem"') and '"record_id" IS NULL' in q["sql"]]
+    # Driven from the store's recalls, not from every unmatched item of the database.
+    assert re.search(r'"recall_id" IN \(SELECT .*"store_id" = ', sql)
+    if connection.vendor == "sqlite":
+        with connection.cursor() as cursor:
+            cursor.execute("EXPLAIN QUERY PLAN " + sql.replace("%", "%%"))
+            plan = " ".join(str(row[-1]) for row in cursor.fetchall())
+        assert "agents_recall_store_id" in plan and "(record_id=? AND recall_id=?)" in plan
+
+
+def test_items_no_id_names_are_matched_by_text_in_as_many_queries_for_ten_as_for_one(client, db):
+    asked = {}
+    for n in (1, 10):
+        project, key = new_project(n)
+        # Written in a trace of their own: the search's trace holds no record to match its items against.
+        post(client, key, request(*(write(f"w{i}", "create_memory", f"mem-{i}", f"Alice fact {i}", start=1,
+                                          trace="cd" * 16) for i in range(n))))
+        found = [(f"elsewhere-{i}", f"Alice fact {i}", 0.5) for i in range(n)]  # no record has the id; one has the text
+        with CaptureQueriesContext(connection) as queries:
+            post(client, key, request(search("s1", "facts", found, start=2),
+                                      chat("c1", start=3, system="Known: Alice's facts", question="Which?")))
+        [(*_, items)] = recalls_of(project)
+        assert items == [(f"mem-{i}", 1) for i in range(n)]
+        asked[n] = sum('"agents_memoryrecord"."content_hash"' in q["sql"] for q in queries.captured_queries)
+    assert asked[1] == asked[10] <= 2

@@ -129,8 +129,12 @@ class StoreMatcher:
         # Primed: records by the ids the items name, and their versions (two queries for a batch of recalls).
         self._ids: dict[str, int | None] = {}
         self._versions: dict[int, list[core.VersionIn]] = {}
+        # Primed too: what _by_text finds for the texts of the items no id matches (three queries in all, not up to
+        # three an item).
+        self._texts: dict[str, tuple[int, int | None] | None] = {}
 
     def prime(self, items: Iterable[core.RecallItemIn]) -> None:
+        items = list(items)
         wanted = sorted({str(name) for item in items for name in (item.record, item.ref.get("id"))
                          if name is not None} - self._ids.keys())
         for start in range(0, len(wanted), BATCH):
@@ -145,6 +149,39 @@ class StoreMatcher:
                     "record_id", "number", "op", "text", "at"):
                 self._versions.setdefault(record_id, []).append(core.VersionIn(op=op, text=text, at=at,
                                                                                number=number))
+        texts = sorted({item.text for item in items if not any(
+            self._ids.get(str(name)) for name in (item.record, item.ref.get("id")) if name is not None)}
+            - self._texts.keys())
+        for start in range(0, len(texts), BATCH):
+            self._prime_texts(texts[start:start + BATCH])
+
+    def _prime_texts(self, texts: list[str]) -> None:
+        """``_by_text`` of each of ``texts``, in as many queries as it takes for one."""
+        by_hash: dict[str, tuple[int, int | None]] = {}
+
+        def records(hashes: set[str]) -> None:
+            for content_hash, pk, count in models.MemoryRecord.objects.filter(
+                    store=self.store, content_hash__in=sorted(hashes - by_hash.keys())).order_by(
+                    "-pk").values_list("content_hash", "pk", "version_count"):
+                by_hash[content_hash] = (pk, count or None)  # the lowest pk last: first()'s
+
+        records({core.content_hash(text) for text in texts})
+        left = [text for text in texts if core.content_hash(text) not in by_hash]
+        by_version: dict[str, tuple[int, int]] = {}
+        if left:
+            for text, record_id, number in models.RecordVersion.objects.filter(
+                    record__store=self.store, text__in=left).order_by("number", "-record_id").values_list(
+                    "text", "record_id", "number"):
+                if text is not None:  # always: found by its text
+                    by_version[text] = (record_id, number)  # the highest number last
+        folded = {text: core.folded(text) for text in left if text not in by_version}
+        if any(wanted != text for text, wanted in folded.items()):
+            records({core.content_hash(wanted) for text, wanted in folded.items() if wanted != text})
+        for text in texts:
+            found = by_hash.get(core.content_hash(text)) or by_version.get(text)
+            if found is None and text in folded and folded[text] != text:
+                found = by_hash.get(core.content_hash(folded[text]))
+            self._texts[text] = found
 
     def find(self, item: core.RecallItemIn, when: datetime | None) -> tuple[int | None, int | None]:
         record_id = None
@@ -172,6 +209,8 @@ class StoreMatcher:
             "pk", flat=True).first()
 
     def _by_text(self, text: str) -> tuple[int, int | None] | None:
+        if text in self._texts:
+            return self._texts[text]
         found = models.MemoryRecord.objects.filter(store=self.store, content_hash=core.content_hash(text)).values_list(
             "pk", "version_count").first()
         if found is not None:
@@ -202,7 +241,10 @@ def rematch_store(store: models.MemoryStore, written: Sequence[core.RecordIn] | 
     batch that wrote a few records of a store where many items may never match). Returns the records found."""
     matcher = StoreMatcher(store)
     found = []
-    unmatched = models.RecallItem.objects.filter(recall__store=store, record__isnull=True).select_related("recall")
+    # Driven from the store's recalls (an index probe of (no record, recall) each), not from every unmatched item of
+    # the database (SQLite's plan for recall__store: the items of every knowledge store nobody writes, on each write).
+    unmatched = models.RecallItem.objects.filter(
+        recall__in=models.Recall.objects.filter(store=store), record__isnull=True).select_related("recall").order_by()
     items: dict[int, models.RecallItem] = {}
     if written is None:
         items = {item.pk: item for item in unmatched}
