@@ -26,6 +26,12 @@ def import_friday(project: models.Project, folder: Path) -> models.Agent:
     return models.Agent.objects.get(project=project, name="Friday")
 
 
+def import_langgraph_history(project: models.Project) -> models.Agent:
+    """LangGraph's get_state_history of one thread: five checkpoints, each with its parent; its agent."""
+    imports.import_file(MEMORY_SAMPLES / "langgraph" / "state_history.json", project=project)
+    return models.Snapshot.objects.get(parent__isnull=True, source_format="langgraph_checkpoints").agent
+
+
 def import_letta(project: models.Project, name: str = "customer_service.af") -> models.Agent:
     report = imports.import_file(LETTA / name, project=project)
     return models.Session.objects.get(pk=report.sessions[0].session_id).agent

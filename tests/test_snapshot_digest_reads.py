@@ -25,14 +25,13 @@ from agents.ledger import snapshots as snapshot_pages
 from agents.memory.snapshot_diff import diff_snapshots, digest_usable, snapshot_digest
 from agents.projects import keys
 from agents.transfer import imports
-from tests.memory_pages import import_friday
+from tests.memory_pages import import_friday, import_langgraph_history
 from tests.paths import MEMORY_SAMPLES, ROOT
 
 
 @pytest.fixture
 def langgraph(project) -> models.Agent:
-    imports.import_file(MEMORY_SAMPLES / "langgraph" / "state_history.json", project=project)
-    return models.Snapshot.objects.get(parent__isnull=True, source_format="langgraph_checkpoints").agent
+    return import_langgraph_history(project)
 
 
 @pytest.fixture

@@ -13,9 +13,7 @@ from django.urls import reverse
 
 from agents import models
 from agents.ledger import snapshots as snapshot_pages
-from agents.transfer import imports
-from tests.memory_pages import bulk_snapshots, import_friday
-from tests.paths import MEMORY_SAMPLES
+from tests.memory_pages import bulk_snapshots, import_friday, import_langgraph_history
 
 
 def page_url(agent: models.Agent, **query: object) -> str:
@@ -25,9 +23,7 @@ def page_url(agent: models.Agent, **query: object) -> str:
 
 @pytest.fixture
 def langgraph(project) -> models.Agent:
-    """LangGraph's get_state_history of one thread: five checkpoints, each with its parent."""
-    imports.import_file(MEMORY_SAMPLES / "langgraph" / "state_history.json", project=project)
-    return models.Snapshot.objects.get(parent__isnull=True, source_format="langgraph_checkpoints").agent
+    return import_langgraph_history(project)
 
 
 @pytest.fixture

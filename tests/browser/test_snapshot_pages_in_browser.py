@@ -8,18 +8,15 @@ from pathlib import Path
 import pytest
 
 from agents import models
-from agents.transfer import imports
 from tests.browser.conftest import CONTRAST, OVERFLOW, console_errors, htmx_idle, in_each_scheme, screenshot
-from tests.memory_pages import bulk_snapshots, import_friday
-from tests.paths import MEMORY_SAMPLES
+from tests.memory_pages import bulk_snapshots, import_friday, import_langgraph_history
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 
 @pytest.fixture
 def agents(project, tmp_path: Path) -> dict[str, models.Agent]:
-    imports.import_file(MEMORY_SAMPLES / "langgraph" / "state_history.json", project=project)
-    langgraph = models.Snapshot.objects.get(parent__isnull=True, source_format="langgraph_checkpoints").agent
+    langgraph = import_langgraph_history(project)
     return {"friday": import_friday(project, tmp_path), "langgraph": langgraph}
 
 
