@@ -212,8 +212,10 @@ def ledger_of(project: models.Project) -> dict[str, Any]:
         records[(record.store.name, record.external_id)] = (
             record.text, record.value, record.metadata, record.state, record.content_hash, record.created_at,
             record.updated_at, record.version_count, record.read_count, record.last_read_at,
-            [(v.number, v.op, v.text, v.value, v.at, v.body_captured, v.external_id, v.llm_call_id is not None)
-             for v in record.versions.order_by("number")])
+            [(v.number, v.op, v.text, v.value, v.at, v.body_captured, v.external_id,
+              # where it was written: the reply of the call it followed
+              (v.session.external_id if v.session else None, v.seq, v.llm_call.span_id if v.llm_call else None))
+             for v in record.versions.select_related("session", "llm_call").order_by("number")])
     recalls = {}
     for recall in models.Recall.objects.filter(session__agent__project=project).select_related(
             "session", "llm_call", "store"):
@@ -484,6 +486,17 @@ def test_it_places_every_version_and_recall_of_a_session_the_same_in_any_order(c
         ("prefs", "mem-2"): [(1, "ADD", "Alice runs"), (2, "DELETE", None)],
         ("prefs", "mem-3"): [(1, "ADD", "Alice moved to Rome")],
         ("scratch", "x-1"): [(1, "ADD", "scratch note"), (2, "DELETE", None)]}
+    # Each version written after a call, at that call's reply (its trace's last call before it, nearest in the span
+    # tree): turn 1's writes after c1; turn 2's update came before c2 and follows no call of its trace; mem-3 after c2.
+    # A store's wipe deletes what every trace wrote (_wipes_apply): those deletions follow no call.
+    replies = {c.span_id: c.reply_seq for c in models.LlmCall.objects.filter(session__agent__project__slug="p0")}
+    placed = {(k[1], v[0]): v[-1] for k, r in expected["records"].items() for v in r[-1]}
+    assert placed == {
+        ("mem-1", 1): ("prefs-1", replies[sid("c1")], sid("c1")), ("mem-1", 2): (None, None, None),
+        ("mem-1", 3): (None, None, None), ("mem-2", 1): ("prefs-1", replies[sid("c1")], sid("c1")),
+        ("mem-2", 2): (None, None, None), ("mem-3", 1): ("prefs-1", replies[sid("c2")], sid("c2")),
+        ("x-1", 1): ("prefs-1", replies[sid("c1")], sid("c1")), ("x-1", 2): (None, None, None)}
+    assert replies[sid("c1")] is not None and replies[sid("c2")] is not None
     # Deleted records keep the body they had; their history stays.
     assert {k: r[:4:3] for k, r in expected["records"].items()} == {
         ("prefs", "mem-1"): ("Alice is vegan", "deleted"), ("prefs", "mem-2"): ("Alice runs", "deleted"),
@@ -735,3 +748,20 @@ def test_items_no_id_names_are_matched_by_text_in_as_many_queries_for_ten_as_for
         assert items == [(f"mem-{i}", 1) for i in range(n)]
         asked[n] = sum('"agents_memoryrecord"."content_hash"' in q["sql"] for q in queries.captured_queries)
     assert asked[1] == asked[10] <= 2
+
+
+def test_the_session_page_shows_what_a_live_write_wrote_on_the_reply_it_followed(client, alice_client, alice, db):
+    project, key = new_project(1)
+    models.Membership.objects.create(user=alice, project=project, role="viewer")
+    for body in reversed(session_turns()):  # the writes before their calls
+        post(client, key, body)
+    call = models.LlmCall.objects.get(session__agent__project=project, span_id=sid("c1"))
+    version = models.RecordVersion.objects.get(record__external_id="mem-1", number=1)
+    assert (version.session_id, version.seq, version.llm_call_id) == (call.session_id, call.reply_seq, call.pk)
+    html = alice_client.get(call.session.get_absolute_url()).content.decode()
+    shown = re.search(rf'<article id="m-{call.reply_seq}".*?</article>', html, re.S)
+    assert shown and "Wrote to memory" in shown.group(0)
+    assert f'href="/memory/records/{version.record_id}/?versions_before=2#v-1"' in shown.group(0)
+    assert "Alice is vegetarian" in shown.group(0)
+    before = re.search(rf'<article id="m-{call.reply_seq - 1}".*?</article>', html, re.S)
+    assert before and "Wrote to memory" not in before.group(0)

@@ -30,6 +30,7 @@ from agents.memory.memory_spans import (
     carrying_input,
     extract_memory,
     link_reads,
+    link_writes,
     merge_extractions,
     to_document,
 )
@@ -519,6 +520,32 @@ def test_it_links_a_read_to_the_nearest_call_in_the_tree_then_the_earliest():
     assert link_reads(extraction.reads, calls) == {"r1": "c1", "r2": "c0"}
     without_c0 = [c for c in calls if c.span_id != "c0"]
     assert link_reads(extraction.reads, without_c0, extraction.parents) == {"r1": "c1", "r2": "c2"}
+
+
+def test_it_links_a_write_to_the_nearest_call_before_it_then_the_latest():
+    # agent ─┬─ step1 ─┬─ call c1 (1-2)    ─── write w1 (6) under step1: c1 is its sibling
+    #        │         └─ write w1 (6)
+    #        ├─ step2 ── call c2 (3-4)        w2: no sibling call; the parent's earlier children: c2 and c0
+    #        ├─ call c0 (4-5)                 c0 under agent is as near to w2 as c2 and later: it wins
+    #        └─ tool ── write w2 (7)
+    #           write w0 (0)                  before any call: not linked
+    # another trace ── call x (5)            never linked
+    tree = {"step1": "agent", "tool": "agent", "step2": "agent", "agent": None}
+    writes = [write(name, "create_memory", f"m-{name}", json.dumps([{"id": f"m-{name}", "content": name}]),
+                    parent=parent, start=start) for name, parent, start in
+              (("w1", "step1", 6), ("w2", "tool", 7), ("w0", "agent", 0))]
+    extraction = extract_memory(Batch(spans=writes))
+    extraction.parents.update(tree)
+    calls = [call("c1", "step1", 1), call("c2", "step2", 3), call("c0", "agent", 4), call("x", None, 5, "u" * 32),
+             call("late", "step1", 9)]
+    assert link_writes(extraction.writes, calls, extraction.parents) == {"w1": "c1", "w2": "c0"}
+    without_c0 = [c for c in calls if c.span_id != "c0"]
+    assert link_writes(extraction.writes, without_c0, extraction.parents) == {"w1": "c1", "w2": "c2"}
+    assert link_writes(extraction.writes, list(reversed(calls)), extraction.parents) == {"w1": "c1", "w2": "c0"}
+    # Each version of a linked write names the call; the versions of w0 none.
+    document = to_document(extraction, write_links=link_writes(extraction.writes, calls, extraction.parents))
+    named = {v.external_id: v.llm_call for store in document.stores for r in store.records for v in r.versions}
+    assert named == {"w1": "c1", "w2": "c0", "w0": None}
 
 
 def test_it_links_the_same_whatever_order_the_spans_come_in():

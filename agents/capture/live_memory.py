@@ -42,6 +42,7 @@ from agents.memory.memory_spans import (
     MemoryWrite,
     extract_memory,
     link_reads,
+    link_writes,
     merge_extractions,
     to_document,
 )
@@ -294,7 +295,8 @@ def traces_ledger(*, project: models.Project, trace_ids: Sequence[str]) -> Rebui
     extraction = merge_extractions([held])
     calls = _TraceCalls(project, trace_ids)
     links = link_reads(extraction.reads, calls.captured.values(), extraction.parents)
-    document = to_document(extraction, links, calls.captured.values())
+    document = to_document(extraction, links, calls.captured.values(),
+                           write_links=link_writes(extraction.writes, calls.captured.values(), extraction.parents))
     document.notes = []  # the receiver's answer names what a request could not use; a rebuild names nothing more
     wipes = {w.span_id for w in extraction.writes if _is_wipe(w)}
     document.stores = [_without_wipes(store, wipes) for store in document.stores]
@@ -307,6 +309,7 @@ def traces_ledger(*, project: models.Project, trace_ids: Sequence[str]) -> Rebui
                                     partial_records=True)
     importer.stage(calls.session_at)
     importer.finish(calls.session_at)
+    _versions_follow(document.stores, importer, calls)
     _compactions_follow(document.compactions, calls)
     wiped = _wipes_apply(project, {w.store_id for w in extraction.writes if w.store_id})
     return Rebuilt(outcome=importer.outcome, stores={row.row.pk for row in importer.stores.values()} | wiped,
@@ -337,6 +340,24 @@ def _recalls_placed(recalls: list[core.RecallIn], calls: _TraceCalls) -> list[co
         if any(getattr(row, name) != value for name, value in wanted.items()):
             models.Recall.objects.filter(pk=row.pk).update(**wanted)
     return out
+
+
+def _versions_follow(stores: Sequence[core.StoreIn], importer: storing.MemoryImport, calls: _TraceCalls) -> None:
+    """Each version a write of the trace made, at the reply of the call it followed (``link_writes``), as the trace
+    now tells it: stored before that call came, or linked since to a later one, or with the call's messages moved."""
+    for store in stores:
+        wanted = {v.external_id: v.llm_call for record in store.records for v in record.versions
+                  if v.llm_call is not None and v.external_id and calls.call_named(v.llm_call) is not None}
+        staged = importer.stores.get(store.key)
+        if not wanted or staged is None:
+            continue
+        for pk, external_id, session_id, seq, llm_call_id in models.RecordVersion.objects.filter(
+                record__store=staged.row, external_id__in=sorted(wanted)).values_list(
+                "pk", "external_id", "session_id", "seq", "llm_call_id"):
+            row = calls.rows[wanted[external_id]]
+            if (session_id, seq, llm_call_id) != (row.session_id, row.reply_seq, row.pk):
+                models.RecordVersion.objects.filter(pk=pk).update(session_id=row.session_id, seq=row.reply_seq,
+                                                                  llm_call_id=row.pk)
 
 
 def _compaction_placed(compaction: core.CompactionIn, calls: _TraceCalls) -> core.CompactionIn | None:
@@ -376,9 +397,9 @@ def _compactions_follow(compactions: Sequence[core.CompactionIn], calls: _TraceC
 
 
 def recalls_follow_calls(*, session_ids: Iterable[int]) -> int:
-    """The recalls and compactions of sessions whose calls were placed again (a call that arrived late goes before
-    later ones, which are replayed after it): each at the message its call's input or reply now has there. Returns
-    how many moved."""
+    """The recalls, versions and compactions of sessions whose calls were placed again (a call that arrived late goes
+    before later ones, which are replayed after it): each at the message its call's input or reply now has there.
+    Returns how many moved."""
     ids = sorted(set(session_ids))
     if not ids:
         return 0
@@ -389,6 +410,12 @@ def recalls_follow_calls(*, session_ids: Iterable[int]) -> int:
         seq = _sent_seq(recall.llm_call, recall.call_input)
         if seq != recall.seq:
             models.Recall.objects.filter(pk=recall.pk).update(seq=seq)
+            moved += 1
+    for version in models.RecordVersion.objects.filter(session_id__in=ids, llm_call__isnull=False).select_related(
+            "llm_call").only("pk", "seq", "llm_call__reply_seq"):
+        assert version.llm_call is not None
+        if version.seq != version.llm_call.reply_seq:
+            models.RecordVersion.objects.filter(pk=version.pk).update(seq=version.llm_call.reply_seq)
             moved += 1
     for compaction in models.Compaction.objects.filter(session_id__in=ids, llm_call__isnull=False).select_related(
             "llm_call").only("pk", "seq", "source", "call_input", "llm_call__placed", "llm_call__sent",

@@ -39,8 +39,9 @@ not JSON, an item without content, a ``gen_ai.memory.records`` too big to read (
 kept, without its body) each give a ``Rejected`` entry (the receiver answers them in the OTLP partial-success
 message); everything valid in the span and the batch is kept.
 
-``link_reads`` finds the model call each read fed, by the span tree and times; ``carrying_input`` the message of
-that call's input that carried it; ``to_document`` turns an extraction (all the receiver holds for a trace, or one
+``link_reads`` finds the model call each read fed, by the span tree and times (``link_writes`` the call each write
+followed: its version is placed at that call's reply); ``carrying_input`` the message of that call's input that
+carried it; ``to_document`` turns an extraction (all the receiver holds for a trace, or one
 batch) into the ledger's ``MemoryDocument``, keyed by span ids so that a batch sent twice adds nothing.
 
 The receiver's part: ``extract_memory`` each request beside ``llm_calls.extract`` (both read the same decoded batch)
@@ -608,6 +609,50 @@ def link_reads(reads: Iterable[MemoryRead], calls: Iterable[CapturedCall],
     return links
 
 
+def link_writes(writes: Iterable[MemoryWrite], calls: Iterable[CapturedCall],
+                parents: Mapping[str, str | None] | None = None) -> dict[str, str]:
+    """For each write, the span id of the model call whose reply it followed: the last call of its trace that ends at
+    or before the write starts (the reply that asked for it, a tool call of the agent, or the turn's end), nearest in
+    the span tree as ``link_reads`` reckons it; among calls as near, the latest (then the highest span id). A write
+    that no call precedes is left out. Like ``link_reads``, it depends only on the set of spans given."""
+    tree: dict[str, str | None] = dict(parents or {})
+    ends_of: dict[tuple[str, str], int] = {}
+    for call in calls:
+        if call.parent_span_id is not None and tree.get(call.span_id) is None:
+            tree[call.span_id] = call.parent_span_id
+        end = call.ended_ns if call.ended_ns is not None else (
+            call.started_ns if call.started_ns is not None else call.observed_ns)
+        if end is not None:
+            key = (call.trace_id, call.span_id)
+            ends_of[key] = max(ends_of.get(key, end), end)
+    by_trace: dict[str, list[tuple[int, str]]] = {}
+    for (trace_id, span_id), end in ends_of.items():
+        by_trace.setdefault(trace_id, []).append((end, span_id))
+    for listed in by_trace.values():
+        listed.sort()
+    ends = {trace: [entry[0] for entry in listed] for trace, listed in by_trace.items()}
+    links: dict[str, str] = {}
+    for write in sorted({w.span_id: w for w in writes}.values(), key=lambda w: w.span_id):
+        if write.parent_span_id is not None and tree.get(write.span_id) is None:
+            tree[write.span_id] = write.parent_span_id
+        in_trace = by_trace.get(write.trace_id)
+        if not in_trace:
+            continue
+        ancestors = _ancestors(write.span_id, tree)
+        level_of = {span_id: level for level, span_id in enumerate(ancestors)}
+        best: tuple[int, int, str] | None = None
+        for end, span_id in reversed(in_trace[:bisect.bisect_right(ends[write.trace_id], write.started_ns)]):
+            # Latest first (then the highest span id): a call as near seen later never replaces it.
+            level = _meeting_level(span_id, tree, level_of, len(ancestors))
+            if best is None or (level, -end) < best[:2]:
+                best = (level, -end, span_id)
+            if level == 0:
+                break  # a sibling's subtree, and the latest such: nothing can be nearer
+        if best is not None:
+            links[write.span_id] = best[2]
+    return links
+
+
 def _ancestors(span_id: str, tree: Mapping[str, str | None]) -> list[str]:
     out: list[str] = []
     seen = {span_id}
@@ -662,7 +707,7 @@ def store_key(store_id: str, kind: Literal["records", "knowledge"]) -> str:
 
 
 def to_document(extraction: MemoryExtraction, links: Mapping[str, str] | None = None,
-                calls: Iterable[CapturedCall] = ()) -> MemoryDocument:
+                calls: Iterable[CapturedCall] = (), write_links: Mapping[str, str] | None = None) -> MemoryDocument:
     """The ledger's view of an extraction (merge several batches first with ``merge_extractions``).
 
     Stores: one per ``gen_ai.memory.store.id`` (kind ``records``, scope ``{"store_id": ...}``) and per retrieval
@@ -674,8 +719,10 @@ def to_document(extraction: MemoryExtraction, links: Mapping[str, str] | None = 
     (``external_id`` its span id, ``llm_call`` the call ``links`` gives), its items matched to the records of its
     store in this document by id, then by text, at the version current then; with ``calls`` (those ``links`` names),
     each recall's ``call_input`` and ``placement``: the input message of its call that carries the recalled text
-    (``carrying_input``)."""
+    (``carrying_input``). ``write_links`` (``link_writes``): each version's ``llm_call``, the call its write
+    followed."""
     links = links or {}
+    write_links = write_links or {}
     by_span = {call.span_id: call for call in calls}
     doc = MemoryDocument(format=FORMAT, notes=list(extraction.notes))
     stores: dict[str, StoreIn] = {}
@@ -706,13 +753,14 @@ def to_document(extraction: MemoryExtraction, links: Mapping[str, str] | None = 
             continue
         key = store_for(write.store_id, "records")
         at = _time(write.ended_ns)
+        after = write_links.get(write.span_id)
         if write.op == "CREATE_STORE":
             continue
         if write.op == "DELETE_STORE" or (write.op == "DELETE" and write.record_id is None):
             gone = [r for r in records[key].values() if r.versions and r.versions[-1].op != "DELETE"]
             for record in sorted(gone, key=lambda r: r.external_id):
                 version_of(key, record.external_id, VersionIn(
-                    op="DELETE", at=at, llm_call=None, external_id=f"{write.span_id}:{record.external_id}"), None)
+                    op="DELETE", at=at, llm_call=after, external_id=f"{write.span_id}:{record.external_id}"), None)
             doc.notes.append(f"{write.operation} (span {write.span_id}) emptied store {write.store_id!r}: "
                              f"{len(gone)} record(s) of this document deleted; records stored before it are the "
                              "receiver's to delete")
@@ -723,14 +771,15 @@ def to_document(extraction: MemoryExtraction, links: Mapping[str, str] | None = 
                 doc.notes.append(f"{write.operation} (span {write.span_id}) of record {write.record_id!r}, not "
                                  "written in this document: known as deleted until the receiver joins it to a "
                                  "stored record")
-            version_of(key, write.record_id, VersionIn(op="DELETE", at=at, external_id=write.span_id), None)
+            version_of(key, write.record_id, VersionIn(op="DELETE", at=at, llm_call=after, external_id=write.span_id),
+                       None)
             continue
         if not write.content_captured or not write.records:
             if write.record_id is None:
                 doc.notes.append(f"{write.operation} (span {write.span_id}) of {write.record_count or 'some'} "
                                  "record(s) without their bodies or ids: nothing to place")
                 continue
-            version_of(key, write.record_id, VersionIn(op=write.op, at=at, external_id=write.span_id,
+            version_of(key, write.record_id, VersionIn(op=write.op, at=at, llm_call=after, external_id=write.span_id,
                                                        captured=False), None)
             continue
         single = len(write.records) == 1
@@ -741,7 +790,7 @@ def to_document(extraction: MemoryExtraction, links: Mapping[str, str] | None = 
                 doc.notes.append(f"{write.operation} (span {write.span_id}): record {i} has no id; keyed "
                                  f"{record_id!r}")
             version_of(key, record_id, VersionIn(
-                op=write.op, text=item.text, value=item.content, at=at,
+                op=write.op, text=item.text, value=item.content, at=at, llm_call=after,
                 external_id=write.span_id if single else f"{write.span_id}#{i}"), item)
 
     for key, by_id in records.items():
