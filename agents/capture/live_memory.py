@@ -299,7 +299,7 @@ def traces_ledger(*, project: models.Project, trace_ids: Sequence[str]) -> Rebui
                            write_links=link_writes(extraction.writes, calls.captured.values(), extraction.parents))
     document.notes = []  # the receiver's answer names what a request could not use; a rebuild names nothing more
     wipes = {w.span_id for w in extraction.writes if _is_wipe(w)}
-    document.stores = [_without_wipes(store, wipes) for store in document.stores]
+    document.stores = [_versions_placed(_without_wipes(store, wipes), calls) for store in document.stores]
     document.recalls = _recalls_placed(document.recalls, calls)
     document.compactions = [placed for c in document.compactions
                             if (placed := _compaction_placed(c, calls)) is not None]
@@ -340,6 +340,18 @@ def _recalls_placed(recalls: list[core.RecallIn], calls: _TraceCalls) -> list[co
         if any(getattr(row, name) != value for name, value in wanted.items()):
             models.Recall.objects.filter(pk=row.pk).update(**wanted)
     return out
+
+
+def _versions_placed(store: core.StoreIn, calls: _TraceCalls) -> core.StoreIn:
+    """A trace's store with each version whose call is stored placed at that call's reply (``out:<span id>``), as a
+    new version is stored; ``_versions_follow`` then moves those stored before."""
+    def placed(version: core.VersionIn) -> core.VersionIn:
+        if calls.call_named(version.llm_call) is None:
+            return version
+        return version.model_copy(update={"session": f"out:{version.llm_call}", "seq": None})
+
+    return store.model_copy(update={"records": [
+        record.model_copy(update={"versions": [placed(v) for v in record.versions]}) for record in store.records]})
 
 
 def _versions_follow(stores: Sequence[core.StoreIn], importer: storing.MemoryImport, calls: _TraceCalls) -> None:
