@@ -568,12 +568,9 @@ def link_reads(reads: Iterable[MemoryRead], calls: Iterable[CapturedCall],
     on the set of spans given, not their order: the receiver calls it on all it holds for a trace each time a batch
     arrives, and a later batch that completes the tree may move a link to a nearer call."""
     tree: dict[str, str | None] = dict(parents or {})
-    by_trace: dict[str, list[tuple[int, str]]] = {}
     # One start per call, whichever of its sightings come (a span's start beats the time its log events were seen).
     starts_of: dict[tuple[str, str], tuple[int, int]] = {}
-    for call in calls:
-        if call.parent_span_id is not None and tree.get(call.span_id) is None:
-            tree[call.span_id] = call.parent_span_id
+    for call in _in_tree(calls, tree):
         if call.started_ns is not None:
             sighting = (0, call.started_ns)
         elif call.observed_ns is not None:
@@ -582,31 +579,8 @@ def link_reads(reads: Iterable[MemoryRead], calls: Iterable[CapturedCall],
             continue
         call_key = (call.trace_id, call.span_id)
         starts_of[call_key] = min(starts_of.get(call_key, sighting), sighting)
-    for (trace_id, span_id), (_, start_ns) in starts_of.items():
-        by_trace.setdefault(trace_id, []).append((start_ns, span_id))
-    for listed in by_trace.values():
-        listed.sort(key=lambda entry: (entry[0], entry[1]))
-    starts = {trace: [entry[0] for entry in listed] for trace, listed in by_trace.items()}
-    links: dict[str, str] = {}
-    for read in sorted({r.span_id: r for r in reads}.values(), key=lambda r: r.span_id):
-        if read.parent_span_id is not None and tree.get(read.span_id) is None:
-            tree[read.span_id] = read.parent_span_id
-        in_trace = by_trace.get(read.trace_id)
-        if not in_trace:
-            continue
-        ancestors = _ancestors(read.span_id, tree)
-        level_of = {span_id: level for level, span_id in enumerate(ancestors)}
-        best: tuple[int, int, str] | None = None
-        for start, span_id in in_trace[bisect.bisect_left(starts[read.trace_id], read.ended_ns):]:
-            level = _meeting_level(span_id, tree, level_of, len(ancestors))
-            key = (level, start, span_id)
-            if best is None or key < best:
-                best = key
-            if level == 0:
-                break  # a sibling's subtree, and the earliest such: nothing can be nearer
-        if best is not None:
-            links[read.span_id] = best[2]
-    return links
+    spans = {r.span_id: (r.parent_span_id, r.trace_id, r.ended_ns) for r in reads}
+    return _nearest_calls(spans, {key: start for key, (_, start) in starts_of.items()}, tree, forward=True)
 
 
 def link_writes(writes: Iterable[MemoryWrite], calls: Iterable[CapturedCall],
@@ -617,39 +591,56 @@ def link_writes(writes: Iterable[MemoryWrite], calls: Iterable[CapturedCall],
     that no call precedes is left out. Like ``link_reads``, it depends only on the set of spans given."""
     tree: dict[str, str | None] = dict(parents or {})
     ends_of: dict[tuple[str, str], int] = {}
-    for call in calls:
-        if call.parent_span_id is not None and tree.get(call.span_id) is None:
-            tree[call.span_id] = call.parent_span_id
+    for call in _in_tree(calls, tree):
         end = call.ended_ns if call.ended_ns is not None else (
             call.started_ns if call.started_ns is not None else call.observed_ns)
         if end is not None:
-            key = (call.trace_id, call.span_id)
-            ends_of[key] = max(ends_of.get(key, end), end)
+            call_key = (call.trace_id, call.span_id)
+            ends_of[call_key] = max(ends_of.get(call_key, end), end)
+    spans = {w.span_id: (w.parent_span_id, w.trace_id, w.started_ns) for w in writes}
+    return _nearest_calls(spans, ends_of, tree, forward=False)
+
+
+def _in_tree(calls: Iterable[CapturedCall], tree: dict[str, str | None]) -> Iterable[CapturedCall]:
+    """The calls, each call's own parent put in ``tree`` where it names none."""
+    for call in calls:
+        if call.parent_span_id is not None and tree.get(call.span_id) is None:
+            tree[call.span_id] = call.parent_span_id
+        yield call
+
+
+def _nearest_calls(spans: Mapping[str, tuple[str | None, str, int]], call_times: Mapping[tuple[str, str], int],
+                   tree: dict[str, str | None], *, forward: bool) -> dict[str, str]:
+    """For each span (its id -> its parent, trace and time), the call of its trace nearest in the span tree among
+    those timed at or after it (``forward``: the earliest of the nearest, then the lowest span id) or at or before it
+    (the latest of the nearest, then the highest span id)."""
     by_trace: dict[str, list[tuple[int, str]]] = {}
-    for (trace_id, span_id), end in ends_of.items():
-        by_trace.setdefault(trace_id, []).append((end, span_id))
+    for (trace_id, call_id), at in call_times.items():
+        by_trace.setdefault(trace_id, []).append((at, call_id))
     for listed in by_trace.values():
         listed.sort()
-    ends = {trace: [entry[0] for entry in listed] for trace, listed in by_trace.items()}
+    times = {trace: [entry[0] for entry in listed] for trace, listed in by_trace.items()}
     links: dict[str, str] = {}
-    for write in sorted({w.span_id: w for w in writes}.values(), key=lambda w: w.span_id):
-        if write.parent_span_id is not None and tree.get(write.span_id) is None:
-            tree[write.span_id] = write.parent_span_id
-        in_trace = by_trace.get(write.trace_id)
+    for span_id, (parent, trace_id, at) in sorted(spans.items()):
+        if parent is not None and tree.get(span_id) is None:
+            tree[span_id] = parent
+        in_trace = by_trace.get(trace_id)
         if not in_trace:
             continue
-        ancestors = _ancestors(write.span_id, tree)
-        level_of = {span_id: level for level, span_id in enumerate(ancestors)}
-        best: tuple[int, int, str] | None = None
-        for end, span_id in reversed(in_trace[:bisect.bisect_right(ends[write.trace_id], write.started_ns)]):
-            # Latest first (then the highest span id): a call as near seen later never replaces it.
-            level = _meeting_level(span_id, tree, level_of, len(ancestors))
-            if best is None or (level, -end) < best[:2]:
-                best = (level, -end, span_id)
+        ancestors = _ancestors(span_id, tree)
+        level_of = {ancestor: level for level, ancestor in enumerate(ancestors)}
+        # In the order of preference among calls as near: a call as near seen later never replaces the first.
+        candidates = (in_trace[bisect.bisect_left(times[trace_id], at):] if forward
+                      else reversed(in_trace[:bisect.bisect_right(times[trace_id], at)]))
+        best: tuple[int, str] | None = None
+        for _, call_id in candidates:
+            level = _meeting_level(call_id, tree, level_of, len(ancestors))
+            if best is None or level < best[0]:
+                best = (level, call_id)
             if level == 0:
-                break  # a sibling's subtree, and the latest such: nothing can be nearer
+                break  # a sibling's subtree, and the first such: nothing can be nearer
         if best is not None:
-            links[write.span_id] = best[2]
+            links[span_id] = best[1]
     return links
 
 
