@@ -156,6 +156,14 @@ OVERFLOW = """() => {
 }"""
 
 
+def assert_readable(page, selectors, *where: object) -> None:
+    """Each selector's text contrasts 4.5:1 at least with what is behind it (WCAG AA); ``where`` names the case in
+    the failure (the colour scheme, the page, the width)."""
+    for selector in selectors:
+        ratio = page.evaluate(CONTRAST, selector)
+        assert ratio is not None and ratio >= 4.5, (*where, selector, ratio)
+
+
 def console_errors(page) -> list[str]:
     """The console errors and uncaught exceptions of ``page`` from now on (a list that fills as they come)."""
     errors: list[str] = []

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from agents import models
-from tests.browser.conftest import CONTRAST, screenshot
+from tests.browser.conftest import assert_readable, screenshot
 from tests.paths import MEMORY_SAMPLES
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -21,9 +21,7 @@ def _shown_at_both_widths(page, name: str, scheme: str) -> None:
     for width in (1440, 390):
         page.set_viewport_size({"width": width, "height": 900})
         assert page.evaluate(FITS), (name, width)
-        for selector in READABLE:
-            ratio = page.evaluate(CONTRAST, selector)
-            assert ratio is not None and ratio >= 4.5, (scheme, name, width, selector, ratio)
+        assert_readable(page, READABLE, scheme, name, width)
         screenshot(page, f"import-memory-{name}-{scheme}-{width}")
     page.set_viewport_size({"width": 1440, "height": 900})
 

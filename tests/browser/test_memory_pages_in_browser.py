@@ -9,7 +9,14 @@ from pathlib import Path
 import pytest
 
 from agents import models
-from tests.browser.conftest import CONTRAST, OVERFLOW, console_errors, htmx_idle, in_each_scheme, screenshot
+from tests.browser.conftest import (
+    OVERFLOW,
+    assert_readable,
+    console_errors,
+    htmx_idle,
+    in_each_scheme,
+    screenshot,
+)
 from tests.memory_pages import import_friday, import_letta, import_mem0_history
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -94,10 +101,8 @@ def test_a_blocks_fill_and_a_shared_store_read_well_in_light_and_dark_at_1440_an
         for name, path in pages.items():
             page.goto(f"{live_server.url}{path}")
             page.wait_for_load_state()
-            for selector in ("h1", ".facts dt", "#stores td.title-cell a, .timeline-head",
-                             "#records td.record-text, #reads td.query-cell", ".kind-tag"):
-                ratio = page.evaluate(CONTRAST, selector)
-                assert ratio is not None and ratio >= 4.5, (scheme, name, selector, ratio)
+            assert_readable(page, ("h1", ".facts dt", "#stores td.title-cell a, .timeline-head",
+                                   "#records td.record-text, #reads td.query-cell", ".kind-tag"), scheme, name)
             if name == "memory-blocks":
                 assert page.locator("meter.fill-meter").count() == 2
                 assert "/ 20,000" in page.locator("#records .fill-numbers").first.inner_text()

@@ -6,7 +6,14 @@ from __future__ import annotations
 import pytest
 
 from agents import models
-from tests.browser.conftest import CONTRAST, OVERFLOW, console_errors, htmx_idle, in_each_scheme, screenshot
+from tests.browser.conftest import (
+    OVERFLOW,
+    assert_readable,
+    console_errors,
+    htmx_idle,
+    in_each_scheme,
+    screenshot,
+)
 from tests.recall_pages import scored_recall
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -83,9 +90,7 @@ def test_the_recall_page_reads_well_in_light_and_dark_at_1440_and_390(browser, l
         page.wait_for_load_state()
         for width in (1440, 390):
             page.set_viewport_size({"width": width, "height": 900})
-            for selector in selectors:
-                ratio = page.evaluate(CONTRAST, selector)
-                assert ratio is not None and ratio >= 4.5, (scheme, width, selector, ratio)
+            assert_readable(page, selectors, scheme, width)
             if width == 390:
                 assert page.evaluate(OVERFLOW) == [], scheme
             screenshot(page, f"recall-page-{scheme}-{width}")

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from agents import models
-from tests.browser.conftest import CONTRAST, OVERFLOW, console_errors, in_each_scheme, screenshot
+from tests.browser.conftest import OVERFLOW, assert_readable, console_errors, in_each_scheme, screenshot
 from tests.memory_findings import STALE_RECORD, import_turn3
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -55,9 +55,7 @@ def test_recalls_read_well_in_light_and_dark_at_1440_and_390(browser, live_serve
     for scheme, page, errors in in_each_scheme(browser, live_server):
         page.goto(f"{live_server.url}{turn3.get_absolute_url()}")
         page.wait_for_load_state()
-        for selector in selectors:
-            ratio = page.evaluate(CONTRAST, selector)
-            assert ratio is not None and ratio >= 4.5, (scheme, selector, ratio)
+        assert_readable(page, selectors, scheme)
         for width in (1440, 390):
             page.set_viewport_size({"width": width, "height": 900})
             if width == 390:

@@ -7,7 +7,7 @@ import pytest
 
 from agents import models
 from agents.transfer import imports
-from tests.browser.conftest import CONTRAST, OVERFLOW, in_each_scheme, screenshot
+from tests.browser.conftest import OVERFLOW, assert_readable, in_each_scheme, screenshot
 from tests.paths import MEMORY_SAMPLES
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -31,9 +31,7 @@ def test_a_user_follows_a_block_edit_to_its_version(browser, live_server, letta)
         panel = page.locator("#m-5 .memory-writes")
         assert panel.is_visible()
         assert "First name: Sarah" in panel.inner_text()
-        for selector in selectors:
-            ratio = page.evaluate(CONTRAST, selector)
-            assert ratio is not None and ratio >= 4.5, (scheme, selector, ratio)
+        assert_readable(page, selectors, scheme)
         for width in (1440, 390):
             page.set_viewport_size({"width": width, "height": 900})
             if width == 390:

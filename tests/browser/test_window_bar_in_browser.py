@@ -10,7 +10,14 @@ import pytest
 
 from agents import models
 from agents.ledger.context import reply_context
-from tests.browser.conftest import CONTRAST, OVERFLOW, console_errors, htmx_idle, in_each_scheme, screenshot
+from tests.browser.conftest import (
+    OVERFLOW,
+    assert_readable,
+    console_errors,
+    htmx_idle,
+    in_each_scheme,
+    screenshot,
+)
 from tests.window_sessions import friday_session
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -76,9 +83,7 @@ def test_the_window_bar_and_chart_read_well_in_light_and_dark_at_1440_and_390(br
         page.locator("#window-over-session summary").click()
         page.locator("#window-growth svg.window-growth").wait_for(state="visible")
         htmx_idle(page)
-        for selector in selectors:
-            ratio = page.evaluate(CONTRAST, selector)
-            assert ratio is not None and ratio >= 4.5, (scheme, selector, ratio)
+        assert_readable(page, selectors, scheme)
         for width in (1440, 390):
             page.set_viewport_size({"width": width, "height": 900})
             if width == 390:
