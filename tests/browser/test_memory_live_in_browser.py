@@ -14,13 +14,20 @@ from tests.browser.conftest import console_errors, screenshot
 pytestmark = pytest.mark.browser
 
 
-def test_a_record_page_shows_a_new_version_as_it_arrives(logged_in_page, live_server, client, project, agent):
+
+def _writer(client, project):
+    """A write through the write API with a new key of ``project``: write(path, body)."""
     auth = {"HTTP_AUTHORIZATION": f"Bearer {keys.api_key_create(project=project, name='agent').key}"}
 
     def write(path: str, body: object) -> None:
         response = client.post(f"/api/memory/writes/{path}/", data=json.dumps(body),
                                content_type="application/json", **auth)
         assert response.status_code in (200, 201), response.content
+
+    return write
+
+def test_a_record_page_shows_a_new_version_as_it_arrives(logged_in_page, live_server, client, project, agent):
+    write = _writer(client, project)
 
     def version(n: int, text: str) -> dict[str, object]:
         return {"id": f"e{n}", "record": "mem-1", "op": "ADD" if n == 1 else "UPDATE", "text": text,
@@ -47,12 +54,7 @@ def test_a_record_page_shows_a_new_version_as_it_arrives(logged_in_page, live_se
 
 
 def test_the_memory_page_shows_a_new_record_as_it_arrives(logged_in_page, live_server, client, project, agent):
-    auth = {"HTTP_AUTHORIZATION": f"Bearer {keys.api_key_create(project=project, name='agent').key}"}
-
-    def write(path: str, body: object) -> None:
-        response = client.post(f"/api/memory/writes/{path}/", data=json.dumps(body),
-                               content_type="application/json", **auth)
-        assert response.status_code in (200, 201), response.content
+    write = _writer(client, project)
 
     def version(record: str, text: str) -> dict[str, object]:
         return {"id": f"w-{record}", "record": record, "op": "ADD", "text": text, "at": timezone.now().isoformat()}
