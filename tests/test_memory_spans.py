@@ -369,6 +369,25 @@ def test_it_keeps_a_read_whose_items_are_not_json_without_its_items():
     assert recalls[0].params == {"content_captured": False} and [i.rank for i in recalls[1].items] == [1, 2]
 
 
+def test_it_reads_each_item_field_as_json_gives_it():
+    """Scores as floats (ints widened, bools and text dropped, an integer past a float's range dropped, not raised),
+    ids as text (0 kept, "" none), content that is not text shown as its JSON, metadata kept as written when it is not
+    an object."""
+    records = ('[{"content": "a", "score": 1, "id": 0}, {"content": "b", "score": true, "id": ""},'
+               ' {"content": "c", "score": "0.5", "id": 7.5}, {"content": {"k": [1, 2]}, "score": 1' + "0" * 400 +
+               '}, {"content": null, "metadata": "plain"}, {"content": "d", "score": 12345678901234567890123,'
+               ' "metadata": {"n": 123456789012345678901234567890}}]')
+    [read] = extract_memory(Batch(spans=[span("s1", "search_memory", {
+        "gen_ai.operation.name": "search_memory", "gen_ai.memory.store.id": "s", "gen_ai.memory.records": records,
+    })])).reads
+    assert [(i.rank, i.id, i.score, i.text, i.metadata, i.metadata_text) for i in read.items] == [
+        (1, "0", 1.0, "a", None, None), (2, None, None, "b", None, None), (3, "7.5", None, "c", None, None),
+        (4, None, None, '{"k": [1, 2]}', None, None), (5, None, None, "", None, "plain"),
+        (6, None, 1.2345678901234568e22, "d", {"n": 123456789012345678901234567890}, None),
+    ]
+    assert type(read.items[0].score) is float
+
+
 def test_it_caps_a_huge_records_attribute_and_keeps_the_write_without_its_body():
     huge = json.dumps([{"id": "r1", "content": "x" * 2_000_000}])
     many = json.dumps([{"id": f"m{i}", "content": f"fact {i}"} for i in range(MAX_ITEMS + 5)])

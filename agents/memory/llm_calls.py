@@ -30,7 +30,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from .formats.base import dict_or_empty
-from .otlp import Batch, LogRecord, Span
+from .otlp import Batch, LogRecord, Span, loads_attribute
 from .schema import Message, describe_validation_error
 
 SESSION_KEYS = ("session.id", "gen_ai.conversation.id", "traceloop.association.properties.session_id")
@@ -334,7 +334,7 @@ def _usage(attrs: Mapping[str, Any]) -> dict[str, int]:
 def _json_value(raw: Any, place: str) -> Any:
     if isinstance(raw, str):
         try:
-            return json.loads(raw)
+            return loads_attribute(raw)
         except json.JSONDecodeError as exc:
             raise ValueError(f"{place}: not JSON ({exc.msg} at column {exc.colno})") from None
     return raw  # some SDKs send the structure itself as an OTLP array/kvlist
@@ -513,7 +513,7 @@ def _openllmetry_message(node: dict[str, Any], place: str) -> Message:
     if isinstance(content, str) and content.startswith("[") and content.endswith("]"):
         # OpenLLMetry writes a list of content parts as its JSON text.
         try:
-            parts = json.loads(content)
+            parts = loads_attribute(content)
         except json.JSONDecodeError:
             parts = None
         if isinstance(parts, list) and parts and all(isinstance(p, dict) and "type" in p for p in parts):

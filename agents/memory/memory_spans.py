@@ -79,7 +79,7 @@ from .ledger import (
     version_at,
 )
 from .llm_calls import SESSION_KEYS, CapturedCall, Rejected
-from .otlp import Batch, Span
+from .otlp import Batch, Span, loads_attribute
 from .schema import Message, content_text
 
 FORMAT = "otel"
@@ -93,6 +93,7 @@ ReadKind = Literal["search_memory", "retrieval", "retriever", "reranker", "mem0_
 MAX_RECORDS_CHARS = 1 << 20
 MAX_ITEMS = 10_000
 _OPENLIT_OPERATIONS = frozenset({"memory"})
+_BODILESS_OPS = frozenset({"DELETE", "CREATE_STORE", "DELETE_STORE"})  # writes whose records, if sent, are not read
 
 
 @dataclass(slots=True)  # not frozen: a frozen dataclass takes twice as long to make, and a span may hold thousands
@@ -110,7 +111,8 @@ class MemoryItem:
     metadata_text: str | None = None
 
 
-@dataclass(frozen=True)
+# Writes and reads are slotted, not frozen, like MemoryItem: a frozen dataclass of 15 fields takes 1.9 us to make.
+@dataclass(slots=True)
 class MemoryWrite:
     trace_id: str
     span_id: str
@@ -129,7 +131,7 @@ class MemoryWrite:
     session_id: str | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class MemoryRead:
     trace_id: str
     span_id: str
@@ -196,14 +198,15 @@ class MemoryExtraction:
 def extract_memory(batch: Batch, *, max_records_chars: int = MAX_RECORDS_CHARS) -> MemoryExtraction:
     """The memory writes, reads and compactions in one decoded request, and what could not be read."""
     out = MemoryExtraction()
+    parents = out.parents
     openlit: set[str] = set()
     for span in batch.spans:
         if not span.trace_id or not span.span_id:
             continue  # llm_calls.extract names it already; nothing here can place it
-        out.parents[span.span_id] = span.parent_span_id
+        parents[span.span_id] = span.parent_span_id
         attrs = span.attributes
         operation = attrs.get("gen_ai.operation.name")
-        if isinstance(operation, str):
+        if operation is not None and operation.__class__ is str:
             if operation in WRITE_OPS:
                 _write(span, operation, out, max_records_chars)
                 continue
@@ -239,28 +242,35 @@ def _error(span: Span) -> str | None:
 
 
 def _str(value: Any) -> str | None:
-    return None if value in (None, "") else str(value)
+    if value is None or value == "":
+        return None
+    return value if value.__class__ is str else str(value)
 
 
 def _count(value: Any) -> int | None:
+    if value is None:
+        return None
+    if value.__class__ is int:  # the common case: an OTLP int_value
+        return value if value >= 0 else None
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
         return None
     return int(value) if value == int(value) and value >= 0 else None
 
 
 def _session(span: Span) -> str | None:
+    get = span.attributes.get
     for key in SESSION_KEYS:
-        value = span.attributes.get(key)
-        if value not in (None, ""):
+        value = get(key)
+        if value is not None and value != "":
             return str(value)
     return None
 
 
 def _write(span: Span, operation: str, out: MemoryExtraction, max_chars: int) -> None:
-    attrs = span.attributes
-    store_id = _str(attrs.get("gen_ai.memory.store.id"))
-    record_id = _str(attrs.get("gen_ai.memory.record.id"))
-    raw = attrs.get("gen_ai.memory.records")
+    get = span.attributes.get
+    store_id = _str(get("gen_ai.memory.store.id"))
+    record_id = _str(get("gen_ai.memory.record.id"))
+    raw = get("gen_ai.memory.records")
     op = WRITE_OPS[operation]
     if store_id is None:
         what = f"gen_ai.memory.record.id {record_id!r}" if record_id else "a write"
@@ -268,33 +278,32 @@ def _write(span: Span, operation: str, out: MemoryExtraction, max_chars: int) ->
         return
     records: tuple[MemoryItem, ...] = ()
     captured = False
-    if raw is not None and op not in ("DELETE", "CREATE_STORE", "DELETE_STORE"):
+    if raw is not None and op not in _BODILESS_OPS:
         parsed = _items(span, raw, "gen_ai.memory.records", out, max_chars, content_required=True)
         if parsed is not None:
             records, captured = parsed, True
+    # Positional, in the fields' order (a third faster than by keyword; a write is made for every memory span).
     out.writes.append(MemoryWrite(
-        trace_id=span.trace_id, span_id=span.span_id, parent_span_id=span.parent_span_id, operation=operation, op=op,
-        store_id=store_id, record_id=record_id, records=records, content_captured=captured,
-        record_count=_count(attrs.get("gen_ai.memory.record.count")), started_ns=span.start_ns,
-        ended_ns=span.end_ns, provider=_str(attrs.get("gen_ai.provider.name")), error=_error(span),
-        session_id=_session(span),
+        span.trace_id, span.span_id, span.parent_span_id, operation, op, store_id, record_id, records, captured,
+        _count(get("gen_ai.memory.record.count")), span.start_ns, span.end_ns, _str(get("gen_ai.provider.name")),
+        _error(span), _session(span),
     ))
 
 
 def _read(span: Span, operation: str, out: MemoryExtraction, max_chars: int) -> None:
-    attrs = span.attributes
+    get = span.attributes.get
     if operation == "search_memory":
         kind: ReadKind = "search_memory"
-        store_id = _str(attrs.get("gen_ai.memory.store.id"))
-        query = _str(attrs.get("gen_ai.memory.query.text"))
+        store_id = _str(get("gen_ai.memory.store.id"))
+        query = _str(get("gen_ai.memory.query.text"))
         key = "gen_ai.memory.records"
     else:
         kind = "retrieval"
-        store_id = _str(attrs.get("gen_ai.data_source.id"))
-        query = _str(attrs.get("gen_ai.retrieval.query.text"))
+        store_id = _str(get("gen_ai.data_source.id"))
+        query = _str(get("gen_ai.retrieval.query.text"))
         key = "gen_ai.retrieval.documents"
-    count = _count(attrs.get("gen_ai.memory.record.count"))
-    raw = attrs.get(key)
+    count = _count(get("gen_ai.memory.record.count"))
+    raw = get(key)
     items: tuple[MemoryItem, ...] = ()
     if raw is not None:
         parsed = _items(span, raw, key, out, max_chars, content_required=kind == "search_memory")
@@ -304,10 +313,9 @@ def _read(span: Span, operation: str, out: MemoryExtraction, max_chars: int) -> 
         # Content capture on and nothing found (the query is there, no records, no count above zero), or off.
         captured = query is not None and not count
     out.reads.append(MemoryRead(
-        trace_id=span.trace_id, span_id=span.span_id, parent_span_id=span.parent_span_id, kind=kind, name=span.name,
-        store_id=store_id, query=query, top_k=_count(attrs.get("gen_ai.request.top_k")), items=items,
-        content_captured=captured, record_count=count, started_ns=span.start_ns, ended_ns=span.end_ns,
-        provider=_str(attrs.get("gen_ai.provider.name")), error=_error(span), session_id=_session(span),
+        span.trace_id, span.span_id, span.parent_span_id, kind, span.name, store_id, query,
+        _count(get("gen_ai.request.top_k")), items, captured, count, span.start_ns, span.end_ns,
+        _str(get("gen_ai.provider.name")), _error(span), _session(span),
     ))
 
 
@@ -321,7 +329,7 @@ def _items(span: Span, raw: Any, key: str, out: MemoryExtraction, max_chars: int
                                "its records")
             return None
         try:
-            raw = json.loads(raw)
+            raw = loads_attribute(raw)
         except json.JSONDecodeError as exc:
             _reject(out, span, f"{key}: not JSON ({exc.msg} at column {exc.colno}): kept without its records")
             return None
@@ -332,28 +340,38 @@ def _items(span: Span, raw: Any, key: str, out: MemoryExtraction, max_chars: int
         _reject(out, span, f"{key}: {len(raw):,} entries, the first {MAX_ITEMS:,} read")
         raw = raw[:MAX_ITEMS]
     items: list[MemoryItem] = []
+    append = items.append
+    rank = 0
     for i, entry in enumerate(raw):
-        if not isinstance(entry, dict):
+        if entry.__class__ is not dict:
             _reject(out, span, f"{key}[{i}]: expected an object, got {type(entry).__name__}")
             continue
-        if content_required and "content" not in entry:
+        get = entry.get
+        content = get("content")
+        if content is None and content_required and "content" not in entry:
             _reject(out, span, f"{key}[{i}]: no content (required)")
             continue
-        content = entry.get("content")
-        metadata = entry.get("metadata")
+        metadata = get("metadata")
         metadata_text = None
-        if metadata is not None and not isinstance(metadata, dict):
+        if metadata is not None and metadata.__class__ is not dict:
             metadata, metadata_text = _metadata(metadata)
-        score = entry.get("score")
-        if score is not None and (isinstance(score, bool) or not isinstance(score, (int, float))):
-            score = None
-        record_id = entry.get("id")
-        items.append(MemoryItem(
-            len(items) + 1, content, content if isinstance(content, str) else _text(content),
-            None if record_id in (None, "") else str(record_id), None if score is None else float(score),
-            metadata, metadata_text,
-        ))
+        score = get("score")
+        if score is not None and score.__class__ is not float:
+            score = _float(score) if score.__class__ is int else None  # JSON gives int, float or neither
+        record_id = get("id")
+        if record_id is not None and record_id.__class__ is not str:
+            record_id = str(record_id)
+        rank += 1
+        append(MemoryItem(rank, content, content if content.__class__ is str else _text(content), record_id or None,
+                          score, metadata, metadata_text))
     return tuple(items)
+
+
+def _float(value: int) -> float | None:
+    try:
+        return float(value)
+    except OverflowError:  # an integer of more than 308 digits
+        return None
 
 
 def _text(content: Any) -> str:
@@ -369,7 +387,7 @@ def _metadata(raw: Any) -> tuple[dict[str, Any] | None, str | None]:
         return raw, None
     if isinstance(raw, str):
         try:
-            value = json.loads(raw)
+            value = loads_attribute(raw)
         except json.JSONDecodeError:
             return None, raw
         if isinstance(value, dict):
@@ -432,7 +450,7 @@ def _openlit_mem0_search(span: Span, out: MemoryExtraction, max_chars: int) -> N
             raw = None
         else:
             try:
-                raw = json.loads(raw)
+                raw = loads_attribute(raw)
             except json.JSONDecodeError as exc:
                 _reject(out, span, f"{key}: not JSON ({exc.msg} at column {exc.colno}): kept without its records")
                 raw = None
@@ -463,7 +481,7 @@ def _ids_from_output(attrs: Mapping[str, Any], documents: Sequence[dict[str, Any
     if not isinstance(raw, str) or attrs.get("output.mime_type") != "application/json" or len(raw) > MAX_RECORDS_CHARS:
         return None
     try:
-        value = json.loads(raw)
+        value = loads_attribute(raw)
     except json.JSONDecodeError:
         return None
     listed = value.get("documents") if isinstance(value, dict) else None
@@ -497,7 +515,7 @@ def _compactions(span: Span, out: MemoryExtraction) -> None:
             continue
         if isinstance(raw, str):
             try:
-                raw = json.loads(raw)
+                raw = loads_attribute(raw)
             except json.JSONDecodeError:
                 continue  # llm_calls names a message list that is not JSON
         for message in raw if isinstance(raw, list) else ():
