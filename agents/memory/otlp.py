@@ -13,14 +13,21 @@ import base64
 import binascii
 import json
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
+import orjson
 from google.protobuf import json_format
 from google.protobuf.message import DecodeError
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue
+
+try:  # the native decoder of trace bodies, built by `make` where a C compiler is (agents/memory/native_build.py)
+    from . import _otlp_wire
+except ImportError:  # pragma: no cover - no compiler: the protobuf library's parser alone, the same spans
+    _otlp_wire = None  # type: ignore[assignment]
 
 Signal = Literal["traces", "logs"]
 PROTOBUF = "application/x-protobuf"
@@ -38,8 +45,10 @@ class OtlpError(ValueError):
         self.status = status
 
 
-@dataclass(frozen=True)
-class Span:
+class Span(NamedTuple):
+    """One span, as plain values. A named tuple, not a dataclass: a request holds hundreds, and the native decoder
+    (``_otlp_wire``) makes them as tuples."""
+
     trace_id: str  # hex, as every OpenTelemetry tool shows it
     span_id: str
     parent_span_id: str | None
@@ -73,13 +82,22 @@ class Batch:
 
 
 def decode(body: bytes, *, signal: Signal, content_type: str, content_encoding: str = "",
-           max_bytes: int = DEFAULT_MAX_BYTES) -> Batch:
-    """Decode one OTLP/HTTP export request body for ``signal`` (the path it was posted to)."""
+           max_bytes: int = DEFAULT_MAX_BYTES, native: bool = True) -> Batch:
+    """Decode one OTLP/HTTP export request body for ``signal`` (the path it was posted to).
+
+    A protobuf trace body is read by the native decoder when it is built (``native``; False: the protobuf library
+    alone): the same spans, several times faster. It declines what it does not read the way the protobuf library does
+    (a malformed body, a field sent twice that protobuf would merge, invalid UTF-8 anywhere): those go through the
+    protobuf library, which accepts them or names the error."""
     media_type = content_type.split(";", 1)[0].strip().lower()
     if media_type not in (PROTOBUF, JSON):
         shown = media_type or "none"
         raise OtlpError(f"unsupported content type {shown}: OTLP/HTTP takes {PROTOBUF} or {JSON}", status=415)
     data = _decompress(body, content_encoding.strip().lower(), max_bytes)
+    if native and _otlp_wire is not None and media_type == PROTOBUF and signal == "traces":
+        spans = _otlp_wire.decode_traces(data, Span)
+        if spans is not None:
+            return Batch(spans=spans)
     message = ExportTraceServiceRequest() if signal == "traces" else ExportLogsServiceRequest()
     if media_type == PROTOBUF:
         try:
@@ -146,6 +164,26 @@ def _ids_to_base64(value: Any, place: str) -> Any:
     if isinstance(value, list):
         return [_ids_to_base64(item, f"{place}[{i}]") for i, item in enumerate(value)]
     return value
+
+
+# bytes -> digits as b"0", the rest as b".": a run of 19 digits may be an integer past 64 bits (below -2**63 already),
+# which orjson would read as a float.
+_DIGITS = bytes(48 if 48 <= i <= 57 else 46 for i in range(256))
+_LONG_NUMBER = b"0" * 19
+
+
+def loads_attribute(text: str, _loads: Callable[[bytes], Any] = orjson.loads) -> Any:
+    """A JSON text an attribute carries (messages, records, documents): the value ``json.loads`` gives, or its
+    ``json.JSONDecodeError``, three times faster. orjson reads it; ``json.loads`` reads what orjson refuses (NaN,
+    Infinity, lone surrogates, numbers out of range: the same value or error as always) and texts with a run of 19
+    digits or more, whose integers orjson may turn into floats."""
+    data = text.encode("utf-8", "surrogatepass")
+    if _LONG_NUMBER not in data.translate(_DIGITS):
+        try:
+            return _loads(data)
+        except orjson.JSONDecodeError:
+            pass
+    return json.loads(text)
 
 
 def any_value(value: AnyValue) -> Any:
