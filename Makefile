@@ -8,7 +8,7 @@ REF_VENV := .venv-ref-2026
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: run test lint setup test-setup otel-clients memory-libs browser-deps migrate demo bench system-deps clean
+.PHONY: run test lint setup native native-optional test-setup otel-clients memory-libs browser-deps migrate demo bench system-deps clean
 
 $(VENV)/.runtime: requirements.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -24,7 +24,16 @@ $(REF_VENV)/.installed: requirements-ref-2026.txt
 	$(REF_VENV)/bin/python -m pip install --disable-pip-version-check -q -r requirements-ref-2026.txt
 	touch $@
 
-setup: $(VENV)/.runtime
+# The native decoder of OTLP trace bodies (agents/memory/_otlp_wire.c), built with this Python's compiler and flags
+# when its source changed. Without a C compiler `make run` goes on and reads bodies with the protobuf library alone
+# (the same spans, slower); `make test` needs it (the tests compare the two): `sudo make system-deps` installs gcc.
+native-optional: $(VENV)/.runtime
+	@$(PY) -m agents.memory.native_build --optional
+
+native: $(VENV)/.runtime
+	@$(PY) -m agents.memory.native_build
+
+setup: $(VENV)/.runtime native-optional
 
 migrate: setup
 	$(PY) manage.py migrate --noinput
@@ -103,13 +112,14 @@ $(MEM_AGENTSCOPE2_VENV)/.installed: tests/memory_libs/requirements-agentscope2.t
 
 memory-libs: $(MEM_VENV)/.installed $(MEM_AGENTSCOPE_VENV)/.installed $(MEM_AGENTSCOPE2_VENV)/.installed
 
-test-setup: $(VENV)/.test otel-clients memory-libs $(REF_VENV)/.installed
+test-setup: $(VENV)/.test native otel-clients memory-libs $(REF_VENV)/.installed
 
-# Browser tests need Debian's chromium: installed here when missing and running as root,
+# Browser tests need Debian's chromium, the native decoder gcc: installed here when missing and running as root,
 # otherwise `sudo make system-deps` once.
 browser-deps:
-	@command -v chromium >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && bash .ci/system-deps; } || \
-	  { echo "Chromium is missing: run 'sudo make system-deps' once (Debian's chromium, PostgreSQL)."; exit 1; }
+	@{ command -v chromium && command -v gcc; } >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && bash .ci/system-deps; } || \
+	  { echo "Chromium or gcc is missing: run 'sudo make system-deps' once (Debian's chromium, gcc, PostgreSQL)."; \
+	    exit 1; }
 
 # Lint (ruff) and type checks (mypy), configured in pyproject.toml: a finding fails `make test` before any test runs.
 lint: $(VENV)/.test
