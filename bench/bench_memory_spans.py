@@ -16,7 +16,8 @@ Two sets of OTLP/HTTP protobuf bodies:
 For each set, medians of ``--repeat`` passes over all its bodies: ``ExportTraceServiceRequest.FromString`` (the
 baseline: a bare parse), ``otlp.decode`` (the parse into plain spans that the receiver does for every request
 anyway; a floor below it: the parse and reaching each attribute's key from Python, values unread),
-``extract_memory(otlp.decode(body))`` (the goal: within 5x the baseline), the receiver's whole reading of a
+``extract_memory(otlp.decode(body))`` (the goal: within 5x the baseline), the same two with the protobuf library alone
+(``native=False``: where no C compiler built the native decoder), the receiver's whole reading of a
 request (decode, ``llm_calls.extract`` and ``extract_memory``), and the per-trace work each time a batch arrives:
 ``merge_extractions`` of all the trace's batches, ``link_reads`` and ``to_document``.
 """
@@ -38,6 +39,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest  # noqa: E402
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue  # noqa: E402
 
+from agents.memory import otlp  # noqa: E402
 from agents.memory.llm_calls import extract, merge_calls  # noqa: E402
 from agents.memory.memory_spans import extract_memory, link_reads, merge_extractions, to_document  # noqa: E402
 from agents.memory.otlp import decode  # noqa: E402
@@ -132,8 +134,8 @@ def client_bodies() -> dict[str, list[bytes]]:
     return out
 
 
-def _decoded(body: bytes) -> Any:
-    return decode(body, signal="traces", content_type="application/x-protobuf")
+def _decoded(body: bytes, native: bool = True) -> Any:
+    return decode(body, signal="traces", content_type="application/x-protobuf", native=native)
 
 
 def _receiver(body: bytes) -> Any:
@@ -164,6 +166,8 @@ def measure(bodies: list[bytes], repeat: int) -> dict[str, float]:
         "FromString + every attribute's key": keys_only,
         "otlp.decode": lambda: [_decoded(b) for b in bodies],
         "extract_memory(otlp.decode)": lambda: [extract_memory(_decoded(b)) for b in bodies],
+        "otlp.decode, library only": lambda: [_decoded(b, native=False) for b in bodies],
+        "extract_memory(that)": lambda: [extract_memory(_decoded(b, native=False)) for b in bodies],
         "decode + llm_calls + memory": lambda: [_receiver(b) for b in bodies],
         "merge + link_reads + to_document": per_trace,
     }
@@ -199,6 +203,7 @@ def main() -> None:
     if args.json:
         print(json.dumps(results, indent=2))
         return
+    print(f"native decoder: {'built' if otlp._otlp_wire is not None else 'NOT BUILT (make native)'}")
     for name, result in results.items():
         figures = result["median_seconds"]
         base = figures["FromString (baseline)"]
