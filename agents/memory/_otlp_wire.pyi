@@ -1,0 +1,3 @@
+from agents.memory.otlp import Span
+
+def decode_traces(data: bytes, span_type: type[Span]) -> list[Span] | None: ...
