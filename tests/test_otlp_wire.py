@@ -269,6 +269,7 @@ def test_every_kind_of_value_and_place() -> None:
     assert spans[4].parent_span_id is None and spans[4].trace_id == "5b8eff"
     assert spans[5].scope == "" and spans[6].scope == "second" and spans[7].scope == ""
     # one resource dict per ResourceSpans, shared by its spans; a new attributes dict per span
+    assert spans[3].trace_id is full.trace_id  # one str for the spans of a trace
     assert spans[0].resource is spans[5].resource and spans[6].resource is spans[7].resource == {}
     assert spans[8].resource is spans[9].resource
     assert spans[8].resource == {"service.name": "fourth", "dup": "last", "x": 2}
@@ -642,7 +643,8 @@ def fill(rnd: random.Random, message: Message, depth: int) -> None:
         if field.message_type is not None and depth >= 9:
             continue
         if field.label == FieldDescriptor.LABEL_REPEATED:
-            for _ in range(rnd.randrange(3 if depth < 6 else 2)):
+            counts = [0, 1, 1, 2, 2, 3] if depth < 4 else [0, 1, 2] if depth < 7 else [0, 1]
+            for _ in range(rnd.choice(counts)):
                 if field.message_type is not None:
                     fill(rnd, getattr(message, field.name).add(), depth + 1)
                 else:
