@@ -24,6 +24,14 @@
 /* Attribute keys seen in one call, by their bytes: most keys repeat in every span. A power of two. */
 #define KEY_SLOTS 256
 #define KEY_MAX 64
+/* Short string values (attribute values, span and scope names) seen in one call: many repeat across spans. */
+#define VALUE_SLOTS 256
+#define VALUE_MAX 64
+/* Span ids (a span's own, its parent's: the same span's id as its children's parent) and trace ids seen in one call. */
+#define ID_SLOTS 64
+#define ID_MAX 16
+/* A span's attributes whose places are kept by the first walk over its fields (more: a second walk finds them). */
+#define ATTR_BATCH 32
 
 enum { WT_VARINT = 0, WT_I64 = 1, WT_LEN = 2, WT_I32 = 5 };
 #define TAG(field, wt) (((uint32_t)(field) << 3) | (uint32_t)(wt))
@@ -45,7 +53,17 @@ typedef struct {
     Py_ssize_t trace_len;
     PyObject *trace_str;
     KeySlot keys[KEY_SLOTS];
+    KeySlot values[VALUE_SLOTS];
+    KeySlot ids[ID_SLOTS];
+    KeySlot *filled[KEY_SLOTS + VALUE_SLOTS + ID_SLOTS];  /* the slots with a str, to empty at the end of the call */
+    Py_ssize_t n_filled;
 } Ctx;
+
+/* The Ctx of a call, reused by the next (its slots empty between calls): clearing the whole of a fresh one costs
+ * more than a small body's decoding. A call made while it is in use (a finalizer run by the garbage collector during
+ * an allocation, another thread meanwhile) allocates its own. */
+static Ctx shared_ctx;
+static int shared_ctx_busy;
 
 /* ---- wire format ---------------------------------------------------------------------------------------------- */
 
@@ -301,47 +319,119 @@ all_zero(const uint8_t *s, Py_ssize_t n)
     return 1;
 }
 
-/* An id as otlp._hex reads it: hex when not empty and not all zero, else NULL (no exception) - or NULL and
- * MemoryError. */
-static inline PyObject *
-make_id(const uint8_t *s, Py_ssize_t n)
+
+/* A hash of short bytes for the caches, 8 bytes a step (the bytes are compared in full on a hit). */
+static inline uint32_t
+hash_bytes(const uint8_t *s, Py_ssize_t n)
 {
-    if (s == NULL || n == 0 || all_zero(s, n)) {
-        return NULL;
+    uint64_t h = 0x9e3779b97f4a7c15ull ^ (uint64_t)n;
+    uint64_t word;
+    const uint8_t *end = s + n;
+    if (n >= 8) {
+        while (end - s > 8) {
+            memcpy(&word, s, 8);
+            h = (h ^ word) * 0xff51afd7ed558ccdull;
+            h ^= h >> 29;
+            s += 8;
+        }
+        memcpy(&word, end - 8, 8);  /* the last 8 bytes, overlapping the previous word when n is not a multiple */
+    } else {
+        word = 0;
+        while (s < end) {
+            word = word << 8 | *s++;
+        }
     }
-    return make_hex(s, n);
+    h = (h ^ word) * 0xff51afd7ed558ccdull;
+    h ^= h >> 32;
+    h *= 0xc4ceb9fe1a85ec53ull;
+    return (uint32_t)(h >> 32);
 }
 
-/* An attribute key: from the call's cache when the same bytes were seen before. */
-static PyObject *
-key_str(Ctx *ctx, const uint8_t *s, Py_ssize_t n)
+/* Whether n bytes at a and b are the same: memcmp inlined for the short strings of the caches. */
+static inline int
+same_bytes(const uint8_t *a, const uint8_t *b, Py_ssize_t n)
+{
+    uint64_t x, y;
+    Py_ssize_t i;
+    if (n < 8) {
+        for (i = 0; i < n; i++) {
+            if (a[i] != b[i]) {
+                return 0;
+            }
+        }
+        return 1;
+    }
+    for (i = 0; i < n - 8; i += 8) {
+        memcpy(&x, a + i, 8);
+        memcpy(&y, b + i, 8);
+        if (x != y) {
+            return 0;
+        }
+    }
+    memcpy(&x, a + n - 8, 8);
+    memcpy(&y, b + n - 8, 8);
+    return x == y;
+}
+
+/* A str from the table when the same bytes were seen before in this call, else made and kept there. */
+static inline PyObject *
+cached_str(Ctx *ctx, KeySlot *table, uint32_t mask, const uint8_t *s, Py_ssize_t n,
+           PyObject *(*make)(const uint8_t *, Py_ssize_t))
 {
     KeySlot *slot;
     PyObject *str;
-    uint32_t h;
-    Py_ssize_t i;
-    if (n > KEY_MAX) {
-        return make_str(s, n);
-    }
-    h = 2166136261u ^ (uint32_t)n;
-    for (i = 0; i < n; i++) {
-        h = (h ^ s[i]) * 16777619u;
-    }
-    slot = &ctx->keys[(h ^ (h >> 15)) & (KEY_SLOTS - 1)];
-    if (slot->str != NULL && slot->len == n && memcmp(slot->ptr, s, (size_t)n) == 0) {
+    slot = &table[hash_bytes(s, n) & mask];
+    if (slot->str != NULL && slot->len == n && same_bytes(slot->ptr, s, n)) {
         Py_INCREF(slot->str);
         return slot->str;
     }
-    str = make_str(s, n);
+    str = make(s, n);
     if (str == NULL) {
         return NULL;
     }
-    Py_XDECREF(slot->str);
+    if (slot->str == NULL) {
+        ctx->filled[ctx->n_filled++] = slot;
+    } else {
+        Py_DECREF(slot->str);
+    }
     Py_INCREF(str);
     slot->ptr = s;
     slot->len = n;
     slot->str = str;
     return str;
+}
+
+static PyObject *
+key_str(Ctx *ctx, const uint8_t *s, Py_ssize_t n)
+{
+    if (n > KEY_MAX) {
+        return make_str(s, n);
+    }
+    return cached_str(ctx, ctx->keys, KEY_SLOTS - 1, s, n, make_str);
+}
+
+/* A string value: from the call's cache when short and seen before. */
+static PyObject *
+value_str(Ctx *ctx, const uint8_t *s, Py_ssize_t n)
+{
+    if (n > VALUE_MAX || n == 0) {
+        return n ? make_str(s, n) : (Py_INCREF(ctx->empty), ctx->empty);
+    }
+    return cached_str(ctx, ctx->values, VALUE_SLOTS - 1, s, n, make_str);
+}
+
+/* An id as otlp._hex reads it: hex when not empty and not all zero, else NULL (no exception) - or NULL and
+ * MemoryError. From the call's cache when the same bytes were seen before. */
+static inline PyObject *
+make_id(Ctx *ctx, const uint8_t *s, Py_ssize_t n)
+{
+    if (s == NULL || n == 0 || all_zero(s, n)) {
+        return NULL;
+    }
+    if (n > ID_MAX) {
+        return make_hex(s, n);
+    }
+    return cached_str(ctx, ctx->ids, ID_SLOTS - 1, s, n, make_hex);
 }
 
 /* ---- validation of the parts that are skipped ------------------------------------------------------------------ */
@@ -512,7 +602,7 @@ parse_any_value(Ctx *ctx, const uint8_t *p, const uint8_t *end, int depth)
     case 0:
         Py_RETURN_NONE;
     case 1:
-        return make_str(sub, sub_end - sub);
+        return value_str(ctx, sub, sub_end - sub);
     case 2:
         return PyBool_FromLong(scalar != 0);
     case 3:
@@ -659,19 +749,28 @@ parse_key_value(Ctx *ctx, const uint8_t *p, const uint8_t *end, int depth, PyObj
 
 /* ---- spans -------------------------------------------------------------------------------------------------------- */
 
-static int
-parse_span(Ctx *ctx, const uint8_t *p, const uint8_t *end, int depth, PyObject *resource, PyObject *scope)
+/* A dict for about n items: sized at once, not grown step by step as they come. */
+static inline PyObject *
+new_dict(Py_ssize_t n)
 {
-    const uint8_t *trace = NULL, *span = NULL, *parent = NULL, *name = NULL, *message = NULL, *sub_end;
-    Py_ssize_t trace_len = 0, span_len = 0, parent_len = 0, name_len = 0, message_len = 0;
+#if PY_VERSION_HEX < 0x030D0000
+    return _PyDict_NewPresized(n);
+#else
+    (void)n;
+    return PyDict_New();
+#endif
+}
+
+static int
+parse_span(Ctx *ctx, const uint8_t *begin, const uint8_t *end, int depth, PyObject *resource, PyObject *scope)
+{
+    const uint8_t *p = begin, *trace = NULL, *span = NULL, *parent = NULL, *name = NULL, *message = NULL, *sub_end;
+    const uint8_t *attr_begin[ATTR_BATCH], *attr_end[ATTR_BATCH];
+    Py_ssize_t trace_len = 0, span_len = 0, parent_len = 0, name_len = 0, message_len = 0, n_attrs = 0, i;
     uint64_t start = 0, finish = 0, code = 0;
     int status_seen = 0;
-    PyObject *attributes, *tuple, *obj;
+    PyObject *attributes = NULL, *tuple, *obj;
     if (depth > MAX_DEPTH) {
-        return -1;
-    }
-    attributes = PyDict_New();
-    if (attributes == NULL) {
         return -1;
     }
     while (p < end) {
@@ -732,10 +831,15 @@ parse_span(Ctx *ctx, const uint8_t *p, const uint8_t *end, int depth, PyObject *
             finish = load64(p);
             p += 8;
             break;
-        case TAG(9, WT_LEN):  /* attributes */
-            if (read_len(&p, end, &sub_end) < 0 || parse_key_value(ctx, p, sub_end, depth + 1, attributes) < 0) {
+        case TAG(9, WT_LEN):  /* attributes: read once they are counted */
+            if (read_len(&p, end, &sub_end) < 0) {
                 goto fail;
             }
+            if (n_attrs < ATTR_BATCH) {
+                attr_begin[n_attrs] = p;
+                attr_end[n_attrs] = sub_end;
+            }
+            n_attrs++;
             p = sub_end;
             break;
         case TAG(11, WT_LEN):  /* events */
@@ -787,6 +891,33 @@ parse_span(Ctx *ctx, const uint8_t *p, const uint8_t *end, int depth, PyObject *
             }
         }
     }
+    attributes = n_attrs ? new_dict(n_attrs) : PyDict_New();
+    if (attributes == NULL) {
+        return -1;
+    }
+    if (n_attrs <= ATTR_BATCH) {
+        for (i = 0; i < n_attrs; i++) {
+            if (parse_key_value(ctx, attr_begin[i], attr_end[i], depth + 1, attributes) < 0) {
+                goto fail;
+            }
+        }
+    } else {
+        p = begin;
+        while (p < end) {  /* the framing was checked above */
+            uint32_t tag;
+            if (read_tag(&p, end, &tag) < 0) {
+                goto fail;
+            }
+            if (tag == TAG(9, WT_LEN)) {
+                if (read_len(&p, end, &sub_end) < 0 || parse_key_value(ctx, p, sub_end, depth + 1, attributes) < 0) {
+                    goto fail;
+                }
+                p = sub_end;
+            } else if (skip_field(&p, end, tag) < 0) {
+                goto fail;
+            }
+        }
+    }
     tuple = ctx->span_type->tp_alloc(ctx->span_type, 11);
     if (tuple == NULL) {
         goto fail;
@@ -797,7 +928,7 @@ parse_span(Ctx *ctx, const uint8_t *p, const uint8_t *end, int depth, PyObject *
         obj = ctx->trace_str;
         Py_INCREF(obj);
     } else {
-        obj = make_id(trace, trace_len);
+        obj = make_id(ctx, trace, trace_len);
         if (obj == NULL) {
             if (PyErr_Occurred()) {
                 goto fail_tuple;
@@ -813,7 +944,7 @@ parse_span(Ctx *ctx, const uint8_t *p, const uint8_t *end, int depth, PyObject *
         }
     }
     PyTuple_SET_ITEM(tuple, 0, obj);
-    obj = make_id(span, span_len);
+    obj = make_id(ctx, span, span_len);
     if (obj == NULL) {
         if (PyErr_Occurred()) {
             goto fail_tuple;
@@ -822,7 +953,7 @@ parse_span(Ctx *ctx, const uint8_t *p, const uint8_t *end, int depth, PyObject *
         Py_INCREF(obj);
     }
     PyTuple_SET_ITEM(tuple, 1, obj);
-    obj = make_id(parent, parent_len);
+    obj = make_id(ctx, parent, parent_len);
     if (obj == NULL) {
         if (PyErr_Occurred()) {
             goto fail_tuple;
@@ -831,7 +962,7 @@ parse_span(Ctx *ctx, const uint8_t *p, const uint8_t *end, int depth, PyObject *
         Py_INCREF(obj);
     }
     PyTuple_SET_ITEM(tuple, 2, obj);
-    obj = name != NULL ? make_str(name, name_len) : (Py_INCREF(ctx->empty), ctx->empty);
+    obj = name != NULL ? value_str(ctx, name, name_len) : (Py_INCREF(ctx->empty), ctx->empty);
     if (obj == NULL) {
         goto fail_tuple;
     }
@@ -855,7 +986,7 @@ parse_span(Ctx *ctx, const uint8_t *p, const uint8_t *end, int depth, PyObject *
     obj = (int32_t)(uint32_t)code == 2 ? Py_True : Py_False;
     Py_INCREF(obj);
     PyTuple_SET_ITEM(tuple, 9, obj);
-    obj = message != NULL ? make_str(message, message_len) : (Py_INCREF(ctx->empty), ctx->empty);
+    obj = message != NULL ? value_str(ctx, message, message_len) : (Py_INCREF(ctx->empty), ctx->empty);
     if (obj == NULL) {
         goto fail_tuple;
     }
@@ -915,7 +1046,7 @@ parse_scope(Ctx *ctx, const uint8_t *p, const uint8_t *end, int depth)
         Py_INCREF(ctx->empty);
         return ctx->empty;
     }
-    return make_str(name, name_end - name);
+    return value_str(ctx, name, name_end - name);
 }
 
 /* ScopeSpans: scope=1, spans=2, schema_url=3. The scope may come after the spans: found first, then the spans. */
@@ -1118,7 +1249,8 @@ decode_traces(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     Py_buffer view;
     Ctx *ctx;
     PyObject *result = NULL;
-    int status, i;
+    Py_ssize_t i;
+    int status;
     (void)module;
     if (nargs != 2) {
         PyErr_Format(PyExc_TypeError, "decode_traces() takes exactly 2 arguments (%zd given)", nargs);
@@ -1131,10 +1263,15 @@ decode_traces(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0) {
         return NULL;
     }
-    ctx = PyMem_Calloc(1, sizeof(Ctx));
-    if (ctx == NULL) {
-        PyBuffer_Release(&view);
-        return PyErr_NoMemory();
+    if (!shared_ctx_busy) {
+        shared_ctx_busy = 1;
+        ctx = &shared_ctx;
+    } else {
+        ctx = PyMem_Calloc(1, sizeof(Ctx));
+        if (ctx == NULL) {
+            PyBuffer_Release(&view);
+            return PyErr_NoMemory();
+        }
     }
     ctx->span_type = (PyTypeObject *)args[1];
     ctx->empty = PyUnicode_New(0, 0);
@@ -1154,10 +1291,18 @@ decode_traces(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     Py_XDECREF(ctx->spans);
     Py_XDECREF(ctx->empty);
     Py_XDECREF(ctx->trace_str);
-    for (i = 0; i < KEY_SLOTS; i++) {
-        Py_XDECREF(ctx->keys[i].str);
+    for (i = 0; i < ctx->n_filled; i++) {
+        Py_CLEAR(ctx->filled[i]->str);
     }
-    PyMem_Free(ctx);
+    if (ctx == &shared_ctx) {
+        ctx->spans = ctx->empty = ctx->trace_str = NULL;
+        ctx->trace_ptr = NULL;
+        ctx->trace_len = 0;
+        ctx->n_filled = 0;
+        shared_ctx_busy = 0;
+    } else {
+        PyMem_Free(ctx);
+    }
     PyBuffer_Release(&view);
     return result;
 }
