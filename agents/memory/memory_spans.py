@@ -57,7 +57,7 @@ from __future__ import annotations
 import bisect
 import json
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal
@@ -234,13 +234,6 @@ def _reject(out: MemoryExtraction, span: Span, detail: str) -> None:
     out.rejected.append(Rejected(span.trace_id, span.span_id, f"span {span.span_id} ({span.name}): {detail}"))
 
 
-def _error(span: Span) -> str | None:
-    kind = span.attributes.get("error.type")
-    if kind not in (None, ""):
-        return str(kind)
-    return (span.status_message or "error") if span.status_error else None
-
-
 def _str(value: Any) -> str | None:
     if value is None or value == "":
         return None
@@ -257,13 +250,23 @@ def _count(value: Any) -> int | None:
     return int(value) if value == int(value) and value >= 0 else None
 
 
-def _session(span: Span) -> str | None:
-    get = span.attributes.get
+def _provenance(span: Span, get: Callable[[str], Any], provider_key: str) -> tuple[str | None, str | None, str | None]:
+    """What every write and read names of its span, in one call (one is made for every memory span): the provider;
+    the error (``error.type``, else an error status's message, else None); the session (the first of
+    ``SESSION_KEYS``)."""
+    provider = get(provider_key)
+    if provider is not None:
+        provider = None if provider == "" else str(provider)
+    error = get("error.type")
+    if error is None or error == "":
+        error = (span.status_message or "error") if span.status_error else None
+    else:
+        error = str(error)
     for key in SESSION_KEYS:
         value = get(key)
         if value is not None and value != "":
-            return str(value)
-    return None
+            return provider, error, str(value)
+    return provider, error, None
 
 
 def _write(span: Span, operation: str, out: MemoryExtraction, max_chars: int) -> None:
@@ -285,8 +288,8 @@ def _write(span: Span, operation: str, out: MemoryExtraction, max_chars: int) ->
     # Positional, in the fields' order (a third faster than by keyword; a write is made for every memory span).
     out.writes.append(MemoryWrite(
         span.trace_id, span.span_id, span.parent_span_id, operation, op, store_id, record_id, records, captured,
-        _count(get("gen_ai.memory.record.count")), span.start_ns, span.end_ns, _str(get("gen_ai.provider.name")),
-        _error(span), _session(span),
+        _count(get("gen_ai.memory.record.count")), span.start_ns, span.end_ns,
+        *_provenance(span, get, "gen_ai.provider.name"),
     ))
 
 
@@ -315,7 +318,7 @@ def _read(span: Span, operation: str, out: MemoryExtraction, max_chars: int) -> 
     out.reads.append(MemoryRead(
         span.trace_id, span.span_id, span.parent_span_id, kind, span.name, store_id, query,
         _count(get("gen_ai.request.top_k")), items, captured, count, span.start_ns, span.end_ns,
-        _str(get("gen_ai.provider.name")), _error(span), _session(span),
+        *_provenance(span, get, "gen_ai.provider.name"),
     ))
 
 
@@ -374,10 +377,14 @@ def _float(value: int) -> float | None:
         return None
 
 
+# json.dumps(value, ensure_ascii=False), without making an encoder each call.
+_json_text = json.JSONEncoder(ensure_ascii=False).encode
+
+
 def _text(content: Any) -> str:
     if content is None:
         return ""
-    return content if isinstance(content, str) else json.dumps(content, ensure_ascii=False)
+    return content if isinstance(content, str) else _json_text(content)
 
 
 def _metadata(raw: Any) -> tuple[dict[str, Any] | None, str | None]:
@@ -393,7 +400,7 @@ def _metadata(raw: Any) -> tuple[dict[str, Any] | None, str | None]:
         if isinstance(value, dict):
             return value, None
         return None, raw
-    return None, json.dumps(raw, ensure_ascii=False)
+    return None, _json_text(raw)
 
 
 def _openinference_read(span: Span, kind: ReadKind, out: MemoryExtraction) -> None:
@@ -405,12 +412,10 @@ def _openinference_read(span: Span, kind: ReadKind, out: MemoryExtraction) -> No
         top_k = _count(attrs.get("reranker.top_k"))
     documents: dict[int, dict[str, Any]] = {}
     for key, value in attrs.items():
-        if not key.startswith(prefix):
-            continue
-        index, _, rest = key[len(prefix):].partition(".")
-        if not index.isdigit() or not rest.startswith("document."):
-            continue
-        documents.setdefault(int(index), {})[rest[len("document."):]] = value
+        if key.startswith(prefix):
+            place = _document_key(key, len(prefix))
+            if place is not None:
+                documents.setdefault(place[0], {})[place[1]] = value
     if len(documents) > MAX_ITEMS:
         _reject(out, span, f"{prefix}*: {len(documents):,} documents, the first {MAX_ITEMS:,} read")
     ordered = [documents[i] for i in sorted(documents)[:MAX_ITEMS]]
@@ -423,19 +428,16 @@ def _openinference_read(span: Span, kind: ReadKind, out: MemoryExtraction) -> No
         score = document.get("score")
         content = document.get("content")
         items.append(MemoryItem(
-            rank=i + 1, content=content, text=_text(content),
-            id=_str(document.get("id")) if ids is None else ids[i],
-            score=float(score) if isinstance(score, (int, float)) and not isinstance(score, bool) else None,
-            metadata=metadata, metadata_text=metadata_text,
+            i + 1, content, _text(content), _str(document.get("id")) if ids is None else ids[i],
+            float(score) if isinstance(score, (int, float)) and not isinstance(score, bool) else None,
+            metadata, metadata_text,
         ))
     # No documents: nothing found, or outputs hidden (OPENINFERENCE_HIDE_OUTPUTS leaves output.value out or redacted).
     output = attrs.get("output.value")
     captured = bool(items) or (isinstance(output, str) and output != "__REDACTED__")
     out.reads.append(MemoryRead(
-        trace_id=span.trace_id, span_id=span.span_id, parent_span_id=span.parent_span_id, kind=kind, name=span.name,
-        store_id=None, query=query, top_k=top_k, items=tuple(items), content_captured=captured,
-        record_count=len(items) if captured else None, started_ns=span.start_ns, ended_ns=span.end_ns,
-        provider=_str(attrs.get("llm.provider")), error=_error(span), session_id=_session(span),
+        span.trace_id, span.span_id, span.parent_span_id, kind, span.name, None, query, top_k, tuple(items), captured,
+        len(items) if captured else None, span.start_ns, span.end_ns, *_provenance(span, attrs.get, "llm.provider"),
     ))
 
 
@@ -465,13 +467,29 @@ def _openlit_mem0_search(span: Span, out: MemoryExtraction, max_chars: int) -> N
         else:
             _reject(out, span, f"{key}: not mem0's search result (results): kept without its records")
             raw = None
-    out.reads.append(MemoryRead(
-        trace_id=span.trace_id, span_id=span.span_id, parent_span_id=span.parent_span_id, kind="mem0_search",
-        name=span.name, store_id=None, query=_str(attrs.get("gen_ai.memory.search.query")),
-        top_k=_count(attrs.get("gen_ai.memory.search.limit")), items=items, content_captured=raw is not None,
-        record_count=_count(attrs.get("gen_ai.memory.operation.result_count")), started_ns=span.start_ns,
-        ended_ns=span.end_ns, provider="mem0", error=_error(span), session_id=_session(span),
+    out.reads.append(MemoryRead(  # gen_ai.provider.name is "mem0" (extract_memory reads no other here)
+        span.trace_id, span.span_id, span.parent_span_id, "mem0_search", span.name, None,
+        _str(attrs.get("gen_ai.memory.search.query")), _count(attrs.get("gen_ai.memory.search.limit")), items,
+        raw is not None, _count(attrs.get("gen_ai.memory.operation.result_count")), span.start_ns, span.end_ns,
+        *_provenance(span, attrs.get, "gen_ai.provider.name"),
     ))
+
+
+_DOCUMENT_KEYS: dict[str, tuple[int, str] | None] = {}
+
+
+def _document_key(key: str, after: int) -> tuple[int, str] | None:
+    """``(3, "content")`` for ``<prefix>3.document.content`` (``after``: the prefix's length); None for another key
+    under the prefix. Remembered: the same keys come in every retriever span (at most 4,096 kept)."""
+    place = _DOCUMENT_KEYS.get(key, False)
+    if place is not False:
+        return place  # type: ignore[return-value]
+    index, _, rest = key[after:].partition(".")
+    place = (int(index), rest[len("document."):]) if index.isdigit() and rest.startswith("document.") else None
+    if len(_DOCUMENT_KEYS) >= 4096:
+        _DOCUMENT_KEYS.clear()
+    _DOCUMENT_KEYS[key] = place
+    return place
 
 
 def _ids_from_output(attrs: Mapping[str, Any], documents: Sequence[dict[str, Any]]) -> list[str | None] | None:
