@@ -6,6 +6,7 @@ the library's messages, or None (decline) - always None when the library rejects
 """
 from __future__ import annotations
 
+import gc
 import gzip
 import math
 import random
@@ -736,6 +737,124 @@ def test_random_requests_over_the_whole_schema(rnd: random.Random, shuffled: boo
         again.DiscardUnknownFields()
         assert again == request
     same(body)
+
+
+# ---- the caches of a call: keys, values, whole attributes, ids -------------------------------------------------------
+
+def plain_span(span_id: bytes, attributes: list[bytes], *, parent: bytes = b"", name: str = "op",
+               between: bytes = b"") -> bytes:
+    """A Span's payload from KeyValue payloads, ``between`` after every attribute."""
+    return (ld(1, TRACE) + ld(2, span_id) + (ld(4, parent) if parent else b"") + ld(5, name)
+            + b"".join(ld(9, kv) + between for kv in attributes))
+
+
+def many_spans(*spans: bytes) -> bytes:
+    return hand_request(hand_resource_spans(None, hand_scope_spans(hand_scope(), *spans)))
+
+
+def test_repeated_keys_values_and_attributes_across_spans() -> None:
+    # lengths about the edges of the caches' hashing (8, 16 bytes a step) and limits (64 bytes, a whole KeyValue of
+    # 160), the same bytes as a key and as a value, values differing in one middle byte, every kind of value repeated
+    texts = ["x" * n for n in (0, 1, 7, 8, 9, 15, 16, 17, 31, 32, 33, 63, 64, 65, 100, 150, 200)]
+    texts += ["gen_ai.memory.store.id", "gen_ai.memory.query.id", "caf\u00e9" * 9, "\U0001f600" * 16]
+    kvs = [kv_wire(t, t) for t in texts] + [kv_wire("v", t) for t in texts]
+    kvs += [kv_wire(f"key {n}", v) for n, v in enumerate([1, -1, 0.5, True, None, b"\x00", [1], {"a": 1}, ""])]
+    kvs += [ld(1, "k" * n) + ld(2, ld(1, "v" * (150 - n))) for n in range(140, 150)]  # whole KeyValues about 160 bytes
+    spans = []
+    for n in range(12):
+        rnd = random.Random(n)
+        chosen = rnd.sample(kvs, 20) + kvs[n::7]
+        spans.append(plain_span(SPAN_ID[:-1] + bytes([n]), chosen, parent=SPAN_ID[:-1] + bytes([n // 3]),
+                                name=rnd.choice(["search_memory", "x" * 64, "x" * 65, ""])))
+    got = same(many_spans(*spans))
+    assert got[4].parent_span_id == got[1].span_id and got[0].parent_span_id == got[0].span_id
+
+
+def test_repeated_lists_and_dicts_are_not_shared() -> None:
+    # compact KeyValues (kv_wire's unknown fields would make them too long for the cache of whole KeyValues)
+    attributes = [ld(1, "list") + ld(2, ld(5, ld(1, vi(3, 1)) + ld(1, ld(1, "a")))),
+                  ld(1, "dict") + ld(2, ld(6, ld(1, ld(1, "a") + ld(2, ld(5, ld(1, vi(3, 1))))))),
+                  ld(1, "s") + ld(2, ld(1, "shared"))]
+    first, second = same(many_spans(plain_span(SPAN_ID, attributes), plain_span(PARENT, attributes)))
+    assert first.attributes["s"] is second.attributes["s"]  # equal strs may be one object: they cannot change
+    assert first.attributes["list"] is not second.attributes["list"]
+    assert first.attributes["dict"] is not second.attributes["dict"]
+    assert first.attributes["dict"]["a"] is not second.attributes["dict"]["a"]
+    first.attributes["list"].append(2)
+    first.attributes["dict"]["a"].append(2)
+    assert second.attributes["list"] == [1, "a"] and second.attributes["dict"] == {"a": [1]}
+
+
+@pytest.mark.parametrize("count", [0, 1, 31, 32, 33, 80])
+def test_many_attributes_in_order_with_other_fields_between(count: int) -> None:
+    # the first walk keeps the places of 32 attributes: more are found by a second walk
+    kvs = [kv_wire(f"k{n % 45}", n) for n in range(count)]  # keys repeat past 45: the last value wins, first place
+    between = UNKNOWN + ld(5, "a name") + ld(11, ld(2, "event")) + f64(7, 5)
+    got = same(many_spans(plain_span(SPAN_ID, kvs, between=between), plain_span(PARENT, kvs[::-1])))
+    expected = [(f"k{n}", n + 45 if n + 45 < count else n) for n in range(min(count, 45))]
+    assert list(got[0].attributes.items()) == expected
+
+
+def test_more_keys_than_the_caches_hold() -> None:
+    # 700 different keys and values, some differing in one middle byte only: slots are taken over, never confused
+    kvs = [kv_wire(f"attribute.{n:04d}.name", f"value {n % 300:03d} of the attribute") for n in range(700)]
+    same(many_spans(*(plain_span(bytes([n + 1]) * 8, kvs[n * 100:n * 100 + 150] + kvs[:20]) for n in range(6))))
+
+
+def test_the_caches_do_not_outlive_a_call() -> None:
+    # the same spans after other bodies, after declined ones, from a new buffer at the same address or not
+    body = many_spans(plain_span(SPAN_ID, [kv_wire("k", "v"), kv_wire("n", 1)]),
+                      plain_span(PARENT, [kv_wire("k", "v")]))
+    other = many_spans(plain_span(PARENT, [kv_wire("k", "w"), kv_wire("n", 2)], name="other"))
+    expected = repr(python_spans(body))
+    for _ in range(3):
+        assert repr(native_spans(bytes(body))) == expected
+        assert native_spans(other[:-1]) is None
+        assert repr(native_spans(bytearray(other))) == repr(python_spans(other))
+        assert native_spans(body + b"\x0e") is None
+
+
+def test_a_pair_read_above_is_still_declined_too_deep() -> None:
+    # the innermost KeyValue of nested(20, kvlist) is the attribute k=1 read at the top: there, 64 below the request,
+    # its value is one level too deep for native (the whole KeyValue must not come from the cache)
+    top = ld(1, "k") + ld(2, vi(3, 1))
+    assert nested(1, kvlist=True) == ld(6, ld(1, top))
+    for levels, outcome in ((19, same), (20, declined)):
+        outcome(many_spans(plain_span(SPAN_ID, [top, ld(1, "d") + ld(2, nested(levels, kvlist=True)), top])))
+
+
+def test_a_call_inside_a_call_has_its_own_caches() -> None:
+    # A call reached while another runs (here a gc callback during an allocation, on Pythons that collect there; a
+    # finalizer would do the same) must not use the running call's caches.
+    outer_body = many_spans(*(plain_span(bytes([n + 1]) * 8, [kv_wire("k", f"v{n % 3}"), kv_wire("l", [n])] * 3)
+                              for n in range(40)))
+    inner_body = many_spans(*(plain_span(bytes([n + 1]) * 8, [kv_wire("k", f"w{n % 5}"), kv_wire("x", n)])
+                              for n in range(10)))
+    outer_expected, inner_expected = repr(python_spans(outer_body)), repr(python_spans(inner_body))
+    inner: list[tuple[bool, str]] = []
+    running = False
+
+    def callback(phase: str, info: dict[str, int]) -> None:
+        if phase == "start" and len(inner) < 200:
+            inner.append((running, repr(_otlp_wire.decode_traces(inner_body, Span))))
+
+    threshold = gc.get_threshold()
+    gc.callbacks.append(callback)
+    gc.set_threshold(1)
+    try:
+        outer = []
+        for _ in range(5):
+            running = True
+            got = _otlp_wire.decode_traces(outer_body, Span)
+            running = False
+            outer.append(repr(got))
+    finally:
+        gc.set_threshold(*threshold)
+        gc.callbacks.remove(callback)
+    assert outer == [outer_expected] * 5
+    assert inner and all(result == inner_expected for _, result in inner)
+    if sys.version_info < (3, 12):  # 3.11 collects in allocations; 3.12 on at the next bytecode
+        assert any(within for within, _ in inner)
 
 
 # ---- mutations ------------------------------------------------------------------------------------------------------

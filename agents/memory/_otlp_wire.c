@@ -30,6 +30,10 @@
 /* Span ids (a span's own, its parent's: the same span's id as its children's parent) and trace ids seen in one call. */
 #define ID_SLOTS 64
 #define ID_MAX 16
+/* Whole KeyValue messages seen in one call, by their bytes, with the key and the value read from them (a str, int,
+ * float, bool or None: never a list or dict, which the caller may change): the same attribute often repeats. */
+#define PAIR_SLOTS 256
+#define PAIR_MAX 160
 /* A span's attributes whose places are kept by the first walk over its fields (more: a second walk finds them). */
 #define ATTR_BATCH 32
 
@@ -46,6 +50,13 @@ typedef struct {
 } KeySlot;
 
 typedef struct {
+    const uint8_t *ptr;
+    Py_ssize_t len;
+    PyObject *key;
+    PyObject *value;
+} PairSlot;
+
+typedef struct {
     PyTypeObject *span_type;
     PyObject *spans;
     PyObject *empty;            /* "" */
@@ -57,6 +68,9 @@ typedef struct {
     KeySlot ids[ID_SLOTS];
     KeySlot *filled[KEY_SLOTS + VALUE_SLOTS + ID_SLOTS];  /* the slots with a str, to empty at the end of the call */
     Py_ssize_t n_filled;
+    PairSlot pairs[PAIR_SLOTS];
+    PairSlot *pairs_filled[PAIR_SLOTS];
+    Py_ssize_t n_pairs_filled;
 } Ctx;
 
 /* The Ctx of a call, reused by the next (its slots empty between calls): clearing the whole of a fresh one costs
@@ -185,15 +199,27 @@ static inline int
 is_ascii(const uint8_t *s, Py_ssize_t n)
 {
     const uint8_t *end = s + n;
-    uint64_t acc = 0;
+    uint64_t acc = 0, w0, w1, w2, w3;
+    while (end - s >= 32) {  /* four words a step: no chain of dependent ORs */
+        memcpy(&w0, s, 8);
+        memcpy(&w1, s + 8, 8);
+        memcpy(&w2, s + 16, 8);
+        memcpy(&w3, s + 24, 8);
+        acc |= (w0 | w1) | (w2 | w3);
+        s += 32;
+    }
     while (end - s >= 8) {
-        uint64_t word;
-        memcpy(&word, s, 8);
-        acc |= word;
+        memcpy(&w0, s, 8);
+        acc |= w0;
         s += 8;
     }
-    while (s < end) {
-        acc |= *s++;
+    if (s < end && n >= 8) {  /* the last 8 bytes, overlapping the ones checked */
+        memcpy(&w0, end - 8, 8);
+        acc |= w0;
+    } else {
+        while (s < end) {
+            acc |= *s++;
+        }
     }
     return (acc & 0x8080808080808080ull) == 0;
 }
@@ -320,31 +346,39 @@ all_zero(const uint8_t *s, Py_ssize_t n)
 }
 
 
-/* A hash of short bytes for the caches, 8 bytes a step (the bytes are compared in full on a hit). */
+/* A hash of short bytes for the caches (the bytes are compared in full on a hit): two lanes of 8 bytes a step, the
+ * last 16 (or 8) bytes overlapping the previous ones when n is not a multiple. */
 static inline uint32_t
 hash_bytes(const uint8_t *s, Py_ssize_t n)
 {
-    uint64_t h = 0x9e3779b97f4a7c15ull ^ (uint64_t)n;
-    uint64_t word;
+    uint64_t a = 0x9e3779b97f4a7c15ull ^ (uint64_t)n, b = 0xc2b2ae3d27d4eb4full, w0, w1;
     const uint8_t *end = s + n;
-    if (n >= 8) {
-        while (end - s > 8) {
-            memcpy(&word, s, 8);
-            h = (h ^ word) * 0xff51afd7ed558ccdull;
-            h ^= h >> 29;
-            s += 8;
+    if (n >= 16) {
+        while (end - s > 16) {
+            memcpy(&w0, s, 8);
+            memcpy(&w1, s + 8, 8);
+            a = (a ^ w0) * 0xff51afd7ed558ccdull;
+            b = (b ^ w1) * 0xc4ceb9fe1a85ec53ull;
+            s += 16;
         }
-        memcpy(&word, end - 8, 8);  /* the last 8 bytes, overlapping the previous word when n is not a multiple */
+        memcpy(&w0, end - 16, 8);
+        memcpy(&w1, end - 8, 8);
+    } else if (n >= 8) {
+        memcpy(&w0, s, 8);
+        memcpy(&w1, end - 8, 8);
     } else {
-        word = 0;
+        w0 = 0;
         while (s < end) {
-            word = word << 8 | *s++;
+            w0 = w0 << 8 | *s++;
         }
+        w1 = 0;
     }
-    h = (h ^ word) * 0xff51afd7ed558ccdull;
-    h ^= h >> 32;
-    h *= 0xc4ceb9fe1a85ec53ull;
-    return (uint32_t)(h >> 32);
+    a = (a ^ w0) * 0xff51afd7ed558ccdull;
+    b = (b ^ w1) * 0xc4ceb9fe1a85ec53ull;
+    a ^= (b >> 32 | b << 32);
+    a ^= a >> 29;
+    a *= 0x94d049bb133111ebull;
+    return (uint32_t)(a >> 32);
 }
 
 /* Whether n bytes at a and b are the same: memcmp inlined for the short strings of the caches. */
@@ -689,11 +723,19 @@ parse_any_value(Ctx *ctx, const uint8_t *p, const uint8_t *end, int depth)
 static int
 parse_key_value(Ctx *ctx, const uint8_t *p, const uint8_t *end, int depth, PyObject *dict)
 {
-    const uint8_t *key = NULL, *key_end = NULL, *value = NULL, *value_end = NULL;
+    const uint8_t *key = NULL, *key_end = NULL, *value = NULL, *value_end = NULL, *begin = p;
     PyObject *key_obj, *value_obj;
+    PairSlot *pair = NULL;
     int status;
     if (depth > MAX_DEPTH) {
         return -1;
+    }
+    /* The pair cache: only where the value's depth is no limit (the same bytes deeper could be declined). */
+    if (end - p <= PAIR_MAX && depth < MAX_DEPTH) {
+        pair = &ctx->pairs[hash_bytes(p, end - p) & (PAIR_SLOTS - 1)];
+        if (pair->key != NULL && pair->len == end - p && same_bytes(pair->ptr, p, end - p)) {
+            return PyDict_SetItem(dict, pair->key, pair->value);
+        }
     }
     while (p < end) {
         uint32_t tag;
@@ -742,6 +784,19 @@ parse_key_value(Ctx *ctx, const uint8_t *p, const uint8_t *end, int depth, PyObj
         Py_INCREF(value_obj);
     }
     status = PyDict_SetItem(dict, key_obj, value_obj);
+    if (status == 0 && pair != NULL && !PyList_CheckExact(value_obj) && !PyDict_CheckExact(value_obj)) {
+        if (pair->key == NULL) {
+            ctx->pairs_filled[ctx->n_pairs_filled++] = pair;
+        } else {
+            Py_DECREF(pair->key);
+            Py_DECREF(pair->value);
+        }
+        pair->ptr = begin;
+        pair->len = end - begin;
+        pair->key = key_obj;  /* the references */
+        pair->value = value_obj;
+        return 0;
+    }
     Py_DECREF(key_obj);
     Py_DECREF(value_obj);
     return status;
@@ -1294,11 +1349,16 @@ decode_traces(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     for (i = 0; i < ctx->n_filled; i++) {
         Py_CLEAR(ctx->filled[i]->str);
     }
+    for (i = 0; i < ctx->n_pairs_filled; i++) {
+        Py_CLEAR(ctx->pairs_filled[i]->key);
+        Py_CLEAR(ctx->pairs_filled[i]->value);
+    }
     if (ctx == &shared_ctx) {
         ctx->spans = ctx->empty = ctx->trace_str = NULL;
         ctx->trace_ptr = NULL;
         ctx->trace_len = 0;
         ctx->n_filled = 0;
+        ctx->n_pairs_filled = 0;
         shared_ctx_busy = 0;
     } else {
         PyMem_Free(ctx);
