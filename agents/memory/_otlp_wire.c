@@ -290,6 +290,15 @@ utf8_valid(const uint8_t *s, Py_ssize_t n)
     return 1;
 }
 
+/* The characters of a str made by PyUnicode_New(n, 127): a compact ASCII str, whose characters follow its header
+ * (what PyUnicode_DATA finds after its checks, which the compiler does not always inline). */
+static inline Py_UCS1 *
+ascii_data(PyObject *str)
+{
+    assert(PyUnicode_IS_COMPACT_ASCII(str));
+    return (Py_UCS1 *)((PyASCIIObject *)str + 1);
+}
+
 /* A str from UTF-8 bytes (a new reference), or NULL: declined (invalid UTF-8, no exception) or MemoryError. */
 static PyObject *
 make_str(const uint8_t *s, Py_ssize_t n)
@@ -298,7 +307,7 @@ make_str(const uint8_t *s, Py_ssize_t n)
     if (is_ascii(s, n)) {
         str = PyUnicode_New(n, 127);
         if (str != NULL && n) {
-            memcpy(PyUnicode_1BYTE_DATA(str), s, (size_t)n);
+            memcpy(ascii_data(str), s, (size_t)n);
         }
         return str;
     }
@@ -325,7 +334,7 @@ make_hex(const uint8_t *s, Py_ssize_t n)
     if (str == NULL) {
         return NULL;
     }
-    out = PyUnicode_1BYTE_DATA(str);
+    out = ascii_data(str);
     for (i = 0; i < n; i++) {
         out[2 * i] = (Py_UCS1)HEX[s[i] >> 4];
         out[2 * i + 1] = (Py_UCS1)HEX[s[i] & 15];
