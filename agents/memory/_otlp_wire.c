@@ -1376,8 +1376,56 @@ decode_traces(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     return result;
 }
 
+/* ---- long numbers in JSON texts ----------------------------------------------------------------------------- */
+
+PyDoc_STRVAR(has_long_number_doc,
+"has_long_number(text: str) -> bool\n\n"
+"Whether the text holds a run of 19 ASCII digits or more: a JSON integer orjson may read as a float (past 64\n"
+"bits), which otlp.loads_attribute then reads with json.loads.");
+
+static PyObject *
+has_long_number(PyObject *module, PyObject *text)
+{
+    Py_ssize_t i, n, run = 0;
+    int kind;
+    const void *data;
+    (void)module;
+    if (!PyUnicode_Check(text)) {
+        PyErr_SetString(PyExc_TypeError, "has_long_number(): text must be a str");
+        return NULL;
+    }
+    n = PyUnicode_GET_LENGTH(text);
+    kind = PyUnicode_KIND(text);
+    data = PyUnicode_DATA(text);
+    if (kind == PyUnicode_1BYTE_KIND) {
+        const uint8_t *p = (const uint8_t *)data;
+        for (i = 0; i < n; i++) {
+            if ((unsigned)(p[i] - '0') < 10u) {
+                if (++run >= 19) {
+                    Py_RETURN_TRUE;
+                }
+            } else {
+                run = 0;
+            }
+        }
+    } else {
+        for (i = 0; i < n; i++) {
+            Py_UCS4 ch = PyUnicode_READ(kind, data, i);
+            if (ch >= '0' && ch <= '9') {
+                if (++run >= 19) {
+                    Py_RETURN_TRUE;
+                }
+            } else {
+                run = 0;
+            }
+        }
+    }
+    Py_RETURN_FALSE;
+}
+
 static PyMethodDef methods[] = {
     {"decode_traces", (PyCFunction)(void (*)(void))decode_traces, METH_FASTCALL, decode_traces_doc},
+    {"has_long_number", has_long_number, METH_O, has_long_number_doc},
     {NULL, NULL, 0, NULL},
 };
 

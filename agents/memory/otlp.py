@@ -167,20 +167,26 @@ def _ids_to_base64(value: Any, place: str) -> Any:
 
 
 # bytes -> digits as b"0", the rest as b".": a run of 19 digits may be an integer past 64 bits (below -2**63 already),
-# which orjson would read as a float.
+# which orjson would read as a float. The native module tells it without encoding the text (has_long_number).
 _DIGITS = bytes(48 if 48 <= i <= 57 else 46 for i in range(256))
 _LONG_NUMBER = b"0" * 19
 
 
-def loads_attribute(text: str, _loads: Callable[[bytes], Any] = orjson.loads) -> Any:
+def _has_long_number(text: str) -> bool:
+    return _LONG_NUMBER in text.encode("utf-8", "surrogatepass").translate(_DIGITS)
+
+
+has_long_number: Callable[[str], bool] = _otlp_wire.has_long_number if _otlp_wire is not None else _has_long_number
+
+
+def loads_attribute(text: str) -> Any:
     """A JSON text an attribute carries (messages, records, documents): the value ``json.loads`` gives, or its
     ``json.JSONDecodeError``, three times faster. orjson reads it; ``json.loads`` reads what orjson refuses (NaN,
     Infinity, lone surrogates, numbers out of range: the same value or error as always) and texts with a run of 19
     digits or more, whose integers orjson may turn into floats."""
-    data = text.encode("utf-8", "surrogatepass")
-    if _LONG_NUMBER not in data.translate(_DIGITS):
+    if not has_long_number(text):
         try:
-            return _loads(data)
+            return orjson.loads(text)
         except orjson.JSONDecodeError:
             pass
     return json.loads(text)
