@@ -40,11 +40,14 @@ from agents.memory.memory_spans import (
     MemoryItem,
     MemoryRead,
     MemoryWrite,
+    as_data,
     extract_memory,
     link_reads,
     link_writes,
     merge_extractions,
+    read_of,
     to_document,
+    write_of,
 )
 from agents.memory.otlp import Batch
 from agents.store import reading
@@ -145,7 +148,7 @@ def _storable(extraction: MemoryExtraction, receipt: MemoryReceipt) -> tuple[
                 continue
             if item.score is not None and not math.isfinite(item.score):
                 named(span_id, what, f"item {item.rank}: score {item.score} is not a number: kept without it")
-                item = dataclasses.replace(item, score=None)
+                item = item._replace(score=None)
             kept.append(item)
         return tuple(kept)
 
@@ -159,14 +162,14 @@ def _storable(extraction: MemoryExtraction, receipt: MemoryReceipt) -> tuple[
     for write in extraction.writes:
         if usable(write.trace_id, write.span_id, write.operation, write.store_id, write.record_id):
             records = items(write.span_id, write.operation, write.records)
-            writes.append(dataclasses.replace(
-                write, records=records, content_captured=write.content_captured and bool(records or not write.records),
+            writes.append(write._replace(
+                records=records, content_captured=write.content_captured and bool(records or not write.records),
                 error=text(write.span_id, write.operation, "error", write.error)))
     reads = []
     for read in extraction.reads:
         if usable(read.trace_id, read.span_id, read.kind, read.store_id):
-            reads.append(dataclasses.replace(
-                read, items=items(read.span_id, read.kind, read.items),
+            reads.append(read._replace(
+                items=items(read.span_id, read.kind, read.items),
                 query=text(read.span_id, read.kind, "query", read.query),
                 name=text(read.span_id, read.kind, "name", read.name) or "",
                 error=text(read.span_id, read.kind, "error", read.error)))
@@ -197,11 +200,11 @@ def _keep(project: models.Project, batch: Batch, writes: Sequence[MemoryWrite], 
         rows.setdefault((write.trace_id, write.span_id), models.CapturedMemorySpan(
             project=project, trace_id=write.trace_id, span_id=write.span_id,
             kind=Kind.WIPE if _is_wipe(write) else Kind.WRITE,
-            store_id=(write.store_id or "")[:255], data=dataclasses.asdict(write)))
+            store_id=(write.store_id or "")[:255], data=as_data(write)))
     for read in reads:
         rows.setdefault((read.trace_id, read.span_id), models.CapturedMemorySpan(
             project=project, trace_id=read.trace_id, span_id=read.span_id, kind=Kind.READ,
-            store_id=(read.store_id or "")[:255], data=dataclasses.asdict(read)))
+            store_id=(read.store_id or "")[:255], data=as_data(read)))
     by_span: dict[tuple[str, str], list[Compaction]] = {}
     for compaction in compactions:
         by_span.setdefault((compaction.trace_id, compaction.span_id), []).append(compaction)
@@ -212,21 +215,13 @@ def _keep(project: models.Project, batch: Batch, writes: Sequence[MemoryWrite], 
     models.CapturedMemorySpan.objects.bulk_create(list(rows.values()), batch_size=BATCH, ignore_conflicts=True)
 
 
-def _write_of(data: dict[str, Any]) -> MemoryWrite:
-    return MemoryWrite(**{**data, "records": tuple(MemoryItem(**item) for item in data["records"])})
-
-
-def _read_of(data: dict[str, Any]) -> MemoryRead:
-    return MemoryRead(**{**data, "items": tuple(MemoryItem(**item) for item in data["items"])})
-
-
 def _held(rows: Iterable[tuple[str, Any]]) -> MemoryExtraction:
     out = MemoryExtraction()
     for kind, data in rows:
         if kind in (Kind.WRITE, Kind.WIPE):
-            out.writes.append(_write_of(data))
+            out.writes.append(write_of(data))
         elif kind == Kind.READ:
-            out.reads.append(_read_of(data))
+            out.reads.append(read_of(data))
         else:
             out.compactions += [Compaction(**c) for c in data["compactions"]]
     return out
@@ -473,7 +468,7 @@ def _wipes_apply(project: models.Project, store_ids: set[str]) -> set[int]:
     by_store: dict[str, list[MemoryWrite]] = {}
     for data in models.CapturedMemorySpan.objects.filter(
             project=project, kind=Kind.WIPE, store_id__in=sorted(store_ids)).values_list("data", flat=True):
-        wipe = _write_of(data)
+        wipe = write_of(data)
         by_store.setdefault(wipe.store_id or "", []).append(wipe)
     for store_id, wipes in sorted(by_store.items()):
         scope = {"store_id": store_id}
