@@ -1113,15 +1113,15 @@ parse_scope(Ctx *ctx, const uint8_t *p, const uint8_t *end, int depth)
     return value_str(ctx, name, name_end - name);
 }
 
-/* ScopeSpans: scope=1, spans=2, schema_url=3. The scope may come after the spans: found first, then the spans. */
+/* The first pass over a ResourceSpans or a ScopeSpans, which share their layout (1: one message, the resource or
+ * the scope; 2: the repeated messages, read in a second pass; 3: the schema url): the framing checked, the schema
+ * url's UTF-8 too, and where field 1 is (*one_begin NULL when absent). -1 when field 1 comes twice: protobuf would
+ * merge the two. */
 static int
-parse_scope_spans(Ctx *ctx, const uint8_t *begin, const uint8_t *end, int depth, PyObject *resource)
+first_pass(const uint8_t *p, const uint8_t *end, const uint8_t **one_begin, const uint8_t **one_end)
 {
-    const uint8_t *p = begin, *scope_begin = NULL, *scope_end = NULL, *sub_end;
-    PyObject *scope;
-    if (depth > MAX_DEPTH) {
-        return -1;
-    }
+    const uint8_t *sub_end;
+    *one_begin = *one_end = NULL;
     while (p < end) {
         uint32_t tag;
         if (read_tag(&p, end, &tag) < 0) {
@@ -1129,11 +1129,11 @@ parse_scope_spans(Ctx *ctx, const uint8_t *begin, const uint8_t *end, int depth,
         }
         switch (tag) {
         case TAG(1, WT_LEN):
-            if (scope_begin != NULL || read_len(&p, end, &sub_end) < 0) {
+            if (*one_begin != NULL || read_len(&p, end, &sub_end) < 0) {
                 return -1;
             }
-            scope_begin = p;
-            scope_end = p = sub_end;
+            *one_begin = p;
+            *one_end = p = sub_end;
             break;
         case TAG(3, WT_LEN):
             if (read_len(&p, end, &sub_end) < 0 || !utf8_valid(p, sub_end - p)) {
@@ -1146,6 +1146,18 @@ parse_scope_spans(Ctx *ctx, const uint8_t *begin, const uint8_t *end, int depth,
                 return -1;
             }
         }
+    }
+    return 0;
+}
+
+/* ScopeSpans: scope=1, spans=2, schema_url=3. The scope may come after the spans: found first, then the spans. */
+static int
+parse_scope_spans(Ctx *ctx, const uint8_t *begin, const uint8_t *end, int depth, PyObject *resource)
+{
+    const uint8_t *p, *scope_begin, *scope_end, *sub_end;
+    PyObject *scope;
+    if (depth > MAX_DEPTH || first_pass(begin, end, &scope_begin, &scope_end) < 0) {
+        return -1;
     }
     if (scope_begin != NULL) {
         scope = parse_scope(ctx, scope_begin, scope_end, depth + 1);
@@ -1217,35 +1229,10 @@ parse_resource(Ctx *ctx, const uint8_t *p, const uint8_t *end, int depth, PyObje
 static int
 parse_resource_spans(Ctx *ctx, const uint8_t *begin, const uint8_t *end, int depth)
 {
-    const uint8_t *p = begin, *resource_begin = NULL, *resource_end = NULL, *sub_end;
+    const uint8_t *p, *resource_begin, *resource_end, *sub_end;
     PyObject *resource;
-    if (depth > MAX_DEPTH) {
+    if (depth > MAX_DEPTH || first_pass(begin, end, &resource_begin, &resource_end) < 0) {
         return -1;
-    }
-    while (p < end) {
-        uint32_t tag;
-        if (read_tag(&p, end, &tag) < 0) {
-            return -1;
-        }
-        switch (tag) {
-        case TAG(1, WT_LEN):
-            if (resource_begin != NULL || read_len(&p, end, &sub_end) < 0) {
-                return -1;
-            }
-            resource_begin = p;
-            resource_end = p = sub_end;
-            break;
-        case TAG(3, WT_LEN):
-            if (read_len(&p, end, &sub_end) < 0 || !utf8_valid(p, sub_end - p)) {
-                return -1;
-            }
-            p = sub_end;
-            break;
-        default:
-            if (skip_field(&p, end, tag) < 0) {
-                return -1;
-            }
-        }
     }
     resource = PyDict_New();
     if (resource == NULL) {
