@@ -10,6 +10,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceRequest,
     ExportTraceServiceResponse,
 )
+from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 
 T0 = datetime(2026, 12, 7, 9, 0, tzinfo=UTC)
 PROTOBUF = "application/x-protobuf"
@@ -48,11 +49,13 @@ def span(name: str, op_name: str, attributes: dict[str, Any], *, parent: str | N
     return one
 
 
-def any_value(value: Any) -> Any:
-    from opentelemetry.proto.common.v1.common_pb2 import AnyValue
-
+def any_value(value: Any) -> AnyValue:
+    """An OTLP AnyValue for a Python value, as ``otlp.any_value`` reads it back: None (no member), bool, int, float,
+    str, bytes, list (an array), dict (a kvlist)."""
     out = AnyValue()
-    if isinstance(value, bool):
+    if value is None:
+        pass
+    elif isinstance(value, bool):
         out.bool_value = value
     elif isinstance(value, int):
         out.int_value = value
@@ -60,8 +63,14 @@ def any_value(value: Any) -> Any:
         out.double_value = value
     elif isinstance(value, str):
         out.string_value = value
+    elif isinstance(value, bytes):
+        out.bytes_value = value
+    elif isinstance(value, list):
+        out.array_value.SetInParent()
+        out.array_value.values.extend(any_value(v) for v in value)
     else:
-        raise TypeError(value)
+        out.kvlist_value.SetInParent()
+        out.kvlist_value.values.extend(KeyValue(key=k, value=any_value(v)) for k, v in value.items())
     return out
 
 

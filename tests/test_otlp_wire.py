@@ -29,6 +29,7 @@ from opentelemetry.proto.trace.v1.trace_pb2 import Status
 from agents.memory import _otlp_wire, otlp
 from agents.memory.otlp import OtlpError, Span, decode
 from tests import genai_spans, otlp_memory_spans
+from tests.otlp_memory_spans import any_value
 
 PROTOBUF = "application/x-protobuf"
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
@@ -156,29 +157,6 @@ def kv_wire(key: str, value: Any) -> bytes:
 
 
 # ---- messages by the library ----------------------------------------------------------------------------------------
-
-def any_value(value: Any) -> AnyValue:
-    out = AnyValue()
-    if value is None:
-        pass
-    elif isinstance(value, bool):
-        out.bool_value = value
-    elif isinstance(value, int):
-        out.int_value = value
-    elif isinstance(value, float):
-        out.double_value = value
-    elif isinstance(value, str):
-        out.string_value = value
-    elif isinstance(value, bytes):
-        out.bytes_value = value
-    elif isinstance(value, list):
-        out.array_value.SetInParent()
-        out.array_value.values.extend(any_value(v) for v in value)
-    else:
-        out.kvlist_value.SetInParent()
-        out.kvlist_value.values.extend(KeyValue(key=k, value=any_value(v)) for k, v in value.items())
-    return out
-
 
 def key_values(values: dict[str, Any]) -> list[KeyValue]:
     return [KeyValue(key=k, value=any_value(v)) for k, v in values.items()]
