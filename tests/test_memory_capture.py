@@ -488,14 +488,14 @@ def test_it_places_every_version_and_recall_of_a_session_the_same_in_any_order(c
         ("scratch", "x-1"): [(1, "ADD", "scratch note"), (2, "DELETE", None)]}
     # Each version written after a call, at that call's reply (its trace's last call before it, nearest in the span
     # tree): turn 1's writes after c1; turn 2's update came before c2 and follows no call of its trace; mem-3 after c2.
-    # A store's wipe deletes what every trace wrote (_wipes_apply): those deletions follow no call.
+    # A store's wipe deletes what every trace wrote (_wipes_apply), whichever came first: those deletions follow the
+    # call the wipe followed (c2 for w4 and w6), even where the records they delete came after the wipe's trace.
     replies = {c.span_id: c.reply_seq for c in models.LlmCall.objects.filter(session__agent__project__slug="p0")}
     placed = {(k[1], v[0]): v[-1] for k, r in expected["records"].items() for v in r[-1]}
+    after_c1, after_c2 = ("prefs-1", replies[sid("c1")], sid("c1")), ("prefs-1", replies[sid("c2")], sid("c2"))
     assert placed == {
-        ("mem-1", 1): ("prefs-1", replies[sid("c1")], sid("c1")), ("mem-1", 2): (None, None, None),
-        ("mem-1", 3): (None, None, None), ("mem-2", 1): ("prefs-1", replies[sid("c1")], sid("c1")),
-        ("mem-2", 2): (None, None, None), ("mem-3", 1): ("prefs-1", replies[sid("c2")], sid("c2")),
-        ("x-1", 1): ("prefs-1", replies[sid("c1")], sid("c1")), ("x-1", 2): (None, None, None)}
+        ("mem-1", 1): after_c1, ("mem-1", 2): (None, None, None), ("mem-1", 3): after_c2, ("mem-2", 1): after_c1,
+        ("mem-2", 2): after_c2, ("mem-3", 1): after_c2, ("x-1", 1): after_c1, ("x-1", 2): after_c2}
     assert replies[sid("c1")] is not None and replies[sid("c2")] is not None
     # Deleted records keep the body they had; their history stays.
     assert {k: r[:4:3] for k, r in expected["records"].items()} == {

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -290,8 +290,8 @@ def traces_ledger(*, project: models.Project, trace_ids: Sequence[str]) -> Rebui
     extraction = merge_extractions([held])
     calls = _TraceCalls(project, trace_ids)
     links = link_reads(extraction.reads, calls.captured.values(), extraction.parents)
-    document = to_document(extraction, links, calls.captured.values(),
-                           write_links=link_writes(extraction.writes, calls.captured.values(), extraction.parents))
+    write_links = link_writes(extraction.writes, calls.captured.values(), extraction.parents)
+    document = to_document(extraction, links, calls.captured.values(), write_links=write_links)
     document.notes = []  # the receiver's answer names what a request could not use; a rebuild names nothing more
     wipes = {w.span_id for w in extraction.writes if _is_wipe(w)}
     document.stores = [_versions_placed(_without_wipes(store, wipes), calls) for store in document.stores]
@@ -306,7 +306,9 @@ def traces_ledger(*, project: models.Project, trace_ids: Sequence[str]) -> Rebui
     importer.finish(calls.session_at)
     _versions_follow(document.stores, importer, calls)
     _compactions_follow(document.compactions, calls)
-    wiped = _wipes_apply(project, {w.store_id for w in extraction.writes if w.store_id})
+    wiped = _wipes_apply(project, {w.store_id for w in extraction.writes if w.store_id}, {
+        w.span_id: calls.rows[write_links[w.span_id]] for w in extraction.writes
+        if _is_wipe(w) and write_links.get(w.span_id) in calls.rows})
     return Rebuilt(outcome=importer.outcome, stores={row.row.pk for row in importer.stores.values()} | wiped,
                    sessions={row.session_id for row in calls.rows.values()})
 
@@ -458,12 +460,17 @@ def _without_wipes(store: core.StoreIn, wipes: set[str]) -> core.StoreIn:
     return store.model_copy(update={"records": records})
 
 
-def _wipes_apply(project: models.Project, store_ids: set[str]) -> set[int]:
+def _wipes_apply(project: models.Project, store_ids: set[str],
+                 followed: Mapping[str, models.LlmCall] | None = None) -> set[int]:
     """Every record a store held when it was emptied or deleted (a ``delete_memory`` without a record id, a
     ``delete_memory_store``), whichever trace wrote it and whenever that arrived, has a DELETE version at that
     moment, keyed by the wipe's span and the record (as ``to_document`` keys them), and only those: a record
     deleted already then (by its own delete, or an earlier wipe that arrived later) gets none. The rows and their
-    history stay. Returns the stores it wrote to."""
+    history stay. Each of those versions is placed at the reply of the call its wipe followed, as a write's own
+    versions are: ``followed`` names it for the wipes of the traces being built (wipe span -> call), and a wipe of
+    another trace that deletes a record only now is linked from its own trace's calls. Returns the stores it wrote
+    to."""
+    followed = dict(followed or {})
     written: set[int] = set()
     by_store: dict[str, list[MemoryWrite]] = {}
     for data in models.CapturedMemorySpan.objects.filter(
@@ -504,7 +511,11 @@ def _wipes_apply(project: models.Project, store_ids: set[str]) -> set[int]:
             external_id=rows[record_id].external_id, text=rows[record_id].text, value=rows[record_id].value,
             metadata=rows[record_id].metadata, state="deleted", versions=versions)
             for record_id, versions in sorted(missing.items()) if versions]
+        new_for = {(v.external_id or "").partition(":")[0] for versions in missing.values() for v in versions}
+        place = {w.span_id: followed[w.span_id] if w.span_id in followed else _wipe_followed(project, w)
+                 for w in wipes if w.span_id in followed or w.span_id in new_for}
         if not (stale or records):
+            _wipe_versions_placed(store, place)
             continue
         document = core.MemoryDocument(format=FORMAT, stores=[core.StoreIn(
             key=store_id, name=store_id, kind="records", source_format=FORMAT, scope=scope, external_id=store_id,
@@ -513,8 +524,30 @@ def _wipes_apply(project: models.Project, store_ids: set[str]) -> set[int]:
                                         default_agent=None, owner="otlp:wipe", partial_records=True)
         importer.stage(_nowhere)
         importer.finish(_nowhere)  # the store's summaries, after a DELETE went too
+        _wipe_versions_placed(store, place)
         written.add(store.pk)
     return written
+
+
+def _wipe_followed(project: models.Project, wipe: MemoryWrite) -> models.LlmCall | None:
+    """The call a wipe of a trace not being built followed (``link_writes`` on that trace's calls and spans)."""
+    calls = _TraceCalls(project, [wipe.trace_id])
+    if not calls.rows:
+        return None
+    parents = {span_id: parent or None for span_id, parent in models.CapturedSpan.objects.filter(
+        project=project, trace_id=wipe.trace_id).values_list("span_id", "parent_span_id")}
+    link = link_writes([wipe], calls.captured.values(), parents).get(wipe.span_id)
+    return calls.rows.get(link or "")
+
+
+def _wipe_versions_placed(store: models.MemoryStore, place: Mapping[str, models.LlmCall | None]) -> None:
+    """The DELETE versions of each wipe at the reply of the call it followed (none: left where they are)."""
+    for span_id, call in sorted(place.items()):
+        if call is None:
+            continue
+        models.RecordVersion.objects.filter(record__store=store, op="DELETE", external_id__startswith=f"{span_id}:") \
+            .exclude(session_id=call.session_id, seq=call.reply_seq, llm_call_id=call.pk) \
+            .update(session_id=call.session_id, seq=call.reply_seq, llm_call_id=call.pk)
 
 
 def _wiped(versions: Iterable[tuple[datetime | None, str]], moments: Sequence[tuple[datetime | None, str]],
