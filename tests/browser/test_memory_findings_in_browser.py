@@ -38,6 +38,7 @@ def test_a_user_follows_a_finding_from_the_summary_to_its_message_and_its_record
     assert "Read the record again before sending it" in summary.locator("#finding-kind-stale_recall").inner_text()
     summary.locator("#finding-kind-stale_recall a").click()
     page.wait_for_function("() => location.hash === '#m-13'")
+    page.locator("#m-13").wait_for()  # the new page has the hash from its first byte, not yet the row
     assert page.evaluate("() => document.querySelector(':target')?.id") == "m-13"
     flags = page.locator("#m-13 .memory-finding-note")
     assert flags.count() == 2 and flags.first.is_visible()

@@ -43,6 +43,7 @@ def test_a_user_reads_what_was_recalled_and_follows_an_item_to_its_record_versio
     assert link.inner_text() == "record v1"
     link.click()
     page.wait_for_function("() => location.hash === '#v-1'")
+    page.locator("#v-1").wait_for()  # the new page has the hash from its first byte, not yet the row
     assert page.evaluate("() => document.querySelector(':target')?.id") == "v-1"
     assert errors == []
 

@@ -42,5 +42,7 @@ def test_a_user_follows_a_block_edit_to_its_version(browser, live_server, letta)
         link = panel.locator(f'a[href^="/memory/records/{human.record_id}/"]')
         link.click()
         page.wait_for_function(f"() => location.hash === '#v-{human.number}'")
+        # The hash is the new page's from its first byte: wait for the version's row itself (is_visible does not).
+        page.locator(f"#v-{human.number}").wait_for(state="visible")
         assert page.locator(f"#v-{human.number}").is_visible()
         assert errors == [], scheme
