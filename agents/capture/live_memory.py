@@ -512,8 +512,9 @@ def _wipes_apply(project: models.Project, store_ids: set[str],
             metadata=rows[record_id].metadata, state="deleted", versions=versions)
             for record_id, versions in sorted(missing.items()) if versions]
         new_for = {(v.external_id or "").partition(":")[0] for versions in missing.values() for v in versions}
-        place = {w.span_id: followed[w.span_id] if w.span_id in followed else _wipe_followed(project, w)
-                 for w in wipes if w.span_id in followed or w.span_id in new_for}
+        place: dict[str, models.LlmCall | None] = {w.span_id: followed[w.span_id] for w in wipes
+                                                   if w.span_id in followed}
+        place.update(_wipes_followed(project, [w for w in wipes if w.span_id not in place and w.span_id in new_for]))
         if not (stale or records):
             _wipe_versions_placed(store, place)
             continue
@@ -529,15 +530,17 @@ def _wipes_apply(project: models.Project, store_ids: set[str],
     return written
 
 
-def _wipe_followed(project: models.Project, wipe: MemoryWrite) -> models.LlmCall | None:
-    """The call a wipe of a trace not being built followed (``link_writes`` on that trace's calls and spans)."""
-    calls = _TraceCalls(project, [wipe.trace_id])
-    if not calls.rows:
-        return None
+def _wipes_followed(project: models.Project, wipes: Sequence[MemoryWrite]) -> dict[str, models.LlmCall | None]:
+    """The calls some wipes of traces not being built followed (``link_writes`` on those traces' calls and spans, read
+    once for all)."""
+    if not wipes:
+        return {}
+    trace_ids = sorted({w.trace_id for w in wipes})
+    calls = _TraceCalls(project, trace_ids)
     parents = {span_id: parent or None for span_id, parent in models.CapturedSpan.objects.filter(
-        project=project, trace_id=wipe.trace_id).values_list("span_id", "parent_span_id")}
-    link = link_writes([wipe], calls.captured.values(), parents).get(wipe.span_id)
-    return calls.rows.get(link or "")
+        project=project, trace_id__in=trace_ids).values_list("span_id", "parent_span_id")}
+    links = link_writes(wipes, calls.captured.values(), parents)
+    return {w.span_id: calls.rows.get(links.get(w.span_id, "")) for w in wipes}
 
 
 def _wipe_versions_placed(store: models.MemoryStore, place: Mapping[str, models.LlmCall | None]) -> None:
