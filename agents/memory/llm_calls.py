@@ -194,7 +194,7 @@ def extract(batch: Batch) -> Extraction:
             out.rejected.append(Rejected(span.trace_id, span.span_id, f"span {span.name!r} has no trace or span id"))
             continue
         out.links.append(SpanLink(span.trace_id, span.span_id, span.parent_span_id,
-                                  _first_str(span.attributes, SESSION_KEYS), _first_str(span.attributes, AGENT_KEYS)))
+                                  first_str(span.attributes, SESSION_KEYS), first_str(span.attributes, AGENT_KEYS)))
         try:
             call = call_from_span(span)
         except ValueError as exc:
@@ -252,10 +252,10 @@ def call_from_span(span: Span) -> CapturedCall | None:
         outputs = [m.model_copy(update={"usage": usage}) if m.role == "assistant" else m for m in outputs]
     return CapturedCall(
         trace_id=span.trace_id, span_id=span.span_id, parent_span_id=span.parent_span_id, convention=convention,
-        model=_first_str(attrs, _MODEL_KEYS), started_ns=span.start_ns or None, ended_ns=span.end_ns or None,
+        model=first_str(attrs, _MODEL_KEYS), started_ns=span.start_ns or None, ended_ns=span.end_ns or None,
         usage=usage, inputs=inputs, outputs=outputs,
-        session_id=_first_str(attrs, SESSION_KEYS) or _first_str(span.resource, SESSION_KEYS),
-        agent_name=_first_str(attrs, AGENT_KEYS), service_name=_first_str(span.resource, ("service.name",)),
+        session_id=first_str(attrs, SESSION_KEYS) or first_str(span.resource, SESSION_KEYS),
+        agent_name=first_str(attrs, AGENT_KEYS), service_name=first_str(span.resource, ("service.name",)),
         error=(span.status_message or "error") if span.status_error else None,
     )
 
@@ -281,7 +281,7 @@ def call_from_events(trace_id: str, span_id: str, records: Iterable[LogRecord]) 
         # None, not empty, for a half that an exporter sent apart from the other: the other half fills it in.
         inputs=inputs or None, outputs=outputs or None, input_times=[r.time_ns for r in input_records] or None,
         observed_ns=min((r.time_ns for r in ordered if r.time_ns), default=None),
-        session_id=_first_str(resource, SESSION_KEYS), service_name=_first_str(resource, ("service.name",)),
+        session_id=first_str(resource, SESSION_KEYS), service_name=first_str(resource, ("service.name",)),
     )
 
 
@@ -312,7 +312,8 @@ def resolve(call: CapturedCall, links: Mapping[str, SpanLink]) -> tuple[str, str
 # --- message shapes ---------------------------------------------------------------------------------------------
 
 
-def _first_str(attrs: Mapping[str, Any], keys: Iterable[str]) -> str | None:
+def first_str(attrs: Mapping[str, Any], keys: Iterable[str]) -> str | None:
+    """The first of ``keys`` that ``attrs`` holds a value for, not empty, as text."""
     for key in keys:
         value = attrs.get(key)
         if value not in (None, ""):

@@ -78,7 +78,7 @@ from .ledger import (
     record_state,
     version_at,
 )
-from .llm_calls import SESSION_KEYS, CapturedCall, Rejected
+from .llm_calls import SESSION_KEYS, CapturedCall, Rejected, first_str
 from .otlp import Batch, Span, loads_attribute
 from .schema import Message, content_text
 
@@ -281,11 +281,7 @@ def _provenance(span: Span, get: Callable[[str], Any], provider_key: str) -> tup
         error = (span.status_message or "error") if span.status_error else None
     else:
         error = str(error)
-    for key in SESSION_KEYS:
-        value = get(key)
-        if value is not None and value != "":
-            return provider, error, str(value)
-    return provider, error, None
+    return provider, error, first_str(span.attributes, SESSION_KEYS)
 
 
 def _write(span: Span, operation: str, out: MemoryExtraction, max_chars: int) -> None:
@@ -368,9 +364,7 @@ def _items(span: Span, raw: Any, key: str, out: MemoryExtraction, max_chars: int
     items: list[MemoryItem] = []
     append = items.append
     rank = 0
-    i = -1
-    for entry in raw:
-        i += 1
+    for i, entry in enumerate(raw):
         if entry.__class__ is not dict:
             _reject(out, span, f"{key}[{i}]: expected an object, got {type(entry).__name__}")
             continue
